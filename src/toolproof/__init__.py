@@ -1,0 +1,63 @@
+"""toolproof: agent tools that can be trusted.
+
+Tools from Python functions and declared JSON Schemas, validated on every call;
+extensions that mint named variants; evidence-chained runs that verify and replay.
+The names below are the public API (DESIGN.md section 10); everything else is
+private to its folder. Optional adapters (LangChain, FastAPI, Celery) are never
+imported here.
+"""
+
+from toolproof.config import load_toolset
+from toolproof.contract.tools import (
+    ToolAnnotations,
+    ToolCall,
+    ToolDescriptor,
+    ToolFailure,
+    ToolResult,
+    ToolsetDescriptor,
+    ToolSpec,
+)
+from toolproof.errors import (
+    CanonicalizationError,
+    ConfigError,
+    IdentityMismatchError,
+    ToolBindError,
+    ToolCallError,
+    ToolNameError,
+    ToolproofError,
+    ToolsetSealedError,
+    UsageError,
+)
+from toolproof.identity import canonical_json, content_id, digest
+from toolproof.tools.function import tool
+from toolproof.tools.tool import Tool
+from toolproof.tools.toolset import Toolset
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CanonicalizationError",
+    "ConfigError",
+    "IdentityMismatchError",
+    "Tool",
+    "ToolAnnotations",
+    "ToolBindError",
+    "ToolCall",
+    "ToolCallError",
+    "ToolDescriptor",
+    "ToolFailure",
+    "ToolNameError",
+    "ToolResult",
+    "ToolSpec",
+    "ToolproofError",
+    "Toolset",
+    "ToolsetDescriptor",
+    "ToolsetSealedError",
+    "UsageError",
+    "__version__",
+    "canonical_json",
+    "content_id",
+    "digest",
+    "load_toolset",
+    "tool",
+]

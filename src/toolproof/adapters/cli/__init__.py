@@ -1,0 +1,5 @@
+"""The ``toolproof`` command line."""
+
+from toolproof.adapters.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,128 @@
+"""``toolproof tools list|show``: what a composition root binds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from toolproof.adapters.cli.app import emit_json, fail, out_console, run_async
+from toolproof.config import load_toolset
+from toolproof.tools.toolset import Toolset
+
+__all__ = ["register", "tools_app"]
+
+tools_app = typer.Typer(
+    help="List and inspect the tools a toolproof.toml binds.", no_args_is_help=True
+)
+
+ConfigOption = typer.Option(
+    Path("toolproof.toml"), "--config", "-c", help="The composition root (toolproof.toml)."
+)
+JsonOption = typer.Option(False, "--json", help="Print one canonical JSON document.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``tools`` command group to ``app``."""
+    app.add_typer(tools_app, name="tools")
+
+
+def _stack_text(tool_json: dict[str, Any]) -> str:
+    stack = tool_json.get("stack") or []
+    return " > ".join(f"{layer['name']}({layer['kind']})" for layer in stack) or "-"
+
+
+def _listing(toolset: Toolset) -> dict[str, Any]:
+    tools = []
+    for tool in toolset:
+        descriptor = tool.descriptor()
+        tools.append(
+            {
+                "name": tool.name,
+                "version": tool.spec.version,
+                "description": tool.spec.description,
+                "owner": toolset.owner(tool.name),
+                "base": descriptor.base,
+                "stack": [layer.to_json() for layer in descriptor.stack],
+                "fingerprint": descriptor.fingerprint,
+                "annotations": tool.spec.annotations.model_dump(
+                    mode="json", exclude_none=True, exclude={"schema_version"}
+                ),
+            }
+        )
+    return {
+        "tools": tools,
+        "quarantined": [item.to_json() for item in toolset.quarantined],
+        "descriptor_digest": toolset.descriptor().digest,
+    }
+
+
+@tools_app.command("list")
+def list_tools(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
+    """List every tool and variant, and every quarantined item with its reason."""
+
+    async def load() -> dict[str, Any]:
+        async with load_toolset(config) as toolset:
+            return _listing(toolset)
+
+    listing = run_async(load())
+    if as_json:
+        emit_json(listing)
+        return
+    table = Table(title=f"tools in {config}", show_lines=False)
+    for column in ("name", "stack", "owner", "description"):
+        table.add_column(column, overflow="fold")
+    for item in listing["tools"]:
+        first_line = (item["description"] or "").strip().splitlines()[:1]
+        table.add_row(
+            item["name"], _stack_text(item), item["owner"], first_line[0] if first_line else ""
+        )
+    out_console.print(table)
+    if listing["quarantined"]:
+        quarantine = Table(title="quarantined")
+        for column in ("name", "field", "rule", "owner"):
+            quarantine.add_column(column, overflow="fold")
+        for item in listing["quarantined"]:
+            quarantine.add_row(item["name"], item["field"], item["rule"], item["owner"])
+        out_console.print(quarantine)
+    out_console.print(f"descriptor {listing['descriptor_digest']}")
+
+
+@tools_app.command("show")
+def show_tool(
+    name: str = typer.Argument(..., help="The tool or variant name."),
+    config: Path = ConfigOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show one tool's spec (schemas, annotations) and descriptor."""
+
+    async def load() -> dict[str, Any] | None:
+        async with load_toolset(config) as toolset:
+            tool = toolset.get(name)
+            if tool is None:
+                return None
+            return {
+                "spec": tool.spec.to_json(),
+                "descriptor": tool.descriptor().to_json(),
+                "owner": toolset.owner(name),
+            }
+
+    shown = run_async(load())
+    if shown is None:
+        raise fail(LookupError(f"no tool named {name!r} in {config}"))
+    if as_json:
+        emit_json(shown)
+        return
+    spec = shown["spec"]
+    out_console.print(f"[bold]{spec['name']}[/] (version {spec['version']}, from {shown['owner']})")
+    if spec["description"]:
+        out_console.print(spec["description"])
+    out_console.print("[bold]input schema[/]")
+    out_console.print_json(json.dumps(spec["input_schema"]))
+    if spec["output_schema"] is not None:
+        out_console.print("[bold]output schema[/]")
+        out_console.print_json(json.dumps(spec["output_schema"]))
+    out_console.print(f"fingerprint {shown['descriptor']['fingerprint']}")

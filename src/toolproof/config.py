@@ -1,0 +1,294 @@
+"""The composition root: ``toolproof.toml`` -> a sealed :class:`Toolset`.
+
+The file (TOML, read with :mod:`tomllib`) has these tables; unknown keys are refused
+and relative paths are relative to the file::
+
+    [[python]]                  # tools from functions marked @toolproof.tool
+    module = "mypkg.tools"
+    functions = ["add"]         # optional: only these (marked or not)
+    path = "."                  # optional: directory put on sys.path (default: the file's)
+
+    [[mcp]]                     # tools from an MCP server (stdio or streamable HTTP)
+    name = "git"
+    command = "mcp-server-git"
+    args = ["--repository", "."]
+
+    [extensions]
+    modules = ["mypkg.exts"]
+
+    [tools.add]
+    extensions = [["retry", {name = "timeout", config = {seconds = 2}}], ["process"]]
+
+    [backends.celery]
+    broker = "redis://127.0.0.1:6379/0"
+
+Every error is a :class:`toolproof.errors.ConfigError` naming the file, the key and
+the rule.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import tomllib
+from collections.abc import Generator
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolproof.errors import ConfigError, ToolBindError, ToolNameError
+from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function
+from toolproof.tools.toolset import Toolset
+
+__all__ = [
+    "ExtensionsSection",
+    "McpSource",
+    "PythonSource",
+    "ToolSection",
+    "ToolproofConfig",
+    "ToolsetLoader",
+    "load_config",
+    "load_toolset",
+]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PythonSource(_Closed):
+    """A ``[[python]]`` entry: a module whose ``@toolproof.tool`` functions become tools."""
+
+    module: str = Field(min_length=1)
+    functions: list[str] | None = None
+    path: str | None = None
+
+
+class McpSource(_Closed):
+    """A ``[[mcp]]`` entry: an MCP server whose tools become ToolContributions.
+
+    Exactly one of ``command`` (stdio) and ``url`` (streamable HTTP) is given.
+    Tool names become ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and
+    ``prefix = ""`` keeps the server's names.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    prefix: str | None = None
+    startup_timeout: float = Field(default=30.0, gt=0)
+    call_timeout: float = Field(default=60.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _one_transport(cls, url: str | None, info: Any) -> str | None:
+        command = info.data.get("command")
+        if (url is None) == (command is None):
+            raise ValueError("give exactly one of 'command' (stdio) and 'url' (streamable HTTP)")
+        return url
+
+
+class ExtensionsSection(_Closed):
+    """``[extensions]``: modules that register extensions (besides the entry points)."""
+
+    modules: list[str] = Field(default_factory=list)
+
+
+class ToolSection(_Closed):
+    """``[tools.NAME]``: per-tool settings; ``extensions`` is one combo or a list of combos."""
+
+    extensions: Any = None
+
+
+class ToolproofConfig(_Closed):
+    """The parsed ``toolproof.toml``."""
+
+    python: list[PythonSource] = Field(default_factory=list)
+    mcp: list[McpSource] = Field(default_factory=list)
+    extensions: ExtensionsSection = Field(default_factory=ExtensionsSection)
+    tools: dict[str, ToolSection] = Field(default_factory=dict)
+    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def _rule(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key (not part of the toolproof.toml format)"
+    if error["type"] == "missing":
+        return "required key is missing"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
+    """Read and validate a ``toolproof.toml``.
+
+    Returns:
+        The parsed config and the raw TOML table (for sections later layers normalize).
+
+    Raises:
+        ConfigError: the file is missing, not TOML, or breaks the format.
+
+    """
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(str(file), "(file)", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(file), "(file)", f"cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(file), "(file)", f"not valid TOML: {exc}") from exc
+    try:
+        return ToolproofConfig.model_validate(raw), raw
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise ConfigError(str(file), _key(tuple(first["loc"])), _rule(first)) from None
+
+
+def _import(module: str, file: Path, key: str, search_path: Path) -> ModuleType:
+    entry = str(search_path)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:
+        raise ConfigError(
+            str(file), key, f"cannot import module {module!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _marked_functions(module: ModuleType) -> Generator[tuple[str, Any], None, None]:
+    for attr, value in vars(module).items():
+        if (
+            callable(value)
+            and getattr(value, TOOL_MARK, None) is not None
+            and getattr(value, "__module__", None) == module.__name__
+        ):
+            yield attr, value
+
+
+def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index: int) -> None:
+    """Add the tools of one ``[[python]]`` entry to ``toolset``.
+
+    A function that cannot be bound is quarantined with its reason; a missing
+    module or listed function is a :class:`ConfigError`.
+    """
+    base = file.parent
+    search = (base / source.path).resolve() if source.path is not None else base.resolve()
+    module = _import(source.module, file, f"python[{index}].module", search)
+    if source.functions is None:
+        chosen = list(_marked_functions(module))
+    else:
+        chosen = []
+        for position, fname in enumerate(source.functions):
+            fn = getattr(module, fname, None)
+            if fn is None or not callable(fn):
+                raise ConfigError(
+                    str(file),
+                    f"python[{index}].functions[{position}]",
+                    f"module {source.module!r} has no function {fname!r}",
+                )
+            chosen.append((fname, fn))
+    owner = f"python:{source.module}"
+    for attr, fn in chosen:
+        options: ToolOptions = getattr(fn, TOOL_MARK, None) or ToolOptions()
+        name = options.name or attr
+        try:
+            toolset.add(tool_from_function(fn, name=name, options=options), owner=owner)
+        except ToolBindError as exc:
+            toolset.quarantine(name, exc.fields["field"], exc.fields["rule"], owner=owner)
+        except ToolNameError as exc:
+            if "already taken" in exc.fields["rule"]:
+                raise ConfigError(str(file), f"python[{index}]", exc.message) from exc
+            toolset.quarantine(name, "name", exc.fields["rule"], owner=owner)
+
+
+async def build_toolset(path: str | Path) -> Toolset:
+    """Build and seal the Toolset of a ``toolproof.toml``.
+
+    Sources bind in file order: ``[[python]]``, then ``[[mcp]]``; extensions apply
+    last. On any error every resource already opened (MCP sessions) is closed.
+
+    Raises:
+        ConfigError: the file or one of its entries is invalid.
+
+    """
+    file = Path(path)
+    config, raw = load_config(file)
+    toolset = Toolset()
+    toolset.metadata["config_path"] = str(file.resolve())
+    toolset.metadata["config"] = config
+    toolset.metadata["raw_config"] = raw
+    try:
+        for index, source in enumerate(config.python):
+            bind_python_source(toolset, source, file, index)
+        if config.mcp:
+            raise ConfigError(str(file), "mcp", "MCP tool sources are not supported yet")
+        if config.tools or config.extensions.modules:
+            raise ConfigError(str(file), "tools", "extensions are not supported yet")
+    except BaseException:
+        await toolset.aclose()
+        raise
+    return toolset.seal()
+
+
+class ToolsetLoader:
+    """What :func:`load_toolset` returns: awaitable, and an async context manager.
+
+    ``async with load_toolset(path) as toolset:`` closes the Toolset on exit;
+    ``toolset = await load_toolset(path)`` leaves closing (``await toolset.aclose()``)
+    to the caller.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._toolset: Toolset | None = None
+
+    def __await__(self) -> Generator[Any, None, Toolset]:
+        return build_toolset(self.path).__await__()
+
+    async def __aenter__(self) -> Toolset:
+        self._toolset = await build_toolset(self.path)
+        return self._toolset
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._toolset is not None:
+            await self._toolset.aclose()
+
+
+def load_toolset(path: str | Path) -> ToolsetLoader:
+    """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
+
+    Args:
+        path: the ``toolproof.toml`` file.
+
+    Returns:
+        A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
+        on exit) or ``toolset = await load_toolset(path)``.
+
+    Raises:
+        ConfigError: (when awaited or entered) the file or an entry is invalid.
+
+    """
+    return ToolsetLoader(path)

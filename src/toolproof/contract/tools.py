@@ -1,0 +1,289 @@
+"""Wire models of tools: specs, calls, results, failures and descriptors.
+
+These are the frozen, canonical descriptions of a tool and of one call to it; the
+runtime binding (the callable, the compiled validator) lives in
+:class:`toolproof.tools.tool.Tool`, as pydantic-ai keeps ``ToolDefinition`` apart
+from its toolset tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import Field, JsonValue, model_validator
+
+from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel, ContentModel
+from toolproof.errors import ToolCallError
+from toolproof.identity import digest_json
+
+__all__ = [
+    "FailureKind",
+    "StackLayer",
+    "ToolAnnotations",
+    "ToolCall",
+    "ToolDescriptor",
+    "ToolFailure",
+    "ToolResult",
+    "ToolSpec",
+    "ToolsetDescriptor",
+]
+
+
+class ToolAnnotations(CanonicalModel):
+    """MCP tool annotations (MCP spec, ``ToolAnnotations``): hints, never guarantees.
+
+    Each hint is tri-state: ``None`` means "not stated", and the MCP default applies
+    (read-only false, destructive true, idempotent false, open-world true); the
+    ``is_*`` properties apply those defaults.
+    """
+
+    title: str | None = None
+    readOnlyHint: bool | None = None
+    destructiveHint: bool | None = None
+    idempotentHint: bool | None = None
+    openWorldHint: bool | None = None
+
+    @property
+    def is_read_only(self) -> bool:
+        """Whether the tool states it does not modify its environment (default False)."""
+        return bool(self.readOnlyHint)
+
+    @property
+    def is_destructive(self) -> bool:
+        """Whether the tool may destroy data (MCP default True; False when read-only)."""
+        if self.is_read_only:
+            return False
+        return True if self.destructiveHint is None else self.destructiveHint
+
+    @property
+    def is_idempotent(self) -> bool:
+        """Whether repeating a call with the same arguments has no further effect."""
+        return bool(self.idempotentHint) or self.is_read_only
+
+    @property
+    def is_open_world(self) -> bool:
+        """Whether the tool reaches outside entities (web, other systems); default True."""
+        return True if self.openWorldHint is None else self.openWorldHint
+
+
+class ToolSpec(CanonicalModel):
+    """The wire description of a tool.
+
+    Attributes:
+        name: the tool name, ``^[A-Za-z0-9_.-]{1,64}$`` (checked by the Toolset).
+        version: the tool's own version string (``"0"`` when not stated).
+        description: what the tool does, for a model or a person.
+        input_schema: the JSON Schema (draft 2020-12) of the arguments object; the
+            single source of truth for what a call may carry.
+        output_schema: the JSON Schema of a successful result value, or ``None``.
+        annotations: MCP tool annotations.
+
+    """
+
+    name: str
+    version: str = "0"
+    description: str = ""
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
+
+
+FailureKind = str
+"""Normalized failure kinds: ``invalid_arguments``, ``tool_error``, ``invalid_result``,
+``timeout``, ``cancelled``, ``worker``, ``transport``, ``backend``, ``unavailable``."""
+
+
+class ToolFailure(CanonicalModel):
+    """A normalized tool failure: never a success, never a bare exception string.
+
+    Attributes:
+        kind: what failed (see :data:`FailureKind`); ``invalid_arguments`` means the
+            body was not called.
+        message: a human-readable message naming the thing and the rule.
+        retryable: whether the same call may succeed if tried again.
+        where: where it failed: ``arguments``, ``body``, ``output``, ``worker``,
+            ``backend``, ``transport`` or ``wrapper``.
+        detail: structured detail (``errors`` with JSON paths, ``task_id``, ...).
+
+    """
+
+    kind: str
+    message: str
+    retryable: bool = False
+    where: str = "body"
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        """Alias of :attr:`kind`."""
+        return self.kind
+
+
+class ToolResult(CanonicalModel):
+    """The outcome of one tool call: a JSON value, or a :class:`ToolFailure`.
+
+    Attributes:
+        ok: True on success.
+        value: the JSON value on success (``None`` on failure).
+        failure: the failure, present exactly when ``ok`` is False.
+
+    """
+
+    ok: bool
+    value: JsonValue = None
+    failure: ToolFailure | None = None
+
+    @model_validator(mode="after")
+    def _ok_xor_failure(self) -> Self:
+        if self.ok == (self.failure is not None):
+            raise ValueError("a ToolResult has a failure exactly when ok is False")
+        return self
+
+    @classmethod
+    def success(cls, value: Any) -> ToolResult:
+        """Build a successful result without re-validating ``value`` (the caller checked it)."""
+        return cls.model_construct(
+            schema_version=SCHEMA_VERSION, ok=True, value=value, failure=None
+        )
+
+    @classmethod
+    def fail(
+        cls,
+        kind: str,
+        message: str,
+        *,
+        where: str = "body",
+        retryable: bool = False,
+        detail: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        """Build a failed result carrying a :class:`ToolFailure` of these fields."""
+        failure = ToolFailure(
+            kind=kind, message=message, where=where, retryable=retryable, detail=detail or {}
+        )
+        return cls.model_construct(
+            schema_version=SCHEMA_VERSION, ok=False, value=None, failure=failure
+        )
+
+    def unwrap(self) -> JsonValue:
+        """Return the value on success.
+
+        Raises:
+            ToolCallError: the call failed; ``.failure`` holds the :class:`ToolFailure`.
+
+        """
+        if self.failure is not None:
+            raise ToolCallError(self.failure)
+        return self.value
+
+
+class ToolCall(ContentModel):
+    """One call to a tool, as recorded: its content id is ``call_<hex>``.
+
+    Attributes:
+        tool: the name of the tool or variant called.
+        arguments: the JSON arguments object, exactly as the caller sent it.
+        step: the plan step that made the call, when made inside a run.
+
+    """
+
+    ID_KIND = "call"
+
+    tool: str
+    arguments: dict[str, JsonValue]
+    step: str | None = None
+
+
+class StackLayer(CanonicalModel):
+    """One extension layer of a variant, innermost first in a descriptor's stack.
+
+    Attributes:
+        name: the extension's registered name.
+        kind: ``wrapper``, ``transformer`` or ``backend``.
+        version: the extension's version.
+        config_digest: ``sha256:...`` of the canonical JSON of its config (``{}`` if none).
+
+    """
+
+    name: str
+    kind: str
+    version: str = "0"
+    config_digest: str
+
+
+class ToolDescriptor(CanonicalModel):
+    """What the runtime records about a tool or variant: enough to notice any change.
+
+    Attributes:
+        name: the tool or variant name.
+        version: the tool's version.
+        fingerprint: ``sha256:...`` over the spec, the source and the stack; any
+            change of schema, description, source configuration or extension config
+            changes it.
+        source: where the tool came from (``python:pkg.mod.fn``, ``mcp:git``...).
+        base: the base tool's name for a variant (``None`` for a base tool).
+        stack: the extension layers of a variant, innermost first.
+        deterministic: False when the tool's results vary between identical calls.
+        varies: what varies (``clock``, ``network``...) when not deterministic.
+
+    """
+
+    name: str
+    version: str
+    fingerprint: str
+    source: str = ""
+    base: str | None = None
+    stack: list[StackLayer] = Field(default_factory=list)
+    deterministic: bool = True
+    varies: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def for_spec(
+        cls,
+        spec: ToolSpec,
+        *,
+        source: str = "",
+        base: str | None = None,
+        stack: list[StackLayer] | None = None,
+        deterministic: bool = True,
+        varies: list[str] | None = None,
+    ) -> ToolDescriptor:
+        """Build the descriptor of ``spec``; the fingerprint covers every argument."""
+        layers = list(stack or [])
+        varying = list(varies or [])
+        fingerprint = digest_json(
+            {
+                "spec": spec.to_json(),
+                "source": source,
+                "base": base,
+                "stack": [layer.to_json() for layer in layers],
+                "deterministic": deterministic,
+                "varies": varying,
+            }
+        )
+        return cls(
+            name=spec.name,
+            version=spec.version,
+            fingerprint=fingerprint,
+            source=source,
+            base=base,
+            stack=layers,
+            deterministic=deterministic,
+            varies=varying,
+        )
+
+
+class ToolsetDescriptor(ContentModel):
+    """The descriptor of a sealed Toolset: every tool's descriptor, sorted by name.
+
+    Its ``id`` (``toolset_<hex>``) and :attr:`digest` are identical across processes
+    and Python hash seeds for the same composition root.
+    """
+
+    ID_KIND = "toolset"
+
+    tools: list[ToolDescriptor]
+
+    @property
+    def digest(self) -> str:
+        """The descriptor digest, ``sha256:<hex>`` (the hex of :attr:`id`)."""
+        return "sha256:" + self.id.split("_", 1)[1]

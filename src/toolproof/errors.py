@@ -1,0 +1,236 @@
+"""The error hierarchy of toolproof and its one mapping to exit codes, HTTP and MCP.
+
+Hierarchy (split by fault)::
+
+    Exception
+    ├── UsageError                      misuse of the API (a programming error)
+    │   └── ToolsetSealedError          add() after seal()
+    └── ToolproofError                  operational root: bad input, failures, refusals
+        ├── InputError                  exit 1 / HTTP 422
+        │   ├── CanonicalizationError   a value that has no RFC 8785 form
+        │   ├── IdentityMismatchError   stored content id != recomputed content id
+        │   ├── ConfigError             toolproof.toml (file, key, rule)
+        │   ├── ToolBindError           a tool that cannot be bound (tool, field, rule)
+        │   └── ToolNameError           a bad or duplicate tool name
+        ├── ToolCallError               ToolResult.unwrap() on a failure (carries it)
+        ├── BackendError                a relocation engine failed (worker, broker)
+        ├── VerificationError           a run directory failed verification (exit 2)
+        └── ReplayRefused               frozen replay refused (exit 2)
+
+``UsageError`` sits outside the operational root on purpose: a broad
+``except ToolproofError`` must never hide a programming mistake.
+
+Every error carries structured fields (``tool``, ``field``, ``rule``, ``path``,
+``digest``...) besides its message; :func:`error_mapping` is the single place
+that turns an error into a CLI exit code, an HTTP status and an MCP error code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BackendError",
+    "CanonicalizationError",
+    "ConfigError",
+    "ErrorMapping",
+    "IdentityMismatchError",
+    "InputError",
+    "ReplayRefused",
+    "ToolBindError",
+    "ToolCallError",
+    "ToolNameError",
+    "ToolproofError",
+    "ToolsetSealedError",
+    "UsageError",
+    "VerificationError",
+    "error_mapping",
+]
+
+
+class UsageError(Exception):
+    """Misuse of the API: a programming error, never caught as an operational one."""
+
+
+class ToolsetSealedError(UsageError):
+    """A tool was added to a Toolset after ``seal()``.
+
+    Attributes:
+        tool: the name of the tool that came too late.
+
+    """
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        super().__init__(
+            f"toolset is sealed: cannot add tool {tool!r} after seal() "
+            "(rule: tools are registered at the composition root, before sealing)"
+        )
+
+
+class ToolproofError(Exception):
+    """Root of every operational toolproof error.
+
+    Attributes:
+        fields: the structured fields of the error (tool, field, rule, path, ...).
+
+    """
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields: dict[str, Any] = fields
+
+    def __getattr__(self, name: str) -> Any:
+        fields = self.__dict__.get("fields", {})
+        if name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+
+class InputError(ToolproofError):
+    """Bad input from a user: a value, a file, a declaration. CLI exit code 1."""
+
+
+class CanonicalizationError(InputError):
+    """A value has no RFC 8785 canonical JSON form.
+
+    Attributes:
+        path: JSON-path-like location of the bad item (``$.a[2]``).
+        rule: the rule it broke.
+
+    """
+
+    def __init__(self, path: str, rule: str) -> None:
+        super().__init__(f"cannot canonicalize value at {path}: {rule}", path=path, rule=rule)
+
+
+class IdentityMismatchError(InputError):
+    """A model's stored content id differs from the id recomputed from its content.
+
+    Attributes:
+        kind: the id kind (``toolspec``, ``call``...).
+        stored: the id found in the input.
+        computed: the id recomputed from the content.
+
+    """
+
+    def __init__(self, kind: str, stored: str, computed: str) -> None:
+        super().__init__(
+            f"{kind} id mismatch: stored id {stored} but content hashes to {computed} "
+            "(rule: a content id is the digest of the canonical JSON of the content)",
+            kind=kind,
+            stored=stored,
+            computed=computed,
+        )
+
+
+class ConfigError(InputError):
+    """A composition-root file (``toolproof.toml``) or spec is invalid.
+
+    Attributes:
+        file: the file that holds the error.
+        key: the dotted key that is wrong (``python[0].module``).
+        rule: the rule it broke.
+
+    """
+
+    def __init__(self, file: str, key: str, rule: str) -> None:
+        super().__init__(f"{file}: {key}: {rule}", file=file, key=key, rule=rule)
+
+
+class ToolBindError(InputError):
+    """A tool declaration or function cannot be bound faithfully.
+
+    Attributes:
+        tool: the tool's name.
+        field: the offending field or schema location (``input_schema.properties.x``).
+        rule: the rule it broke.
+
+    """
+
+    def __init__(self, tool: str, field: str, rule: str) -> None:
+        super().__init__(
+            f"cannot bind tool {tool!r}: {field}: {rule}", tool=tool, field=field, rule=rule
+        )
+
+
+class ToolNameError(InputError):
+    """A tool name is malformed or already taken.
+
+    Attributes:
+        tool: the offending name.
+        rule: the rule it broke.
+
+    """
+
+    def __init__(self, tool: str, rule: str) -> None:
+        super().__init__(f"tool name {tool!r}: {rule}", tool=tool, rule=rule)
+
+
+class ToolCallError(ToolproofError):
+    """Raised by ``ToolResult.unwrap()`` when the call failed.
+
+    Attributes:
+        failure: the :class:`toolproof.ToolFailure` of the call.
+
+    """
+
+    def __init__(self, failure: Any) -> None:
+        super().__init__(f"{failure.kind}: {failure.message}", failure=failure)
+
+
+class BackendError(ToolproofError):
+    """An execution backend (worker pool, broker) failed outside the tool body."""
+
+
+class VerificationError(ToolproofError):
+    """A run directory failed verification. CLI exit code 2."""
+
+
+class ReplayRefused(ToolproofError):
+    """Frozen replay refused to proceed; no live call was made. CLI exit code 2."""
+
+
+@dataclass(frozen=True)
+class ErrorMapping:
+    """How one error is reported by each adapter.
+
+    Attributes:
+        exit_code: CLI exit code (0 ok, 1 usage/input error, 2 verification/replay).
+        http_status: HTTP status code for the HTTP API.
+        mcp_code: JSON-RPC error code for MCP (-32602 invalid params, -32603 internal).
+
+    """
+
+    exit_code: int
+    http_status: int
+    mcp_code: int
+
+
+_MAPPING: tuple[tuple[type[BaseException], ErrorMapping], ...] = (
+    (VerificationError, ErrorMapping(2, 409, -32603)),
+    (ReplayRefused, ErrorMapping(2, 409, -32603)),
+    (InputError, ErrorMapping(1, 422, -32602)),
+    (ToolCallError, ErrorMapping(1, 502, -32603)),
+    (BackendError, ErrorMapping(1, 503, -32603)),
+    (ToolproofError, ErrorMapping(1, 500, -32603)),
+    (UsageError, ErrorMapping(1, 500, -32603)),
+)
+
+
+def error_mapping(error: BaseException) -> ErrorMapping:
+    """Map an error to its CLI exit code, HTTP status and MCP error code.
+
+    Args:
+        error: any exception; the most specific class in the table wins.
+
+    Returns:
+        The :class:`ErrorMapping`; unknown exceptions map to exit 1, HTTP 500, -32603.
+
+    """
+    for cls, mapping in _MAPPING:
+        if isinstance(error, cls):
+            return mapping
+    return ErrorMapping(1, 500, -32603)

@@ -1,0 +1,253 @@
+"""Canonical JSON (RFC 8785, JCS), digests and content ids.
+
+* :func:`canonical_json` returns the RFC 8785 bytes of a JSON value: UTF-8, no
+  insignificant whitespace, object members sorted by their UTF-16 code units,
+  numbers in the ECMAScript ``Number.prototype.toString`` form (RFC 8785 §3.2.2.3),
+  strings escaped as ``JSON.stringify`` does (§3.2.2.2).
+* :func:`digest` writes a SHA-256 digest in the OCI form ``sha256:<64 hex>``.
+* :func:`content_id` is ``<kind>_<hex>``: the digest of the canonical JSON of a
+  value, prefixed by what kind of thing it identifies.
+
+Anything that has no JSON form is refused with :class:`CanonicalizationError`
+naming where in the value it sits (``$.steps[2].args``): NaN and infinities,
+non-string keys, bytes, sets, tuples' look-alikes of other types, lone surrogates,
+and integers outside the IEEE 754 exact range (``|i| > 2**53 - 1``; RFC 8785 §3.2.2.3
+and I-JSON, RFC 7493 §2.2), which a double cannot hold exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from toolproof.errors import CanonicalizationError
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "canonical_json",
+    "content_id",
+    "digest",
+    "digest_json",
+    "is_digest",
+    "parse_digest",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer an IEEE 754 double holds exactly (ECMAScript ``Number.MAX_SAFE_INTEGER``)."""
+
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # C when available
+
+
+def _format_float(value: float, path: str) -> str:
+    """ECMAScript Number::toString for a finite double (RFC 8785 §3.2.2.3)."""
+    if value != value or value in (math.inf, -math.inf):
+        raise CanonicalizationError(
+            path, f"{value!r} is not a JSON number (NaN and Infinity are refused)"
+        )
+    if value == 0.0:
+        return "0"
+    if value.is_integer() and -1e21 < value < 1e21:
+        return str(int(value))
+    sign = "-" if value < 0 else ""
+    text = repr(abs(value))
+    mantissa, _, exp_text = text.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = int_part + frac_part
+    point = len(int_part) + (int(exp_text) if exp_text else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k = len(digits)
+    if k <= point <= 21:
+        body = digits + "0" * (point - k)
+    elif 0 < point <= 21:
+        body = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        body = "0." + "0" * (-point) + digits
+    else:
+        exponent = point - 1
+        head = digits[0] + ("." + digits[1:] if k > 1 else "")
+        body = f"{head}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+    return sign + body
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _child_path(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _encode_dict(value: dict[Any, Any], out: list[str], path: str) -> None:
+    if not value:
+        out.append("{}")
+        return
+    keys = list(value)
+    ascii_only = True
+    for key in keys:
+        if type(key) is not str:
+            raise CanonicalizationError(
+                path, f"object key {key!r} is {type(key).__name__}, not str"
+            )
+        if ascii_only and not key.isascii():
+            ascii_only = False
+    keys.sort(key=None if ascii_only else _utf16_key)
+    out.append("{")
+    first = True
+    for key in keys:
+        if first:
+            first = False
+        else:
+            out.append(",")
+        out.append(_encode_string(key))
+        out.append(":")
+        item = value[key]
+        item_kind = type(item)
+        if item_kind is str:
+            out.append(_encode_string(item))
+        elif item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            out.append(str(item))
+        else:
+            _encode(item, out, _child_path(path, key))
+    out.append("}")
+
+
+def _encode_list(value: list[Any], out: list[str], path: str) -> None:
+    if not value:
+        out.append("[]")
+        return
+    out.append("[")
+    for index, item in enumerate(value):
+        if index:
+            out.append(",")
+        if type(item) is str:
+            out.append(_encode_string(item))
+        else:
+            _encode(item, out, _child_path(path, index))
+    out.append("]")
+
+
+def _encode(value: Any, out: list[str], path: str) -> None:
+    kind = type(value)
+    if kind is str:
+        out.append(_encode_string(value))
+    elif kind is dict:
+        _encode_dict(value, out, path)
+    elif kind is list:
+        _encode_list(value, out, path)
+    elif kind is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise CanonicalizationError(
+                path,
+                f"integer {value} is outside the IEEE 754 exact range "
+                f"(|i| <= 2**53 - 1, RFC 8785 §3.2.2.3)",
+            )
+        out.append(str(value))
+    elif kind is bool:
+        out.append("true" if value else "false")
+    elif value is None:
+        out.append("null")
+    elif kind is float:
+        out.append(_format_float(value, path))
+    elif kind is tuple:
+        raise CanonicalizationError(path, "tuple is not a JSON value (use a list)")
+    else:
+        raise CanonicalizationError(path, f"{kind.__name__} is not a JSON value")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Return the RFC 8785 (JCS) canonical JSON bytes of a JSON value.
+
+    Args:
+        value: plain JSON: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``
+            (``|i| <= 2**53 - 1``), finite ``float``, ``bool`` or ``None``.
+            Subclasses of these (e.g. ``StrEnum`` members) are refused: convert first.
+
+    Returns:
+        The canonical UTF-8 bytes.
+
+    Raises:
+        CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
+
+    """
+    out: list[str] = []
+    _encode(value, out, "$")
+    text = "".join(out)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        _find_surrogate(value, "$")
+        raise  # pragma: no cover - _find_surrogate always raises first
+
+
+def _find_surrogate(value: Any, path: str) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CanonicalizationError(
+                path, f"string holds a lone surrogate at offset {exc.start} (not valid Unicode)"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _find_surrogate(key, path)
+            _find_surrogate(item, _child_path(path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _find_surrogate(item, _child_path(path, index))
+
+
+def digest(data: bytes) -> str:
+    """Return the SHA-256 digest of ``data`` as ``sha256:<64 lowercase hex>`` (the OCI form)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest_json(value: Any) -> str:
+    """Return :func:`digest` of :func:`canonical_json` of ``value``.
+
+    Raises:
+        CanonicalizationError: as :func:`canonical_json`.
+
+    """
+    return digest(canonical_json(value))
+
+
+def content_id(kind: str, value: Any) -> str:
+    """Return the content id ``<kind>_<hex>`` of a JSON value.
+
+    Args:
+        kind: a short lowercase word naming what is identified (``call``, ``plan``).
+        value: the content, without its own id field.
+
+    Raises:
+        CanonicalizationError: as :func:`canonical_json`.
+
+    """
+    return f"{kind}_{hashlib.sha256(canonical_json(value)).hexdigest()}"
+
+
+def is_digest(text: object) -> bool:
+    """Whether ``text`` is a well-formed ``sha256:<64 lowercase hex>`` digest."""
+    return isinstance(text, str) and _DIGEST_RE.match(text) is not None
+
+
+def parse_digest(text: str) -> str:
+    """Return the hex part of a ``sha256:<hex>`` digest.
+
+    Raises:
+        ValueError: ``text`` is not a well-formed digest.
+
+    """
+    if not is_digest(text):
+        raise ValueError(f"not a sha256 digest: {text!r} (expected 'sha256:' + 64 lowercase hex)")
+    return text[7:]

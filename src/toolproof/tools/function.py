@@ -1,0 +1,294 @@
+"""Tools from Python functions: ``@toolproof.tool`` and ``Tool.from_function``.
+
+The input schema is derived from the signature with pydantic (defaults, ``Optional``,
+``Literal``/``Enum``, nested models, ``list``/``dict``, ``Annotated`` descriptions),
+descriptions from the docstring (Google, NumPy, reST and Epydoc styles, detected by
+docstring-parser), the output schema from the return annotation. Annotations are
+resolved with ``typing.get_type_hints`` when the tool is built, so
+``from __future__ import annotations`` and forward references to names defined
+later in the module work as long as the tool is built after the module is imported
+(``load_toolset`` does that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import inspect
+import typing
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args, get_origin, overload
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
+from toolproof.errors import ToolBindError
+from toolproof.tools.schema import strip_titles
+from toolproof.tools.tool import Tool
+
+__all__ = ["TOOL_MARK", "ToolOptions", "tool", "tool_from_function"]
+
+TOOL_MARK = "__toolproof_tool__"
+"""The attribute ``@toolproof.tool`` sets on a function to mark it as a tool."""
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """What ``@toolproof.tool(...)`` records about a function.
+
+    Attributes:
+        name: the tool name (default: the function's ``__name__``).
+        description: overrides the docstring's description.
+        version: the tool's version string.
+        read_only: MCP ``readOnlyHint`` (``None``: not stated).
+        destructive: MCP ``destructiveHint``.
+        idempotent: MCP ``idempotentHint``.
+        open_world: MCP ``openWorldHint``.
+        title: MCP annotation ``title``.
+        deterministic: False when identical calls may give different results.
+        varies: what varies when not deterministic (``clock``, ``network``...).
+
+    """
+
+    name: str | None = None
+    description: str | None = None
+    version: str = "0"
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+    title: str | None = None
+    deterministic: bool = True
+    varies: tuple[str, ...] = ()
+
+    def annotations(self) -> ToolAnnotations:
+        """The MCP :class:`ToolAnnotations` these options state."""
+        return ToolAnnotations(
+            title=self.title,
+            readOnlyHint=self.read_only,
+            destructiveHint=self.destructive,
+            idempotentHint=self.idempotent,
+            openWorldHint=self.open_world,
+        )
+
+
+F = typing.TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    version: str = "0",
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    title: str | None = None,
+    deterministic: bool = True,
+    varies: tuple[str, ...] = (),
+) -> Callable[[F], F]: ...
+
+
+def tool(fn: Any = None, /, **options: Any) -> Any:
+    """Mark a function as a tool for a ``[[python]]`` entry of ``toolproof.toml``.
+
+    Use bare (``@toolproof.tool``) or with options (``@toolproof.tool(read_only=True)``;
+    see :class:`ToolOptions`). The function is returned unchanged and stays callable;
+    the tool itself is built when the Toolset is loaded, after the module is imported,
+    so forward references resolve.
+    """
+    opts = ToolOptions(**options)
+
+    def mark(func: F) -> F:
+        setattr(func, TOOL_MARK, opts)
+        return func
+
+    return mark(fn) if fn is not None else mark
+
+
+def _description_of(info: FieldInfo | None, metadata: list[Any]) -> str | None:
+    if info is not None and info.description:
+        return info.description
+    for item in metadata:
+        if isinstance(item, str):
+            return item
+    return None
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
+    if get_origin(annotation) is Annotated:
+        base, *metadata = get_args(annotation)
+        return base, list(metadata)
+    return annotation, []
+
+
+def _declarable(name: str) -> bool:
+    return name.isidentifier() and not name.startswith("_") and not name.startswith("model_")
+
+
+def _parameter_fields(
+    tool_name: str, fn: Callable[..., Any], hints: dict[str, Any], docs: dict[str, str]
+) -> tuple[dict[str, Any], list[tuple[str, str, inspect._ParameterKind]]]:
+    fields: dict[str, Any] = {}
+    params: list[tuple[str, str, inspect._ParameterKind]] = []
+    for index, param in enumerate(inspect.signature(fn).parameters.values()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolBindError(
+                tool_name,
+                f"parameter {param.name!r}",
+                "bare *args/**kwargs cannot be described by a JSON Schema; declare every parameter",
+            )
+        annotation = hints.get(param.name, Any)
+        base, metadata = _split_annotated(annotation)
+        info = next((m for m in metadata if isinstance(m, FieldInfo)), None)
+        description = _description_of(info, metadata) or docs.get(param.name)
+        default = ... if param.default is param.empty else param.default
+        field_name = param.name if _declarable(param.name) else f"p{index}_"
+        extra: dict[str, Any] = {}
+        if field_name != param.name:
+            extra["alias"] = param.name
+        if description is not None:
+            extra["description"] = description
+        field = Field(default, **extra)
+        if info is not None:
+            field = FieldInfo.merge_field_infos(info, field)
+        fields[field_name] = (Annotated[base, field], field)
+        params.append((param.name, field_name, param.kind))
+    return {name: spec[0] for name, spec in fields.items()}, params
+
+
+def _json_schema(adapter: TypeAdapter[Any] | type[BaseModel], tool_name: str, what: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if isinstance(adapter, TypeAdapter):
+                schema = adapter.json_schema(mode="serialization")
+            else:
+                schema = adapter.model_json_schema(mode="validation")
+        except Exception as exc:
+            raise ToolBindError(tool_name, what, f"no JSON Schema for it: {exc}") from exc
+    return strip_titles(schema) if isinstance(schema, dict) else schema
+
+
+def tool_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    version: str = "0",
+    options: ToolOptions | None = None,
+    localns: dict[str, Any] | None = None,
+) -> Tool:
+    """Bind ``fn`` (sync or async) as a :class:`Tool`.
+
+    Args:
+        fn: the function. Sync functions run in a worker thread (``asyncio.to_thread``)
+            and never block the event loop.
+        name: the tool name; default ``options.name`` or ``fn.__name__``.
+        description: default ``options.description`` or the docstring's description.
+        version: the tool's version (``options.version`` wins when given there).
+        options: what ``@toolproof.tool`` recorded; read from ``fn`` when omitted.
+        localns: extra names for resolving string annotations (a function defined in
+            another function's body).
+
+    Returns:
+        The tool. Its input schema has no ``title`` keywords, carries
+        ``additionalProperties: false`` (an unknown argument is refused), and
+        per-argument ``description`` from ``Annotated[..., Field(description=...)]``,
+        ``Annotated[..., "text"]`` or the docstring, in that order.
+
+    Raises:
+        ToolBindError: ``*args``/``**kwargs``, an annotation that cannot be resolved,
+            or a type pydantic cannot describe.
+
+    """
+    opts = options or getattr(fn, TOOL_MARK, None) or ToolOptions()
+    tool_name: str = name or opts.name or str(getattr(fn, "__name__", "tool"))
+    try:
+        hints = typing.get_type_hints(fn, localns=localns, include_extras=True)
+    except Exception as exc:
+        raise ToolBindError(
+            tool_name, "annotations", f"cannot resolve the annotations: {exc}"
+        ) from exc
+    parsed = docstring_parser.parse(inspect.getdoc(fn) or "")
+    docs = {p.arg_name: p.description for p in parsed.params if p.description}
+    text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
+    field_types, params = _parameter_fields(tool_name, fn, hints, docs)
+    model = create_model(
+        f"{tool_name}_arguments",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        **field_types,
+    )
+    input_schema = _json_schema(model, tool_name, "parameters")
+    ret = hints.get("return", inspect.Signature.empty)
+    output_adapter: TypeAdapter[Any] | None = None
+    output_schema = None
+    if ret not in (inspect.Signature.empty, None, type(None)):
+        output_adapter = TypeAdapter(ret)
+        output_schema = _json_schema(output_adapter, tool_name, "return annotation")
+    spec = ToolSpec(
+        name=tool_name,
+        version=opts.version if opts.version != "0" else version,
+        description=description or opts.description or text,
+        input_schema=input_schema,
+        output_schema=copy.deepcopy(output_schema),
+        annotations=opts.annotations(),
+    )
+    body = _make_body(fn, model, params, output_adapter)
+    module = getattr(fn, "__module__", "?")
+    qualname = getattr(fn, "__qualname__", tool_name)
+    return Tool(
+        spec,
+        body,
+        source=f"python:{module}.{qualname}",
+        deterministic=opts.deterministic,
+        varies=opts.varies,
+    )
+
+
+def _make_body(
+    fn: Callable[..., Any],
+    model: type[BaseModel],
+    params: list[tuple[str, str, inspect._ParameterKind]],
+    output_adapter: TypeAdapter[Any] | None,
+) -> Callable[[dict[str, Any]], Any]:
+    is_async = inspect.iscoroutinefunction(fn)
+    positional = [field for _, field, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY]
+    keyword = [
+        (param, field) for param, field, kind in params if kind != inspect.Parameter.POSITIONAL_ONLY
+    ]
+
+    async def body(arguments: dict[str, Any]) -> Any:
+        try:
+            parsed = model.model_validate(arguments)
+        except ValidationError as exc:
+            return ToolResult.fail(
+                "invalid_arguments",
+                f"invalid arguments: {exc.errors(include_url=False)[0]['msg']} "
+                f"at {'/'.join(str(p) for p in exc.errors()[0]['loc'])}",
+                where="arguments",
+            )
+        args = [getattr(parsed, field) for field in positional]
+        kwargs = {param: getattr(parsed, field) for param, field in keyword}
+        if is_async:
+            value = await fn(*args, **kwargs)
+        else:
+            value = await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+        if output_adapter is not None:
+            return output_adapter.dump_python(value, mode="json")
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        return value  # Tool checks it is plain JSON (else invalid_result)
+
+    return body

@@ -1,0 +1,229 @@
+"""``Tool``: a ToolSpec bound to an async body, validated on every call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
+from toolproof.errors import ToolBindError, ToolCallError
+from toolproof.tools.schema import (
+    Validator,
+    compile_validator,
+    json_problem,
+    validation_errors,
+)
+
+if TYPE_CHECKING:
+    from toolproof.tools.function import ToolOptions
+
+__all__ = ["Body", "Tool"]
+
+Body = Callable[[dict[str, Any]], Awaitable[Any]]
+"""An async tool body: takes the validated arguments object, returns a JSON value or a
+:class:`ToolResult` (passed through as it is, for layers that call other tools)."""
+
+
+class Tool:
+    """A :class:`ToolSpec` bound to an async body.
+
+    ``await tool.call(arguments)`` validates ``arguments`` against
+    ``spec.input_schema`` (draft 2020-12, no coercion) as a step of its own, then
+    runs the body and returns a :class:`ToolResult`. It never raises for a bad call
+    or a failing body: invalid arguments give ``failure.kind == "invalid_arguments"``
+    (the body is not called), an exception in the body gives ``"tool_error"``, a
+    non-JSON value or one that breaks ``output_schema`` gives ``"invalid_result"``.
+    Cancellation (``asyncio.CancelledError``) is never swallowed.
+
+    Args:
+        spec: the wire description.
+        body: the async body (see :data:`Body`); it receives the caller's object as is.
+        source: where the tool came from (``python:mod.fn``, ``mcp:git``), for the descriptor.
+        base: for a variant, the base tool's name.
+        stack: for a variant, its extension layers, innermost first.
+        deterministic: False when identical calls may give different results.
+        varies: what varies when not deterministic (``clock``, ``network``...).
+
+    Raises:
+        ToolBindError: the input or output schema does not compile.
+
+    """
+
+    __slots__ = (
+        "_body",
+        "_descriptor",
+        "_output_validator",
+        "_validator",
+        "base",
+        "deterministic",
+        "source",
+        "spec",
+        "stack",
+        "varies",
+    )
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        body: Body,
+        *,
+        source: str = "",
+        base: str | None = None,
+        stack: Sequence[StackLayer] = (),
+        deterministic: bool = True,
+        varies: Sequence[str] = (),
+        validator: Validator | None = None,
+    ) -> None:
+        self.spec = spec
+        self._body = body
+        self.source = source
+        self.base = base
+        self.stack = tuple(stack)
+        self.deterministic = deterministic
+        self.varies = tuple(varies)
+        self._descriptor: ToolDescriptor | None = None
+        try:
+            self._validator = validator or compile_validator(spec.input_schema)
+        except Exception as exc:
+            raise ToolBindError(spec.name, "input_schema", f"does not compile: {exc}") from exc
+        self._output_validator: Validator | None = None
+        if spec.output_schema is not None:
+            try:
+                self._output_validator = compile_validator(spec.output_schema)
+            except Exception as exc:
+                raise ToolBindError(spec.name, "output_schema", f"does not compile: {exc}") from exc
+
+    @property
+    def name(self) -> str:
+        """The tool's name (``spec.name``)."""
+        return self.spec.name
+
+    def descriptor(self) -> ToolDescriptor:
+        """Return the :class:`ToolDescriptor` (name, version, fingerprint, stack); cached."""
+        if self._descriptor is None:
+            self._descriptor = ToolDescriptor.for_spec(
+                self.spec,
+                source=self.source,
+                base=self.base,
+                stack=list(self.stack),
+                deterministic=self.deterministic,
+                varies=list(self.varies),
+            )
+        return self._descriptor
+
+    def check_arguments(self, arguments: Any) -> ToolResult | None:
+        """Validate ``arguments``; return the ``invalid_arguments`` result, or ``None`` if valid."""
+        if type(arguments) is not dict:
+            return ToolResult.fail(
+                "invalid_arguments",
+                f"invalid arguments for tool {self.spec.name!r}: arguments must be a JSON "
+                f"object, not {type(arguments).__name__}",
+                where="arguments",
+            )
+        if self._validator.is_valid(arguments):
+            return None
+        errors = validation_errors(self._validator, arguments)
+        problem = json_problem(arguments)
+        if problem is not None:
+            text = f"{problem} (arguments must be plain JSON)"
+            detail = [{"pointer": "", "message": text}]
+        else:
+            text = "; ".join(error.describe() for error in errors)
+            detail = [error.to_json() for error in errors]
+        return ToolResult.fail(
+            "invalid_arguments",
+            f"invalid arguments for tool {self.spec.name!r}: {text}",
+            where="arguments",
+            detail={"errors": detail},
+        )
+
+    async def call(self, arguments: Any) -> ToolResult:
+        """Validate ``arguments`` and run the body.
+
+        Args:
+            arguments: the JSON arguments object (a ``dict``), exactly as the caller sent it.
+
+        Returns:
+            A :class:`ToolResult`; see the class docstring for the failure kinds.
+
+        """
+        refused = self.check_arguments(arguments)
+        if refused is not None:
+            return refused
+        return await self.run_validated(arguments)
+
+    async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
+        """Run the body on arguments the caller has already validated against this schema.
+
+        Extension layers whose presented schema equals this tool's use it to avoid
+        validating twice. Exceptions become ``tool_error`` failures; a body may raise
+        :class:`ToolCallError` to report a specific :class:`ToolFailure`.
+        """
+        try:
+            value = await self._body(arguments)
+        except asyncio.CancelledError:
+            raise
+        except ToolCallError as exc:
+            return ToolResult.model_construct(
+                schema_version=1, ok=False, value=None, failure=exc.failure
+            )
+        except Exception as exc:
+            return ToolResult.fail(
+                "tool_error",
+                f"tool {self.spec.name!r} raised {type(exc).__name__}: {exc}",
+                where="body",
+                detail={"exception": f"{type(exc).__module__}.{type(exc).__qualname__}"},
+            )
+        if type(value) is ToolResult:
+            return value
+        return self._check_result(value)
+
+    def _check_result(self, value: Any) -> ToolResult:
+        if type(value) is not str:
+            problem = json_problem(value)
+            if problem is not None:
+                return ToolResult.fail(
+                    "invalid_result",
+                    f"tool {self.spec.name!r} returned a value that is not plain JSON: {problem}",
+                    where="output",
+                )
+        validator = self._output_validator
+        if validator is not None and not validator.is_valid(value):
+            errors = validation_errors(validator, value)
+            text = "; ".join(f"{error.pointer or '/'}: {error.message}" for error in errors)
+            return ToolResult.fail(
+                "invalid_result",
+                f"tool {self.spec.name!r} returned a value that breaks its output schema: {text}",
+                where="output",
+            )
+        return ToolResult.success(value)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        version: str = "0",
+        options: ToolOptions | None = None,
+        localns: dict[str, Any] | None = None,
+    ) -> Tool:
+        """Bind a Python function (sync or async) as a tool.
+
+        See :func:`toolproof.tools.function.tool_from_function` for the rules.
+        """
+        from toolproof.tools.function import tool_from_function
+
+        return tool_from_function(
+            fn,
+            name=name,
+            description=description,
+            version=version,
+            options=options,
+            localns=localns,
+        )
+
+    def __repr__(self) -> str:
+        return f"Tool({self.spec.name!r})"

@@ -1,0 +1,206 @@
+"""``Toolset``: the sealed inventory of bound tools and variants."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.errors import ToolNameError, ToolsetSealedError
+from toolproof.tools.tool import Tool
+
+__all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
+
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""What a tool or variant name must match (MCP's and most model APIs' tool-name rule)."""
+
+
+def check_tool_name(name: object) -> str:
+    """Return ``name`` if it matches :data:`TOOL_NAME_RE`.
+
+    Raises:
+        ToolNameError: it does not; the message quotes the rule.
+
+    """
+    if not isinstance(name, str) or TOOL_NAME_RE.match(name) is None:
+        raise ToolNameError(
+            str(name), "must match ^[A-Za-z0-9_.-]{1,64}$ (letters, digits, '_', '.', '-')"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A tool, variant or module that could not be bound, and why.
+
+    Attributes:
+        name: the tool, variant or module name.
+        field: the offending field (``input_schema.properties.x``, ``extensions[1]``).
+        rule: the rule it broke.
+        owner: where it came from (``mcp:git``, ``python:mod``, ``extension combo``).
+
+    """
+
+    name: str
+    field: str
+    rule: str
+    owner: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """The record as a JSON object."""
+        return {"name": self.name, "field": self.field, "rule": self.rule, "owner": self.owner}
+
+
+class Toolset:
+    """The sealed inventory of tools and variants of one composition root.
+
+    Add tools with :meth:`add`, record what could not be bound with
+    :meth:`quarantine`, then :meth:`seal`. After sealing nothing can be added, and
+    the Toolset answers lookups (``toolset[name]``), :meth:`names` and
+    :meth:`descriptor`. It is an async context manager: leaving it runs the
+    clean-ups registered with :meth:`on_close` (MCP sessions, worker pools) in
+    reverse order.
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._owners: dict[str, str] = {}
+        self._quarantined: list[Quarantined] = []
+        self._sealed = False
+        self._descriptor: ToolsetDescriptor | None = None
+        self._exit_stack = AsyncExitStack()
+        self._closed = False
+        self.metadata: dict[str, Any] = {}
+
+    def add(self, tool: Tool, *, owner: str = "") -> Tool:
+        """Add a tool; return it.
+
+        Args:
+            tool: the tool or variant.
+            owner: who contributed it (``python:mypkg.tools``, ``mcp:git``), named in errors.
+
+        Raises:
+            ToolsetSealedError: the Toolset is sealed (a programming error).
+            ToolNameError: the name breaks :data:`TOOL_NAME_RE`, or is taken; the
+                message names both owners.
+
+        """
+        if self._sealed:
+            raise ToolsetSealedError(tool.name)
+        check_tool_name(tool.name)
+        owner = owner or tool.source or "?"
+        if tool.name in self._tools:
+            raise ToolNameError(
+                tool.name,
+                f"is already taken: defined by {self._owners[tool.name]} and again by {owner} "
+                "(rule: tool names are unique in a Toolset)",
+            )
+        self._tools[tool.name] = tool
+        self._owners[tool.name] = owner
+        return tool
+
+    def quarantine(self, name: str, field: str, rule: str, *, owner: str = "") -> None:
+        """Record an item that could not be bound; the rest of the Toolset still binds.
+
+        Raises:
+            ToolsetSealedError: the Toolset is sealed.
+
+        """
+        if self._sealed:
+            raise ToolsetSealedError(name)
+        self._quarantined.append(Quarantined(name, field, rule, owner))
+
+    def on_close(self, callback: Callable[[], Awaitable[Any]]) -> None:
+        """Register an async clean-up run when the Toolset closes (last registered, first run)."""
+        self._exit_stack.push_async_callback(callback)
+
+    async def enter_context(self, manager: Any) -> Any:
+        """Enter an async context manager now and exit it when the Toolset closes."""
+        return await self._exit_stack.enter_async_context(manager)
+
+    def seal(self) -> Self:
+        """Seal the Toolset: no tool can be added after this. Idempotent; returns ``self``."""
+        self._sealed = True
+        return self
+
+    @property
+    def sealed(self) -> bool:
+        """Whether :meth:`seal` was called."""
+        return self._sealed
+
+    @property
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """What could not be bound, in the order it was recorded."""
+        return tuple(self._quarantined)
+
+    def owner(self, name: str) -> str:
+        """Who contributed the tool ``name``.
+
+        Raises:
+            KeyError: no such tool.
+
+        """
+        return self._owners[name]
+
+    def names(self) -> list[str]:
+        """Every tool and variant name, sorted."""
+        return sorted(self._tools)
+
+    def __getitem__(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(self.names()) or "none"
+            raise KeyError(f"no tool named {name!r} in this toolset (known: {known})") from None
+
+    def get(self, name: str) -> Tool | None:
+        """The tool named ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools[name] for name in self.names())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def descriptor(self) -> ToolsetDescriptor:
+        """Every tool's descriptor, sorted by name; cached once sealed.
+
+        Its ``id``/``digest`` depends only on the tools' specs, sources and stacks, so it
+        is identical across processes and Python hash seeds.
+        """
+        if self._descriptor is not None:
+            return self._descriptor
+        descriptor = ToolsetDescriptor(tools=[tool.descriptor() for tool in self])
+        if self._sealed:
+            self._descriptor = descriptor
+        return descriptor
+
+    async def aclose(self) -> None:
+        """Run every registered clean-up; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._exit_stack.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "sealed" if self._sealed else "open"
+        return f"Toolset({len(self._tools)} tools, {len(self._quarantined)} quarantined, {state})"
