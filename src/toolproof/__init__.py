@@ -29,6 +29,7 @@ from toolproof.errors import (
     UsageError,
 )
 from toolproof.identity import canonical_json, content_id, digest
+from toolproof.tools.declared import ToolContribution, bind_contribution
 from toolproof.tools.function import tool
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -44,6 +45,7 @@ __all__ = [
     "ToolBindError",
     "ToolCall",
     "ToolCallError",
+    "ToolContribution",
     "ToolDescriptor",
     "ToolFailure",
     "ToolNameError",
@@ -55,6 +57,7 @@ __all__ = [
     "ToolsetSealedError",
     "UsageError",
     "__version__",
+    "bind_contribution",
     "canonical_json",
     "content_id",
     "digest",
