@@ -71,7 +71,10 @@ def _root(
     """Agent tools that can be trusted."""
 
 
-_COMMAND_MODULES: tuple[str, ...] = ("toolproof.adapters.cli.tools",)
+_COMMAND_MODULES: tuple[str, ...] = (
+    "toolproof.adapters.cli.tools",
+    "toolproof.adapters.cli.corpus",
+)
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 
 

@@ -1,0 +1,1 @@
+"""Evidence: exact bytes, spans, corpora, retrieval and reasoners."""
