@@ -74,6 +74,7 @@ def _root(
 _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.tools",
     "toolproof.adapters.cli.corpus",
+    "toolproof.adapters.cli.serve",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

@@ -1,0 +1,250 @@
+"""Serve a sealed :class:`~toolproof.tools.toolset.Toolset` as an MCP server.
+
+Every tool and variant of the Toolset is listed (``tools/list``) with its input
+schema, its annotations and, when the tool declares or inherits one, its output
+schema. ``tools/call`` goes through exactly the path of an in-process call,
+``await toolset[name].call(arguments)``: validation, extensions and backends apply.
+
+Wire rules (MCP specification 2025-06-18 and later):
+
+* A successful call answers one text block and, when the tool has an output schema
+  or returns a JSON object, ``structuredContent``. The text is the value itself when
+  it is a string, else its canonical JSON (RFC 8785); these are the *result bytes*
+  a recorded session stores as evidence.
+* MCP through 2025-11-25 requires an output schema whose root is
+  ``{"type": "object"}``. A non-object output schema ``S`` is listed wrapped as
+  ``{"type": "object", "properties": {"result": S}, "required": ["result"]}`` and the
+  structured content is ``{"result": value}``; the local ``$ref`` targets inside ``S``
+  are rewritten to point into the wrapper.
+* A :class:`~toolproof.contract.tools.ToolFailure` answers ``isError: true`` with
+  the text ``"<kind>: <message>"`` (validation messages name the argument) and the
+  failure as JSON under ``_meta["toolproof/failure"]``.
+* An unknown tool name is a JSON-RPC error (``-32602``, from
+  :func:`toolproof.errors.error_mapping`) naming the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from toolproof import __version__
+from toolproof.adapters.asgi import serve_asgi
+from toolproof.contract.tools import ToolResult
+from toolproof.errors import ToolNameError, error_mapping
+from toolproof.identity import canonical_json
+from toolproof.tools.tool import Tool
+from toolproof.tools.toolset import Toolset
+
+__all__ = [
+    "FAILURE_META_KEY",
+    "WRAP_KEY",
+    "CallObserver",
+    "build_server",
+    "mcp_output_schema",
+    "mcp_result",
+    "mcp_tool",
+    "result_bytes",
+    "serve_http",
+    "serve_stdio",
+]
+
+WRAP_KEY = "result"
+"""The property that carries a non-object result in wrapped structured content."""
+
+FAILURE_META_KEY = "toolproof/failure"
+"""The ``_meta`` key of an error result that holds the :class:`ToolFailure` as JSON."""
+
+
+class CallObserver(Protocol):
+    """What a served call reports to (a recorded session); both methods are synchronous.
+
+    ``call_started`` runs after the tool is found and before it is called, and returns
+    a token handed back to ``call_finished``; a call cancelled in between never
+    reaches ``call_finished``.
+    """
+
+    def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+        """Note a call of ``tool`` with ``arguments`` (the caller's object); return a token."""
+        ...
+
+    def call_finished(self, token: Any, result: ToolResult, reply: bytes) -> None:
+        """Note the outcome: the :class:`ToolResult` and the exact result bytes answered."""
+        ...
+
+
+def _rewrite_refs(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith("#"):
+                out[key] = f"#/properties/{WRAP_KEY}{value[1:]}"
+            else:
+                out[key] = _rewrite_refs(value)
+        return out
+    if isinstance(node, list):
+        return [_rewrite_refs(item) for item in node]
+    return node
+
+
+def mcp_output_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
+    """The output schema to list for a tool, and whether it is wrapped.
+
+    Args:
+        schema: the tool's output schema (``None`` when it has none).
+
+    Returns:
+        ``(schema, wrapped)``: an object schema is returned as is (a deep copy) and
+        ``wrapped`` is False; any other schema ``S`` becomes ``{"type": "object",
+        "properties": {"result": S'}, "required": ["result"]}`` where ``S'`` has its
+        local ``$ref`` targets rewritten (unless ``S`` sets its own ``$id``) and its
+        ``$schema`` moved to the wrapper. ``(None, False)`` when there is no schema.
+
+    """
+    if schema is None:
+        return None, False
+    inner = copy.deepcopy(dict(schema))
+    if inner.get("type") == "object":
+        return inner, False
+    dialect = inner.pop("$schema", None)
+    if "$id" not in inner:
+        inner = _rewrite_refs(inner)
+    wrapped: dict[str, Any] = {
+        "type": "object",
+        "properties": {WRAP_KEY: inner},
+        "required": [WRAP_KEY],
+    }
+    if dialect is not None:
+        wrapped = {"$schema": dialect, **wrapped}
+    return wrapped, True
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """The MCP ``Tool`` listing of ``tool``: name, description, schemas, annotations."""
+    spec = tool.spec
+    output_schema, _ = mcp_output_schema(spec.output_schema)
+    hints = spec.annotations.model_dump(exclude_none=True, exclude={"schema_version"})
+    return types.Tool(
+        name=spec.name,
+        title=hints.get("title"),
+        description=spec.description or None,
+        input_schema=copy.deepcopy(spec.input_schema),
+        output_schema=output_schema,
+        annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
+    )
+
+
+def result_bytes(value: Any) -> bytes:
+    """The exact bytes a successful call answers: a string's UTF-8, else its canonical JSON."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return canonical_json(value)
+
+
+def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, bytes]:
+    """Translate a :class:`ToolResult` into an MCP ``CallToolResult``.
+
+    Returns:
+        The ``CallToolResult`` and the UTF-8 bytes of its text block (the result bytes).
+
+    """
+    failure = result.failure
+    if failure is not None:
+        text = f"{failure.kind}: {failure.message}"
+        reply = types.CallToolResult(
+            content=[types.TextContent(text=text)],
+            is_error=True,
+            _meta={FAILURE_META_KEY: failure.to_json()},
+        )
+        return reply, text.encode("utf-8")
+    data = result_bytes(result.value)
+    _, wrapped = mcp_output_schema(tool.spec.output_schema)
+    structured: Any = None
+    if wrapped:
+        structured = {WRAP_KEY: result.value}
+    elif tool.spec.output_schema is not None or isinstance(result.value, dict):
+        structured = result.value
+    content: list[types.ContentBlock] = [types.TextContent(text=data.decode("utf-8"))]
+    if structured is None:
+        return types.CallToolResult(content=content), data
+    return types.CallToolResult(content=content, structured_content=structured), data
+
+
+def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
+    known = toolset.names()
+    shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+    error = ToolNameError(name, f"no such tool in this toolset (known: {shown or 'none'})")
+    return MCPError(error_mapping(error).mcp_code, error.message)
+
+
+def build_server(
+    toolset: Toolset,
+    *,
+    observer: CallObserver | None = None,
+    name: str = "toolproof",
+    instructions: str | None = None,
+) -> Server[Any]:
+    """Build the low-level MCP ``Server`` that lists and calls every tool of ``toolset``.
+
+    Args:
+        toolset: a sealed Toolset; the server never adds to it nor closes it.
+        observer: told about every call that reaches a tool (see :class:`CallObserver`).
+        name: the server name announced in ``serverInfo``.
+        instructions: optional instructions announced to clients.
+
+    Returns:
+        An ``mcp.server.lowlevel.Server``; run it with :func:`serve_stdio` or
+        :func:`serve_http`.
+
+    """
+    listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in toolset])
+    schemas = {tool.name: tool.spec.input_schema for tool in toolset}
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = toolset.get(params.name)
+        if tool is None:
+            raise _unknown_tool(toolset, params.name)
+        arguments: Any = params.arguments if params.arguments is not None else {}
+        token = observer.call_started(tool, arguments) if observer is not None else None
+        result = await tool.call(arguments)
+        reply, data = mcp_result(tool, result)
+        if observer is not None:
+            observer.call_finished(token, result, data)
+        return reply
+
+    return Server(
+        name,
+        version=__version__,
+        instructions=instructions,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` over this process's stdin/stdout until stdin closes."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(server: Server[Any], host: str, port: int, stop: asyncio.Event) -> None:
+    """Serve ``server`` over MCP streamable HTTP at ``http://HOST:PORT/mcp`` until ``stop`` is set.
+
+    On a loopback host the SDK's DNS-rebinding protection is on (only loopback
+    ``Host``/``Origin`` headers are accepted). In-flight requests finish before it returns.
+    """
+    app = server.streamable_http_app(host=host)
+    await serve_asgi(app, host, port, stop)
