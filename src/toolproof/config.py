@@ -34,13 +34,16 @@ import tomllib
 from collections.abc import Generator
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolproof.errors import ConfigError, ToolBindError, ToolNameError
 from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function
 from toolproof.tools.toolset import Toolset
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
+    from toolproof.tools.mcp import McpServer
 
 __all__ = [
     "ExtensionsSection",
@@ -69,9 +72,11 @@ class PythonSource(_Closed):
 class McpSource(_Closed):
     """A ``[[mcp]]`` entry: an MCP server whose tools become ToolContributions.
 
-    Exactly one of ``command`` (stdio) and ``url`` (streamable HTTP) is given.
-    Tool names become ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and
-    ``prefix = ""`` keeps the server's names.
+    Exactly one of ``command`` (stdio: with ``args``, ``env``, ``cwd``) and ``url``
+    (streamable HTTP: with ``headers``) is given. Tool names become
+    ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and ``prefix = ""`` keeps
+    the server's names. ``startup_timeout`` and ``call_timeout`` are seconds.
+    See ``docs/mcp.md``.
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -85,13 +90,45 @@ class McpSource(_Closed):
     startup_timeout: float = Field(default=30.0, gt=0)
     call_timeout: float = Field(default=60.0, gt=0)
 
-    @field_validator("url")
-    @classmethod
-    def _one_transport(cls, url: str | None, info: Any) -> str | None:
-        command = info.data.get("command")
-        if (url is None) == (command is None):
+    @model_validator(mode="after")
+    def _one_transport(self) -> Self:
+        if (self.url is None) == (self.command is None):
             raise ValueError("give exactly one of 'command' (stdio) and 'url' (streamable HTTP)")
-        return url
+        if self.url is not None:
+            stdio_only = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+            if stdio_only:
+                raise ValueError(
+                    f"{stdio_only[0]!r} applies to stdio servers ('command'), not 'url'"
+                )
+        elif "headers" in self.model_fields_set:
+            raise ValueError("'headers' applies to streamable-HTTP servers ('url'), not 'command'")
+        return self
+
+    def server(self, base: Path) -> McpServer:
+        """The resolved :class:`McpServer` of this entry.
+
+        ``cwd`` (default: ``base``) and a relative ``command`` path containing ``/``
+        are taken relative to ``base``, the folder of the toml file; a bare command
+        name is looked up on ``PATH``.
+        """
+        from toolproof.tools.mcp import McpServer
+
+        command = self.command
+        if command is not None and "/" in command and not Path(command).is_absolute():
+            command = str((base / command).resolve())
+        cwd = str((base / self.cwd).resolve()) if self.cwd is not None else str(base.resolve())
+        return McpServer(
+            name=self.name,
+            command=command,
+            args=tuple(self.args),
+            env=dict(self.env),
+            cwd=cwd if command is not None else None,
+            url=self.url,
+            headers=dict(self.headers),
+            prefix=self.prefix,
+            startup_timeout=self.startup_timeout,
+            call_timeout=self.call_timeout,
+        )
 
 
 class ExtensionsSection(_Closed):
@@ -239,7 +276,10 @@ async def build_toolset(path: str | Path) -> Toolset:
         for index, source in enumerate(config.python):
             bind_python_source(toolset, source, file, index)
         if config.mcp:
-            raise ConfigError(str(file), "mcp", "MCP tool sources are not supported yet")
+            from toolproof.tools.mcp import bind_mcp_servers
+
+            servers = [source.server(file.parent) for source in config.mcp]
+            await bind_mcp_servers(toolset, servers)
         if config.tools or config.extensions.modules:
             raise ConfigError(str(file), "tools", "extensions are not supported yet")
     except BaseException:

@@ -1,0 +1,201 @@
+"""MCP servers as a tool source: each listed tool becomes a :class:`ToolContribution`.
+
+:func:`bind_mcp_servers` starts every server at once (see
+:class:`~toolproof.tools.mcp_session.McpConnection`), binds each listed tool under
+``<prefix>_<tool>`` with its ``inputSchema``, ``outputSchema`` and annotations
+exactly as the server declared them, and ties every session to the Toolset's
+lifetime. A server that cannot be started is quarantined (name = server name,
+field ``mcp[i]``) with its stderr tail; the other servers' tools still bind.
+
+Result mapping of one ``tools/call`` (MCP spec 2025-06-18, "Tools"):
+
+* ``isError: true`` -> failure ``tool_error`` (where ``body``), the message carries
+  the text content blocks joined by newlines; ``detail.content`` the blocks.
+* success, the tool declares ``outputSchema`` -> the ``structuredContent`` object
+  (validated against ``outputSchema`` by the Tool).
+* success otherwise: exactly one ``text`` block -> that string; any other content
+  (none, several, images, resources) -> the list of content blocks in wire form.
+* no answer within ``call_timeout`` -> ``timeout`` (where ``transport``, retryable);
+  the server died or the connection broke -> ``transport``; a JSON-RPC error
+  answer -> ``tool_error`` with ``detail.code``; the SDK refusing structured content
+  -> ``invalid_result`` (where ``output``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from toolproof.contract.tools import ToolAnnotations, ToolFailure
+from toolproof.errors import ToolCallError
+from toolproof.tools.declared import ToolContribution, bind_contributions
+from toolproof.tools.mcp_session import McpCallError, McpConnection, McpServer, McpStartError
+from toolproof.tools.toolset import Toolset
+
+__all__ = ["McpServer", "bind_mcp_servers", "contribution_for", "result_value"]
+
+logger = logging.getLogger("toolproof.mcp")
+
+_ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_FAILURE_KIND = {
+    "transport": ("transport", "transport", False),
+    "timeout": ("timeout", "transport", True),
+    "protocol": ("tool_error", "body", False),
+    "invalid_result": ("invalid_result", "output", False),
+}
+
+
+def _failure(kind: str, message: str, where: str, retryable: bool, **detail: Any) -> ToolCallError:
+    return ToolCallError(
+        ToolFailure(kind=kind, message=message, where=where, retryable=retryable, detail=detail)
+    )
+
+
+def result_value(result: dict[str, Any], *, server: str, tool: str, structured: bool) -> Any:
+    """The JSON value of a ``tools/call`` result in wire form (see the module docstring).
+
+    Args:
+        result: the ``CallToolResult`` as camelCase JSON.
+        server: the server's config name (for messages).
+        tool: the server's tool name (for messages).
+        structured: whether the tool declares an ``outputSchema``.
+
+    Returns:
+        ``structuredContent``, a string, or a list of content blocks.
+
+    Raises:
+        ToolCallError: ``isError`` was true (failure kind ``tool_error``).
+
+    """
+    content = result.get("content") or []
+    if result.get("isError"):
+        texts = [block.get("text", "") for block in content if block.get("type") == "text"]
+        text = "\n".join(texts) if texts else "(no text content)"
+        raise _failure(
+            "tool_error",
+            f"MCP tool {tool!r} on server {server!r} reported an error: {text}",
+            "body",
+            False,
+            server=server,
+            tool=tool,
+            content=content,
+        )
+    if structured and "structuredContent" in result:
+        return result["structuredContent"]
+    if len(content) == 1 and content[0].get("type") == "text":
+        return content[0].get("text", "")
+    return content
+
+
+def _annotations(tool: dict[str, Any]) -> ToolAnnotations | None:
+    declared = tool.get("annotations") or {}
+    hints = {key: declared[key] for key in _ANNOTATION_KEYS if key in declared}
+    if "title" not in hints and isinstance(tool.get("title"), str):
+        hints["title"] = tool["title"]
+    return ToolAnnotations(**hints) if hints else None
+
+
+def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolContribution:
+    """The :class:`ToolContribution` of one listed tool (wire form) of ``connection``.
+
+    The contribution's name is ``<prefix>_<tool name>`` (or the bare name when the
+    prefix is ``""``); its ``invoke`` sends the arguments unchanged to this server
+    and this tool name, fixed now (a later ``tools/list_changed`` changes nothing).
+    """
+    server = connection.server
+    prefix = server.name if server.prefix is None else server.prefix
+    raw = str(tool.get("name", ""))
+    output_schema = tool.get("outputSchema")
+    structured = output_schema is not None
+    info = connection.initialize.get("serverInfo") or {}
+
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        try:
+            result = await connection.call_tool(raw, arguments)
+        except McpCallError as exc:
+            kind, where, retryable = _FAILURE_KIND[exc.kind]
+            detail: dict[str, Any] = {"server": server.name, "tool": raw}
+            if exc.code is not None:
+                detail["code"] = exc.code
+            if where == "transport" and server.command is not None:
+                detail["stderr"] = connection.stderr()
+            raise _failure(kind, str(exc), where, retryable, **detail) from exc
+        return result_value(result, server=server.name, tool=raw, structured=structured)
+
+    return ToolContribution(
+        name=f"{prefix}_{raw}" if prefix else raw,
+        description=str(tool.get("description") or ""),
+        input_schema=tool.get("inputSchema", {}),
+        invoke=invoke,
+        output_schema=output_schema,
+        annotations=_annotations(tool),
+        version=str(info.get("version") or "0"),
+        source=f"mcp:{server.name}",
+        deterministic=False,
+        varies=("server",),
+    )
+
+
+def _record(toolset: Toolset, server: McpServer) -> dict[str, Any]:
+    entries: dict[str, Any] = toolset.metadata.setdefault("mcp", {})
+    entry: dict[str, Any] = entries.setdefault(
+        server.name, {"status": "starting", "tools": [], "list_changed": 0}
+    )
+    return entry
+
+
+def _list_changed(toolset: Toolset, server: McpServer) -> None:
+    entry = _record(toolset, server)
+    entry["list_changed"] += 1
+    logger.warning(
+        "MCP server %r sent notifications/tools/list_changed; its bound tools keep the "
+        "server, names and schemas they were bound with; the change takes effect at the "
+        "next load",
+        server.name,
+    )
+
+
+async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> None:
+    """Start every server concurrently and bind its tools into ``toolset``.
+
+    Each session is closed when the Toolset closes (registered before it starts,
+    so a cancelled or failed build leaves no process behind). ``servers[i]`` is
+    reported as field ``mcp[i]``; ``toolset.metadata["mcp"][name]`` records the
+    server's ``status`` (``ready``/``failed``), ``server_info``, ``protocol_version``,
+    the bound ``tools`` and the count of ``list_changed`` notifications.
+
+    Args:
+        toolset: the open (unsealed) Toolset.
+        servers: the servers, in config order.
+
+    """
+    connections: list[McpConnection] = []
+    for server in servers:
+        _record(toolset, server)
+        connection = McpConnection(server, partial(_list_changed, toolset, server))
+        toolset.on_close(connection.aclose)
+        connections.append(connection)
+    outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
+    for index, (connection, outcome) in enumerate(zip(connections, outcomes, strict=True)):
+        server = connection.server
+        entry = _record(toolset, server)
+        owner = f"mcp:{server.name}"
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, McpStartError):
+                raise outcome
+            entry["status"] = "failed"
+            logger.warning("MCP server %r not started: %s", server.name, outcome)
+            rule = f"MCP server {server.name!r}: {outcome}"
+            toolset.quarantine(server.name, f"mcp[{index}]", rule, owner=owner)
+            continue
+        entry.update(
+            status="ready",
+            server_info=connection.initialize.get("serverInfo"),
+            protocol_version=connection.initialize.get("protocolVersion"),
+        )
+        contributions = [contribution_for(connection, tool) for tool in connection.tools]
+        bound = bind_contributions(toolset, contributions, owner=owner)
+        entry["tools"] = [tool.name for tool in bound]

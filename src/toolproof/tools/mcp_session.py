@@ -1,0 +1,326 @@
+"""One live MCP client session, owned by a background task (the MCP tool source's engine).
+
+:class:`McpConnection` starts a server (stdio subprocess or streamable-HTTP URL)
+through the official ``mcp`` SDK client, performs the ``initialize`` handshake,
+lists every tool (following ``nextCursor``), and keeps the session open until
+:meth:`McpConnection.aclose`. The SDK's transports and session are anyio task
+groups that must be entered and left by the same task, so one private task owns
+them and any task may call :meth:`McpConnection.call_tool`.
+
+Everything crossing the SDK boundary is converted to the MCP wire form (camelCase
+JSON, ``model_dump(by_alias=True, mode="json", exclude_none=True)``), which is the
+same for the ``mcp`` 1.x and 2.x clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+__all__ = ["McpCallError", "McpConnection", "McpServer", "McpStartError", "stderr_tail"]
+
+logger = logging.getLogger("toolproof.mcp")
+
+CONNECTION_CLOSED = -32000
+"""JSON-RPC code the SDK uses for "connection closed" (the server went away)."""
+STDERR_TAIL_BYTES = 2000
+"""How much of the end of a server's stderr an error report quotes (bytes)."""
+MAX_LIST_PAGES = 1000
+"""``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
+_CLOSE_GRACE = 8.0
+"""Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
+
+_SDK_ERRORS: tuple[type[Exception], ...] = tuple(
+    getattr(importlib.import_module("mcp.shared.exceptions"), name)
+    for name in ("MCPError", "McpError")  # 2.x, 1.x
+    if hasattr(importlib.import_module("mcp.shared.exceptions"), name)
+)
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """Where and how to reach one MCP server (a resolved ``[[mcp]]`` entry).
+
+    Attributes:
+        name: the server's name in the config (``git``); used in owners and messages.
+        command: the executable (stdio); ``None`` for streamable HTTP.
+        args: its arguments.
+        env: variables added to the client's environment (the server inherits the rest).
+        cwd: the server's working directory (absolute), or ``None`` for the client's.
+        url: the streamable-HTTP endpoint; ``None`` for stdio.
+        headers: HTTP headers sent with every request (streamable HTTP only).
+        prefix: tool names become ``<prefix>_<tool>``; ``None`` means ``name``, ``""``
+            keeps the server's names.
+        startup_timeout: seconds allowed from launch to the ``tools/list`` answer.
+        call_timeout: seconds allowed for one ``tools/call``.
+
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    prefix: str | None = None
+    startup_timeout: float = 30.0
+    call_timeout: float = 60.0
+
+
+class McpStartError(Exception):
+    """A server could not be started, initialized or listed.
+
+    Attributes:
+        reason: what went wrong (``exited before answering initialize``...).
+        stderr: the tail of the server's stderr (stdio), possibly empty.
+
+    """
+
+    def __init__(self, reason: str, stderr: str) -> None:
+        self.reason = reason
+        self.stderr = stderr
+        super().__init__(reason + (f"; stderr tail: {stderr}" if stderr else "; stderr was empty"))
+
+
+class McpCallError(Exception):
+    """A ``tools/call`` got no result.
+
+    Attributes:
+        kind: ``transport`` (the connection is gone or broke), ``timeout``,
+            ``protocol`` (the server answered a JSON-RPC error or a malformed result) or
+            ``invalid_result`` (the SDK refused the structured content against the
+            tool's ``outputSchema``).
+        code: the JSON-RPC error code, when there is one.
+
+    """
+
+    def __init__(self, kind: str, message: str, code: int | None = None) -> None:
+        self.kind = kind
+        self.code = code
+        super().__init__(message)
+
+
+def stderr_tail(file: IO[bytes] | None, limit: int = STDERR_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a captured stderr file, decoded, stripped.
+
+    Reads with ``os.pread`` so the file offset the server writes at is left alone.
+    """
+    if file is None or file.closed:
+        return ""
+    fd = file.fileno()
+    size = os.fstat(fd).st_size
+    start = max(0, size - limit)
+    text = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+    return text.strip()
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def _method(message: Any) -> str | None:
+    inner = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
+    method = getattr(inner, "method", None)
+    return method if isinstance(method, str) else None
+
+
+class McpConnection:
+    """A client session with one MCP server, alive from :meth:`start` to :meth:`aclose`.
+
+    Args:
+        server: where the server is and its timeouts.
+        on_list_changed: called (no arguments) for each ``notifications/tools/list_changed``.
+
+    """
+
+    def __init__(self, server: McpServer, on_list_changed: Callable[[], None]) -> None:
+        self.server = server
+        self._on_list_changed = on_list_changed
+        self._session: ClientSession | None = None
+        self._stderr: IO[bytes] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._failure: BaseException | None = None
+        self.initialize: dict[str, Any] = {}
+        self.tools: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
+
+        Raises:
+            McpStartError: it could not be launched, exited, broke the protocol or did not
+                answer within ``startup_timeout`` seconds; carries the stderr tail.
+
+        """
+        if self.server.command is not None:
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in aclose()
+        self._task = asyncio.create_task(self._run(), name=f"toolproof-mcp-{self.server.name}")
+        await self._ready.wait()
+        if self._session is None:
+            await self._stop_task()
+            reason, tail = self._start_reason(), stderr_tail(self._stderr)
+            await self.aclose()
+            raise McpStartError(reason, tail)
+
+    def _start_reason(self) -> str:
+        exc = self._failure
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if isinstance(exc, TimeoutError):
+            return (
+                f"did not answer initialize and tools/list within "
+                f"{self.server.startup_timeout:g} s (startup_timeout)"
+            )
+        if isinstance(exc, FileNotFoundError | PermissionError):
+            return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
+        if isinstance(exc, _SDK_ERRORS) and getattr(exc, "code", None) == CONNECTION_CLOSED:
+            return "the server closed the connection before answering initialize and tools/list"
+        return f"failed to start: {type(exc).__name__}: {exc}"
+
+    async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        server = self.server
+        if server.command is not None:
+            params = StdioServerParameters(
+                command=server.command,
+                args=list(server.args),
+                env={**os.environ, **server.env},
+                cwd=server.cwd,
+            )
+            streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))  # type: ignore[arg-type]
+            return streams[0], streams[1]
+        module: Any = importlib.import_module("mcp.client.streamable_http")
+        if hasattr(module, "streamable_http_client"):  # 2.x: headers live on the HTTP client
+            client = await stack.enter_async_context(
+                module.create_mcp_http_client(headers=dict(server.headers))
+            )
+            streams = await stack.enter_async_context(
+                module.streamable_http_client(server.url, http_client=client)
+            )
+        else:  # 1.x
+            streams = await stack.enter_async_context(
+                module.streamablehttp_client(server.url, headers=dict(server.headers))
+            )
+        return streams[0], streams[1]
+
+    async def _run(self) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with AsyncExitStack() as stack:
+                    read, write = await self._open(stack)
+                    session = await stack.enter_async_context(
+                        ClientSession(read, write, message_handler=self._on_message)
+                    )
+                    with anyio.fail_after(self.server.startup_timeout):
+                        self.initialize = _wire(await session.initialize())
+                        self.tools = await self._list_tools(session)
+                    self._session = session
+                    self._ready.set()
+                    await self._stop.wait()
+        except BaseException as exc:  # recorded; start() and call_tool() report it
+            self._failure = exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._session = None
+            self._ready.set()
+
+    async def _list_tools(self, session: ClientSession) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        result: Any = await session.list_tools()
+        for _ in range(MAX_LIST_PAGES):
+            tools.extend(_wire(tool) for tool in result.tools)
+            cursor = getattr(result, "next_cursor", getattr(result, "nextCursor", None))
+            if not cursor:
+                return tools
+            result = await _list_page(session, cursor)
+        raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            logger.warning("MCP server %r: transport problem: %s", self.server.name, message)
+            return
+        if _method(message) == "notifications/tools/list_changed":
+            self._on_list_changed()
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call ``tool`` with ``arguments`` (sent as they are); return the result in wire form.
+
+        Raises:
+            McpCallError: no result within ``call_timeout`` seconds, the connection is
+                gone, or the server answered a JSON-RPC error.
+
+        """
+        session = self._session
+        name = self.server.name
+        if session is None:
+            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+        timeout = self.server.call_timeout
+        try:
+            with anyio.fail_after(timeout):
+                result = await session.call_tool(tool, arguments)
+        except TimeoutError:
+            raise McpCallError(
+                "timeout", f"MCP server {name!r} did not answer within {timeout:g} s"
+            ) from None
+        except _SDK_ERRORS as exc:
+            code = getattr(exc, "code", None)
+            if code == CONNECTION_CLOSED:
+                raise McpCallError(
+                    "transport", f"MCP server {name!r} closed the connection: {exc}", code
+                ) from exc
+            raise McpCallError(
+                "protocol", f"MCP server {name!r} answered error {code}: {exc}", code
+            ) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise McpCallError(
+                "transport", f"MCP server {name!r} connection broke: {type(exc).__name__}: {exc}"
+            ) from exc
+        except RuntimeError as exc:  # the SDK's own outputSchema check
+            raise McpCallError("invalid_result", f"MCP client refused the result: {exc}") from exc
+        except ValueError as exc:  # pydantic: a result that is not a CallToolResult
+            raise McpCallError(
+                "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
+            ) from exc
+        return _wire(result)
+
+    def stderr(self) -> str:
+        """The tail of the server's stderr so far (stdio servers; ``""`` otherwise)."""
+        return stderr_tail(self._stderr)
+
+    async def _stop_task(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            self._stop.set()
+            done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+            if not done and self._scope is not None:
+                self._scope.cancel()
+            await asyncio.wait({task})
+
+    async def aclose(self) -> None:
+        """End the session and stop the server (stdin closed, then SIGTERM/SIGKILL); idempotent."""
+        await self._stop_task()
+        if self._stderr is not None:
+            self._stderr.close()
+
+
+async def _list_page(session: ClientSession, cursor: str) -> Any:
+    types: Any = importlib.import_module("mcp.types")
+    if hasattr(types, "PaginatedRequestParams"):
+        return await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+    return await session.list_tools(cursor)  # type: ignore[arg-type, call-arg]  # 1.x

@@ -1,0 +1,332 @@
+"""MCP import against the fixture server: naming, schemas, result mapping, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_support import FIXTURE, alive, descendants, fixture_entry
+
+from toolproof import load_toolset
+from toolproof.contract.tools import ToolAnnotations
+from toolproof.tools.mcp_session import McpCallError, McpConnection, McpServer
+from toolproof.tools.toolset import Toolset
+
+FIXTURE_TOOLS = [
+    "fixture_badstructured",
+    "fixture_die",
+    "fixture_echo",
+    "fixture_empty",
+    "fixture_fail",
+    "fixture_multi",
+    "fixture_mutate",
+    "fixture_pid",
+    "fixture_sleep",
+    "fixture_structured",
+]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "toolproof.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def server_pid(toolset: Toolset, name: str = "fixture_pid") -> int:
+    return int((await toolset[name].call({})).unwrap())  # type: ignore[arg-type]
+
+
+def test_fixture_tools_bind_with_prefix_schemas_annotations_and_source(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
+            assert toolset.names() == FIXTURE_TOOLS
+            [bad] = toolset.quarantined
+            assert (bad.name, bad.field, bad.owner) == ("fixture_bad name!", "name", "mcp:fixture")
+            echo = toolset["fixture_echo"]
+            assert echo.spec.input_schema["properties"]["a"] == {
+                "type": ["integer", "null"],
+                "default": 5,
+            }
+            assert echo.spec.annotations == ToolAnnotations(
+                title="Echo", readOnlyHint=True, openWorldHint=False
+            )
+            assert echo.spec.description == "fixture tool echo"
+            assert echo.spec.version == "1.2.3"
+            assert echo.descriptor().source == "mcp:fixture"
+            assert toolset.owner("fixture_echo") == "mcp:fixture"
+            assert toolset["fixture_structured"].spec.output_schema == {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"],
+            }
+            entry = toolset.metadata["mcp"]["fixture"]
+            assert entry["status"] == "ready"
+            assert entry["server_info"] == {"name": "fixture", "version": "1.2.3"}
+            assert entry["protocol_version"] == "2025-03-26"
+            assert entry["list_changed"] == 0
+
+    asyncio.run(main())
+
+
+def test_empty_prefix_keeps_the_server_names(tmp_path: Path) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", prefix=""))
+        async with load_toolset(path) as toolset:
+            assert toolset.names() == [name.removeprefix("fixture_") for name in FIXTURE_TOOLS]
+
+    asyncio.run(main())
+
+
+def test_explicit_prefix_replaces_the_server_name(tmp_path: Path) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", prefix="fx"))
+        async with load_toolset(path) as toolset:
+            assert "fx_echo" in toolset
+            assert "fixture_echo" not in toolset
+
+    asyncio.run(main())
+
+
+def test_the_server_receives_exactly_the_callers_arguments(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
+            echo = toolset["fixture_echo"]
+            sent = await echo.call({"a": None, "odd key": "x"})
+            assert sent.value == '{"a": null, "odd key": "x"}'
+            assert (await echo.call({})).value == "{}"
+            refused = await echo.call({"a": "5"})
+            assert refused.failure is not None
+            assert refused.failure.kind == "invalid_arguments"
+
+    asyncio.run(main())
+
+
+def test_results_map_to_structured_text_or_content_blocks(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
+            assert (await toolset["fixture_structured"].call({})).value == {"n": 42}
+            assert (await toolset["fixture_multi"].call({})).value == [
+                {"type": "text", "text": "one"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            ]
+            assert (await toolset["fixture_empty"].call({})).value == []
+            failed = (await toolset["fixture_fail"].call({})).failure
+            assert failed is not None
+            assert (failed.kind, failed.where, failed.retryable) == ("tool_error", "body", False)
+            assert failed.message == (
+                "MCP tool 'fail' on server 'fixture' reported an error: boom: bad thing\n"
+                "second line"
+            )
+            assert failed.detail["content"] == [
+                {"type": "text", "text": "boom: bad thing"},
+                {"type": "text", "text": "second line"},
+            ]
+            bad = (await toolset["fixture_badstructured"].call({})).failure
+            assert bad is not None
+            assert (bad.kind, bad.where) == ("invalid_result", "output")
+            assert bad.message.startswith(
+                "MCP client refused the result: Invalid structured content returned by tool "
+                "badstructured: 'x' is not of type 'integer'"
+            )
+
+    asyncio.run(main())
+
+
+def test_junk_on_stdout_before_json_rpc_is_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", "--junk"))
+        async with load_toolset(path) as toolset:
+            assert toolset.names() == FIXTURE_TOOLS
+            assert (await toolset["fixture_echo"].call({"b": "ok"})).value == '{"b": "ok"}'
+
+    with caplog.at_level(logging.CRITICAL):
+        asyncio.run(main())
+
+
+def test_paginated_listing_is_followed_to_the_end(tmp_path: Path) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", "--page-size", "3"))
+        async with load_toolset(path) as toolset:
+            assert toolset.names() == FIXTURE_TOOLS
+
+    asyncio.run(main())
+
+
+def test_servers_that_fail_to_start_are_quarantined_and_the_others_bind(tmp_path: Path) -> None:
+    config = (
+        fixture_entry("fixture")
+        + fixture_entry("exits", "--exit-at-start")
+        + '[[mcp]]\nname = "missing"\ncommand = "no-such-mcp-server-xyz"\n'
+        + fixture_entry("silent", "--silent", startup_timeout=0.5)
+    )
+
+    async def main() -> None:
+        started = time.monotonic()
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            assert time.monotonic() - started < 10
+            assert toolset.names() == FIXTURE_TOOLS
+            by_name = {item.name: item for item in toolset.quarantined}
+            exits, missing, silent = by_name["exits"], by_name["missing"], by_name["silent"]
+            assert (exits.field, exits.owner) == ("mcp[1]", "mcp:exits")
+            assert re.fullmatch(
+                r"MCP server 'exits': the server closed the connection before answering "
+                r"initialize and tools/list; stderr tail: fixture: started pid \d+\n"
+                r"fixture: refusing to start \(exit 3\)",
+                exits.rule,
+            ), exits.rule
+            assert missing.field == "mcp[2]"
+            assert missing.rule == (
+                "MCP server 'missing': cannot launch 'no-such-mcp-server-xyz': "
+                "No such file or directory; stderr was empty"
+            )
+            assert silent.field == "mcp[3]"
+            assert re.fullmatch(
+                r"MCP server 'silent': did not answer initialize and tools/list within 0.5 s "
+                r"\(startup_timeout\); stderr tail: fixture: started pid \d+",
+                silent.rule,
+            ), silent.rule
+            statuses = {name: e["status"] for name, e in toolset.metadata["mcp"].items()}
+            assert statuses == {
+                "fixture": "ready",
+                "exits": "failed",
+                "missing": "failed",
+                "silent": "failed",
+            }
+
+    asyncio.run(main())
+
+
+def test_a_server_dying_mid_call_gives_a_transport_failure(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
+            failure = (await toolset["fixture_die"].call({})).failure
+            assert failure is not None
+            assert (failure.kind, failure.where) == ("transport", "transport")
+            assert (
+                failure.message == "MCP server 'fixture' closed the connection: Connection closed"
+            )
+            assert "fixture: dying mid-call" in str(failure.detail["stderr"])
+            again = (await toolset["fixture_echo"].call({})).failure
+            assert again is not None
+            assert again.kind == "transport"
+
+    asyncio.run(main())
+
+
+def test_killing_the_server_mid_call_fails_within_the_call_timeout(tmp_path: Path) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", call_timeout=10))
+        async with load_toolset(path) as toolset:
+            pid = await server_pid(toolset)
+            call = asyncio.create_task(toolset["fixture_sleep"].call({"seconds": 60}))
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            result = await call
+            assert time.monotonic() - started < 10
+            assert result.failure is not None
+            assert (result.failure.kind, result.failure.where) == ("transport", "transport")
+
+    asyncio.run(main())
+
+
+def test_a_call_without_answer_times_out(tmp_path: Path) -> None:
+    async def main() -> None:
+        path = write(tmp_path, fixture_entry("fixture", call_timeout=0.5))
+        async with load_toolset(path) as toolset:
+            started = time.monotonic()
+            failure = (await toolset["fixture_sleep"].call({"seconds": 5})).failure
+            assert time.monotonic() - started < 2
+            assert failure is not None
+            assert (failure.kind, failure.where, failure.retryable) == (
+                "timeout",
+                "transport",
+                True,
+            )
+            assert failure.message == "MCP server 'fixture' did not answer within 0.5 s"
+
+    asyncio.run(main())
+
+
+def test_no_server_process_outlives_the_toolset(tmp_path: Path) -> None:
+    config = fixture_entry("one") + fixture_entry("two") + fixture_entry("three", "--junk")
+
+    async def main() -> None:
+        before = descendants()
+        toolset = await load_toolset(write(tmp_path, config))
+        pids = {await server_pid(toolset, f"{name}_pid") for name in ("one", "two", "three")}
+        spawned = descendants() - before
+        assert pids <= spawned
+        await toolset.aclose()
+        assert alive(spawned) == set()
+
+    asyncio.run(main())
+
+
+def test_list_changed_is_logged_and_bound_tools_do_not_move(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "state"
+    path = write(tmp_path, fixture_entry("fixture", "--state", str(state)))
+
+    async def main() -> dict[str, Any]:
+        async with load_toolset(path) as toolset:
+            echo_schema = toolset["fixture_echo"].spec.input_schema
+            assert (await toolset["fixture_mutate"].call({})).value == "mutated"
+            for _ in range(100):
+                if toolset.metadata["mcp"]["fixture"]["list_changed"]:
+                    break
+                await asyncio.sleep(0.02)
+            assert toolset.metadata["mcp"]["fixture"]["list_changed"] == 1
+            assert toolset.names() == FIXTURE_TOOLS
+            assert toolset["fixture_echo"].spec.input_schema == echo_schema
+            assert (await toolset["fixture_echo"].call({"a": 1})).value == '{"a": 1}'
+            refused = (await toolset["fixture_echo"].call({"a": "x"})).failure
+            assert refused is not None
+            assert refused.kind == "invalid_arguments"
+        async with load_toolset(path) as reloaded:
+            return {
+                "names": reloaded.names(),
+                "echo": reloaded["fixture_echo"].spec.input_schema,
+            }
+
+    with caplog.at_level(logging.WARNING, logger="toolproof.mcp"):
+        after = asyncio.run(main())
+    assert after == {
+        "names": ["fixture_added", "fixture_echo"],
+        "echo": {"type": "object", "properties": {"c": {"type": "string"}}},
+    }
+    assert [r.getMessage() for r in caplog.records if r.name == "toolproof.mcp"] == [
+        "MCP server 'fixture' sent notifications/tools/list_changed; its bound tools keep the "
+        "server, names and schemas they were bound with; the change takes effect at the "
+        "next load"
+    ]
+
+
+def test_a_json_rpc_error_answer_is_a_tool_error(tmp_path: Path) -> None:
+    async def main() -> None:
+        server = McpServer(name="fixture", command=sys.executable, args=(str(FIXTURE),))
+        connection = McpConnection(server, lambda: None)
+        await connection.start()
+        try:
+            with pytest.raises(McpCallError) as caught:
+                await connection.call_tool("nope", {})
+            assert (caught.value.kind, caught.value.code) == ("protocol", -32602)
+            assert (
+                str(caught.value)
+                == "MCP server 'fixture' answered error -32602: Unknown tool: nope"
+            )
+        finally:
+            await connection.aclose()
+
+    asyncio.run(main())
