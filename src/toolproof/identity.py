@@ -13,6 +13,13 @@ naming where in the value it sits (``$.steps[2].args``): NaN and infinities,
 non-string keys, bytes, sets, tuples' look-alikes of other types, lone surrogates,
 and integers outside the IEEE 754 exact range (``|i| > 2**53 - 1``; RFC 8785 §3.2.2.3
 and I-JSON, RFC 7493 §2.2), which a double cannot hold exactly.
+
+Two encoders produce the bytes. The exact one is pure Python and decides every
+refusal. The fast one, the C extension ``toolproof._jcs`` built with the package,
+handles only exact built-in JSON types and hands anything else (including every
+value that must be refused) back to the exact encoder, so both always agree; the
+tests compare both with the ``rfc8785`` package. Without a C compiler the exact
+encoder works alone (:data:`SPEEDUPS` is False).
 """
 
 from __future__ import annotations
@@ -27,8 +34,11 @@ from typing import Any
 from toolproof.errors import CanonicalizationError
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
+    "SPEEDUPS",
     "canonical_json",
+    "canonical_json_exact",
     "content_id",
     "digest",
     "digest_json",
@@ -36,8 +46,20 @@ __all__ = [
     "parse_digest",
 ]
 
+MAX_DEPTH = 256
+"""How deeply arrays and objects may nest (the top-level value is depth 0); deeper is refused."""
+
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer an IEEE 754 double holds exactly (ECMAScript ``Number.MAX_SAFE_INTEGER``)."""
+
+_fast_encode: Callable[[object], bytes | None] | None
+try:
+    from toolproof._jcs import encode as _fast_encode
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _fast_encode = None
+
+SPEEDUPS = _fast_encode is not None
+"""Whether the C fast path of :func:`canonical_json` is in use."""
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring  # C when available
@@ -51,7 +73,9 @@ def _format_float(value: float, path: str) -> str:
         )
     if value == 0.0:
         return "0"
-    if value.is_integer() and -1e21 < value < 1e21:
+    if value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        # exact below 2**53, where the shortest round-trip digits are the integer's own;
+        # larger integral doubles (2.0**60) print their shortest digits padded with zeros
         return str(int(value))
     sign = "-" if value < 0 else ""
     text = repr(abs(value))
@@ -88,7 +112,7 @@ def _child_path(path: str, key: str | int) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-def _encode_dict(value: dict[Any, Any], out: list[str], path: str) -> None:
+def _encode_dict(value: dict[Any, Any], out: list[str], path: str, depth: int) -> None:
     if not value:
         out.append("{}")
         return
@@ -118,11 +142,11 @@ def _encode_dict(value: dict[Any, Any], out: list[str], path: str) -> None:
         elif item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
             out.append(str(item))
         else:
-            _encode(item, out, _child_path(path, key))
+            _encode(item, out, _child_path(path, key), depth + 1)
     out.append("}")
 
 
-def _encode_list(value: list[Any], out: list[str], path: str) -> None:
+def _encode_list(value: list[Any], out: list[str], path: str, depth: int) -> None:
     if not value:
         out.append("[]")
         return
@@ -133,18 +157,22 @@ def _encode_list(value: list[Any], out: list[str], path: str) -> None:
         if type(item) is str:
             out.append(_encode_string(item))
         else:
-            _encode(item, out, _child_path(path, index))
+            _encode(item, out, _child_path(path, index), depth + 1)
     out.append("]")
 
 
-def _encode(value: Any, out: list[str], path: str) -> None:
+def _encode(value: Any, out: list[str], path: str, depth: int) -> None:
     kind = type(value)
     if kind is str:
         out.append(_encode_string(value))
     elif kind is dict:
-        _encode_dict(value, out, path)
+        if depth >= MAX_DEPTH:
+            raise CanonicalizationError(path, f"nested deeper than {MAX_DEPTH} levels")
+        _encode_dict(value, out, path, depth)
     elif kind is list:
-        _encode_list(value, out, path)
+        if depth >= MAX_DEPTH:
+            raise CanonicalizationError(path, f"nested deeper than {MAX_DEPTH} levels")
+        _encode_list(value, out, path, depth)
     elif kind is int:
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             raise CanonicalizationError(
@@ -180,8 +208,25 @@ def canonical_json(value: Any) -> bytes:
         CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
 
     """
+    if _fast_encode is not None:
+        data = _fast_encode(value)
+        if data is not None:
+            return data
+    return canonical_json_exact(value)
+
+
+def canonical_json_exact(value: Any) -> bytes:
+    """The pure-Python encoder behind :func:`canonical_json`; same contract, same bytes.
+
+    :func:`canonical_json` uses it whenever the C fast path declines a value, and so
+    for every refusal.
+
+    Raises:
+        CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
+
+    """
     out: list[str] = []
-    _encode(value, out, "$")
+    _encode(value, out, "$", 0)
     text = "".join(out)
     try:
         return text.encode("utf-8")
@@ -190,17 +235,17 @@ def canonical_json(value: Any) -> bytes:
         raise  # pragma: no cover - _find_surrogate always raises first
 
 
-def _find_surrogate(value: Any, path: str) -> None:
+def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise CanonicalizationError(
-                path, f"string holds a lone surrogate at offset {exc.start} (not valid Unicode)"
+                path, f"{what} holds a lone surrogate at offset {exc.start} (not valid Unicode)"
             ) from None
     elif isinstance(value, dict):
-        for key, item in value.items():
-            _find_surrogate(key, path)
+        for key, item in sorted(value.items(), key=lambda pair: _utf16_key(pair[0])):
+            _find_surrogate(key, path, f"object key {key!r}")
             _find_surrogate(item, _child_path(path, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):

@@ -16,6 +16,7 @@ import asyncio
 import copy
 import functools
 import inspect
+import math
 import typing
 import warnings
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from typing import Annotated, Any, get_args, get_origin, overload
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
@@ -163,7 +165,10 @@ def _parameter_fields(
         field = Field(default, **extra)
         if info is not None:
             field = FieldInfo.merge_field_infos(info, field)
-        fields[field_name] = (Annotated[base, field], field)
+        # keep constraints (annotated_types.Gt, StringConstraints...); strings became the
+        # description and FieldInfo was merged above
+        kept = [m for m in metadata if not isinstance(m, (str, FieldInfo))]
+        fields[field_name] = (Annotated[(base, *kept, field)], field)
         params.append((param.name, field_name, param.kind))
     return {name: spec[0] for name, spec in fields.items()}, params
 
@@ -245,7 +250,7 @@ def tool_from_function(
         output_schema=copy.deepcopy(output_schema),
         annotations=opts.annotations(),
     )
-    body = _make_body(fn, model, params, output_adapter)
+    body = _make_body(tool_name, fn, model, params, output_adapter)
     module = getattr(fn, "__module__", "?")
     qualname = getattr(fn, "__qualname__", tool_name)
     return Tool(
@@ -257,7 +262,28 @@ def tool_from_function(
     )
 
 
+def _non_finite(value: Any, path: str) -> str | None:
+    """Where ``value`` holds NaN or an infinity (inside containers and models), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
+    if isinstance(value, BaseModel):
+        items: Any = value.__dict__.items()
+    elif isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
+        problem = _non_finite(item, where)
+        if problem is not None:
+            return problem
+    return None
+
+
 def _make_body(
+    tool_name: str,
     fn: Callable[..., Any],
     model: type[BaseModel],
     params: list[tuple[str, str, inspect._ParameterKind]],
@@ -285,10 +311,25 @@ def _make_body(
             value = await fn(*args, **kwargs)
         else:
             value = await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
-        if output_adapter is not None:
-            return output_adapter.dump_python(value, mode="json")
-        if isinstance(value, BaseModel):
-            return value.model_dump(mode="json")
-        return value  # Tool checks it is plain JSON (else invalid_result)
+        if output_adapter is None and not isinstance(value, BaseModel):
+            return value  # Tool checks it is plain JSON (else invalid_result)
+        problem = _non_finite(value, "$")
+        if problem is not None:  # pydantic would write it as null: refuse instead
+            return ToolResult.fail(
+                "invalid_result",
+                f"tool {tool_name!r} returned a value that is not plain JSON: {problem}",
+                where="output",
+            )
+        try:
+            if output_adapter is None:
+                return value.model_dump(mode="json", warnings="error")
+            return output_adapter.dump_python(value, mode="json", warnings="error")
+        except PydanticSerializationError as exc:
+            return ToolResult.fail(
+                "invalid_result",
+                f"tool {tool_name!r} returned a value that does not match its return "
+                f"annotation: {str(exc).splitlines()[-1].strip()}",
+                where="output",
+            )
 
     return body
