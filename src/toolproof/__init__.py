@@ -20,6 +20,7 @@ from toolproof.contract.tools import (
 from toolproof.errors import (
     CanonicalizationError,
     ConfigError,
+    ExtensionError,
     IdentityMismatchError,
     ToolBindError,
     ToolCallError,
@@ -28,6 +29,7 @@ from toolproof.errors import (
     ToolsetSealedError,
     UsageError,
 )
+from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
 from toolproof.identity import canonical_json, content_id, digest
 from toolproof.tools.declared import ToolContribution, bind_contribution
 from toolproof.tools.function import tool
@@ -39,6 +41,8 @@ __version__ = "0.1.0"
 __all__ = [
     "CanonicalizationError",
     "ConfigError",
+    "ExtensionError",
+    "ExtensionKind",
     "IdentityMismatchError",
     "Tool",
     "ToolAnnotations",
@@ -61,6 +65,9 @@ __all__ = [
     "canonical_json",
     "content_id",
     "digest",
+    "extension",
     "load_toolset",
     "tool",
+    "transformer",
+    "wrapper",
 ]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolproof.errors import ConfigError, ToolBindError, ToolNameError
+from toolproof.extensions.config import configure_extensions
 from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function
 from toolproof.tools.toolset import Toolset
 
@@ -280,8 +281,17 @@ async def build_toolset(path: str | Path) -> Toolset:
 
             servers = [source.server(file.parent) for source in config.mcp]
             await bind_mcp_servers(toolset, servers)
-        if config.tools or config.extensions.modules:
-            raise ConfigError(str(file), "tools", "extensions are not supported yet")
+        configure_extensions(
+            toolset,
+            file=file,
+            modules=config.extensions.modules,
+            tools={
+                name: section.extensions
+                for name, section in config.tools.items()
+                if section.extensions is not None
+            },
+            backends=config.backends,
+        )
     except BaseException:
         await toolset.aclose()
         raise

@@ -11,6 +11,7 @@ Hierarchy (split by fault)::
         │   ├── IdentityMismatchError   stored content id != recomputed content id
         │   ├── ConfigError             toolproof.toml (file, key, rule)
         │   ├── ToolBindError           a tool that cannot be bound (tool, field, rule)
+        │   ├── ExtensionError          an extension that cannot be registered or applied
         │   └── ToolNameError           a bad or duplicate tool name
         ├── ToolCallError               ToolResult.unwrap() on a failure (carries it)
         ├── BackendError                a relocation engine failed (worker, broker)
@@ -35,6 +36,7 @@ __all__ = [
     "CanonicalizationError",
     "ConfigError",
     "ErrorMapping",
+    "ExtensionError",
     "IdentityMismatchError",
     "InputError",
     "ReplayRefused",
@@ -154,6 +156,18 @@ class ToolBindError(InputError):
         super().__init__(
             f"cannot bind tool {tool!r}: {field}: {rule}", tool=tool, field=field, rule=rule
         )
+
+
+class ExtensionError(InputError):
+    """An extension cannot be registered, or a combo cannot be applied to a tool.
+
+    Attributes:
+        rule: the rule that was broken.
+        tool: the tool the combo was applied to (when applying).
+        combo: the combo's extension names, in order (when applying).
+        extension: the extension's name (when registering).
+
+    """
 
 
 class ToolNameError(InputError):

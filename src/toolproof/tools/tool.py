@@ -199,6 +199,29 @@ class Tool:
             )
         return ToolResult.success(value)
 
+    def rebind(self, spec: ToolSpec, *, base: str | None, stack: Sequence[StackLayer]) -> Tool:
+        """Return a new tool running this tool's body under ``spec``, ``base`` and ``stack``.
+
+        The extension apply site uses it to give a variant its final name, description,
+        output schema and stack without another call layer. The compiled input
+        validator is reused when ``spec.input_schema`` is unchanged.
+
+        Raises:
+            ToolBindError: the new input or output schema does not compile.
+
+        """
+        same = spec.input_schema == self.spec.input_schema
+        return Tool(
+            spec,
+            self._body,
+            source=self.source,
+            base=base,
+            stack=stack,
+            deterministic=self.deterministic,
+            varies=self.varies,
+            validator=self._validator if same else None,
+        )
+
     @classmethod
     def from_function(
         cls,

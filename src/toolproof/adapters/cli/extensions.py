@@ -1,0 +1,82 @@
+"""``toolproof extensions list``: every registered extension and every load failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from toolproof.adapters.cli.app import emit_json, out_console, run_async
+from toolproof.config import load_toolset
+from toolproof.extensions.registry import default_registry
+
+__all__ = ["extensions_app", "register"]
+
+extensions_app = typer.Typer(
+    help="List the extensions (wrappers, transformers, backends) tools can use.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``extensions`` command group to ``app``."""
+    app.add_typer(extensions_app, name="extensions")
+
+
+def _listing(config: Path | None) -> dict[str, Any]:
+    failures: list[dict[str, str]] = []
+    if config is not None:
+
+        async def load() -> list[dict[str, str]]:
+            async with load_toolset(config) as toolset:
+                return [
+                    item.to_json() for item in toolset.quarantined if item.owner == "extensions"
+                ]
+
+        failures = run_async(load())
+    registry = default_registry()
+    for failure in registry.load_entry_points():
+        record = {"name": failure.name, "field": failure.field, "rule": failure.rule}
+        if not any(item["name"] == failure.name for item in failures):
+            failures.append({**record, "owner": "extensions"})
+    return {"extensions": [ext.to_json() for ext in registry], "quarantined": failures}
+
+
+@extensions_app.command("list")
+def list_extensions(
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="Also load this toolproof.toml's [extensions] modules (and show its quarantine).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+) -> None:
+    """List every registered extension: built-ins, entry points and config modules."""
+    listing = _listing(config)
+    if as_json:
+        emit_json(listing)
+        return
+    table = Table(title="extensions")
+    for column in ("name", "kind", "version", "reserved params", "locality", "origin", "about"):
+        table.add_column(column, overflow="fold")
+    for ext in listing["extensions"]:
+        table.add_row(
+            ext["name"],
+            ext["kind"],
+            ext["version"],
+            ", ".join(ext["reserved_params"]) or "-",
+            "required" if ext["requires_body_locality"] else "-",
+            ext["origin"],
+            ext["description"],
+        )
+    out_console.print(table)
+    if listing["quarantined"]:
+        quarantine = Table(title="quarantined")
+        for column in ("name", "field", "rule"):
+            quarantine.add_column(column, overflow="fold")
+        for item in listing["quarantined"]:
+            quarantine.add_row(item["name"], item["field"], item["rule"])
+        out_console.print(quarantine)

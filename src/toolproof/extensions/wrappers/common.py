@@ -1,0 +1,57 @@
+"""Helpers shared by the built-in wrappers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from toolproof.contract.tools import ToolSpec
+from toolproof.errors import ExtensionError
+from toolproof.extensions.schema import add_reserved
+from toolproof.tools.tool import Tool
+
+__all__ = ["StrictConfig", "base_dir", "require_repeatable", "wrapper_spec"]
+
+
+class StrictConfig(BaseModel):
+    """Base of the built-in config models: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def wrapper_spec(
+    inner: Tool, name: str, reserved: Mapping[str, Mapping[str, Any]] | None = None
+) -> ToolSpec:
+    """The spec of a wrapper variant: the inner spec renamed, plus reserved params."""
+    update: dict[str, Any] = {"name": name}
+    if reserved:
+        update["input_schema"] = add_reserved(inner.spec.input_schema, reserved)
+    return inner.spec.model_copy(update=update)
+
+
+def require_repeatable(inner: Tool, extension: str, force: bool) -> None:
+    """Refuse ``extension`` on a tool marked neither read-only nor idempotent, unless forced.
+
+    MCP's ``readOnlyHint``/``idempotentHint`` (``ToolAnnotations.is_idempotent``) tell
+    whether running a call twice, or not at all, is harmless.
+
+    Raises:
+        ExtensionError: the tool is not marked; ``rule`` says how to proceed.
+
+    """
+    if force or inner.spec.annotations.is_idempotent:
+        return
+    rule = (
+        f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
+        "idempotent (rule: set readOnlyHint or idempotentHint on the tool, or config force = true)"
+    )
+    raise ExtensionError(rule, rule=rule)
+
+
+def base_dir(context: Any) -> Path:
+    """The directory relative paths in a config are relative to (the config file's)."""
+    directory = getattr(context, "base_dir", None)
+    return Path(directory) if directory is not None else Path.cwd()

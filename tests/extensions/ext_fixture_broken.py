@@ -1,0 +1,3 @@
+"""An extension module that fails to import."""
+
+raise ImportError("fixture module is broken on purpose")
