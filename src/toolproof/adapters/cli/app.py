@@ -76,6 +76,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.extensions",
     "toolproof.adapters.cli.corpus",
     "toolproof.adapters.cli.serve",
+    "toolproof.adapters.cli.runs",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

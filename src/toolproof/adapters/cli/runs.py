@@ -1,0 +1,246 @@
+"""``toolproof run|verify|replay|diff|show``: evidence-chained runs from the command line.
+
+Exit codes: 0 ok; 1 usage or input error (a bad spec, an unknown run); 2 the run's
+report failed, verification failed, replay refused or came out different. ``RUN`` is
+a run id (looked up in ``<root>/runs/``) or a relative POSIX path inside ``--root``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console, run_async
+from toolproof.bundle.paths import confine
+from toolproof.config import load_toolset
+from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
+from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
+from toolproof.errors import InputError, ReplayRefused
+from toolproof.runs.diff import diff_runs
+from toolproof.runs.replay import ReplayResult, replay_run
+from toolproof.runs.run import RunOutcome, execute_run
+from toolproof.runs.spec import load_spec
+from toolproof.verify.verifier import verify_run
+
+__all__ = ["register", "resolve_run"]
+
+RootOption = typer.Option(Path("."), "--root", help="The artifact root (runs live in ROOT/runs).")
+JsonOption = typer.Option(False, "--json", help="Print one canonical JSON document.")
+
+
+def resolve_run(root: Path, run: str) -> Path:
+    """The run directory named by ``run`` (a run id, or a relative POSIX path in ``root``).
+
+    Raises:
+        InputError: the path is malformed, escapes the root, or is not a directory.
+
+    """
+    rel = f"runs/{run}" if RUN_ID_RE.match(run) else run
+    path = confine(root, rel, what="run")
+    if not path.is_dir():
+        raise InputError(f"run {run!r}: no run directory at {path}", path=run, rule="not found")
+    return path
+
+
+def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
+    loaded = load_spec(spec_path)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} steps"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet,
+    )
+    task = progress.add_task("planning", total=None)
+
+    def on_plan(plan: Plan) -> None:
+        progress.update(task, total=len(plan.nodes), description="running")
+
+    def on_event(event: TraceEvent) -> None:
+        if isinstance(event, StepStarted):
+            progress.update(task, description=f"step {event.step}")
+        elif isinstance(event, StepFinished):
+            progress.advance(task)
+
+    async def go() -> RunOutcome:
+        async with load_toolset(loaded.toolset_path) as toolset:
+            return await execute_run(
+                loaded.spec, root=root, toolset=toolset, on_event=on_event, on_plan=on_plan
+            )
+
+    with progress:
+        return run_async(go())
+
+
+def _run(
+    spec: Path = typer.Argument(..., help="The run spec (TOML, or JSON if it ends in .json)."),
+    root: Path = RootOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Plan, execute and verify a spec; write the run directory under ROOT/runs/."""
+    outcome = _progress_run(spec, root, as_json)
+    failures = [f"[{r.check}] {f.file}: {f.message}" for r, f in outcome.report.failing()]
+    if as_json:
+        emit_json(
+            {
+                "run_id": outcome.run_id,
+                "path": f"runs/{outcome.run_id}",
+                "reused": outcome.reused,
+                "outcome": outcome.report.outcome,
+                "report_id": outcome.report.id,
+                "claims": len(outcome.outcome.claims),
+                "tool_calls": outcome.live_calls,
+                "stopped": outcome.outcome.stopped,
+                "failures": failures,
+            }
+        )
+    else:
+        table = Table(title=f"claims of {outcome.run_id}")
+        for column in ("type", "status", "supports", "statement"):
+            table.add_column(column, overflow="fold")
+        for claim in outcome.outcome.claims:
+            table.add_row(
+                claim.type.value, claim.status.value, str(len(claim.supports)), claim.statement
+            )
+        out_console.print(table)
+        note = " (identical run already present: reused)" if outcome.reused else ""
+        out_console.print(f"run {outcome.run_id}{note}")
+        out_console.print(f"report: {outcome.report.outcome} ({outcome.report.policy} policy)")
+        for line in failures:
+            out_console.print(f"  [red]{escape(line)}[/]")
+    if outcome.report.outcome != "passed":
+        raise typer.Exit(2)
+
+
+def _verify(
+    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
+    root: Path = RootOption,
+    policy: Policy | None = typer.Option(None, "--policy", help="Judge by this policy."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Check a run directory: manifest first, then the ordered checks, then its report."""
+    try:
+        directory = resolve_run(root, run)
+    except InputError as exc:
+        raise fail(exc) from None
+    verification = verify_run(directory, policy=policy)
+    if as_json:
+        emit_json(verification.to_json())
+    else:
+        if verification.report is not None:
+            table = Table(title=f"verify {verification.run_id}")
+            for column in ("check", "invariant", "status", "findings"):
+                table.add_column(column)
+            for result in verification.report.results:
+                table.add_row(
+                    result.check, result.invariant, result.status, str(len(result.findings))
+                )
+            out_console.print(table)
+        for failure in verification.failures:
+            err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
+        out_console.print("verified" if verification.ok else "verification FAILED")
+    if not verification.ok:
+        raise typer.Exit(2)
+
+
+def _replay(
+    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
+    root: Path = RootOption,
+    config: Path | None = typer.Option(
+        None, "--config", help="The composition root to compare (default: the spec's toolset)."
+    ),
+    lenient: bool = typer.Option(False, "--lenient", help="Report differences, don't refuse."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Replay a run frozen (recorded results, no live call) and compare the traces."""
+    try:
+        directory = resolve_run(root, run)
+    except InputError as exc:
+        raise fail(exc) from None
+
+    async def go() -> tuple[ReplayResult, bool]:
+        path = config
+        if path is None:
+            spec = (
+                load_spec(directory / "spec.json").spec
+                if (directory / "spec.json").is_file()
+                else None
+            )
+            guess = Path(spec.toolset) if spec is not None else None
+            path = guess if guess is not None and guess.is_file() else None
+        if path is None:
+            return await replay_run(directory, lenient=lenient), False
+        async with load_toolset(path) as toolset:
+            return await replay_run(directory, toolset=toolset.descriptor(), lenient=lenient), True
+
+    try:
+        result, compared = asyncio.run(go())
+    except ReplayRefused as exc:
+        if as_json:
+            emit_json({"refused": True, "message": exc.message, "live_calls": 0})
+        raise fail(exc) from None
+    except InputError as exc:
+        raise fail(exc) from None
+    document: dict[str, Any] = {"refused": False, "descriptor_compared": compared}
+    document.update(result.to_json())
+    if as_json:
+        emit_json(document)
+    else:
+        if not compared:
+            err_console.print(
+                "note: no composition root found: the runtime descriptor was "
+                "not compared (pass --config FILE)"
+            )
+        for difference in result.differences:
+            out_console.print(f"[yellow]difference:[/] {escape(difference)}")
+        if result.identical:
+            out_console.print(f"replay identical: {result.events} events, 0 live calls")
+        else:
+            why = result.first_difference["why"] if result.first_difference else "report differs"
+            out_console.print(f"replay DIFFERS: {escape(why)}")
+    if not result.identical:
+        raise typer.Exit(2)
+
+
+def _diff(
+    run_a: str = typer.Argument(..., help="The first run."),
+    run_b: str = typer.Argument(..., help="The second run."),
+    root: Path = RootOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show which files of two runs differ, and the first differing trace event."""
+    try:
+        result = diff_runs(resolve_run(root, run_a), resolve_run(root, run_b))
+    except InputError as exc:
+        raise fail(exc) from None
+    if as_json:
+        emit_json(result.to_json())
+        return
+    table = Table(title=f"{result.a} vs {result.b}")
+    table.add_column("file", overflow="fold")
+    table.add_column("status")
+    for path, status in result.files.items():
+        if status != "same":
+            table.add_row(path, status)
+    out_console.print(table if table.row_count else "the runs are identical")
+    if result.first_event is not None:
+        out_console.print(f"first trace difference: {escape(result.first_event['why'])}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``verify``, ``replay``, ``diff`` and ``show`` to ``app``."""
+    from toolproof.adapters.cli.show import show_command
+
+    app.command("run")(_run)
+    app.command("verify")(_verify)
+    app.command("replay")(_replay)
+    app.command("diff")(_diff)
+    app.command("show")(show_command)

@@ -1,0 +1,1 @@
+"""Run bundles: the hash-chained trace, the manifest and the atomic run directory."""

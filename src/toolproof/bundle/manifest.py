@@ -1,0 +1,187 @@
+"""``manifest.json``: every file of a run directory with its size and digest.
+
+Files are hashed by streaming them in 4 MiB blocks, each file exactly once; the
+digests a check of the manifest computes are handed on, so later checks never
+hash a file again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from toolproof.bundle.paths import path_problem
+from toolproof.contract.runs import Finding, Manifest, ManifestEntry, Severity, run_id_for
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json
+
+__all__ = [
+    "BLOCK_BYTES",
+    "MANIFEST_FILE",
+    "build_manifest",
+    "check_manifest",
+    "hash_file",
+    "list_files",
+]
+
+MANIFEST_FILE = "manifest.json"
+BLOCK_BYTES = 4 * 1024 * 1024
+"""Bytes read per block when hashing a file (4 MiB)."""
+
+
+def hash_file(path: Path) -> tuple[int, str]:
+    """Stream ``path`` once; return its size in bytes and ``sha256:<hex>``.
+
+    Raises:
+        OSError: the file cannot be read.
+
+    """
+    sha = hashlib.sha256()
+    size = 0
+    buffer = bytearray(BLOCK_BYTES)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as file:
+        while True:
+            count = file.readinto(view)
+            if not count:
+                break
+            sha.update(view[:count])
+            size += count
+    return size, "sha256:" + sha.hexdigest()
+
+
+def list_files(directory: Path) -> tuple[list[str], list[str]]:
+    """Every regular file under ``directory`` as sorted relative POSIX paths.
+
+    Returns:
+        The files, and the entries that are not regular files (symlinks, devices...),
+        which a run directory must not hold.
+
+    """
+    files: list[str] = []
+    odd: list[str] = []
+    for current, dirnames, filenames in os.walk(directory, followlinks=False):
+        base = Path(current)
+        for name in list(dirnames):
+            if (base / name).is_symlink():
+                odd.append((base / name).relative_to(directory).as_posix())
+                dirnames.remove(name)
+        for name in filenames:
+            full = base / name
+            rel = full.relative_to(directory).as_posix()
+            if full.is_symlink() or not full.is_file():
+                odd.append(rel)
+            else:
+                files.append(rel)
+    return sorted(files), sorted(odd)
+
+
+def build_manifest(directory: Path, known: dict[str, tuple[int, str]] | None = None) -> Manifest:
+    """Hash every file of ``directory`` (but ``manifest.json``) into a :class:`Manifest`.
+
+    Args:
+        directory: the run directory being written.
+        known: sizes and digests already computed while writing, by relative path.
+
+    Raises:
+        InputError: the directory holds something that is not a regular file.
+
+    """
+    files, odd = list_files(directory)
+    if odd:
+        raise InputError(f"run directory holds non-regular files: {', '.join(odd)}", path=odd[0])
+    entries = []
+    for rel in files:
+        if rel == MANIFEST_FILE:
+            continue
+        size, digest = (known or {}).get(rel) or hash_file(directory / rel)
+        entries.append(ManifestEntry(path=rel, size=size, digest=digest))
+    return Manifest(run_id=run_id_for(entries), files=entries)
+
+
+def _finding(file: str, message: str, **detail: str | int) -> Finding:
+    return Finding(severity=Severity.CRITICAL, file=file, message=message, detail=dict(detail))
+
+
+def _read_manifest(directory: Path) -> tuple[Manifest | None, list[Finding]]:
+    path = directory / MANIFEST_FILE
+    if path.is_symlink() or not path.is_file():
+        return None, [
+            _finding(MANIFEST_FILE, "manifest.json is missing: the run cannot be trusted")
+        ]
+    raw = path.read_bytes()
+    try:
+        manifest = Manifest.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(document)"
+        return None, [_finding(MANIFEST_FILE, f"manifest.json is invalid: {where}: {first['msg']}")]
+    if canonical_json(manifest.to_json()) != raw:
+        return None, [_finding(MANIFEST_FILE, "manifest.json is not canonical JSON (RFC 8785)")]
+    return manifest, []
+
+
+def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], list[Finding]]:
+    """Check a run directory against its manifest (the first thing verify and replay do).
+
+    Every listed file must exist as a regular file with the listed size and digest,
+    no other file may exist, every path must be relative POSIX, and the run id must
+    match the entries (and the directory's name, when that is a run id).
+
+    Returns:
+        The manifest (``None`` when unreadable), the verified digests by path, and the
+        findings (all ``critical``), in path order.
+
+    """
+    manifest, findings = _read_manifest(directory)
+    if manifest is None:
+        return None, {}, findings
+    if directory.name.startswith("run_") and directory.name != manifest.run_id:
+        findings.append(
+            _finding(
+                MANIFEST_FILE,
+                f"the directory is named {directory.name} but the manifest's run id is "
+                f"{manifest.run_id}: the run was renamed or its manifest replaced",
+            )
+        )
+    files, odd = list_files(directory)
+    for rel in odd:
+        findings.append(_finding(rel, f"{rel} is not a regular file (symlinks are not allowed)"))
+    present = set(files)
+    digests: dict[str, str] = {}
+    for entry in manifest.files:
+        problem = path_problem(entry.path)
+        if problem is not None or entry.path == MANIFEST_FILE:
+            findings.append(_finding(entry.path, f"manifest path {entry.path!r} {problem}"))
+            continue
+        if entry.path not in present:
+            findings.append(_finding(entry.path, f"{entry.path} is listed but missing"))
+            continue
+        size, digest = hash_file(directory / entry.path)
+        if size != entry.size:
+            findings.append(
+                _finding(
+                    entry.path,
+                    f"{entry.path} is {size} bytes, the manifest says {entry.size} "
+                    "(truncated, appended or replaced)",
+                )
+            )
+        elif digest != entry.digest:
+            findings.append(
+                _finding(
+                    entry.path,
+                    f"{entry.path} has digest {digest}, the manifest says {entry.digest} "
+                    "(its bytes were changed)",
+                )
+            )
+        else:
+            digests[entry.path] = digest
+    listed = {entry.path for entry in manifest.files} | {MANIFEST_FILE}
+    for rel in files:
+        if rel not in listed:
+            findings.append(_finding(rel, f"{rel} is not listed in the manifest (an added file)"))
+    findings.sort(key=lambda finding: finding.file)
+    return manifest, digests, findings

@@ -1,0 +1,161 @@
+"""The atomic run directory: written in a temporary directory, renamed into place.
+
+``RunDirectoryWriter(root)`` creates ``<root>/.tmp-run-<pid>-<random>/`` (beside
+``runs/``, never inside it), the run writes its files there (each fsynced), and
+:meth:`RunDirectoryWriter.commit` writes ``manifest.json``, fsyncs the directory and
+renames it to ``<root>/runs/<run_id>``. If that directory exists already (identical
+work gives an identical run id), the existing one is kept and the temporary one
+removed. An exception or Ctrl-C removes the temporary directory; a process killed
+outright leaves it under ``<root>`` (never under ``runs/``), and the next writer in
+the same root removes temporary directories whose process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from toolproof.bundle.manifest import MANIFEST_FILE, build_manifest
+from toolproof.contract.runs import Manifest
+from toolproof.identity import canonical_json, digest
+
+__all__ = ["RUNS_DIR", "TEMP_PREFIX", "CommittedRun", "RunDirectoryWriter", "write_file"]
+
+RUNS_DIR = "runs"
+TEMP_PREFIX = ".tmp-run-"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file(path: Path, data: bytes) -> tuple[int, str]:
+    """Create ``path`` (it must not exist) with ``data``, fsynced; return size and digest."""
+    with path.open("xb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    return len(data), digest(data)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale(root: Path) -> None:
+    for entry in root.glob(TEMP_PREFIX + "*"):
+        pid_text = entry.name.removeprefix(TEMP_PREFIX).split("-", 1)[0]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class CommittedRun:
+    """A run directory in place.
+
+    Attributes:
+        run_id: the run id (``run_<hex>``).
+        path: ``<root>/runs/<run_id>``.
+        reused: True when an identical run was already there and was kept.
+        manifest: the manifest.
+
+    """
+
+    run_id: str
+    path: Path
+    reused: bool
+    manifest: Manifest
+
+
+class RunDirectoryWriter:
+    """Writes one run directory atomically (see the module docstring).
+
+    Args:
+        root: the artifact root; created if missing.
+
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        _remove_stale(self.root)
+        prefix = f"{TEMP_PREFIX}{os.getpid()}-"
+        self.temp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
+        (self.temp / "evidence").mkdir()
+        self.known: dict[str, tuple[int, str]] = {}
+        self._done = False
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write the file ``name`` (relative POSIX) into the run, fsynced."""
+        self.known[name] = write_file(self.temp / name, data)
+
+    def write_json(self, name: str, value: Any) -> None:
+        """Write ``value`` (a model with ``to_json`` or plain JSON) as canonical JSON bytes."""
+        plain = value.to_json() if hasattr(value, "to_json") else value
+        self.write_bytes(name, canonical_json(plain))
+
+    def record(self, name: str, size: int, file_digest: str) -> None:
+        """Record the size and digest of a file written by someone else (trace, evidence)."""
+        self.known[name] = (size, file_digest)
+
+    def commit(self) -> CommittedRun:
+        """Write the manifest and rename the directory to ``<root>/runs/<run_id>``.
+
+        Returns:
+            The run in place (``reused`` when an identical run already existed).
+
+        """
+        manifest = build_manifest(self.temp, self.known)
+        write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
+        _fsync_dir(self.temp / "evidence")
+        _fsync_dir(self.temp)
+        runs = self.root / RUNS_DIR
+        runs.mkdir(exist_ok=True)
+        target = runs / manifest.run_id
+        reused = False
+        if target.exists():
+            reused = True
+        else:
+            try:
+                os.rename(self.temp, target)
+            except OSError:
+                if not target.exists():
+                    raise
+                reused = True
+        if reused:
+            shutil.rmtree(self.temp, ignore_errors=True)
+        _fsync_dir(runs)
+        self._done = True
+        return CommittedRun(manifest.run_id, target, reused, manifest)
+
+    def discard(self) -> None:
+        """Remove the temporary directory (nothing lands under ``runs/``)."""
+        if not self._done:
+            shutil.rmtree(self.temp, ignore_errors=True)
+            self._done = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.discard()

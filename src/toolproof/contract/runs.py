@@ -1,0 +1,391 @@
+"""Run models: spec, plan, runtime, check results, report, manifest and timings.
+
+A :class:`RunSpec` is what the user writes; the planner turns it into a
+:class:`Plan` (content id ``plan_<hex>``); an :class:`ExecutionRuntime` (content id
+``runtime_<hex>``) says how it ran; the ordered checks produce a :class:`Report`
+(content id ``report_<hex>``, covering the check sequence and every finding); the
+:class:`Manifest` lists every file of the run directory and fixes the run id.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Literal, Self
+
+from pydantic import Field, JsonValue, field_validator, model_validator
+
+from toolproof.contract.base import CanonicalModel, ContentModel
+from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.identity import content_id
+
+__all__ = [
+    "RESERVED_STEP_IDS",
+    "RUN_ID_RE",
+    "STEP_ID_RE",
+    "Budgets",
+    "CheckResult",
+    "CheckStatus",
+    "ExecutionRuntime",
+    "Finding",
+    "Manifest",
+    "ManifestEntry",
+    "Plan",
+    "PlanNode",
+    "Policy",
+    "ReasonerDescriptor",
+    "ReasonerSpec",
+    "Report",
+    "RunSpec",
+    "Severity",
+    "StepKind",
+    "StepSpec",
+    "Timings",
+    "run_id_for",
+]
+
+STEP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+"""What a step id must match."""
+RESERVED_STEP_IDS = frozenset({"derive", "verify", "finalize"})
+"""Node ids the planner adds itself; a spec step may not use them."""
+RUN_ID_RE = re.compile(r"^run_[0-9a-f]{64}$")
+"""A run id: ``run_`` + SHA-256 hex."""
+TIMINGS_FILE = "timings.json"
+
+
+class StepKind(StrEnum):
+    """The kinds of plan nodes."""
+
+    CALL = "call"
+    RETRIEVE = "retrieve"
+    DERIVE = "derive"
+    VERIFY = "verify"
+    FINALIZE = "finalize"
+
+
+class Policy(StrEnum):
+    """Which finding severities make a report fail.
+
+    ``strict``: warning, error and critical; ``audit``: error and critical (warnings
+    are reported); ``permissive``: critical only (integrity), everything else reported.
+    """
+
+    STRICT = "strict"
+    AUDIT = "audit"
+    PERMISSIVE = "permissive"
+
+    def fails(self, severity: Severity) -> bool:
+        """Whether a finding of ``severity`` makes the report fail under this policy."""
+        floor = {"strict": 1, "audit": 2, "permissive": 3}[self.value]
+        return severity.rank >= floor
+
+
+class Severity(StrEnum):
+    """How bad a finding is: ``info`` < ``warning`` < ``error`` < ``critical``."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        """0 for info up to 3 for critical."""
+        return ("info", "warning", "error", "critical").index(self.value)
+
+
+class Budgets(CanonicalModel):
+    """Limits enforced while a run executes; ``None`` means unlimited.
+
+    Attributes:
+        wall_seconds: wall-clock seconds for the whole run (a running call is cancelled).
+        evidence_bytes: total bytes of evidence registered.
+        tool_calls: number of tool calls.
+
+    """
+
+    wall_seconds: float | None = Field(default=None, gt=0)
+    evidence_bytes: int | None = Field(default=None, ge=0)
+    tool_calls: int | None = Field(default=None, ge=0)
+
+
+class StepSpec(CanonicalModel):
+    """One step of a spec.
+
+    Attributes:
+        id: the step id (``^[A-Za-z][A-Za-z0-9_-]{0,63}$``; not ``derive``,
+            ``verify`` or ``finalize``).
+        kind: ``call`` (a tool call) or ``retrieve`` (served by a retrieval runtime).
+        tool: for ``call``, the tool or variant name.
+        arguments: for ``call``, the JSON arguments; ``{"$ref": "steps.ID.value..."}``
+            anywhere inside is replaced by an earlier step's result.
+        after: ids of steps that must run first (references add these implicitly).
+        params: for ``retrieve``, the retrieval runtime's parameters.
+
+    """
+
+    id: str
+    kind: Literal["call", "retrieve"] = "call"
+    tool: str | None = None
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    after: list[str] = Field(default_factory=list)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _step_id(cls, value: str) -> str:
+        if STEP_ID_RE.match(value) is None:
+            raise ValueError(f"step id {value!r} must match {STEP_ID_RE.pattern}")
+        if value in RESERVED_STEP_IDS:
+            raise ValueError(f"step id {value!r} is reserved for the planner's own nodes")
+        return value
+
+    @model_validator(mode="after")
+    def _call_has_tool(self) -> Self:
+        if self.kind == "call" and not self.tool:
+            raise ValueError(f"step {self.id!r}: a call step needs 'tool'")
+        return self
+
+
+class ReasonerSpec(CanonicalModel):
+    """The reasoner of a run and its parameters.
+
+    Attributes:
+        name: the registered reasoner name (``tool-results`` is built in).
+        min_supports: supports a derived claim needs to be ``validated``.
+        params: the reasoner's own parameters (checked by the reasoner; unknown keys
+            refused there).
+
+    """
+
+    name: str = "tool-results"
+    min_supports: int = Field(default=1, ge=1)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class RunSpec(CanonicalModel):
+    """What to run: the user's spec (TOML or JSON), stored as ``spec.json``.
+
+    Attributes:
+        task: what the run is for, in words.
+        toolset: the composition root (``toolproof.toml``), relative POSIX to the spec file.
+        steps: the steps, in the order written.
+        reasoner: the reasoner and its parameters.
+        assumptions: statements recorded as ``assumed`` claims.
+        policy: the check policy.
+        budgets: limits enforced while running.
+        seed: the seed handed to the runtime (recorded; tools may use it).
+
+    """
+
+    task: str
+    toolset: str = "toolproof.toml"
+    steps: list[StepSpec] = Field(default_factory=list)
+    reasoner: ReasonerSpec = Field(default_factory=ReasonerSpec)
+    assumptions: list[str] = Field(default_factory=list)
+    policy: Policy = Policy.STRICT
+    budgets: Budgets = Field(default_factory=Budgets)
+    seed: int = 0
+
+
+class PlanNode(CanonicalModel):
+    """One node of a plan.
+
+    Attributes:
+        id: the node id (a step id, or ``derive``/``verify``/``finalize``).
+        kind: the step kind.
+        tool: for ``call``, the tool name.
+        arguments: for ``call``, the arguments with references unresolved.
+        params: for ``retrieve``, the retrieval parameters.
+        depends_on: node ids that run before this one, sorted.
+
+    """
+
+    id: str
+    kind: StepKind
+    tool: str | None = None
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class Plan(ContentModel):
+    """The content-addressed plan: nodes in execution order, and the edges between them.
+
+    Attributes:
+        planner: the planner's name and version.
+        task: the spec's task.
+        nodes: the nodes, in the deterministic execution order.
+        edges: ``[from, to]`` pairs (``from`` runs before ``to``), sorted.
+
+    """
+
+    ID_KIND = "plan"
+
+    planner: str
+    task: str
+    nodes: list[PlanNode]
+    edges: list[list[str]] = Field(default_factory=list)
+
+    def node(self, node_id: str) -> PlanNode:
+        """The node ``node_id``.
+
+        Raises:
+            KeyError: no such node.
+
+        """
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+
+class ReasonerDescriptor(CanonicalModel):
+    """A reasoner's identity: name, version and a digest of its configuration."""
+
+    name: str
+    version: str
+    config_digest: str
+
+
+class ExecutionRuntime(ContentModel):
+    """How a run executed; its content id is ``runtime_<hex>``.
+
+    Attributes:
+        kind: the runtime kind (``local``).
+        mode: ``live`` (tools called) or ``frozen`` (recorded results served).
+        toolset: the Toolset descriptor (names, versions, fingerprints of every tool).
+        reasoner: the reasoner's identity.
+        seed: the seed.
+
+    """
+
+    ID_KIND = "runtime"
+
+    kind: str = "local"
+    mode: Literal["live", "frozen"] = "live"
+    toolset: ToolsetDescriptor
+    reasoner: ReasonerDescriptor
+    seed: int = 0
+
+
+CheckStatus = Literal["passed", "failed", "skipped"]
+
+
+class Finding(CanonicalModel):
+    """One problem a check found.
+
+    Attributes:
+        severity: how bad it is.
+        file: the run-directory file it concerns (relative POSIX), or ``""``.
+        message: what is wrong and what to do about it.
+        detail: structured detail (event index, evidence id, offsets...).
+
+    """
+
+    severity: Severity
+    file: str = ""
+    message: str
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class CheckResult(CanonicalModel):
+    """The result of one check of the ordered sequence.
+
+    Attributes:
+        check: the stable check id (``trace-chain``).
+        invariant: the stable invariant id (``INV-TRACE-CHAIN``).
+        severity: the check's default severity.
+        status: ``passed``, ``failed`` (it has findings) or ``skipped`` (it could not run).
+        findings: what it found, in a deterministic order.
+
+    """
+
+    check: str
+    invariant: str
+    severity: Severity
+    status: CheckStatus
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class Report(ContentModel):
+    """The verification report; its id (``report_<hex>``) covers sequence and findings.
+
+    Attributes:
+        policy: the policy applied.
+        sequence: the check ids, in the order they ran.
+        results: one result per check, in that order.
+        outcome: ``passed`` unless a finding's severity fails under the policy.
+
+    """
+
+    ID_KIND = "report"
+
+    policy: Policy
+    sequence: list[str]
+    results: list[CheckResult]
+    outcome: Literal["passed", "failed"]
+
+    def failing(self) -> list[tuple[CheckResult, Finding]]:
+        """Every (check, finding) whose severity fails under the report's policy."""
+        return [
+            (result, finding)
+            for result in self.results
+            for finding in result.findings
+            if self.policy.fails(finding.severity)
+        ]
+
+
+class ManifestEntry(CanonicalModel):
+    """One file of a run directory: relative POSIX path, size in bytes, digest."""
+
+    path: str
+    size: int = Field(ge=0)
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+def run_id_for(entries: list[ManifestEntry]) -> str:
+    """The run id: ``run_<hex>`` over the canonical JSON of every entry but ``timings.json``.
+
+    Wall-clock times live only in ``timings.json``, so identical work gets an identical id.
+    """
+    covered = [entry.to_json() for entry in entries if entry.path != TIMINGS_FILE]
+    return content_id("run", covered)
+
+
+class Manifest(CanonicalModel):
+    """``manifest.json``: every other file of the run directory, and the run id.
+
+    Attributes:
+        run_id: :func:`run_id_for` of ``files``; recomputed and checked on load.
+        files: every file but ``manifest.json``, sorted by path.
+
+    """
+
+    run_id: str
+    files: list[ManifestEntry]
+
+    @model_validator(mode="after")
+    def _check_run_id(self) -> Self:
+        computed = run_id_for(self.files)
+        if self.run_id != computed:
+            raise ValueError(f"run_id {self.run_id} does not match its entries ({computed})")
+        paths = [entry.path for entry in self.files]
+        if paths != sorted(set(paths)):
+            raise ValueError("manifest entries must be sorted by path and unique")
+        return self
+
+
+class Timings(CanonicalModel):
+    """``timings.json``: the only wall-clock data of a run (not part of the run id).
+
+    Attributes:
+        started_at: ISO 8601 UTC start time.
+        wall_seconds: the run's wall-clock duration in seconds.
+        steps: seconds per plan node id.
+
+    """
+
+    started_at: str
+    wall_seconds: float = Field(ge=0)
+    steps: dict[str, float] = Field(default_factory=dict)

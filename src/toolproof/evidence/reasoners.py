@@ -1,0 +1,293 @@
+"""Reasoners: derive typed claims, with byte-exact supports, from a run's evidence.
+
+A :class:`ReasonerBackend` receives a :class:`ReasonerRequest` (the task, every
+evidence record registered so far with the store to read and cite it, and every
+step's output) and returns claims. It reports ``insufficient_evidence`` instead of
+inventing: a claim it cannot ground gets that status and no supports. Reasoners are
+registered by name (:func:`register_reasoner`) and chosen by the spec's
+``[reasoner] name``; their name, version and a digest of their parameters go into
+the runtime descriptor.
+
+Built in here: ``tool-results`` (:class:`ToolResultReasoner`), a small
+deterministic reasoner that fills claim templates with values from tool results and
+cites the exact bytes of each value inside the result's evidence file.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from toolproof.contract.evidence import (
+    Citation,
+    Claim,
+    ClaimStatus,
+    ClaimType,
+    EvidenceRecord,
+    SupportRef,
+)
+from toolproof.contract.runs import ReasonerDescriptor, ReasonerSpec
+from toolproof.errors import InputError
+from toolproof.evidence.encoding import locate, parse_ref
+from toolproof.evidence.store import EvidenceStore
+from toolproof.identity import canonical_json, digest_json
+
+__all__ = [
+    "ReasonerBackend",
+    "ReasonerRequest",
+    "StepOutput",
+    "ToolResultReasoner",
+    "reasoner_for",
+    "register_reasoner",
+    "registered_reasoners",
+]
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What one executed step produced, as the reasoner sees it.
+
+    Attributes:
+        step: the step id.
+        ok: whether the step finished ok.
+        value: the step's JSON value (a tool call's result value).
+        evidence: the evidence the step registered, in order.
+        reason: why the step is not ok (a failure message), or ``""``.
+
+    """
+
+    step: str
+    ok: bool
+    value: Any = None
+    evidence: tuple[EvidenceRecord, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReasonerRequest:
+    """The input of a reasoner.
+
+    Attributes:
+        task: the spec's task.
+        min_supports: supports a derived claim needs to be ``validated``.
+        evidence: every evidence record registered in the run, in order.
+        outputs: every executed step's output, by step id.
+        store: the run's evidence store: ``read``, ``support``, ``find``.
+
+    """
+
+    task: str
+    min_supports: int
+    evidence: tuple[EvidenceRecord, ...]
+    outputs: Mapping[str, StepOutput]
+    store: EvidenceStore
+
+
+class ReasonerBackend(ABC):
+    """A derivation strategy. Subclasses set ``name`` and ``version`` and implement ``derive``.
+
+    Args:
+        spec: the spec's reasoner section; ``params`` are checked by
+            :meth:`check_params` (override it; the default accepts none).
+
+    Raises:
+        InputError: the parameters are invalid (unknown keys included).
+
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+
+    def __init__(self, spec: ReasonerSpec) -> None:
+        self.spec = spec
+        self.check_params(dict(spec.params))
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Validate the reasoner's parameters; the default accepts none.
+
+        Raises:
+            InputError: a parameter is unknown or invalid.
+
+        """
+        if params:
+            raise InputError(
+                f"reasoner {self.name!r} takes no params (got {sorted(params)})",
+                reasoner=self.name,
+            )
+
+    def descriptor(self) -> ReasonerDescriptor:
+        """Name, version and the digest of ``min_supports`` and ``params``."""
+        config = {"min_supports": self.spec.min_supports, "params": dict(self.spec.params)}
+        return ReasonerDescriptor(
+            name=self.name, version=self.version, config_digest=digest_json(config)
+        )
+
+    @property
+    def label(self) -> str:
+        """``name/version``, recorded on every claim."""
+        return f"{self.name}/{self.version}"
+
+    @abstractmethod
+    async def derive(self, request: ReasonerRequest) -> list[Claim]:
+        """Return the claims the evidence supports (``insufficient_evidence`` where it doesn't)."""
+
+
+_REASONERS: dict[str, type[ReasonerBackend]] = {}
+
+
+def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
+    """Register a reasoner class under ``cls.name`` (usable as a class decorator).
+
+    Raises:
+        InputError: another class is registered under that name.
+
+    """
+    existing = _REASONERS.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise InputError(f"reasoner name {cls.name!r} is already registered", reasoner=cls.name)
+    _REASONERS[cls.name] = cls
+    return cls
+
+
+def registered_reasoners() -> list[str]:
+    """The registered reasoner names, sorted."""
+    return sorted(_REASONERS)
+
+
+def reasoner_for(spec: ReasonerSpec) -> ReasonerBackend:
+    """Build the reasoner a spec names.
+
+    Raises:
+        InputError: unknown reasoner name (the message lists the known ones) or bad params.
+
+    """
+    cls = _REASONERS.get(spec.name)
+    if cls is None:
+        known = ", ".join(registered_reasoners())
+        raise InputError(f"unknown reasoner {spec.name!r} (known: {known})", reasoner=spec.name)
+    return cls(spec)
+
+
+class _ClaimTemplate(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    statement: str
+    cite: dict[str, str]
+
+
+class _ToolResultParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    claims: list[_ClaimTemplate] = []
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _text_of(value: Any) -> str:
+    return value if type(value) is str else canonical_json(value).decode("utf-8")
+
+
+@register_reasoner
+class ToolResultReasoner(ReasonerBackend):
+    """``tool-results``: claims filled from tool values, each value cited byte for byte.
+
+    Params: ``claims``, a list of ``{statement, cite}``; ``cite`` maps a placeholder
+    name used as ``{name}`` in the statement to a reference
+    ``steps.<step>.value[.<key>|.<index>]...``. Each cited value becomes one support:
+    its bytes inside the step's evidence file (for a string without escapes, the
+    characters between the quotes). A template whose references do not all resolve
+    (a failed step, a missing key) becomes an ``insufficient_evidence`` claim saying
+    which; so does one with fewer cited values than ``min_supports``.
+    """
+
+    name = "tool-results"
+    version = "1"
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Check ``claims``; every placeholder must be cited and every reference well-formed.
+
+        Raises:
+            InputError: unknown keys, a bad reference or an uncited placeholder.
+
+        """
+        try:
+            parsed = _ToolResultParams.model_validate(params)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InputError(
+                f"reasoner 'tool-results' params: {where}: {first['msg']}", reasoner=self.name
+            ) from None
+        for index, template in enumerate(parsed.claims):
+            for ref in template.cite.values():
+                parse_ref(ref)
+            for placeholder in _PLACEHOLDER.findall(template.statement):
+                if placeholder not in template.cite:
+                    raise InputError(
+                        f"reasoner 'tool-results' params: claims[{index}]: placeholder "
+                        f"{{{placeholder}}} has no entry in 'cite'",
+                        reasoner=self.name,
+                    )
+        self.templates = parsed.claims
+
+    async def derive(self, request: ReasonerRequest) -> list[Claim]:
+        """Fill each template; see the class docstring."""
+        return [self._claim(template, request) for template in self.templates]
+
+    def _claim(self, template: _ClaimTemplate, request: ReasonerRequest) -> Claim:
+        supports: list[SupportRef] = []
+        citations: list[Citation] = []
+        values: dict[str, str] = {}
+        for placeholder, ref in template.cite.items():
+            step, path = parse_ref(ref)
+            output = request.outputs.get(step)
+            problem = None
+            if output is None:
+                problem = f"step {step!r} did not run"
+            elif not output.ok or not output.evidence:
+                problem = f"step {step!r} has no result: {output.reason or 'no evidence'}"
+            if problem is None and output is not None:
+                try:
+                    start, end, part = locate(output.value, path)
+                except KeyError as exc:
+                    problem = f"{ref}: {exc.args[0]}"
+                else:
+                    record = output.evidence[0]
+                    support = request.store.support(record.id, start, end)
+                    data = request.store.read(record.id)[start:end]
+                    citations.append(Citation(support=len(supports), text=data.decode("utf-8")))
+                    supports.append(support)
+                    values[placeholder] = _text_of(part)
+            if problem is not None:
+                return self._insufficient(template, problem)
+        if len(supports) < request.min_supports:
+            return self._insufficient(
+                template,
+                f"{len(supports)} supports, fewer than min_supports = {request.min_supports}",
+            )
+        statement = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template.statement)
+        return Claim(
+            statement=statement,
+            type=ClaimType.DERIVED,
+            status=ClaimStatus.VALIDATED,
+            supports=supports,
+            citations=citations,
+            confidence=1.0,
+            reasoner=self.label,
+        )
+
+    def _insufficient(self, template: _ClaimTemplate, reason: str) -> Claim:
+        return Claim(
+            statement=template.statement,
+            type=ClaimType.DERIVED,
+            status=ClaimStatus.INSUFFICIENT_EVIDENCE,
+            confidence=0.0,
+            reasoner=self.label,
+            reason=reason,
+        )

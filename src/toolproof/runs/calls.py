@@ -1,0 +1,171 @@
+"""How the executor reaches tools and time: live, or frozen from a recorded trace.
+
+* :class:`LiveCalls` calls ``toolset[name].call(arguments)`` (extensions and backends
+  apply there) and cancels a call that outlives the run's wall-clock budget.
+* :class:`FrozenCalls` serves recorded results by call id and never touches a tool:
+  an unrecorded call (new arguments, another tool) refuses the replay, naming the
+  step and what changed.
+* Clocks decide where a wall-clock budget stops the run: :class:`LiveClock` by the
+  monotonic clock, :class:`FrozenClock` at exactly the event index where the
+  recorded run stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from toolproof.contract.tools import ToolCall, ToolResult
+from toolproof.contract.trace import RunFailed, ToolCalled, ToolReturned, TraceEvent
+from toolproof.errors import ReplayRefused
+from toolproof.tools.toolset import Toolset
+
+__all__ = ["CallPort", "Clock", "FrozenCalls", "FrozenClock", "LiveCalls", "LiveClock"]
+
+
+class CallPort(Protocol):
+    """Makes one tool call for the executor."""
+
+    mode: str
+
+    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
+        """Return the result of ``call``; ``timeout`` is seconds left in the budget."""
+        ...
+
+
+class Clock(Protocol):
+    """Where the wall-clock budget runs out."""
+
+    def remaining(self) -> float | None:
+        """Seconds left (``None``: no wall-clock budget)."""
+        ...
+
+    def exceeded(self, next_idx: int) -> bool:
+        """Whether the budget is spent, checked before the event at ``next_idx``."""
+        ...
+
+
+class LiveClock:
+    """The monotonic clock against ``wall_seconds`` (``None``: unlimited)."""
+
+    def __init__(self, wall_seconds: float | None) -> None:
+        self.wall_seconds = wall_seconds
+        self._deadline = None if wall_seconds is None else time.monotonic() + wall_seconds
+
+    def remaining(self) -> float | None:
+        """Seconds left, never below 0; ``None`` without a budget."""
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - time.monotonic())
+
+    def exceeded(self, next_idx: int) -> bool:
+        """Whether the deadline has passed."""
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+
+class LiveCalls:
+    """Calls tools of a Toolset; counts the calls it makes in :attr:`live_calls`."""
+
+    mode = "live"
+
+    def __init__(self, toolset: Toolset) -> None:
+        self.toolset = toolset
+        self.live_calls = 0
+
+    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
+        """Call the tool; a call still running when ``timeout`` runs out is cancelled.
+
+        Returns:
+            The tool's result, or a ``timeout`` failure (``where="runtime"``) naming the
+            wall-clock budget.
+
+        """
+        tool = self.toolset[call.tool]
+        self.live_calls += 1
+        try:
+            return await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
+        except TimeoutError:
+            return ToolResult.fail(
+                "timeout",
+                f"call to {call.tool!r} cancelled: the run's wall-clock budget ran out",
+                where="runtime",
+                detail={"budget": "wall_seconds"},
+            )
+
+
+class FrozenCalls:
+    """Serves recorded results by call id; never calls a tool.
+
+    Args:
+        events: the recorded trace.
+        lenient: instead of refusing an unrecorded call, answer it with an
+            ``unrecorded`` failure and note the difference in :attr:`differences`.
+
+    """
+
+    mode = "frozen"
+    live_calls = 0
+
+    def __init__(self, events: Sequence[TraceEvent], *, lenient: bool = False) -> None:
+        self.lenient = lenient
+        self.differences: list[str] = []
+        self._results: dict[str, ToolResult] = {}
+        self._calls_by_step: dict[str, ToolCall] = {}
+        for event in events:
+            if isinstance(event, ToolCalled):
+                self._calls_by_step[event.step] = event.call
+            elif isinstance(event, ToolReturned):
+                self._results[event.call_id] = event.result
+
+    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
+        """Return the recorded result of ``call``.
+
+        Raises:
+            ReplayRefused: the call was not recorded (unless lenient); the message says
+                whether the arguments or the tool changed.
+
+        """
+        recorded = self._results.get(call.id)
+        if recorded is not None:
+            return recorded
+        before = self._calls_by_step.get(call.step or "")
+        if before is None:
+            why = f"step {call.step!r} made no tool call in the recorded run"
+        elif before.tool != call.tool:
+            why = f"step {call.step!r} now calls {call.tool!r}, recorded {before.tool!r}"
+        else:
+            why = (
+                f"step {call.step!r} calls {call.tool!r} with changed arguments "
+                f"{dict(call.arguments)} (recorded {dict(before.arguments)})"
+            )
+        message = f"unrecorded call {call.id}: {why}; a live call would be a new run"
+        if not self.lenient:
+            raise ReplayRefused(
+                f"frozen replay refused: {message}", call=call.id, step=call.step, rule=why
+            )
+        self.differences.append(message)
+        return ToolResult.fail("unrecorded", message, where="runtime")
+
+
+class FrozenClock:
+    """Stops the run where the recorded run stopped for its wall-clock budget, if it did."""
+
+    def __init__(self, events: Sequence[TraceEvent]) -> None:
+        self._stop = next(
+            (
+                event.idx
+                for event in events
+                if isinstance(event, RunFailed) and event.detail.get("budget") == "wall_seconds"
+            ),
+            None,
+        )
+
+    def remaining(self) -> float | None:
+        """No wall-clock limit applies to recorded results."""
+        return None
+
+    def exceeded(self, next_idx: int) -> bool:
+        """True exactly at the recorded stop."""
+        return self._stop == next_idx

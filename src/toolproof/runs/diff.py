@@ -1,0 +1,133 @@
+"""Differences between two runs, and between two traces."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolproof.bundle.manifest import MANIFEST_FILE
+from toolproof.contract.runs import Manifest
+from toolproof.errors import InputError
+
+__all__ = ["RunDiff", "diff_runs", "first_trace_difference"]
+
+
+def _fields(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def first_trace_difference(a: bytes, b: bytes) -> dict[str, Any] | None:
+    """The first event where two ``trace.jsonl`` contents differ, and why; ``None`` if equal.
+
+    Returns:
+        ``{"idx", "why", "fields", "a_type", "b_type"}``: ``fields`` lists the top-level
+        fields whose values differ; ``why`` says it in words (one trace ending early
+        included).
+
+    """
+    if a == b:
+        return None
+    lines_a, lines_b = a.split(b"\n"), b.split(b"\n")
+    for idx in range(max(len(lines_a), len(lines_b))):
+        line_a = lines_a[idx] if idx < len(lines_a) else None
+        line_b = lines_b[idx] if idx < len(lines_b) else None
+        if line_a == line_b:
+            continue
+        if line_a is None or line_b is None or not line_a or not line_b:
+            shorter = "first" if not line_a else "second"
+            return {
+                "idx": idx,
+                "why": f"the {shorter} trace ends at event {idx}",
+                "fields": [],
+                "a_type": _fields(line_a or b"").get("type"),
+                "b_type": _fields(line_b or b"").get("type"),
+            }
+        fa, fb = _fields(line_a), _fields(line_b)
+        keys = sorted(key for key in set(fa) | set(fb) if fa.get(key) != fb.get(key))
+        changed = [key for key in keys if key != "prev"] or keys
+        return {
+            "idx": idx,
+            "why": f"event {idx} ({fa.get('type')} vs {fb.get('type')}) differs in "
+            + ", ".join(changed),
+            "fields": changed,
+            "a_type": fa.get("type"),
+            "b_type": fb.get("type"),
+        }
+    return None  # pragma: no cover - unequal bytes always differ on some line
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """How two run directories differ.
+
+    Attributes:
+        a, b: the two run ids.
+        files: ``{path: "same" | "changed" | "only_a" | "only_b"}`` for every file.
+        first_event: the first trace difference (see :func:`first_trace_difference`).
+
+    """
+
+    a: str
+    b: str
+    files: dict[str, str] = field(default_factory=dict)
+    first_event: dict[str, Any] | None = None
+
+    @property
+    def identical(self) -> bool:
+        """Whether the two runs have the same run id."""
+        return self.a == self.b
+
+    def to_json(self) -> dict[str, Any]:
+        """The diff as JSON."""
+        return {
+            "a": self.a,
+            "b": self.b,
+            "identical": self.identical,
+            "files": self.files,
+            "first_event": self.first_event,
+        }
+
+
+def _manifest(directory: Path) -> Manifest:
+    try:
+        return Manifest.model_validate_json((directory / MANIFEST_FILE).read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise InputError(
+            f"{directory}: manifest.json is missing or invalid ({type(exc).__name__}); "
+            "run `toolproof verify` on it",
+            path=str(directory),
+        ) from None
+
+
+def diff_runs(a: Path, b: Path) -> RunDiff:
+    """Compare two run directories by their manifests and traces.
+
+    Raises:
+        InputError: a manifest is missing or invalid.
+
+    """
+    ma, mb = _manifest(a), _manifest(b)
+    entries_a = {entry.path: entry.digest for entry in ma.files}
+    entries_b = {entry.path: entry.digest for entry in mb.files}
+    files = {}
+    for path in sorted(set(entries_a) | set(entries_b)):
+        if path not in entries_b:
+            files[path] = "only_a"
+        elif path not in entries_a:
+            files[path] = "only_b"
+        else:
+            files[path] = "same" if entries_a[path] == entries_b[path] else "changed"
+    first = None
+    if files.get("trace.jsonl") == "changed":
+        first = first_trace_difference(
+            (a / "trace.jsonl").read_bytes(), (b / "trace.jsonl").read_bytes()
+        )
+    return RunDiff(ma.run_id, mb.run_id, files, first)

@@ -1,0 +1,356 @@
+"""The executor: walks a plan in order and records every event in the hash-chained trace.
+
+Per node: ``step_started``; for a call, ``tool_called`` / ``tool_returned`` /
+``evidence_registered`` (the value's exact bytes); for ``derive``, one
+``claim_emitted`` per claim; then ``step_finished`` with ``ok``, ``failed`` (a tool
+failure, a bad reference) or ``skipped`` (a dependency did not finish ok). A failed
+step does not stop the run; the reasoner sees it and reports insufficient evidence.
+
+Budgets are checked while running, at fixed points so frozen replay meets them at
+the same events: the wall clock before each node (and a running call is cancelled
+when it runs out), tool calls before each call, evidence bytes before each
+registration. Exceeding one finishes the current step as ``failed``, records a
+``run_failed`` event and goes straight to ``finalize`` (finished ``failed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolproof.bundle.trace import TraceWriter
+from toolproof.contract.evidence import (
+    Claim,
+    ClaimStatus,
+    ClaimType,
+    EvidenceRecord,
+    EvidenceSource,
+    evidence_id_for,
+)
+from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind
+from toolproof.contract.tools import ToolCall, ToolResult
+from toolproof.contract.trace import (
+    ClaimEmitted,
+    EvidenceRegistered,
+    RunFailed,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+)
+from toolproof.errors import CanonicalizationError, InputError
+from toolproof.evidence.encoding import encode_value
+from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
+from toolproof.evidence.store import EvidenceStore
+from toolproof.runs.calls import CallPort, Clock
+from toolproof.runs.spec import RefError, resolve_refs
+from toolproof.verify.checks import CHECK_SEQUENCE
+
+__all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
+
+
+class _BudgetStop(Exception):
+    def __init__(self, budget: str, limit: float, used: float, message: str) -> None:
+        super().__init__(message)
+        self.budget, self.limit, self.used, self.message = budget, limit, used, message
+
+
+class StepContext:
+    """What a step handler (e.g. a retrieval runtime) gets to do its step.
+
+    Attributes:
+        node: the plan node being run.
+        mode: ``live`` or ``frozen`` (a frozen handler must not reach outside the run).
+        store: the run's evidence store.
+        values: the value of every step that finished ok so far, by step id.
+
+    """
+
+    def __init__(self, executor: Executor, node: PlanNode) -> None:
+        self._executor = executor
+        self.node = node
+        self.mode = executor.calls.mode
+        self.store = executor.store
+        self.values: Mapping[str, Any] = executor.values
+
+    def register_evidence(
+        self,
+        data: bytes,
+        *,
+        media_type: str,
+        kind: str = "chunk",
+        detail: dict[str, Any] | None = None,
+    ) -> EvidenceRecord:
+        """Store ``data`` exactly as evidence of this step and record ``evidence_registered``.
+
+        Args:
+            data: the exact bytes supports will cite (e.g. a chunk's bytes).
+            media_type: their media type.
+            kind: the source kind (``chunk``).
+            detail: provenance (``document``, ``document_digest``, ``chunk``,
+                ``document_start``/``document_end``); supports never use these offsets.
+
+        Returns:
+            The record; cite inside it with ``store.support(record.id, start, end)``, offsets
+            counted from the first byte of ``data``.
+
+        """
+        return self._executor.register(self.node.id, data, media_type, kind, None, detail or {})
+
+
+class StepHandler(Protocol):
+    """Runs one node of a kind the executor does not know (``retrieve``)."""
+
+    async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
+        """Run the step; return its output (``ok=False`` with ``reason`` on failure)."""
+        ...
+
+
+@dataclass
+class ExecutionOutcome:
+    """What the executor did.
+
+    Attributes:
+        claims: every claim emitted, in order.
+        outputs: every run node's output, by node id.
+        failures: every failure seen (tool failures, bad references, budget stops).
+        stopped: whether a budget stopped the run.
+        step_seconds: wall-clock seconds per node.
+
+    """
+
+    claims: list[Claim] = field(default_factory=list)
+    outputs: dict[str, StepOutput] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    stopped: bool = False
+    step_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class Executor:
+    """Runs a plan; see the module docstring.
+
+    Args:
+        spec: the run spec (budgets, assumptions, task).
+        plan: the plan to run.
+        calls: live or frozen tool calls.
+        clock: live or frozen wall clock.
+        reasoner: the reasoner of the ``derive`` node.
+        store: the run's evidence store.
+        trace: the trace writer.
+        handlers: step handlers by node kind (``retrieve``).
+        on_event: called with every event as it is written (progress displays).
+
+    """
+
+    def __init__(
+        self,
+        *,
+        spec: RunSpec,
+        plan: Plan,
+        calls: CallPort,
+        clock: Clock,
+        reasoner: ReasonerBackend,
+        store: EvidenceStore,
+        trace: TraceWriter,
+        handlers: Mapping[str, StepHandler] | None = None,
+        on_event: Callable[[TraceEvent], None] | None = None,
+    ) -> None:
+        self.spec, self.plan, self.calls, self.clock = spec, plan, calls, clock
+        self.reasoner, self.store, self.trace = reasoner, store, trace
+        self.handlers = dict(handlers or {})
+        self.on_event = on_event
+        self.outcome = ExecutionOutcome()
+        self.values: dict[str, Any] = {}
+        self.evidence: list[EvidenceRecord] = []
+        self.tool_calls = 0
+
+    def _emit(self, cls: type[Any], **fields: Any) -> TraceEvent:
+        event = self.trace.emit(cls, **fields)
+        if self.on_event is not None:
+            self.on_event(event)
+        return event
+
+    def _finish(self, node_id: str, status: str, **detail: Any) -> None:
+        self._emit(StepFinished, step=node_id, status=status, detail=detail)
+
+    def _fail(self, node_id: str, reason: str, **extra: Any) -> None:
+        self.outcome.outputs[node_id] = StepOutput(node_id, False, reason=reason)
+        self.outcome.failures.append({"step": node_id, "reason": reason, **extra})
+        self._finish(node_id, "failed", reason=reason)
+
+    def register(
+        self,
+        node_id: str,
+        data: bytes,
+        media_type: str,
+        kind: str,
+        call: str | None,
+        detail: dict[str, Any],
+    ) -> EvidenceRecord:
+        """Store evidence within the evidence-bytes budget and record the event.
+
+        Raises:
+            _BudgetStop: the bytes would exceed the budget (the step is finished failed).
+
+        """
+        limit = self.spec.budgets.evidence_bytes
+        evidence_id = evidence_id_for("sha256:" + hashlib.sha256(data).hexdigest())
+        used = self.store.total_bytes + (0 if evidence_id in self.store else len(data))
+        if limit is not None and used > limit:
+            message = f"evidence budget of {limit} bytes exceeded ({used} bytes needed)"
+            self._fail(node_id, message, budget="evidence_bytes")
+            raise _BudgetStop("evidence_bytes", limit, used, message)
+        source = EvidenceSource(kind=kind, step=node_id, call=call, detail=detail)
+        record = self.store.put(data, media_type=media_type, source=source)
+        self._emit(EvidenceRegistered, step=node_id, evidence=record)
+        self.evidence.append(record)
+        return record
+
+    async def run(self) -> ExecutionOutcome:
+        """Run every node in plan order, then ``finalize``; return what happened."""
+        for node in self.plan.nodes:
+            if node.kind == StepKind.FINALIZE:
+                break
+            if self.clock.exceeded(self.trace.count):
+                limit = self.spec.budgets.wall_seconds or 0.0
+                message = f"wall-clock budget of {limit} s ran out before step {node.id!r}"
+                self._stop(node.id, _BudgetStop("wall_seconds", limit, limit, message))
+                break
+            started = time.monotonic()
+            try:
+                await self._node(node)
+            except _BudgetStop as stop:
+                self._stop(node.id, stop)
+            finally:
+                self.outcome.step_seconds[node.id] = round(time.monotonic() - started, 6)
+            if self.outcome.stopped:
+                break
+        self._finalize()
+        return self.outcome
+
+    def _stop(self, node_id: str, stop: _BudgetStop) -> None:
+        self.outcome.stopped = True
+        self.outcome.failures.append(
+            {"step": node_id, "reason": stop.message, "budget": stop.budget}
+        )
+        detail = {"budget": stop.budget, "limit": stop.limit, "used": stop.used}
+        self._emit(RunFailed, step=node_id, reason="budget", message=stop.message, detail=detail)
+
+    async def _node(self, node: PlanNode) -> None:
+        self._emit(StepStarted, step=node.id, kind=node.kind.value)
+        if node.kind in (StepKind.CALL, StepKind.RETRIEVE):
+            blocked = [dep for dep in node.depends_on if not self.outcome.outputs[dep].ok]
+            if blocked:
+                reason = f"dependency {blocked[0]!r} did not finish ok"
+                self.outcome.outputs[node.id] = StepOutput(node.id, False, reason=reason)
+                self._finish(node.id, "skipped", reason=reason)
+                return
+        if node.kind == StepKind.CALL:
+            await self._call(node)
+        elif node.kind == StepKind.RETRIEVE:
+            await self._handled(node)
+        elif node.kind == StepKind.DERIVE:
+            await self._derive(node)
+        else:
+            self.outcome.outputs[node.id] = StepOutput(node.id, True)
+            self._finish(node.id, "ok", checks=list(CHECK_SEQUENCE))
+
+    async def _call(self, node: PlanNode) -> None:
+        try:
+            arguments = resolve_refs(node.arguments, self.values)
+        except RefError as exc:
+            self._fail(node.id, exc.message)
+            return
+        limit = self.spec.budgets.tool_calls
+        if limit is not None and self.tool_calls >= limit:
+            message = f"tool-call budget of {limit} calls spent before step {node.id!r}"
+            self._fail(node.id, message, budget="tool_calls")
+            raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
+        call = ToolCall(tool=node.tool or "", arguments=arguments, step=node.id)
+        self._emit(ToolCalled, step=node.id, call_id=call.id, call=call)
+        self.tool_calls += 1
+        result = await self.calls.call(call, self.clock.remaining())
+        data, media_type = b"", ""
+        if result.ok:
+            try:
+                data, media_type = encode_value(result.value)
+            except CanonicalizationError as exc:
+                result = ToolResult.fail(
+                    "invalid_result",
+                    f"tool {call.tool!r} returned a value with no canonical JSON form: "
+                    f"{exc.message}",
+                    where="output",
+                )
+        self._emit(ToolReturned, step=node.id, call_id=call.id, result=result)
+        if result.failure is not None:
+            reason = f"{result.failure.kind}: {result.failure.message}"
+            self._fail(node.id, reason, call=call.id)
+            return
+        record = self.register(node.id, data, media_type, "tool_result", call.id, {})
+        self.values[node.id] = result.value
+        self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
+        self._finish(node.id, "ok", evidence=record.id)
+
+    async def _handled(self, node: PlanNode) -> None:
+        handler = self.handlers.get(node.kind.value)
+        if handler is None:
+            self._fail(node.id, f"no handler for {node.kind.value} steps in this runtime")
+            return
+        try:
+            output = await handler(node, StepContext(self, node))
+        except InputError as exc:
+            self._fail(node.id, exc.message)
+            return
+        self.outcome.outputs[node.id] = output
+        if not output.ok:
+            self.outcome.failures.append({"step": node.id, "reason": output.reason})
+            self._finish(node.id, "failed", reason=output.reason)
+            return
+        self.values[node.id] = output.value
+        self._finish(node.id, "ok", evidence=[record.id for record in output.evidence])
+
+    async def _derive(self, node: PlanNode) -> None:
+        claims = [
+            Claim(
+                statement=text,
+                type=ClaimType.ASSUMED,
+                status=ClaimStatus.UNVALIDATED,
+                reasoner="spec",
+                reason="stated as an assumption in the spec",
+            )
+            for text in self.spec.assumptions
+        ]
+        request = ReasonerRequest(
+            task=self.spec.task,
+            min_supports=self.spec.reasoner.min_supports,
+            evidence=tuple(self.evidence),
+            outputs=dict(self.outcome.outputs),
+            store=self.store,
+        )
+        try:
+            claims += await self.reasoner.derive(request)
+        except InputError as exc:
+            self._fail(node.id, f"reasoner {self.reasoner.label}: {exc.message}")
+            return
+        for claim in claims:
+            self._emit(ClaimEmitted, step=node.id, claim=claim)
+        self.outcome.claims.extend(claims)
+        self.outcome.outputs[node.id] = StepOutput(node.id, True)
+        self._finish(node.id, "ok", claims=len(claims))
+
+    def _finalize(self) -> None:
+        self._emit(StepStarted, step="finalize", kind="finalize")
+        detail: dict[str, Any] = {
+            "claims": len(self.outcome.claims),
+            "tool_calls": self.tool_calls,
+            "failures": len(self.outcome.failures),
+        }
+        if self.outcome.stopped:
+            detail["reason"] = self.outcome.failures[-1]["reason"]
+            self._finish("finalize", "failed", **detail)
+        else:
+            self._finish("finalize", "ok", **detail)

@@ -1,0 +1,125 @@
+"""The planner: a spec becomes a content-addressed :class:`Plan`, or is refused.
+
+Nodes: one per spec step (``call`` or ``retrieve``), then ``derive`` (depends on every
+step), ``verify`` (on ``derive``) and ``finalize`` (on ``verify``). A step depends on
+the steps in its ``after`` list and on every step its arguments reference. The
+order is a topological sort that keeps the spec's order wherever dependencies allow
+(Kahn's algorithm, ties broken by position in the spec), so the same spec always
+gives the same plan and plan id. Duplicate ids, unknown dependencies, cycles, unknown
+tools and step kinds nobody can run are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind
+from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.errors import InputError
+from toolproof.evidence.encoding import parse_ref
+from toolproof.runs.spec import iter_refs
+
+__all__ = ["PLANNER", "plan_run"]
+
+PLANNER = "toolproof.planner/1"
+"""The planner's name and version, recorded in every plan."""
+
+
+def _dependencies(spec: RunSpec) -> dict[str, list[str]]:
+    ids = [step.id for step in spec.steps]
+    seen: set[str] = set()
+    for step_id in ids:
+        if step_id in seen:
+            raise InputError(f"step id {step_id!r} is used twice (rule: step ids are unique)")
+        seen.add(step_id)
+    deps: dict[str, list[str]] = {}
+    for step in spec.steps:
+        wanted = list(step.after) + [parse_ref(ref)[0] for ref in iter_refs(step.arguments)]
+        for dep in wanted:
+            if dep not in seen:
+                raise InputError(
+                    f"step {step.id!r} depends on unknown step {dep!r} (known: {', '.join(ids)})",
+                    step=step.id,
+                )
+        deps[step.id] = sorted(set(wanted))
+    return deps
+
+
+def _order(spec: RunSpec, deps: dict[str, list[str]]) -> list[str]:
+    position = {step.id: index for index, step in enumerate(spec.steps)}
+    remaining = {step_id: set(needs) for step_id, needs in deps.items()}
+    order: list[str] = []
+    while remaining:
+        ready = sorted(
+            (sid for sid, needs in remaining.items() if not needs), key=lambda sid: position[sid]
+        )
+        if not ready:
+            cycle = sorted(remaining, key=lambda sid: position[sid])
+            raise InputError(
+                f"steps {cycle} form a dependency cycle (rule: a step can only use results "
+                "of steps that finish before it)",
+                steps=cycle,
+            )
+        chosen = ready[0]
+        order.append(chosen)
+        del remaining[chosen]
+        for needs in remaining.values():
+            needs.discard(chosen)
+    return order
+
+
+def plan_run(
+    spec: RunSpec,
+    toolset: ToolsetDescriptor,
+    *,
+    step_kinds: Collection[str] = ("call",),
+) -> Plan:
+    """Plan a spec against a Toolset descriptor.
+
+    Args:
+        spec: the run spec.
+        toolset: the descriptor of the Toolset the run will call.
+        step_kinds: the step kinds this runtime can execute (``retrieve`` needs a
+            retrieval step handler).
+
+    Returns:
+        The :class:`Plan`; its id is the content id of everything in it.
+
+    Raises:
+        InputError: duplicate ids, an unknown dependency, a cycle, an unknown tool, or a
+            step kind with no handler; the message names the step.
+
+    """
+    deps = _dependencies(spec)
+    tools = {tool.name for tool in toolset.tools}
+    for step in spec.steps:
+        if step.kind not in step_kinds:
+            raise InputError(
+                f"step {step.id!r} is a {step.kind!r} step, but no {step.kind} runtime is "
+                f"configured for this run (available: {', '.join(sorted(step_kinds))})",
+                step=step.id,
+            )
+        if step.kind == "call" and step.tool not in tools:
+            raise InputError(
+                f"step {step.id!r} calls unknown tool {step.tool!r} "
+                f"(the toolset has: {', '.join(sorted(tools)) or 'no tools'})",
+                step=step.id,
+                tool=step.tool,
+            )
+    by_id = {step.id: step for step in spec.steps}
+    nodes = [
+        PlanNode(
+            id=step_id,
+            kind=StepKind(by_id[step_id].kind),
+            tool=by_id[step_id].tool,
+            arguments=by_id[step_id].arguments,
+            params=by_id[step_id].params,
+            depends_on=deps[step_id],
+        )
+        for step_id in _order(spec, deps)
+    ]
+    nodes.append(PlanNode(id="derive", kind=StepKind.DERIVE, depends_on=sorted(by_id)))
+    nodes.append(PlanNode(id="verify", kind=StepKind.VERIFY, depends_on=["derive"]))
+    nodes.append(PlanNode(id="finalize", kind=StepKind.FINALIZE, depends_on=["verify"]))
+    edges = sorted([dep, node.id] for node in nodes for dep in node.depends_on)
+    return Plan(planner=PLANNER, task=spec.task, nodes=nodes, edges=edges)

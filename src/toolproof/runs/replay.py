@@ -1,0 +1,195 @@
+"""Frozen replay: re-execute a recorded run from its own results, and compare.
+
+Order: (1) verify the manifest; (2) read the run's files; (3) compare the current
+Toolset descriptor (when given) and the reasoner with the recorded runtime; (4)
+re-plan the recorded spec and compare the plan id; (5) re-execute with
+:class:`~toolproof.runs.calls.FrozenCalls` (recorded results by call id, never a live
+tool) into a scratch directory, re-run the checks, and compare the trace byte for
+byte and the report. It refuses (:class:`ReplayRefused`, nothing called) on a
+tampered or missing file, a changed descriptor or plan, or an unrecorded call; with
+``lenient`` only tampering refuses, the rest is reported in ``differences``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolproof.bundle.manifest import check_manifest
+from toolproof.bundle.rundir import RUNS_DIR
+from toolproof.contract.runs import ExecutionRuntime, Report
+from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.errors import InputError, ReplayRefused
+from toolproof.evidence.reasoners import reasoner_for
+from toolproof.identity import canonical_json
+from toolproof.runs.calls import FrozenCalls, FrozenClock
+from toolproof.runs.diff import first_trace_difference
+from toolproof.runs.executor import StepHandler
+from toolproof.runs.planner import plan_run
+from toolproof.runs.run import record_run, step_kinds
+from toolproof.verify.view import RunView
+
+__all__ = ["ReplayResult", "describe_descriptor_change", "replay_run"]
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """The outcome of a frozen replay.
+
+    Attributes:
+        run_id: the replayed run.
+        identical: the trace and report came out byte-identical.
+        events: events in the replayed trace.
+        first_difference: the first differing event and why (``None`` when identical).
+        report_matches: the recomputed report equals ``report.json``.
+        report: the replay's report.
+        differences: what lenient mode let through (descriptor, plan, unrecorded calls).
+        live_calls: tool calls made: always 0.
+
+    """
+
+    run_id: str
+    identical: bool
+    events: int
+    first_difference: dict[str, Any] | None
+    report_matches: bool
+    report: Report
+    differences: list[str] = field(default_factory=list)
+    live_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON."""
+        return {
+            "run_id": self.run_id,
+            "identical": self.identical,
+            "events": self.events,
+            "first_difference": self.first_difference,
+            "report_matches": self.report_matches,
+            "report_outcome": self.report.outcome,
+            "differences": self.differences,
+            "live_calls": self.live_calls,
+        }
+
+
+def describe_descriptor_change(old: ToolsetDescriptor, new: ToolsetDescriptor) -> str:
+    """Which tools were added, removed or changed between two Toolset descriptors."""
+    before = {tool.name: tool.fingerprint for tool in old.tools}
+    after = {tool.name: tool.fingerprint for tool in new.tools}
+    parts = []
+    for label, names in (
+        ("removed", sorted(set(before) - set(after))),
+        ("added", sorted(set(after) - set(before))),
+        ("changed", sorted(n for n in set(before) & set(after) if before[n] != after[n])),
+    ):
+        if names:
+            parts.append(f"{label} {', '.join(names)}")
+    return "; ".join(parts) or "descriptor metadata changed"
+
+
+def _refuse(message: str, **fields: Any) -> ReplayRefused:
+    return ReplayRefused(f"frozen replay refused: {message}", **fields)
+
+
+def _scratch_root(directory: Path) -> Path | None:
+    return directory.parent.parent if directory.parent.name == RUNS_DIR else None
+
+
+async def replay_run(
+    directory: Path,
+    *,
+    toolset: ToolsetDescriptor | None = None,
+    lenient: bool = False,
+    handlers: Mapping[str, StepHandler] | None = None,
+) -> ReplayResult:
+    """Replay a run directory frozen; see the module docstring.
+
+    Args:
+        directory: the run directory.
+        toolset: the descriptor of the current composition root's Toolset (``None``:
+            compare nothing, use the recorded one).
+        lenient: report descriptor, plan and call differences instead of refusing.
+        handlers: step handlers by kind (a frozen retrieval handler).
+
+    Raises:
+        ReplayRefused: see the module docstring; the message names the file or the change.
+
+    """
+    directory = Path(directory)
+    _manifest, digests, findings = check_manifest(directory)
+    if findings:
+        first = findings[0]
+        raise _refuse(
+            f"[manifest] {first.file}: {first.message}", file=first.file, check="manifest"
+        )
+    view = RunView(directory, digests)
+    if view.problems or view.events is None:
+        rel, problem = next(iter(view.problems.items()))
+        raise _refuse(f"[schema] {rel}: {problem}", file=rel, check="schema")
+    assert view.spec is not None and view.plan is not None and view.runtime is not None
+    spec, plan, runtime, events = view.spec, view.plan, view.runtime, view.events
+    differences: list[str] = []
+
+    def differ(message: str, **fields: Any) -> None:
+        if not lenient:
+            raise _refuse(message, **fields)
+        differences.append(message)
+
+    current = toolset if toolset is not None else runtime.toolset
+    if current.id != runtime.toolset.id:
+        change = describe_descriptor_change(runtime.toolset, current)
+        differ(f"the runtime descriptor changed: {change}", rule="runtime descriptor")
+    try:
+        reasoner = reasoner_for(spec.reasoner)
+    except InputError as exc:
+        raise _refuse(f"the recorded reasoner cannot be built: {exc.message}") from None
+    if reasoner.descriptor() != runtime.reasoner:
+        differ(
+            f"the reasoner changed: recorded {runtime.reasoner.name}/"
+            f"{runtime.reasoner.version}, now {reasoner.label}",
+            rule="reasoner",
+        )
+    try:
+        replanned = plan_run(spec, current, step_kinds=step_kinds(handlers))
+    except InputError as exc:
+        raise _refuse(f"the spec no longer plans: {exc.message}", rule="plan") from None
+    if replanned.id != plan.id:
+        differ(f"the plan changed: recorded {plan.id}, re-planned {replanned.id}", rule="plan")
+    frozen = ExecutionRuntime(
+        kind=runtime.kind,
+        mode="frozen",
+        toolset=runtime.toolset,
+        reasoner=runtime.reasoner,
+        seed=runtime.seed,
+    )
+    calls = FrozenCalls(events, lenient=lenient)
+    with tempfile.TemporaryDirectory(prefix=".tmp-replay-", dir=_scratch_root(directory)) as tmp:
+        scratch = Path(tmp)
+        recorded = await record_run(
+            scratch,
+            spec=spec,
+            plan=replanned,
+            runtime=frozen,
+            calls=calls,
+            clock=FrozenClock(events),
+            reasoner=reasoner,
+            handlers=handlers,
+        )
+        difference = first_trace_difference(
+            (directory / "trace.jsonl").read_bytes(), (scratch / "trace.jsonl").read_bytes()
+        )
+    report_matches = (directory / "report.json").read_bytes() == canonical_json(
+        recorded.report.to_json()
+    )
+    differences += calls.differences
+    return ReplayResult(
+        run_id=directory.name,
+        identical=difference is None and report_matches,
+        events=len(events),
+        first_difference=difference,
+        report_matches=report_matches,
+        report=recorded.report,
+        differences=differences,
+    )

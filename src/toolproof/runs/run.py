@@ -1,0 +1,192 @@
+"""A run, end to end: plan, execute, check, and land in ``<root>/runs/<run_id>``.
+
+:func:`execute_run` plans the spec against the Toolset, executes it live, runs the
+ordered checks over the files it wrote and commits the run directory atomically.
+:func:`record_run` is the part shared with frozen replay: it writes ``spec.json``,
+``plan.json``, ``runtime.json``, ``trace.jsonl``, ``evidence/``, ``claims.json`` and
+``report.json`` into a directory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolproof.bundle.rundir import RunDirectoryWriter, write_file
+from toolproof.bundle.trace import TraceWriter
+from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
+from toolproof.contract.trace import TraceEvent
+from toolproof.evidence.reasoners import ReasonerBackend, reasoner_for
+from toolproof.evidence.store import EvidenceStore
+from toolproof.identity import canonical_json
+from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
+from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
+from toolproof.runs.planner import plan_run
+from toolproof.tools.toolset import Toolset
+from toolproof.verify.checks import run_checks
+from toolproof.verify.view import RunView
+
+__all__ = ["RecordedRun", "RunOutcome", "execute_run", "record_run", "step_kinds"]
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """Files written by :func:`record_run`.
+
+    Attributes:
+        outcome: what the executor did.
+        report: the report of the ordered checks.
+        known: size and digest of every file written, by relative path.
+
+    """
+
+    outcome: ExecutionOutcome
+    report: Report
+    known: dict[str, tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run.
+
+    Attributes:
+        run_id: ``run_<hex>``.
+        path: ``<root>/runs/<run_id>``.
+        report: the verification report written with it.
+        reused: True when an identical run was already there.
+        outcome: what the executor did (claims, failures, whether a budget stopped it).
+        live_calls: tool calls made.
+
+    """
+
+    run_id: str
+    path: Path
+    report: Report
+    reused: bool
+    outcome: ExecutionOutcome
+    live_calls: int
+
+
+def step_kinds(handlers: Mapping[str, StepHandler] | None) -> set[str]:
+    """The step kinds a runtime with ``handlers`` can execute."""
+    return {"call", *(handlers or {})}
+
+
+async def record_run(
+    directory: Path,
+    *,
+    spec: RunSpec,
+    plan: Plan,
+    runtime: ExecutionRuntime,
+    calls: CallPort,
+    clock: Clock,
+    reasoner: ReasonerBackend,
+    handlers: Mapping[str, StepHandler] | None = None,
+    on_event: Callable[[TraceEvent], None] | None = None,
+) -> RecordedRun:
+    """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
+
+    Raises:
+        CanonicalizationError: a recorded value has no canonical JSON form.
+
+    """
+    known: dict[str, tuple[int, str]] = {}
+    for name, model in (("spec.json", spec), ("plan.json", plan), ("runtime.json", runtime)):
+        known[name] = write_file(directory / name, canonical_json(model.to_json()))
+    store = EvidenceStore(directory)
+    trace = TraceWriter(directory / "trace.jsonl")
+    try:
+        executor = Executor(
+            spec=spec,
+            plan=plan,
+            calls=calls,
+            clock=clock,
+            reasoner=reasoner,
+            store=store,
+            trace=trace,
+            handlers=handlers,
+            on_event=on_event,
+        )
+        outcome = await executor.run()
+    finally:
+        known["trace.jsonl"] = trace.close()
+    for record in executor.evidence:
+        known[record.path] = (record.size, record.digest)
+    claims = canonical_json([claim.to_json() for claim in outcome.claims])
+    known["claims.json"] = write_file(directory / "claims.json", claims)
+    digests = {path: file_digest for path, (_, file_digest) in known.items()}
+    report = run_checks(RunView(directory, digests), spec.policy)
+    known["report.json"] = write_file(directory / "report.json", canonical_json(report.to_json()))
+    return RecordedRun(outcome, report, known)
+
+
+async def execute_run(
+    spec: RunSpec,
+    *,
+    root: Path,
+    toolset: Toolset,
+    handlers: Mapping[str, StepHandler] | None = None,
+    on_event: Callable[[TraceEvent], None] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+) -> RunOutcome:
+    """Plan, execute live, check, and commit a run directory under ``<root>/runs/``.
+
+    Args:
+        spec: the run spec.
+        root: the artifact root.
+        toolset: the sealed Toolset of the spec's composition root.
+        handlers: step handlers by kind (``retrieve``).
+        on_event: called with each trace event (progress).
+        on_plan: called with the plan before execution starts (progress).
+
+    Returns:
+        The :class:`RunOutcome`. A failing report is not an exception: look at
+        ``report.outcome``.
+
+    Raises:
+        InputError: the spec cannot be planned (unknown tool, cycle...) or the reasoner
+            parameters are invalid; nothing is written.
+
+    """
+    reasoner = reasoner_for(spec.reasoner)
+    descriptor = toolset.descriptor()
+    plan = plan_run(spec, descriptor, step_kinds=step_kinds(handlers))
+    if on_plan is not None:
+        on_plan(plan)
+    runtime = ExecutionRuntime(
+        mode="live", toolset=descriptor, reasoner=reasoner.descriptor(), seed=spec.seed
+    )
+    started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    started = time.monotonic()
+    calls = LiveCalls(toolset)
+    with RunDirectoryWriter(root) as writer:
+        recorded = await record_run(
+            writer.temp,
+            spec=spec,
+            plan=plan,
+            runtime=runtime,
+            calls=calls,
+            clock=LiveClock(spec.budgets.wall_seconds),
+            reasoner=reasoner,
+            handlers=handlers,
+            on_event=on_event,
+        )
+        writer.known.update(recorded.known)
+        timings = Timings(
+            started_at=started_at,
+            wall_seconds=round(time.monotonic() - started, 6),
+            steps=recorded.outcome.step_seconds,
+        )
+        writer.write_json("timings.json", timings)
+        committed = writer.commit()
+    return RunOutcome(
+        committed.run_id,
+        committed.path,
+        recorded.report,
+        committed.reused,
+        recorded.outcome,
+        calls.live_calls,
+    )

@@ -1,0 +1,1 @@
+"""Verification: the ordered checks of a run directory and their report."""

@@ -1,0 +1,168 @@
+"""The ordered check sequence and the report it produces.
+
+The sequence is part of the verification contract: its ids, in order, are in every
+report, and the report id covers them, so adding or reordering a check changes
+report identity.
+"""
+
+from __future__ import annotations
+
+from toolproof.contract.runs import CheckResult, Policy, Report, Severity
+from toolproof.verify.base import Check
+from toolproof.verify.provenance import (
+    check_budget,
+    check_evidence_digests,
+    check_finalize,
+    check_grounding,
+    check_required_steps,
+    check_support_spans,
+)
+from toolproof.verify.structure import (
+    check_call_linkage,
+    check_links,
+    check_plan,
+    check_schema,
+    check_trace_chain,
+)
+from toolproof.verify.view import RunView
+
+__all__ = ["CHECKS", "CHECK_SEQUENCE", "run_checks"]
+
+_C, _E = Severity.CRITICAL, Severity.ERROR
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "schema",
+        "INV-SCHEMA",
+        _C,
+        "spec, plan, runtime, trace and claims parse as their models, canonical, supported "
+        "schema_version, content ids recomputed",
+        check_schema,
+    ),
+    Check(
+        "plan",
+        "INV-PLAN",
+        _C,
+        "the plan is the spec's steps in a valid order plus derive/verify/finalize; every "
+        "called tool is in the runtime's toolset",
+        check_plan,
+    ),
+    Check(
+        "trace-chain",
+        "INV-TRACE-CHAIN",
+        _C,
+        "idx equals position, prev is the digest of the previous line, steps start in plan "
+        "order and events nest inside their step",
+        check_trace_chain,
+    ),
+    Check(
+        "call-linkage",
+        "INV-CALL-RESULT",
+        _C,
+        "each call id is the content id of its ToolCall and is answered by exactly one "
+        "tool_returned, right after it",
+        check_call_linkage,
+    ),
+    Check(
+        "support-links",
+        "INV-SUPPORT-RESOLVE",
+        _C,
+        "evidence names the call that produced it; claim supports name evidence registered "
+        "before the claim; claims.json equals the emitted claims",
+        check_links,
+    ),
+    Check(
+        "grounding",
+        "INV-DERIVED-GROUNDED",
+        _E,
+        "a validated claim is derived, has min_supports supports, and every citation quotes "
+        "its support's bytes exactly",
+        check_grounding,
+    ),
+    Check(
+        "evidence-digests",
+        "INV-EVIDENCE-DIGEST",
+        _C,
+        "every evidence file is registered, named by its SHA-256, with the recorded size, "
+        "digest and (for tool results) value",
+        check_evidence_digests,
+    ),
+    Check(
+        "support-spans",
+        "INV-SUPPORT-SPAN",
+        _C,
+        "every support interval is within its evidence file and its bytes hash to the "
+        "recorded snippet digest",
+        check_support_spans,
+    ),
+    Check(
+        "required-steps",
+        "INV-STEPS-COMPLETE",
+        _E,
+        "every plan node ran and finished ok (failed or skipped steps are warnings)",
+        check_required_steps,
+    ),
+    Check(
+        "finalize",
+        "INV-FINALIZE",
+        _E,
+        "the trace ends with the finalize step, finished ok",
+        check_finalize,
+    ),
+    Check(
+        "budget",
+        "INV-BUDGET",
+        _E,
+        "tool calls and evidence bytes within the spec's budgets; no budget stop recorded",
+        check_budget,
+    ),
+)
+"""The built-in checks, in the order they run."""
+
+CHECK_SEQUENCE: tuple[str, ...] = tuple(check.id for check in CHECKS)
+"""The check ids in order (recorded by the plan's ``verify`` node and in every report)."""
+
+
+def run_checks(view: RunView, policy: Policy, checks: tuple[Check, ...] = CHECKS) -> Report:
+    """Run ``checks`` in order over a run directory and build the report.
+
+    Args:
+        view: the parsed run directory.
+        policy: which severities fail the report.
+        checks: the sequence (the built-in one unless a caller adds checks).
+
+    Returns:
+        The :class:`Report`; ``outcome`` is ``failed`` when any finding's severity
+        fails under ``policy``.
+
+    """
+    results = []
+    failed = False
+    for check in checks:
+        findings = check.run(view)
+        if findings is None:
+            results.append(
+                CheckResult(
+                    check=check.id,
+                    invariant=check.invariant,
+                    severity=check.severity,
+                    status="skipped",
+                )
+            )
+            continue
+        failed = failed or any(policy.fails(item.severity) for item in findings)
+        results.append(
+            CheckResult(
+                check=check.id,
+                invariant=check.invariant,
+                severity=check.severity,
+                status="failed" if findings else "passed",
+                findings=findings,
+            )
+        )
+    return Report(
+        policy=policy,
+        sequence=[check.id for check in checks],
+        results=results,
+        outcome="failed" if failed else "passed",
+    )

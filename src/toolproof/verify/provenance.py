@@ -1,0 +1,304 @@
+"""Provenance checks: grounding, evidence digests, spans, completeness, finalize, budget."""
+
+from __future__ import annotations
+
+import hashlib
+
+from toolproof.contract.evidence import ClaimStatus, ClaimType, evidence_path_for
+from toolproof.contract.runs import Finding, Severity, StepKind
+from toolproof.contract.trace import (
+    EvidenceRegistered,
+    RunFailed,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+)
+from toolproof.errors import InputError
+from toolproof.evidence.encoding import encode_value
+from toolproof.verify.base import MAX_FINDINGS, finding
+from toolproof.verify.view import RunView
+
+__all__ = [
+    "check_budget",
+    "check_evidence_digests",
+    "check_finalize",
+    "check_grounding",
+    "check_required_steps",
+    "check_support_spans",
+]
+
+_CRIT = Severity.CRITICAL
+
+
+def _span(view: RunView, evidence: str, start: int, end: int) -> bytes | None:
+    rel = evidence_path_for(evidence)
+    path = view.directory / rel
+    if not path.is_file():
+        return None
+    return view.read_span(rel, start, end)
+
+
+def check_grounding(view: RunView) -> list[Finding] | None:
+    """A validated claim is derived, has ``min_supports`` supports, and quotes them exactly."""
+    if view.claims is None or view.spec is None:
+        return None
+    out: list[Finding] = []
+    minimum = view.spec.reasoner.min_supports
+    for claim in view.claims:
+        label = f"claim {claim.id} ({claim.statement[:60]!r})"
+        if claim.status == ClaimStatus.VALIDATED:
+            if claim.type != ClaimType.DERIVED:
+                out.append(
+                    finding(
+                        Severity.ERROR,
+                        "claims.json",
+                        f"{label} is {claim.type} "
+                        "but validated; only derived claims can be validated",
+                    )
+                )
+            elif len(claim.supports) < minimum:
+                out.append(
+                    finding(
+                        Severity.ERROR,
+                        "claims.json",
+                        f"{label} has "
+                        f"{len(claim.supports)} supports, min_supports is {minimum}; "
+                        "mark it insufficient_evidence or cite more evidence",
+                    )
+                )
+        elif claim.status == ClaimStatus.INSUFFICIENT_EVIDENCE:
+            out.append(
+                finding(
+                    Severity.WARNING,
+                    "claims.json",
+                    f"{label}: insufficient evidence: {claim.reason or 'no reason given'}",
+                )
+            )
+        for citation in claim.citations:
+            if citation.support >= len(claim.supports):
+                out.append(
+                    finding(
+                        Severity.ERROR,
+                        "claims.json",
+                        f"{label} cites support #{citation.support}, which it does not have",
+                    )
+                )
+                continue
+            support = claim.supports[citation.support]
+            data = _span(view, support.evidence, support.start, support.end)
+            if data is not None and data != citation.text.encode("utf-8"):
+                out.append(
+                    finding(
+                        Severity.ERROR,
+                        "claims.json",
+                        f"{label}: citation of "
+                        f"support #{citation.support} does not match the cited bytes",
+                    )
+                )
+    return out[:MAX_FINDINGS]
+
+
+def check_evidence_digests(view: RunView) -> list[Finding] | None:
+    """Each evidence file is registered, named by its SHA-256, sized and hashed as recorded."""
+    if view.events is None:
+        return None
+    out: list[Finding] = []
+    results = {e.call_id: e.result for e in view.events if isinstance(e, ToolReturned)}
+    on_disk = set(view.evidence_files())
+    registered: set[str] = set()
+    for event in view.events:
+        if not isinstance(event, EvidenceRegistered):
+            continue
+        record = event.evidence
+        registered.add(record.path)
+        if record.path not in on_disk:
+            out.append(
+                finding(
+                    _CRIT,
+                    record.path,
+                    f"{record.path} is registered at event {event.idx} but missing",
+                    event=event.idx,
+                )
+            )
+            continue
+        size, file_digest = view.size_and_digest(record.path)
+        if (size, file_digest) != (record.size, record.digest):
+            out.append(
+                finding(
+                    _CRIT,
+                    record.path,
+                    f"{record.path} is {size} bytes with digest "
+                    f"{file_digest}; event {event.idx} registered {record.size} bytes "
+                    f"with {record.digest}",
+                    event=event.idx,
+                )
+            )
+            continue
+        result = results.get(record.source.call or "")
+        if record.source.kind == "tool_result" and result is not None:
+            try:
+                expected, media_type = encode_value(result.value)
+            except InputError:
+                expected, media_type = b"", ""
+            if expected != view.read_bytes(record.path) or media_type != record.media_type:
+                out.append(
+                    finding(
+                        _CRIT,
+                        record.path,
+                        f"{record.path} does not hold the value returned by {record.source.call}",
+                        event=event.idx,
+                    )
+                )
+    for rel in sorted(on_disk - registered):
+        size, file_digest = view.size_and_digest(rel)
+        name_ok = file_digest == "sha256:" + rel.removeprefix("evidence/")
+        why = "" if name_ok else " and its name is not its SHA-256"
+        out.append(finding(_CRIT, rel, f"{rel} is not registered in the trace{why}"))
+    return out[:MAX_FINDINGS]
+
+
+def check_support_spans(view: RunView) -> list[Finding] | None:
+    """Every support interval lies within its evidence file and hashes to its ``sha256``."""
+    if view.claims is None:
+        return None
+    out: list[Finding] = []
+    for claim in view.claims:
+        for number, support in enumerate(claim.supports):
+            rel = evidence_path_for(support.evidence)
+            if not (view.directory / rel).is_file():
+                out.append(
+                    finding(
+                        _CRIT,
+                        rel,
+                        f"claim {claim.id} support #{number} cites {rel}, which is missing",
+                    )
+                )
+                continue
+            size, _ = view.size_and_digest(rel)
+            if support.end > size:
+                out.append(
+                    finding(
+                        _CRIT,
+                        rel,
+                        f"claim {claim.id} support #{number} "
+                        f"[{support.start}, {support.end}) is outside {rel} "
+                        f"({size} bytes)",
+                    )
+                )
+                continue
+            data = view.read_span(rel, support.start, support.end)
+            if "sha256:" + hashlib.sha256(data).hexdigest() != support.sha256:
+                out.append(
+                    finding(
+                        _CRIT,
+                        rel,
+                        f"claim {claim.id} support #{number}: bytes "
+                        f"[{support.start}, {support.end}) of {rel} do not hash to "
+                        f"{support.sha256}",
+                    )
+                )
+    return out[:MAX_FINDINGS]
+
+
+def check_required_steps(view: RunView) -> list[Finding] | None:
+    """Every plan node ran and finished; failed or skipped steps are reported with why."""
+    if view.plan is None or view.events is None:
+        return None
+    out: list[Finding] = []
+    finished = {e.step: e for e in view.events if isinstance(e, StepFinished)}
+    for node in view.plan.nodes:
+        if node.kind == StepKind.FINALIZE:
+            continue
+        event = finished.get(node.id)
+        if event is None:
+            out.append(
+                finding(
+                    Severity.ERROR,
+                    "trace.jsonl",
+                    f"plan step {node.id!r} never "
+                    "finished; the run stopped early or the trace lost events",
+                )
+            )
+        elif event.status != "ok":
+            why = event.detail.get("reason") or event.detail.get("failure") or "no reason"
+            out.append(
+                finding(
+                    Severity.WARNING,
+                    "trace.jsonl",
+                    f"step {node.id!r} {event.status}: {why}",
+                    event=event.idx,
+                )
+            )
+    return out[:MAX_FINDINGS]
+
+
+def check_finalize(view: RunView) -> list[Finding] | None:
+    """The trace ends with the finalize node, finished ok."""
+    if view.events is None:
+        return None
+    events = view.events
+    if (
+        len(events) < 2
+        or not isinstance(events[-2], StepStarted)
+        or not isinstance(events[-1], StepFinished)
+        or events[-1].step != "finalize"
+        or events[-2].step != "finalize"
+    ):
+        return [
+            finding(
+                Severity.ERROR,
+                "trace.jsonl",
+                "the trace does not end with the "
+                "finalize step: the run did not complete or events were removed",
+            )
+        ]
+    if events[-1].status != "ok":
+        return [
+            finding(
+                Severity.ERROR,
+                "trace.jsonl",
+                f"the run finalized as {events[-1].status}: {events[-1].detail.get('reason', '')}",
+            )
+        ]
+    return []
+
+
+def check_budget(view: RunView) -> list[Finding] | None:
+    """Tool calls and evidence bytes stayed within the budgets; no budget stop recorded."""
+    if view.spec is None or view.events is None:
+        return None
+    out: list[Finding] = []
+    budgets = view.spec.budgets
+    calls = sum(isinstance(e, ToolCalled) for e in view.events)
+    sizes = {
+        e.evidence.id: e.evidence.size for e in view.events if isinstance(e, EvidenceRegistered)
+    }
+    if budgets.tool_calls is not None and calls > budgets.tool_calls:
+        out.append(
+            finding(
+                Severity.ERROR,
+                "trace.jsonl",
+                f"{calls} tool calls exceed the budget of {budgets.tool_calls}",
+            )
+        )
+    total = sum(sizes.values())
+    if budgets.evidence_bytes is not None and total > budgets.evidence_bytes:
+        out.append(
+            finding(
+                Severity.ERROR,
+                "trace.jsonl",
+                f"{total} evidence bytes exceed the budget of {budgets.evidence_bytes}",
+            )
+        )
+    for event in view.events:
+        if isinstance(event, RunFailed):
+            out.append(
+                finding(
+                    Severity.ERROR,
+                    "trace.jsonl",
+                    f"the run stopped at event {event.idx} ({event.reason}): {event.message}",
+                    event=event.idx,
+                )
+            )
+    return out

@@ -1,0 +1,140 @@
+"""``verify``: the manifest first, then the ordered checks, then the stored report.
+
+1. ``manifest`` (``INV-MANIFEST``, critical): every file listed with its size and
+   digest, nothing unlisted, paths relative POSIX, run id recomputed. If it fails,
+   nothing else is trusted and nothing else runs.
+2. The ordered checks (:data:`toolproof.verify.checks.CHECKS`) produce a report.
+3. ``report`` (``INV-REPORT``, critical): ``report.json`` equals the recomputed
+   report byte for byte; ``timings`` (``INV-TIMINGS``, critical): ``timings.json``
+   parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolproof.bundle.manifest import check_manifest
+from toolproof.contract.runs import Finding, Policy, Report, Severity, Timings
+from toolproof.identity import canonical_json
+from toolproof.verify.checks import run_checks
+from toolproof.verify.view import RunView
+
+__all__ = ["OUTER_CHECKS", "Verification", "VerificationFailure", "verify_run"]
+
+OUTER_CHECKS = (
+    ("manifest", "INV-MANIFEST", "every file listed with size and digest; nothing else"),
+    ("report", "INV-REPORT", "report.json equals the recomputed report"),
+    ("timings", "INV-TIMINGS", "timings.json parses"),
+)
+"""Checks around the ordered sequence: (id, invariant, summary)."""
+
+
+@dataclass(frozen=True)
+class VerificationFailure:
+    """A finding that fails verification, with the check that made it."""
+
+    check: str
+    finding: Finding
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"check", "severity", "file", "message"}``."""
+        return {
+            "check": self.check,
+            "severity": self.finding.severity.value,
+            "file": self.finding.file,
+            "message": self.finding.message,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.finding.file}: " if self.finding.file else ""
+        return f"[{self.check}] {where}{self.finding.message}"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of verifying one run directory.
+
+    Attributes:
+        directory: the run directory.
+        run_id: the manifest's run id (``None`` when the manifest is unreadable).
+        report: the recomputed report (``None`` when the manifest check failed).
+        failures: what fails verification, manifest first, then the ordered checks,
+            then ``report``/``timings``.
+
+    """
+
+    directory: Path
+    run_id: str | None
+    report: Report | None
+    failures: list[VerificationFailure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing fails."""
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        """The verification as JSON: run id, ok, failures and the report."""
+        return {
+            "run_id": self.run_id,
+            "ok": self.ok,
+            "failures": [failure.to_json() for failure in self.failures],
+            "report": self.report.to_json() if self.report is not None else None,
+        }
+
+
+def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationFailure]:
+    out = []
+    raw = (directory / "report.json").read_bytes() if (directory / "report.json").is_file() else b""
+    if raw != canonical_json(report.to_json()):
+        message = (
+            "report.json is missing"
+            if not raw
+            else "report.json differs from the report recomputed now "
+            f"({report.id}); it was edited, or written by another check sequence"
+        )
+        out.append(
+            VerificationFailure(
+                "report", Finding(severity=Severity.CRITICAL, file="report.json", message=message)
+            )
+        )
+    try:
+        Timings.model_validate_json((directory / "timings.json").read_bytes())
+    except (ValidationError, OSError) as exc:
+        message = f"timings.json is missing or invalid: {type(exc).__name__}"
+        out.append(
+            VerificationFailure(
+                "timings", Finding(severity=Severity.CRITICAL, file="timings.json", message=message)
+            )
+        )
+    return out
+
+
+def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification:
+    """Verify a run directory.
+
+    Args:
+        directory: the run directory (``<root>/runs/<run_id>``).
+        policy: the policy to judge by; default the spec's own policy.
+
+    Returns:
+        The :class:`Verification`; ``ok`` is False when any check fails.
+
+    """
+    directory = Path(directory)
+    manifest, digests, findings = check_manifest(directory)
+    if findings:
+        failures = [VerificationFailure("manifest", item) for item in findings]
+        return Verification(directory, manifest.run_id if manifest else None, None, failures)
+    assert manifest is not None
+    view = RunView(directory, digests)
+    own = view.spec.policy if view.spec is not None else Policy.STRICT
+    stored_policy_report = run_checks(view, own)
+    report = stored_policy_report if policy in (None, own) else run_checks(view, policy)
+    failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
+    failures += _outer(directory, view, stored_policy_report)
+    return Verification(directory, manifest.run_id, report, failures)

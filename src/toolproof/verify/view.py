@@ -1,0 +1,153 @@
+"""A read-only view of a run directory: each file parsed once, problems kept, not raised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from toolproof.bundle.manifest import hash_file
+from toolproof.bundle.trace import TraceLine, read_trace
+from toolproof.contract.evidence import Claim
+from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
+from toolproof.contract.trace import TraceEvent
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json
+
+__all__ = ["RUN_FILES", "RunView"]
+
+RUN_FILES = ("spec.json", "plan.json", "runtime.json", "trace.jsonl", "claims.json")
+"""The files the ordered checks read (besides ``evidence/``)."""
+
+_CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
+
+
+def _problem_of(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(document)"
+    return f"{where}: {first['msg']}"
+
+
+class RunView:
+    """The parsed files of one run directory.
+
+    Attributes:
+        directory: the run directory.
+        problems: why a file could not be read as its model, by relative path.
+        spec, plan, runtime: the parsed models, or ``None``.
+        claims: the parsed ``claims.json``, or ``None``.
+        trace: every line of ``trace.jsonl``; ``events`` is the list of events when
+            every line parsed (``None`` otherwise).
+
+    Args:
+        directory: the run directory.
+        digests: digests already verified (by the manifest check), by relative path.
+
+    """
+
+    def __init__(self, directory: Path, digests: dict[str, str] | None = None) -> None:
+        self.directory = Path(directory)
+        self._digests: dict[str, tuple[int, str]] = {}
+        for rel, file_digest in (digests or {}).items():
+            self._digests[rel] = ((self.directory / rel).stat().st_size, file_digest)
+        self.problems: dict[str, str] = {}
+        self.spec: RunSpec | None = self._model("spec.json", RunSpec)
+        self.plan: Plan | None = self._model("plan.json", Plan)
+        self.runtime: ExecutionRuntime | None = self._model("runtime.json", ExecutionRuntime)
+        self.claims: list[Claim] | None = self._claims()
+        self.trace: list[TraceLine] = []
+        self.events: list[TraceEvent] | None = None
+        self._trace()
+
+    def _read(self, rel: str) -> bytes | None:
+        path = self.directory / rel
+        if path.is_symlink() or not path.is_file():
+            self.problems[rel] = f"{rel} is missing"
+            return None
+        return path.read_bytes()
+
+    def _model(self, rel: str, cls: Any) -> Any:
+        raw = self._read(rel)
+        if raw is None:
+            return None
+        try:
+            model = cls.model_validate_json(raw)
+        except ValidationError as exc:
+            self.problems[rel] = f"{rel} is not a valid {cls.__name__}: {_problem_of(exc)}"
+            return None
+        except InputError as exc:
+            self.problems[rel] = f"{rel} is not a valid {cls.__name__}: {exc.message}"
+            return None
+        if canonical_json(model.to_json()) != raw:
+            self.problems[rel] = f"{rel} is not in canonical JSON form (RFC 8785)"
+            return None
+        return model
+
+    def _claims(self) -> list[Claim] | None:
+        raw = self._read("claims.json")
+        if raw is None:
+            return None
+        try:
+            claims = _CLAIMS.validate_json(raw)
+        except ValidationError as exc:
+            self.problems["claims.json"] = (
+                f"claims.json is not a list of claims: {_problem_of(exc)}"
+            )
+            return None
+        except InputError as exc:
+            self.problems["claims.json"] = f"claims.json is not a list of claims: {exc.message}"
+            return None
+        if canonical_json([claim.to_json() for claim in claims]) != raw:
+            self.problems["claims.json"] = "claims.json is not in canonical JSON form (RFC 8785)"
+            return None
+        return claims
+
+    def _trace(self) -> None:
+        raw = self._read("trace.jsonl")
+        if raw is None:
+            return
+        self.trace, problem = read_trace(raw)
+        if problem is not None:
+            self.problems["trace.jsonl"] = f"trace.jsonl {problem}"
+        bad = [line for line in self.trace if line.event is None]
+        if bad:
+            self.problems.setdefault(
+                "trace.jsonl", f"trace.jsonl line {bad[0].position + 1} {bad[0].problem}"
+            )
+        if problem is None and not bad:
+            self.events = [line.event for line in self.trace if line.event is not None]
+
+    def evidence_files(self) -> list[str]:
+        """Relative paths of the regular files under ``evidence/``, sorted."""
+        folder = self.directory / "evidence"
+        if not folder.is_dir():
+            return []
+        return sorted(
+            f"evidence/{entry.name}"
+            for entry in folder.iterdir()
+            if entry.is_file() and not entry.is_symlink()
+        )
+
+    def size_and_digest(self, rel: str) -> tuple[int, str]:
+        """Size in bytes and digest of a file; hashed at most once per view.
+
+        Raises:
+            OSError: the file cannot be read.
+
+        """
+        known = self._digests.get(rel)
+        if known is None:
+            known = hash_file(self.directory / rel)
+            self._digests[rel] = known
+        return known
+
+    def read_span(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of a file (fewer when the file is shorter)."""
+        with (self.directory / rel).open("rb") as file:
+            file.seek(start)
+            return file.read(end - start)
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole file."""
+        return (self.directory / rel).read_bytes()
