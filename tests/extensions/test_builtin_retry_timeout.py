@@ -1,0 +1,156 @@
+"""The ``retry`` and ``timeout`` wrappers: counts, backoff, annotations, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+import pytest
+from ext_support import Recorder, elements, make_tool, refusal, run
+
+from toolproof import Tool, ToolResult
+from toolproof.extensions import build_combo
+
+
+def variant(base: Tool, *items: Any) -> Tool:
+    return build_combo(base, elements(*items))[-1][1]
+
+
+def test_retry_retries_until_success() -> None:
+    body = Recorder(RuntimeError("flaky"), RuntimeError("flaky"), 7)
+    result = run(variant(make_tool(body=body), ("retry", {"backoff": 0})).call({"a": 1}))
+    assert (result.ok, result.value, len(body.calls)) == (True, 7, 3)
+
+
+def test_retry_gives_up_after_attempts_with_the_last_failure() -> None:
+    body = Recorder(*[RuntimeError(f"try {n}") for n in range(1, 6)])
+    result = run(
+        variant(make_tool(body=body), ("retry", {"attempts": 4, "backoff": 0})).call({"a": 1})
+    )
+    assert len(body.calls) == 4
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.message, result.failure.detail) == (
+        "tool_error",
+        "tool 'add' raised RuntimeError: try 4",
+        {"exception": "builtins.RuntimeError", "attempts": 4},
+    )
+
+
+def test_retry_only_retries_listed_kinds() -> None:
+    body = Recorder(RuntimeError("no"), 1)
+    tool = variant(make_tool(body=body), ("retry", {"backoff": 0, "retry_on": ["timeout"]}))
+    result = run(tool.call({"a": 1}))
+    assert (result.ok, len(body.calls)) == (False, 1)
+
+
+def test_invalid_result_is_not_retried_by_default() -> None:
+    body = Recorder(ToolResult.fail("invalid_result", "bad"), 1)
+    result = run(variant(make_tool(body=body), ("retry", {"backoff": 0})).call({"a": 1}))
+    assert (result.ok, len(body.calls)) == (False, 1)
+
+
+def test_backoff_with_seeded_jitter_is_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr("toolproof.extensions.wrappers.retry.asyncio.sleep", fake_sleep)
+    config = {"attempts": 4, "backoff": 0.1, "multiplier": 3, "max_backoff": 0.5, "jitter": 0.5}
+    body = Recorder(*[RuntimeError("x")] * 4)
+    run(variant(make_tool(body=body), ("retry", {**config, "seed": 7})).call({"a": 1}))
+    rng = random.Random(7)
+    expected = [base * (1 + rng.uniform(-0.5, 0.5)) for base in (0.1, 0.3, 0.5)]
+    assert waits == pytest.approx(expected)
+
+
+def test_retry_refused_on_a_tool_neither_read_only_nor_idempotent() -> None:
+    base = make_tool("put", read_only=None)
+    assert refusal(base, "retry") == (
+        "cannot apply combo [retry] to tool 'put': 'retry' refused on tool 'put': it is marked "
+        "neither read-only nor idempotent (rule: set readOnlyHint or idempotentHint on the tool, "
+        "or config force = true)"
+    )
+    assert variant(base, ("retry", {"force": True})).name == "put_retry"
+    assert variant(make_tool("set", read_only=None, idempotent=True), "retry").name == "set_retry"
+
+
+def test_retry_never_swallows_cancellation() -> None:
+    started = asyncio.Event()
+    calls: list[int] = []
+
+    async def hang(arguments: dict[str, Any]) -> Any:
+        calls.append(1)
+        started.set()
+        await asyncio.sleep(60)
+
+    tool = variant(make_tool(body=hang), ("retry", {"backoff": 0}))
+
+    async def go() -> None:
+        task = asyncio.create_task(tool.call({"a": 1}))
+        await started.wait()
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    assert calls == [1]
+
+
+def test_timeout_cancels_the_body() -> None:
+    seen: list[str] = []
+
+    async def slow(arguments: dict[str, Any]) -> Any:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    tool = variant(make_tool(body=slow), ("timeout", {"seconds": 0.05}))
+    result = run(tool.call({"a": 1}))
+    assert seen == ["cancelled"]
+    assert result.failure is not None
+    assert result.failure.to_json() == {
+        "schema_version": 1,
+        "kind": "timeout",
+        "message": "tool 'add_timeout' timed out after 0.05 s (the body was cancelled)",
+        "retryable": True,
+        "where": "wrapper",
+        "detail": {"seconds": 0.05},
+    }
+
+
+def test_timeout_s_lowers_the_limit_and_is_stripped() -> None:
+    async def slow(arguments: dict[str, Any]) -> Any:
+        await asyncio.sleep(float(arguments.get("b", 0)))
+        return sorted(arguments)
+
+    tool = variant(make_tool(body=slow), ("timeout", {"seconds": 30}))
+    started = time.monotonic()
+    lowered = run(tool.call({"a": 1, "b": 10, "timeout_s": 0.05}))
+    assert time.monotonic() - started < 5
+    assert lowered.failure is not None and lowered.failure.detail == {"seconds": 0.05}
+    assert run(tool.call({"a": 1, "timeout_s": 100})).value == ["a"]
+    refused = run(tool.call({"a": 1, "timeout_s": 0}))
+    assert refused.failure is not None and refused.failure.kind == "invalid_arguments"
+
+
+def test_timeout_inside_retry_retries_timeouts() -> None:
+    body = Recorder()
+    outcomes = [60, 0]
+
+    async def sometimes_slow(arguments: dict[str, Any]) -> Any:
+        await body(arguments)
+        await asyncio.sleep(outcomes.pop(0))
+        return "done"
+
+    tool = variant(
+        make_tool(body=sometimes_slow),
+        ("timeout", {"seconds": 0.05}),
+        ("retry", {"backoff": 0}),
+    )
+    result = run(tool.call({"a": 1}))
+    assert (result.value, len(body.calls)) == ("done", 2)
