@@ -80,3 +80,18 @@ def everything_bin() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+MCP1_ENV = "TOOLPROOF_MCP1_VENV"
+MCP1_DEFAULT = ROOT / ".ci-cache" / "mcp1-venv"
+
+
+def mcp1_venv() -> Path:
+    """The venv holding ``mcp-server-time`` on the mcp 1.x SDK; fails under CI=true when missing."""
+    path = Path(os.environ.get(MCP1_ENV) or MCP1_DEFAULT)
+    if not (path / "bin" / "mcp-server-time").exists():
+        message = f"no mcp 1.x server venv at {path} (run .ci/services, or set {MCP1_ENV})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import alive, cmdline, descendants, everything_bin
+from mcp_support import alive, cmdline, descendants, everything_bin, mcp1_venv
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
@@ -158,6 +159,39 @@ def test_git_server_tools_bind_and_work_on_a_temp_repository(tmp_path: Path) -> 
             refused = await status.call({})
             assert refused.failure is not None
             assert refused.failure.kind == "invalid_arguments"
+
+    asyncio.run(main())
+
+
+def test_a_server_built_on_the_mcp_1x_sdk_works(tmp_path: Path) -> None:
+    venv = mcp1_venv()
+    version = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert version.startswith("1."), version
+    config = (
+        f'[[mcp]]\nname = "time"\ncommand = "{venv / "bin" / "mcp-server-time"}"\n'
+        'args = ["--local-timezone", "UTC"]\n'
+    )
+
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            assert toolset.names() == ["time_convert_time", "time_get_current_time"]
+            assert toolset.metadata["mcp"]["time"]["server_info"]["version"] == "2026.10.10"
+            converted = await toolset["time_convert_time"].call(
+                {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+            )
+            text: Any = converted.unwrap()  # no outputSchema in this release: the text block
+            assert json.loads(text)["target"]["datetime"].endswith("T21:00:00+09:00")
+            now: Any = (await toolset["time_get_current_time"].call({"timezone": "UTC"})).unwrap()
+            assert json.loads(now)["timezone"] == "UTC"
 
     asyncio.run(main())
 

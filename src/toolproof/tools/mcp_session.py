@@ -131,6 +131,13 @@ def _wire(model: Any) -> dict[str, Any]:
     return dumped
 
 
+def _error_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "code", None)  # 2.x MCPError
+    if code is None:
+        code = getattr(getattr(exc, "error", None), "code", None)  # 1.x McpError
+    return code if isinstance(code, int) else None
+
+
 def _method(message: Any) -> str | None:
     inner = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
     method = getattr(inner, "method", None)
@@ -188,7 +195,7 @@ class McpConnection:
             )
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
-        if isinstance(exc, _SDK_ERRORS) and getattr(exc, "code", None) == CONNECTION_CLOSED:
+        if isinstance(exc, _SDK_ERRORS) and _error_code(exc) == CONNECTION_CLOSED:
             return "the server closed the connection before answering initialize and tools/list"
         return f"failed to start: {type(exc).__name__}: {exc}"
 
@@ -279,7 +286,7 @@ class McpConnection:
                 "timeout", f"MCP server {name!r} did not answer within {timeout:g} s"
             ) from None
         except _SDK_ERRORS as exc:
-            code = getattr(exc, "code", None)
+            code = _error_code(exc)
             if code == CONNECTION_CLOSED:
                 raise McpCallError(
                     "transport", f"MCP server {name!r} closed the connection: {exc}", code
