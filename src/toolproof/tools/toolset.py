@@ -15,8 +15,10 @@ from toolproof.tools.tool import Tool
 
 __all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
 
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-"""What a tool or variant name must match (MCP's and most model APIs' tool-name rule)."""
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
+"""What a tool or variant name must match: ``^[A-Za-z0-9_.-]{1,64}$`` (MCP's and most model
+APIs' tool-name rule), written with ``\\Z`` because Python's ``$`` also matches before a
+trailing newline."""
 
 
 def check_tool_name(name: object) -> str:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolproof import __version__
 from toolproof.errors import ToolproofError, UsageError, error_mapping
@@ -44,7 +45,8 @@ def emit_json(value: Any) -> None:
 def fail(error: BaseException) -> typer.Exit:
     """Print ``error`` as one line on stderr; return the ``typer.Exit`` with its exit code."""
     message = error.message if isinstance(error, ToolproofError) else str(error)
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     return typer.Exit(error_mapping(error).exit_code)
 
 

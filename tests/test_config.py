@@ -1,0 +1,207 @@
+"""The composition root: toolproof.toml -> sealed Toolset (config.py, [[python]] part)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproof import ConfigError, ToolAnnotations, Toolset, load_toolset
+from toolproof.config import load_config
+
+_COUNTER = itertools.count()
+
+TOOLS_MODULE = '''
+from __future__ import annotations
+import toolproof
+
+@toolproof.tool(read_only=True)
+def greet(name: str) -> str:
+    """Say hello.
+
+    Args:
+        name: who to greet.
+    """
+    return f"hello {name}"
+
+@toolproof.tool(name="shout", version="2")
+async def loud(text: str) -> str:
+    return text.upper()
+
+@toolproof.tool
+def spread(*args: int) -> int:
+    return 0
+
+def plain(x: int) -> int:
+    return x
+'''
+
+
+def unique_module(tmp_path: Path, source: str = TOOLS_MODULE) -> str:
+    name = f"tp_config_tools_{next(_COUNTER)}_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    return name
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "toolproof.toml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def load(path: Path) -> Toolset:
+    async def go() -> Toolset:
+        async with load_toolset(path) as toolset:
+            return toolset
+
+    return asyncio.run(go())
+
+
+def config_error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    return caught.value
+
+
+def test_marked_functions_bind_and_the_rest_is_quarantined(tmp_path: Path) -> None:
+    module = unique_module(tmp_path)
+    toolset = load(write(tmp_path, f'[[python]]\nmodule = "{module}"\n'))
+    assert toolset.sealed
+    assert toolset.names() == ["greet", "shout"]
+    assert toolset["greet"].spec.annotations == ToolAnnotations(readOnlyHint=True)
+    assert toolset["greet"].spec.description == "Say hello."
+    assert toolset["shout"].spec.version == "2"
+    assert toolset.owner("greet") == f"python:{module}"
+    assert [q.to_json() for q in toolset.quarantined] == [
+        {
+            "name": "spread",
+            "field": "parameter 'args'",
+            "rule": "bare *args/**kwargs cannot be described by a JSON Schema; "
+            "declare every parameter",
+            "owner": f"python:{module}",
+        }
+    ]
+    assert toolset.metadata["config_path"] == str((tmp_path / "toolproof.toml").resolve())
+    result = asyncio.run(toolset["shout"].call({"text": "hi"}))
+    assert result.value == "HI"
+
+
+def test_listed_functions_only_marked_or_not(tmp_path: Path) -> None:
+    module = unique_module(tmp_path)
+    toolset = load(
+        write(tmp_path, f'[[python]]\nmodule = "{module}"\nfunctions = ["plain", "greet"]\n')
+    )
+    assert toolset.names() == ["greet", "plain"]
+
+
+def test_path_is_relative_to_the_file(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    module = unique_module(tmp_path / "lib")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    toolset = load(write(conf, f'[[python]]\nmodule = "{module}"\npath = "../lib"\n'))
+    assert toolset.names() == ["greet", "shout"]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.toml"
+    error = config_error(path)
+    assert str(error) == f"{path}: (file): file not found"
+    assert (error.file, error.key, error.rule) == (str(path), "(file)", "file not found")
+
+
+def test_bad_toml(tmp_path: Path) -> None:
+    path = write(tmp_path, "[[python]]\nmodule = \n")
+    error = config_error(path)
+    assert str(error) == (f"{path}: (file): not valid TOML: Invalid value (at line 2, column 10)")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "rule"),
+    [
+        ("colour = 1\n", "colour", "unknown key (not part of the toolproof.toml format)"),
+        (
+            '[[python]]\nmodule = "m"\nfunction = ["a"]\n',
+            "python[0].function",
+            "unknown key (not part of the toolproof.toml format)",
+        ),
+        ('[[python]]\nfunctions = ["a"]\n', "python[0].module", "required key is missing"),
+        (
+            '[[python]]\nmodule = ""\n',
+            "python[0].module",
+            "String should have at least 1 character",
+        ),
+        (
+            "[[python]]\nmodule = 3\n",
+            "python[0].module",
+            "Input should be a valid string",
+        ),
+    ],
+)
+def test_format_errors_name_file_key_and_rule(
+    tmp_path: Path, text: str, key: str, rule: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert (caught.value.file, caught.value.key, caught.value.rule) == (str(path), key, rule)
+    assert str(caught.value) == f"{path}: {key}: {rule}"
+
+
+def test_module_that_does_not_exist(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[python]]\nmodule = "tp_no_such_module_anywhere"\n')
+    assert str(config_error(path)) == (
+        f"{path}: python[0].module: cannot import module 'tp_no_such_module_anywhere': "
+        "ModuleNotFoundError: No module named 'tp_no_such_module_anywhere'"
+    )
+
+
+def test_module_that_fails_to_import(tmp_path: Path) -> None:
+    module = unique_module(tmp_path, "raise RuntimeError('database is down')\n")
+    path = write(tmp_path, f'[[python]]\nmodule = "{module}"\n')
+    assert str(config_error(path)) == (
+        f"{path}: python[0].module: cannot import module '{module}': RuntimeError: database is down"
+    )
+
+
+def test_listed_function_that_does_not_exist(tmp_path: Path) -> None:
+    module = unique_module(tmp_path)
+    path = write(tmp_path, f'[[python]]\nmodule = "{module}"\nfunctions = ["greet", "nope"]\n')
+    error = config_error(path)
+    assert (error.key, error.rule) == (
+        "python[0].functions[1]",
+        f"module '{module}' has no function 'nope'",
+    )
+
+
+def test_same_tool_from_two_entries_names_both_owners(tmp_path: Path) -> None:
+    first = unique_module(tmp_path)
+    second = unique_module(tmp_path)
+    path = write(
+        tmp_path,
+        f'[[python]]\nmodule = "{first}"\n\n[[python]]\nmodule = "{second}"\n',
+    )
+    error = config_error(path)
+    assert error.key == "python[1]"
+    assert error.rule == (
+        f"tool name 'greet': is already taken: defined by python:{first} and again by "
+        f"python:{second} (rule: tool names are unique in a Toolset)"
+    )
+
+
+def test_awaitable_form_leaves_closing_to_the_caller(tmp_path: Path) -> None:
+    module = unique_module(tmp_path)
+    path = write(tmp_path, f'[[python]]\nmodule = "{module}"\nfunctions = ["plain"]\n')
+
+    async def go() -> Any:
+        toolset = await load_toolset(path)
+        try:
+            return toolset.names()
+        finally:
+            await toolset.aclose()
+
+    assert asyncio.run(go()) == ["plain"]

@@ -1,0 +1,60 @@
+"""The public surface of ``import toolproof`` (DESIGN.md section 10)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+import toolproof
+
+# DESIGN.md section 10: names outside tests rely on. They may grow, never shrink.
+FIXED_NAMES = {
+    "canonical_json",
+    "digest",
+    "Tool",
+    "ToolSpec",
+    "ToolCall",
+    "ToolResult",
+    "ToolFailure",
+    "Toolset",
+    "ToolContribution",
+    "bind_contribution",
+    "ExtensionKind",
+    "extension",
+    "wrapper",
+    "transformer",
+    "load_toolset",
+}
+
+
+def public_names() -> list[str]:
+    return sorted(
+        name
+        for name in dir(toolproof)
+        if not name.startswith("_") and not inspect.ismodule(getattr(toolproof, name))
+    )
+
+
+def test_all_is_exactly_the_sorted_public_names() -> None:
+    assert toolproof.__all__ == sorted(toolproof.__all__)
+    assert [name for name in toolproof.__all__ if name != "__version__"] == public_names()
+    assert "__version__" in toolproof.__all__
+
+
+def test_design_names_are_exported() -> None:
+    assert FIXED_NAMES - set(toolproof.__all__) == set()
+
+
+def test_import_does_not_pull_optional_adapters() -> None:
+    code = (
+        "import json, sys, toolproof\n"
+        "heavy = ('langchain', 'langchain_core', 'fastapi', 'celery', 'uvicorn', 'pydantic_ai',"
+        " 'redis', 'starlette')\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(heavy))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stdout) == []
