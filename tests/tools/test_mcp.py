@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -245,7 +246,7 @@ def test_a_call_without_answer_times_out(tmp_path: Path) -> None:
         path = write(tmp_path, fixture_entry("fixture", call_timeout=0.5))
         async with load_toolset(path) as toolset:
             started = time.monotonic()
-            failure = (await toolset["fixture_sleep"].call({"seconds": 5})).failure
+            failure = (await toolset["fixture_sleep"].call({"seconds": 1.5})).failure
             assert time.monotonic() - started < 2
             assert failure is not None
             assert (failure.kind, failure.where, failure.retryable) == (
@@ -330,3 +331,46 @@ def test_a_json_rpc_error_answer_is_a_tool_error(tmp_path: Path) -> None:
             await connection.aclose()
 
     asyncio.run(main())
+
+
+def test_an_unreachable_streamable_http_server_is_quarantined(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    url = f"http://127.0.0.1:{port}/mcp"
+    config = f'[[mcp]]\nname = "web"\nurl = "{url}"\nstartup_timeout = 5\n' + fixture_entry(
+        "fixture"
+    )
+
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            assert toolset.names() == FIXTURE_TOOLS
+            [web] = [item for item in toolset.quarantined if item.name == "web"]
+            assert (web.field, web.owner) == ("mcp[0]", "mcp:web")
+            assert web.rule == (
+                f"MCP server 'web': cannot connect to {url}: ConnectError: "
+                "All connection attempts failed"
+            )
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_load_leaves_no_server_behind(tmp_path: Path) -> None:
+    config = fixture_entry("fixture") + fixture_entry("silent", "--silent", startup_timeout=30)
+
+    async def cancelled() -> set[int]:
+        before = descendants()
+        task = asyncio.ensure_future(load_toolset(write(tmp_path, config)))
+        while len(descendants() - before) < 2:
+            await asyncio.sleep(0.02)
+        spawned = descendants() - before
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 5
+        return spawned
+
+    spawned = asyncio.run(cancelled())
+    assert spawned
+    assert alive(spawned) == set()

@@ -84,14 +84,20 @@ class McpStartError(Exception):
 
     Attributes:
         reason: what went wrong (``exited before answering initialize``...).
-        stderr: the tail of the server's stderr (stdio), possibly empty.
+        stderr: the tail of the server's stderr (stdio), possibly empty; ``None`` for
+            streamable HTTP.
 
     """
 
-    def __init__(self, reason: str, stderr: str) -> None:
+    def __init__(self, reason: str, stderr: str | None) -> None:
         self.reason = reason
         self.stderr = stderr
-        super().__init__(reason + (f"; stderr tail: {stderr}" if stderr else "; stderr was empty"))
+        if stderr is None:  # streamable HTTP: no process of ours
+            super().__init__(reason)
+        else:
+            super().__init__(
+                reason + (f"; stderr tail: {stderr}" if stderr else "; stderr was empty")
+            )
 
 
 class McpCallError(Exception):
@@ -159,7 +165,7 @@ class McpConnection:
         self._session: ClientSession | None = None
         self._stderr: IO[bytes] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._scope: anyio.CancelScope | None = None
+        self._scope = anyio.CancelScope()  # entered by the owner task; cancelled to abort
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
@@ -180,7 +186,8 @@ class McpConnection:
         await self._ready.wait()
         if self._session is None:
             await self._stop_task()
-            reason, tail = self._start_reason(), stderr_tail(self._stderr)
+            reason = self._start_reason()
+            tail = stderr_tail(self._stderr) if self.server.command is not None else None
             await self.aclose()
             raise McpStartError(reason, tail)
 
@@ -197,6 +204,8 @@ class McpConnection:
             return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
         if isinstance(exc, _SDK_ERRORS) and _error_code(exc) == CONNECTION_CLOSED:
             return "the server closed the connection before answering initialize and tools/list"
+        if self.server.url is not None:
+            return f"cannot connect to {self.server.url}: {type(exc).__name__}: {exc}"
         return f"failed to start: {type(exc).__name__}: {exc}"
 
     async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
@@ -226,8 +235,7 @@ class McpConnection:
 
     async def _run(self) -> None:
         try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
+            with self._scope:
                 async with AsyncExitStack() as stack:
                     read, write = await self._open(stack)
                     session = await stack.enter_async_context(
@@ -276,7 +284,8 @@ class McpConnection:
         session = self._session
         name = self.server.name
         if session is None:
-            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+            why = f" ({type(self._failure).__name__}: {self._failure})" if self._failure else ""
+            raise McpCallError("transport", f"MCP server {name!r} is not connected{why}")
         timeout = self.server.call_timeout
         try:
             with anyio.fail_after(timeout):
@@ -314,10 +323,12 @@ class McpConnection:
         task = self._task
         if task is not None and not task.done():
             self._stop.set()
-            done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
-            if not done and self._scope is not None:
+            if self._session is None:  # still starting: abort the handshake now
                 self._scope.cancel()
-            await asyncio.wait({task})
+            done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+            if not done:
+                self._scope.cancel()
+                await asyncio.wait({task})
 
     async def aclose(self) -> None:
         """End the session and stop the server (stdin closed, then SIGTERM/SIGKILL); idempotent."""
