@@ -18,7 +18,8 @@ from mcp_support import FIXTURE, alive, descendants, fixture_entry
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
-from toolproof.tools.mcp_session import McpCallError, McpConnection, McpServer
+from toolproof.tools.mcp_common import McpCallError, McpServer
+from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.toolset import Toolset
 
 FIXTURE_TOOLS = [

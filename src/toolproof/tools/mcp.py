@@ -32,7 +32,8 @@ from typing import Any
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.tools.declared import ToolContribution, bind_contributions
-from toolproof.tools.mcp_session import McpCallError, McpConnection, McpServer, McpStartError
+from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
+from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["McpServer", "bind_mcp_servers", "contribution_for", "result_value"]

@@ -21,133 +21,32 @@ import os
 import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from typing import IO, Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-__all__ = ["McpCallError", "McpConnection", "McpServer", "McpStartError", "stderr_tail"]
+from toolproof.tools.mcp_common import (
+    CONNECTION_CLOSED,
+    SDK_ERRORS,
+    McpCallError,
+    McpServer,
+    McpStartError,
+    error_code,
+    notification_method,
+    stderr_tail,
+    wire,
+)
+
+__all__ = ["McpConnection"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-CONNECTION_CLOSED = -32000
-"""JSON-RPC code the SDK uses for "connection closed" (the server went away)."""
-STDERR_TAIL_BYTES = 2000
-"""How much of the end of a server's stderr an error report quotes (bytes)."""
 MAX_LIST_PAGES = 1000
 """``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
 _CLOSE_GRACE = 8.0
 """Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
-
-_SDK_ERRORS: tuple[type[Exception], ...] = tuple(
-    getattr(importlib.import_module("mcp.shared.exceptions"), name)
-    for name in ("MCPError", "McpError")  # 2.x, 1.x
-    if hasattr(importlib.import_module("mcp.shared.exceptions"), name)
-)
-
-
-@dataclass(frozen=True)
-class McpServer:
-    """Where and how to reach one MCP server (a resolved ``[[mcp]]`` entry).
-
-    Attributes:
-        name: the server's name in the config (``git``); used in owners and messages.
-        command: the executable (stdio); ``None`` for streamable HTTP.
-        args: its arguments.
-        env: variables added to the client's environment (the server inherits the rest).
-        cwd: the server's working directory (absolute), or ``None`` for the client's.
-        url: the streamable-HTTP endpoint; ``None`` for stdio.
-        headers: HTTP headers sent with every request (streamable HTTP only).
-        prefix: tool names become ``<prefix>_<tool>``; ``None`` means ``name``, ``""``
-            keeps the server's names.
-        startup_timeout: seconds allowed from launch to the ``tools/list`` answer.
-        call_timeout: seconds allowed for one ``tools/call``.
-
-    """
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    prefix: str | None = None
-    startup_timeout: float = 30.0
-    call_timeout: float = 60.0
-
-
-class McpStartError(Exception):
-    """A server could not be started, initialized or listed.
-
-    Attributes:
-        reason: what went wrong (``exited before answering initialize``...).
-        stderr: the tail of the server's stderr (stdio), possibly empty; ``None`` for
-            streamable HTTP.
-
-    """
-
-    def __init__(self, reason: str, stderr: str | None) -> None:
-        self.reason = reason
-        self.stderr = stderr
-        if stderr is None:  # streamable HTTP: no process of ours
-            super().__init__(reason)
-        else:
-            super().__init__(
-                reason + (f"; stderr tail: {stderr}" if stderr else "; stderr was empty")
-            )
-
-
-class McpCallError(Exception):
-    """A ``tools/call`` got no result.
-
-    Attributes:
-        kind: ``transport`` (the connection is gone or broke), ``timeout``,
-            ``protocol`` (the server answered a JSON-RPC error or a malformed result) or
-            ``invalid_result`` (the SDK refused the structured content against the
-            tool's ``outputSchema``).
-        code: the JSON-RPC error code, when there is one.
-
-    """
-
-    def __init__(self, kind: str, message: str, code: int | None = None) -> None:
-        self.kind = kind
-        self.code = code
-        super().__init__(message)
-
-
-def stderr_tail(file: IO[bytes] | None, limit: int = STDERR_TAIL_BYTES) -> str:
-    """The last ``limit`` bytes of a captured stderr file, decoded, stripped.
-
-    Reads with ``os.pread`` so the file offset the server writes at is left alone.
-    """
-    if file is None or file.closed:
-        return ""
-    fd = file.fileno()
-    size = os.fstat(fd).st_size
-    start = max(0, size - limit)
-    text = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
-    return text.strip()
-
-
-def _wire(model: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
-
-
-def _error_code(exc: BaseException) -> int | None:
-    code = getattr(exc, "code", None)  # 2.x MCPError
-    if code is None:
-        code = getattr(getattr(exc, "error", None), "code", None)  # 1.x McpError
-    return code if isinstance(code, int) else None
-
-
-def _method(message: Any) -> str | None:
-    inner = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
-    method = getattr(inner, "method", None)
-    return method if isinstance(method, str) else None
 
 
 class McpConnection:
@@ -202,7 +101,7 @@ class McpConnection:
             )
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
-        if isinstance(exc, _SDK_ERRORS) and _error_code(exc) == CONNECTION_CLOSED:
+        if isinstance(exc, SDK_ERRORS) and error_code(exc) == CONNECTION_CLOSED:
             return "the server closed the connection before answering initialize and tools/list"
         if self.server.url is not None:
             return f"cannot connect to {self.server.url}: {type(exc).__name__}: {exc}"
@@ -242,7 +141,7 @@ class McpConnection:
                         ClientSession(read, write, message_handler=self._on_message)
                     )
                     with anyio.fail_after(self.server.startup_timeout):
-                        self.initialize = _wire(await session.initialize())
+                        self.initialize = wire(await session.initialize())
                         self.tools = await self._list_tools(session)
                     self._session = session
                     self._ready.set()
@@ -259,7 +158,7 @@ class McpConnection:
         tools: list[dict[str, Any]] = []
         result: Any = await session.list_tools()
         for _ in range(MAX_LIST_PAGES):
-            tools.extend(_wire(tool) for tool in result.tools)
+            tools.extend(wire(tool) for tool in result.tools)
             cursor = getattr(result, "next_cursor", getattr(result, "nextCursor", None))
             if not cursor:
                 return tools
@@ -270,7 +169,7 @@ class McpConnection:
         if isinstance(message, Exception):
             logger.warning("MCP server %r: transport problem: %s", self.server.name, message)
             return
-        if _method(message) == "notifications/tools/list_changed":
+        if notification_method(message) == "notifications/tools/list_changed":
             self._on_list_changed()
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -294,8 +193,8 @@ class McpConnection:
             raise McpCallError(
                 "timeout", f"MCP server {name!r} did not answer within {timeout:g} s"
             ) from None
-        except _SDK_ERRORS as exc:
-            code = _error_code(exc)
+        except SDK_ERRORS as exc:
+            code = error_code(exc)
             if code == CONNECTION_CLOSED:
                 raise McpCallError(
                     "transport", f"MCP server {name!r} closed the connection: {exc}", code
@@ -313,7 +212,7 @@ class McpConnection:
             raise McpCallError(
                 "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
             ) from exc
-        return _wire(result)
+        return wire(result)
 
     def stderr(self) -> str:
         """The tail of the server's stderr so far (stdio servers; ``""`` otherwise)."""

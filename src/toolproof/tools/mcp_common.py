@@ -1,0 +1,142 @@
+"""Shared parts of the MCP tool source: where a server is, and what can go wrong.
+
+:class:`McpServer` is a resolved ``[[mcp]]`` entry; :class:`McpStartError` and
+:class:`McpCallError` are what :class:`~toolproof.tools.mcp_session.McpConnection`
+raises; the helpers read SDK objects the same way for the ``mcp`` 1.x and 2.x clients.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "SDK_ERRORS",
+    "STDERR_TAIL_BYTES",
+    "McpCallError",
+    "McpServer",
+    "McpStartError",
+    "error_code",
+    "notification_method",
+    "stderr_tail",
+    "wire",
+]
+
+CONNECTION_CLOSED = -32000
+"""JSON-RPC code the SDK uses for "connection closed" (the server went away)."""
+STDERR_TAIL_BYTES = 2000
+"""How much of the end of a server's stderr an error report quotes (bytes)."""
+
+_EXCEPTIONS: Any = importlib.import_module("mcp.shared.exceptions")
+SDK_ERRORS: tuple[type[Exception], ...] = tuple(
+    getattr(_EXCEPTIONS, name) for name in ("MCPError", "McpError") if hasattr(_EXCEPTIONS, name)
+)
+"""The SDK's JSON-RPC error class: ``MCPError`` (2.x) or ``McpError`` (1.x)."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """Where and how to reach one MCP server (a resolved ``[[mcp]]`` entry).
+
+    Attributes:
+        name: the server's name in the config (``git``); used in owners and messages.
+        command: the executable (stdio); ``None`` for streamable HTTP.
+        args: its arguments.
+        env: variables added to the client's environment (the server inherits the rest).
+        cwd: the server's working directory (absolute), or ``None`` for the client's.
+        url: the streamable-HTTP endpoint; ``None`` for stdio.
+        headers: HTTP headers sent with every request (streamable HTTP only).
+        prefix: tool names become ``<prefix>_<tool>``; ``None`` means ``name``, ``""``
+            keeps the server's names.
+        startup_timeout: seconds allowed from launch to the ``tools/list`` answer.
+        call_timeout: seconds allowed for one ``tools/call``.
+
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    prefix: str | None = None
+    startup_timeout: float = 30.0
+    call_timeout: float = 60.0
+
+
+class McpStartError(Exception):
+    """A server could not be started, initialized or listed.
+
+    Attributes:
+        reason: what went wrong (``exited before answering initialize``...).
+        stderr: the tail of the server's stderr (stdio), possibly empty; ``None`` for
+            streamable HTTP.
+
+    """
+
+    def __init__(self, reason: str, stderr: str | None) -> None:
+        self.reason = reason
+        self.stderr = stderr
+        if stderr is None:  # streamable HTTP: no process of ours
+            super().__init__(reason)
+        else:
+            super().__init__(
+                reason + (f"; stderr tail: {stderr}" if stderr else "; stderr was empty")
+            )
+
+
+class McpCallError(Exception):
+    """A ``tools/call`` got no result.
+
+    Attributes:
+        kind: ``transport`` (the connection is gone or broke), ``timeout``,
+            ``protocol`` (the server answered a JSON-RPC error or a malformed result) or
+            ``invalid_result`` (the SDK refused the structured content against the
+            tool's ``outputSchema``).
+        code: the JSON-RPC error code, when there is one.
+
+    """
+
+    def __init__(self, kind: str, message: str, code: int | None = None) -> None:
+        self.kind = kind
+        self.code = code
+        super().__init__(message)
+
+
+def stderr_tail(file: IO[bytes] | None, limit: int = STDERR_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a captured stderr file, decoded, stripped.
+
+    Reads with ``os.pread`` so the file offset the server writes at is left alone.
+    """
+    if file is None or file.closed:
+        return ""
+    fd = file.fileno()
+    size = os.fstat(fd).st_size
+    start = max(0, size - limit)
+    text = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+    return text.strip()
+
+
+def wire(model: Any) -> dict[str, Any]:
+    """An SDK model in MCP wire form (camelCase JSON, ``None`` fields left out)."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The JSON-RPC error code of an SDK error (``.code`` in 2.x, ``.error.code`` in 1.x)."""
+    code = getattr(exc, "code", None)  # 2.x MCPError
+    if code is None:
+        code = getattr(getattr(exc, "error", None), "code", None)  # 1.x McpError
+    return code if isinstance(code, int) else None
+
+
+def notification_method(message: Any) -> str | None:
+    """The ``method`` of a server notification (1.x wraps it in a RootModel)."""
+    inner = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
+    method = getattr(inner, "method", None)
+    return method if isinstance(method, str) else None
