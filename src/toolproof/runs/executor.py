@@ -101,6 +101,21 @@ class StepContext:
         """
         return self._executor.register(self.node.id, data, media_type, kind, None, detail or {})
 
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any]
+    ) -> tuple[ToolResult, EvidenceRecord | None]:
+        """Call a tool for this step exactly as a ``call`` step does.
+
+        The call is recorded (``tool_called``/``tool_returned``), counts against the
+        tool-call budget, is served from the record in frozen replay, and a successful
+        value is registered as ``tool_result`` evidence.
+
+        Returns:
+            The result and, on success, the evidence record of its value.
+
+        """
+        return await self._executor.tool_call(self.node.id, tool, arguments)
+
 
 class StepHandler(Protocol):
     """Runs one node of a kind the executor does not know (``retrieve``)."""
@@ -265,13 +280,31 @@ class Executor:
         except RefError as exc:
             self._fail(node.id, exc.message)
             return
+        result, record = await self.tool_call(node.id, node.tool or "", arguments)
+        if result.failure is not None or record is None:
+            return
+        self.values[node.id] = result.value
+        self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
+        self._finish(node.id, "ok", evidence=record.id)
+
+    async def tool_call(
+        self, node_id: str, tool: str, arguments: dict[str, Any]
+    ) -> tuple[ToolResult, EvidenceRecord | None]:
+        """Make one recorded tool call for step ``node_id``; see :meth:`StepContext.call_tool`.
+
+        A failed call finishes the step as ``failed`` (``step_finished`` recorded).
+
+        Raises:
+            _BudgetStop: the tool-call or evidence budget is spent.
+
+        """
         limit = self.spec.budgets.tool_calls
         if limit is not None and self.tool_calls >= limit:
-            message = f"tool-call budget of {limit} calls spent before step {node.id!r}"
-            self._fail(node.id, message, budget="tool_calls")
+            message = f"tool-call budget of {limit} calls spent before step {node_id!r}"
+            self._fail(node_id, message, budget="tool_calls")
             raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
-        call = ToolCall(tool=node.tool or "", arguments=arguments, step=node.id)
-        self._emit(ToolCalled, step=node.id, call_id=call.id, call=call)
+        call = ToolCall(tool=tool, arguments=arguments, step=node_id)
+        self._emit(ToolCalled, step=node_id, call_id=call.id, call=call)
         self.tool_calls += 1
         result = await self.calls.call(call, self.clock.remaining())
         data, media_type = b"", ""
@@ -285,15 +318,13 @@ class Executor:
                     f"{exc.message}",
                     where="output",
                 )
-        self._emit(ToolReturned, step=node.id, call_id=call.id, result=result)
+        self._emit(ToolReturned, step=node_id, call_id=call.id, result=result)
         if result.failure is not None:
             reason = f"{result.failure.kind}: {result.failure.message}"
-            self._fail(node.id, reason, call=call.id)
-            return
-        record = self.register(node.id, data, media_type, "tool_result", call.id, {})
-        self.values[node.id] = result.value
-        self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
-        self._finish(node.id, "ok", evidence=record.id)
+            self._fail(node_id, reason, call=call.id)
+            return result, None
+        record = self.register(node_id, data, media_type, "tool_result", call.id, {})
+        return result, record
 
     async def _handled(self, node: PlanNode) -> None:
         handler = self.handlers.get(node.kind.value)
@@ -305,6 +336,8 @@ class Executor:
         except InputError as exc:
             self._fail(node.id, exc.message)
             return
+        if node.id in self.outcome.outputs:
+            return  # a failed call inside the handler already finished the step
         self.outcome.outputs[node.id] = output
         if not output.ok:
             self.outcome.failures.append({"step": node.id, "reason": output.reason})
