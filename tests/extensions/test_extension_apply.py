@@ -308,7 +308,7 @@ def test_factory_misbehaviour_is_refused() -> None:
 
 def test_refusal_carries_structured_fields() -> None:
     with pytest.raises(ExtensionError) as info:
-        build_combo(make_tool(), elements("nope"))
+        build_combo(make_tool(), elements("nope"), registry=ExtensionRegistry())
     assert info.value.fields == {
         "tool": "add",
         "combo": ["nope"],

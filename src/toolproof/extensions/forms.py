@@ -19,7 +19,7 @@ unless ``registry=`` names another one (or ``register=False``) and returns the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 from pydantic import BaseModel
 
@@ -167,6 +167,24 @@ def call_next_for(inner: Tool, reserved: Sequence[str] | Mapping[str, Any] = ())
         return run({k: v for k, v in arguments.items() if k not in drop})
 
     return call_next
+
+
+@overload
+def wrapper(fn: WrapperFunction, /) -> Extension: ...
+
+
+@overload
+def wrapper(
+    *,
+    name: str | None = None,
+    config: type[BaseModel] | None = None,
+    reserved_params: Reserved = (),
+    requires_body_locality: bool = False,
+    version: str = "0",
+    description: str = "",
+    registry: ExtensionRegistry | None = None,
+    register: bool = True,
+) -> Callable[[WrapperFunction], Extension]: ...
 
 
 def wrapper(
