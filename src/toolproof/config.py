@@ -50,6 +50,7 @@ __all__ = [
     "ExtensionsSection",
     "McpSource",
     "PythonSource",
+    "RetrievalSource",
     "ToolSection",
     "ToolproofConfig",
     "ToolsetLoader",
@@ -132,6 +133,22 @@ class McpSource(_Closed):
         )
 
 
+class RetrievalSource(_Closed):
+    """A ``[[retrieval]]`` entry: a pinned corpus served by a ``retrieve`` tool.
+
+    ``corpus`` is a folder (relative to the toml file) of .txt/.md/.rst/.html files;
+    the tool (named ``name``) searches an SQLite FTS5 index ranked by BM25. ``cache``
+    is where index files are kept (default ``$TOOLPROOF_CACHE`` or
+    ``~/.cache/toolproof``); ``max_chunk_bytes`` is the chunk size limit in bytes.
+    """
+
+    name: str = Field(default="retrieve", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    corpus: str = Field(min_length=1)
+    max_chunk_bytes: int = Field(default=1500, ge=64, le=1_048_576)
+    tokenizer: str = "porter unicode61 remove_diacritics 2"
+    cache: str | None = None
+
+
 class ExtensionsSection(_Closed):
     """``[extensions]``: modules that register extensions (besides the entry points)."""
 
@@ -149,6 +166,7 @@ class ToolproofConfig(_Closed):
 
     python: list[PythonSource] = Field(default_factory=list)
     mcp: list[McpSource] = Field(default_factory=list)
+    retrieval: list[RetrievalSource] = Field(default_factory=list)
     extensions: ExtensionsSection = Field(default_factory=ExtensionsSection)
     tools: dict[str, ToolSection] = Field(default_factory=dict)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -257,11 +275,47 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
             toolset.quarantine(name, "name", exc.fields["rule"], owner=owner)
 
 
+def bind_retrieval_source(
+    toolset: Toolset, source: RetrievalSource, file: Path, index: int
+) -> None:
+    """Add the ``retrieve`` tool of one ``[[retrieval]]`` entry to ``toolset``.
+
+    The corpus is read and pinned now (its digest is in the tool's fingerprint); the
+    index is built on the first search and cached by fingerprint.
+
+    Raises:
+        ConfigError: the corpus folder is missing, empty, or holds a bad document.
+
+    """
+    from toolproof.errors import InputError
+    from toolproof.evidence.chunking import ChunkConfig
+    from toolproof.evidence.corpus import load_corpus
+    from toolproof.evidence.retrieval import IndexConfig, RetrievalRuntime
+
+    try:
+        corpus = load_corpus(file.parent / source.corpus)
+    except InputError as exc:
+        raise ConfigError(str(file), f"retrieval[{index}].corpus", exc.message) from None
+    runtime = RetrievalRuntime(
+        corpus,
+        chunking=ChunkConfig(max_bytes=source.max_chunk_bytes),
+        index=IndexConfig(tokenizer=source.tokenizer),
+        cache_dir=(file.parent / source.cache) if source.cache is not None else None,
+    )
+
+    async def close() -> None:
+        runtime.close()
+
+    toolset.add(runtime.as_tool(source.name), owner=f"retrieval:{source.corpus}")
+    toolset.on_close(close)
+
+
 async def build_toolset(path: str | Path) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
-    Sources bind in file order: ``[[python]]``, then ``[[mcp]]``; extensions apply
-    last. On any error every resource already opened (MCP sessions) is closed.
+    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``;
+    extensions apply last. On any error every resource already opened (MCP sessions)
+    is closed.
 
     Raises:
         ConfigError: the file or one of its entries is invalid.
@@ -276,6 +330,8 @@ async def build_toolset(path: str | Path) -> Toolset:
     try:
         for index, source in enumerate(config.python):
             bind_python_source(toolset, source, file, index)
+        for index, retrieval in enumerate(config.retrieval):
+            bind_retrieval_source(toolset, retrieval, file, index)
         if config.mcp:
             from toolproof.tools.mcp import bind_mcp_servers
 
