@@ -31,8 +31,9 @@ from toolproof.errors import (
 )
 from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
 from toolproof.identity import canonical_json, content_id, digest
-from toolproof.tools.declared import ToolContribution, bind_contribution
+from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
+from toolproof.tools.limits import SchemaLimits
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -44,6 +45,7 @@ __all__ = [
     "ExtensionError",
     "ExtensionKind",
     "IdentityMismatchError",
+    "SchemaLimits",
     "Tool",
     "ToolAnnotations",
     "ToolBindError",
@@ -64,6 +66,7 @@ __all__ = [
     "bind_contribution",
     "canonical_json",
     "content_id",
+    "declarable_field",
     "digest",
     "extension",
     "load_toolset",

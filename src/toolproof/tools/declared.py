@@ -2,25 +2,69 @@
 
 A contribution carries a name, a description, a declared ``input_schema`` and an
 async ``invoke(arguments)``; :func:`bind_contribution` turns it into a :class:`Tool`
-once, at the composition root. The body receives exactly the caller's JSON.
+once, at the composition root:
+
+* the schema is checked against :class:`~toolproof.tools.limits.SchemaLimits`
+  (size, depth, reference expansion), its ``$ref`` s resolved locally (remote ones
+  refused), and deep-copied: the declaration is never mutated;
+* it is compiled once by jsonschema-rs (draft 2020-12 unless ``$schema`` says
+  otherwise, ``format`` as annotation, no coercion, nothing fetched); a schema
+  its metaschema refuses is refused naming the offending field;
+* ``invoke`` is captured now and never looked up again; it receives exactly the
+  caller's JSON object (nothing injected, renamed, coerced or dropped).
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
+import keyword
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from toolproof.contract.tools import ToolAnnotations, ToolSpec
 from toolproof.errors import ToolBindError, ToolNameError
-from toolproof.tools.tool import Tool
+from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
+from toolproof.tools.refs import field_path
+from toolproof.tools.schema import Validator, compile_validator
+from toolproof.tools.tool import Body, Tool
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["ToolContribution", "bind_contribution", "bind_contributions"]
+__all__ = [
+    "ToolContribution",
+    "bind_contribution",
+    "bind_contributions",
+    "declarable_field",
+]
 
 Invoke = Callable[[dict[str, Any]], Awaitable[Any]]
 """``async invoke(arguments) -> str | JSON``."""
+
+_BASEMODEL_NAMES = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
+
+
+def declarable_field(name: Any) -> bool:
+    """Whether ``name`` can be held as it is by a generated Python args model or signature.
+
+    True for a string that is a Python identifier, not a keyword (``class``,
+    ``from``), without a leading underscore (pydantic refuses those), outside the
+    ``model_`` namespace pydantic reserves, and not an attribute of
+    ``pydantic.BaseModel`` (``json``, ``schema``, ``copy``...), which a field would
+    shadow. Adapters hold every other property name under an alias and send the
+    original name on the wire: a name is never renamed, and never breaks a binding.
+
+    Args:
+        name: a property name from a declared schema (any value; non-strings are False).
+
+    Returns:
+        Whether a Python parameter and a pydantic field can carry that name unchanged.
+
+    """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return False
+    return not name.startswith(("_", "model_")) and name not in _BASEMODEL_NAMES
 
 
 @dataclass(frozen=True)
@@ -52,59 +96,114 @@ class ToolContribution:
     varies: tuple[str, ...] = field(default=())
 
 
-def bind_contribution(contribution: ToolContribution) -> Tool:
+def _compile(name: str, field_name: str, schema: dict[str, Any]) -> Validator:
+    try:
+        return compile_validator(schema)
+    except ValueError as exc:
+        parts = tuple(getattr(exc, "instance_path", ()) or ())
+        message = getattr(exc, "message", None) or str(exc).split("\n", 1)[0]
+        raise ToolBindError(
+            name,
+            field_path(field_name, parts),
+            f"{message} (rule: the schema must be valid against its JSON Schema metaschema)",
+        ) from exc
+
+
+def _body_for(name: str, invoke: Any) -> Body:
+    if not callable(invoke):
+        raise ToolBindError(name, "invoke", "must be an async callable: invoke(arguments)")
+    if inspect.iscoroutinefunction(invoke):
+        body: Body = invoke
+        return body
+
+    async def awaiting(arguments: dict[str, Any]) -> Any:
+        result = invoke(arguments)
+        if not inspect.isawaitable(result):
+            raise TypeError(
+                f"invoke of tool {name!r} returned {type(result).__name__}, not an awaitable "
+                "(rule: invoke is async; there is no synchronous path)"
+            )
+        return await result
+
+    return awaiting
+
+
+def bind_contribution(
+    contribution: ToolContribution, *, limits: SchemaLimits | None = None
+) -> Tool:
     """Bind a :class:`ToolContribution` as a validated :class:`Tool`.
 
     Args:
         contribution: the declaration.
+        limits: bounds on the declared schemas (default
+            :data:`~toolproof.tools.limits.DEFAULT_LIMITS`).
 
     Returns:
-        The tool; calling it validates the arguments with the compiled draft 2020-12
-        validator and hands ``invoke`` exactly the caller's object.
+        The tool; ``await tool.call(arguments)`` validates ``arguments`` with the
+        compiled validator and hands ``invoke`` exactly the caller's object.
 
     Raises:
-        ToolBindError: the declaration cannot be bound faithfully; names the tool,
-            the field and the rule.
+        ToolBindError: the declaration cannot be bound faithfully; ``tool`` names
+            it, ``field`` the offending field (``input_schema.properties.x.type``),
+            ``rule`` the rule or limit it breaks.
+
     """
     name = contribution.name
-    schema = copy.deepcopy(contribution.input_schema)
-    if not isinstance(schema, dict):
-        raise ToolBindError(name, "input_schema", "must be a JSON Schema object")
-    output = copy.deepcopy(dict(contribution.output_schema)) if contribution.output_schema else None
+    bounds = limits or DEFAULT_LIMITS
+    body = _body_for(name, contribution.invoke)
+    prepared = prepare_schema(name, "input_schema", contribution.input_schema, bounds)
+    validator = _compile(name, "input_schema", prepared.schema)
+    output: dict[str, Any] | None = None
+    if contribution.output_schema is not None:
+        output = prepare_schema(name, "output_schema", contribution.output_schema, bounds).schema
+        _compile(name, "output_schema", output)
     spec = ToolSpec(
         name=name,
         version=contribution.version,
         description=contribution.description,
-        input_schema=schema,
+        input_schema=prepared.schema,
         output_schema=output,
         annotations=contribution.annotations or ToolAnnotations(),
     )
-    invoke = contribution.invoke
-
-    async def body(arguments: dict[str, Any]) -> Any:
-        return await invoke(arguments)
-
     return Tool(
         spec,
         body,
         source=contribution.source,
         deterministic=contribution.deterministic,
         varies=contribution.varies,
+        validator=validator,
     )
 
 
 def bind_contributions(
-    toolset: Toolset, contributions: Iterable[ToolContribution], *, owner: str
+    toolset: Toolset,
+    contributions: Iterable[ToolContribution],
+    *,
+    owner: str,
+    limits: SchemaLimits | None = None,
 ) -> list[Tool]:
     """Bind each contribution into ``toolset``; quarantine each that cannot be bound.
 
+    A refused declaration is recorded with :meth:`Toolset.quarantine` (tool name,
+    field, rule, owner) and every other contribution still binds.
+
+    Args:
+        toolset: the unsealed Toolset to add to.
+        contributions: the declarations, bound in order.
+        owner: who contributed them (``mcp:git``, ``plugin:pkg``), named in errors.
+        limits: bounds on the declared schemas (see :func:`bind_contribution`).
+
     Returns:
         The tools that were added, in order.
+
+    Raises:
+        ToolsetSealedError: the Toolset is sealed.
+
     """
     added: list[Tool] = []
     for contribution in contributions:
         try:
-            added.append(toolset.add(bind_contribution(contribution), owner=owner))
+            added.append(toolset.add(bind_contribution(contribution, limits=limits), owner=owner))
         except ToolBindError as exc:
             toolset.quarantine(
                 contribution.name, exc.fields["field"], exc.fields["rule"], owner=owner

@@ -86,12 +86,19 @@ def compile_validator(schema: Any) -> Validator:
     Args:
         schema: a JSON Schema (object or boolean); ``$schema`` selects another draft.
 
+    Nothing is ever fetched: a ``$ref`` or ``$schema`` outside the schema document
+    fails to compile instead of reading a file or the network (DESIGN.md section 9).
+
     Raises:
-        ValueError: the schema is not a valid JSON Schema (message from jsonschema-rs).
-        jsonschema_rs.ReferencingError: a ``$ref`` cannot be resolved.
+        ValueError: the schema is not a valid JSON Schema, or a ``$ref`` cannot be
+            resolved inside it (message from jsonschema-rs).
 
     """
-    return jsonschema_rs.validator_for(schema, validate_formats=False)
+    return jsonschema_rs.validator_for(schema, validate_formats=False, retriever=_refuse_retrieval)
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    raise ValueError(f"remote reference {uri!r} is refused: nothing is fetched")
 
 
 def _escape(part: str | int) -> str:

@@ -1,0 +1,193 @@
+"""Limits on a declared JSON Schema, and the checked deep copy that binding keeps.
+
+A declaration is untrusted input (DESIGN.md section 9): before anything compiles
+it, :func:`prepare_schema` refuses, with an error naming the tool, the field and
+the limit, a schema that is
+
+* not plain JSON (RFC 8785 canonical form: no NaN, no non-string keys, no
+  tuples, no integers past 2**53 - 1),
+* larger than :data:`MAX_SCHEMA_BYTES` bytes of canonical JSON,
+* nested deeper than :data:`MAX_SCHEMA_DEPTH` JSON levels,
+* of an unknown ``$schema`` dialect, or with a remote or unresolvable ``$ref``,
+* larger than :data:`MAX_REF_EXPANSION` subschemas once its references are
+  expanded (the exponential "billion laughs" shape), counted with recursion cut
+  so a recursive schema costs what it declares.
+
+Every check is linear in the schema size or capped by a limit, so a schema bomb
+is refused in milliseconds. Override the limits per call with :class:`SchemaLimits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from toolproof.errors import CanonicalizationError, ToolBindError
+from toolproof.identity import canonical_json
+from toolproof.tools.refs import RefWalker, dialect_of
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_REF_EXPANSION",
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "PreparedSchema",
+    "SchemaLimits",
+    "prepare_schema",
+]
+
+MAX_SCHEMA_BYTES = 1_048_576
+"""Default limit on a schema's size: bytes of its RFC 8785 canonical JSON (1 MiB)."""
+
+MAX_SCHEMA_DEPTH = 64
+"""Default limit on a schema's nesting: JSON levels (objects and arrays) from the root,
+the root object being level 1. A nested object property costs two levels
+(``properties`` and the property), an array item one (``items``)."""
+
+MAX_REF_EXPANSION = 10_000
+"""Default limit on the subschemas a schema expands to once every ``$ref`` is inlined
+(a recursive reference counts once): the work a validator compiler may have to do."""
+
+_REF_MARKERS = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
+_ID_MARKERS = (b'"$id"', b'"id"', b'"$anchor"', b'"$dynamicAnchor"')
+
+
+@dataclass(frozen=True)
+class SchemaLimits:
+    """Bounds on one declared schema; every value must be a positive integer.
+
+    Attributes:
+        max_bytes: size of the canonical JSON, in bytes (default :data:`MAX_SCHEMA_BYTES`).
+        max_depth: nesting, in JSON levels (default :data:`MAX_SCHEMA_DEPTH`).
+        max_expansion: subschemas after reference expansion (default :data:`MAX_REF_EXPANSION`).
+
+    Raises:
+        ValueError: a limit is not a positive integer.
+
+    """
+
+    max_bytes: int = MAX_SCHEMA_BYTES
+    max_depth: int = MAX_SCHEMA_DEPTH
+    max_expansion: int = MAX_REF_EXPANSION
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_depth", "max_expansion"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"SchemaLimits.{name} must be a positive integer, not {value!r}")
+
+
+DEFAULT_LIMITS = SchemaLimits()
+"""The limits :func:`toolproof.bind_contribution` applies when given none."""
+
+
+@dataclass(frozen=True)
+class PreparedSchema:
+    """A checked, private deep copy of a declared schema.
+
+    Attributes:
+        schema: the copy (plain ``dict``/``list``/scalars, declaration order kept).
+        draft: the draft it declares (2020 for 2020-12, 2019, 7, 6 or 4).
+        size: its canonical JSON size in bytes.
+
+    """
+
+    schema: dict[str, Any]
+    draft: int
+    size: int
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    level: list[Any] = [value]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    below.append(child)
+        level = below
+        depth += 1
+    return False
+
+
+def _depth_error(tool: str, field: str, limit: int) -> ToolBindError:
+    return ToolBindError(
+        tool,
+        field,
+        f"nesting depth exceeds the limit of {limit} levels (rule: SchemaLimits.max_depth, "
+        "default MAX_SCHEMA_DEPTH; a schema this deep is refused before it is compiled)",
+    )
+
+
+def prepare_schema(
+    tool: str, field: str, schema: Any, limits: SchemaLimits = DEFAULT_LIMITS
+) -> PreparedSchema:
+    """Check a declared schema against ``limits`` and return a private deep copy.
+
+    Args:
+        tool: the tool's name, for errors.
+        field: the field holding the schema (``input_schema``, ``output_schema``).
+        schema: the declared schema: a JSON object (any ``Mapping`` at the top).
+        limits: the bounds to apply.
+
+    Returns:
+        The :class:`PreparedSchema`; the caller's object is never modified.
+
+    Raises:
+        ToolBindError: the schema is not a plain JSON object, breaks a limit, declares
+            an unknown dialect, or has a remote or unresolvable reference; ``field``
+            names where (``input_schema.properties.a.$ref``).
+
+    """
+    if isinstance(schema, Mapping) and type(schema) is not dict:
+        schema = dict(schema)
+    if type(schema) is not dict:
+        raise ToolBindError(
+            tool,
+            field,
+            f"must be a JSON Schema object (a JSON object), not {type(schema).__name__}",
+        )
+    try:
+        data = canonical_json(schema)
+    except CanonicalizationError as exc:
+        rule = str(exc.fields["rule"])
+        if "nested deeper" in rule:  # the C encoder's own nesting guard
+            raise _depth_error(tool, field, limits.max_depth) from None
+        where = str(exc.fields["path"])[1:]
+        raise ToolBindError(tool, field + where, f"is not plain JSON: {rule}") from exc
+    except RecursionError:
+        raise _depth_error(tool, field, limits.max_depth) from None
+    if len(data) > limits.max_bytes:
+        raise ToolBindError(
+            tool,
+            field,
+            f"schema size {len(data)} bytes exceeds the limit of {limits.max_bytes} bytes "
+            "(rule: SchemaLimits.max_bytes, default MAX_SCHEMA_BYTES, counted on canonical JSON)",
+        )
+    try:
+        copy: dict[str, Any] = orjson.loads(orjson.dumps(schema))
+    except orjson.JSONEncodeError:  # nesting past orjson's 254 levels
+        raise _depth_error(tool, field, limits.max_depth) from None
+    if _too_deep(copy, limits.max_depth):
+        raise _depth_error(tool, field, limits.max_depth)
+    draft = dialect_of(copy, tool=tool, field=field)
+    if any(marker in data for marker in _REF_MARKERS):
+        walker = RefWalker(copy, tool=tool, field=field, draft=draft)
+        if any(marker in data for marker in _ID_MARKERS):
+            walker.index()
+        else:  # no $id or anchor anywhere: the root is the only resource
+            walker.has_ids = False
+        walker.expansion(
+            limits.max_expansion,
+            f"reference expansion exceeds the limit of {limits.max_expansion} subschemas "
+            "(rule: SchemaLimits.max_expansion, default MAX_REF_EXPANSION; every $ref is "
+            "counted as the subschemas it expands to, so exponential fan-out is refused)",
+        )
+    return PreparedSchema(copy, draft, len(data))

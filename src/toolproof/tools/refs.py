@@ -1,0 +1,354 @@
+"""Local references of a declared JSON Schema: resolved inside the declaration, never fetched.
+
+A declaration may point into itself with ``$ref`` (``#/$defs/X``, ``#/properties/a``,
+legacy ``#/definitions/X``, anchors ``#name``), into an *embedded* resource that it
+names with ``$id`` (``urn:example:part#/$defs/X``, ``other.json#/x``), recursively or
+in chains. Anything else — ``http:``, ``file:``, a URN or a relative path that no
+embedded ``$id`` names — is a **remote** reference and is refused at bind time:
+binding never reads a file or the network.
+
+:class:`RefWalker` resolves every reference reachable from the root (RFC 3986
+section 5.2 for URI resolution, RFC 6901 for JSON Pointer fragments) and counts
+the subschemas the validator has to build once references are expanded, cutting
+recursion (a reference to a target already being expanded counts once), so a
+"billion laughs" schema is refused after ``max_expansion`` steps instead of hanging
+the compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from toolproof.errors import ToolBindError
+from toolproof.tools.schema import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
+
+__all__ = [
+    "DEFAULT_BASE_URI",
+    "DIALECTS",
+    "RefWalker",
+    "dialect_of",
+    "field_path",
+    "flatten",
+    "resolve_uri",
+]
+
+DEFAULT_BASE_URI = "urn:toolproof:input-schema"
+"""The base URI of a declaration without a root ``$id`` (RFC 3986 section 5.1.4)."""
+
+DIALECTS: dict[str, int] = {
+    "https://json-schema.org/draft/2020-12/schema": 2020,
+    "https://json-schema.org/draft/2019-09/schema": 2019,
+    "http://json-schema.org/draft-07/schema": 7,
+    "https://json-schema.org/draft-07/schema": 7,
+    "http://json-schema.org/draft-06/schema": 6,
+    "https://json-schema.org/draft-06/schema": 6,
+    "http://json-schema.org/draft-04/schema": 4,
+    "https://json-schema.org/draft-04/schema": 4,
+    "http://json-schema.org/schema": 2020,
+}
+"""``$schema`` values (without a trailing ``#``) -> draft; no ``$schema`` means 2020-12."""
+
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+_URI_RE = re.compile(r"^(?:([A-Za-z][A-Za-z0-9+.-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?")
+_SIMPLE_KEY_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
+
+
+def dialect_of(schema: dict[str, Any], *, tool: str, field: str) -> int:
+    """Return the draft a schema declares with ``$schema`` (2020 when absent).
+
+    Raises:
+        ToolBindError: ``$schema`` is not a string naming a known draft (a custom
+            metaschema would have to be fetched).
+
+    """
+    declared = schema.get("$schema")
+    if declared is None:
+        return 2020
+    if isinstance(declared, str) and declared.rstrip("#") in DIALECTS:
+        return DIALECTS[declared.rstrip("#")]
+    known = ", ".join(sorted({uri for uri in DIALECTS if uri.startswith("https")}))
+    raise ToolBindError(
+        tool,
+        f"{field}.$schema",
+        f"unknown dialect {declared!r} (rule: only the published drafts are supported: {known})",
+    )
+
+
+def field_path(field: str, parts: tuple[str | int, ...]) -> str:
+    """A readable schema location, for errors.
+
+    ``input_schema`` and ``("properties", "a.b", "$ref")`` give
+    ``input_schema.properties["a.b"].$ref``.
+    """
+    out = [field]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _SIMPLE_KEY_RE.match(part):
+            out.append(f".{part}")
+        else:
+            out.append("[" + repr(part).replace("'", '"') + "]")
+    return "".join(out)
+
+
+def _split(uri: str) -> tuple[str | None, str | None, str, str | None, str | None]:
+    uri, hash_mark, fragment = uri.partition("#")
+    match = _URI_RE.match(uri)
+    assert match is not None  # the pattern matches every string
+    scheme, authority, path, query = match.groups()
+    return scheme, authority, path, query, fragment if hash_mark else None
+
+
+def _remove_dot_segments(path: str) -> str:
+    if "." not in path:
+        return path
+    out: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "..":
+            if len(out) > 1:
+                out.pop()
+            if last:
+                out.append("")
+        elif segment == ".":
+            if last:
+                out.append("")
+        else:
+            out.append(segment)
+    return "/".join(out)
+
+
+def resolve_uri(base: str, reference: str) -> str:
+    """Resolve ``reference`` against ``base`` (RFC 3986 section 5.2.2, strict)."""
+    scheme, authority, path, query, fragment = _split(reference)
+    if scheme is None:
+        b_scheme, b_authority, b_path, b_query, _ = _split(base)
+        scheme = b_scheme
+        if authority is None:
+            if not path:
+                path = b_path
+                query = b_query if query is None else query
+            elif not path.startswith("/"):
+                if b_authority is not None and not b_path:
+                    path = "/" + path
+                else:
+                    path = b_path[: b_path.rfind("/") + 1] + path
+            authority = b_authority
+    path = _remove_dot_segments(path)
+    text = f"{scheme}:" if scheme is not None else ""
+    if authority is not None:
+        text += f"//{authority}"
+    text += path
+    if query is not None:
+        text += f"?{query}"
+    if fragment is not None:
+        text += f"#{fragment}"
+    return text
+
+
+class RefWalker:
+    """Resolve the references of one declared schema and count its expansion.
+
+    Args:
+        schema: the (copied) schema document.
+        tool: the tool name, for errors.
+        field: the schema's field name (``input_schema``), for errors.
+        draft: the declared draft (see :func:`dialect_of`).
+
+    """
+
+    def __init__(self, schema: Any, *, tool: str, field: str, draft: int) -> None:
+        self.schema = schema
+        self.tool = tool
+        self.field = field
+        self.draft = draft
+        self.resources: dict[str, Any] = {}
+        self.anchors: dict[tuple[str, str], Any] = {}
+        self.bases: dict[int, str] = {}
+        self._resolved: dict[tuple[str, str], tuple[Any, str]] = {}
+        self.has_ids = True
+        """Whether a subschema may carry ``$id``; False skips base-URI tracking."""
+        root_base = self._base_of(schema, DEFAULT_BASE_URI)
+        self.root_base = root_base
+        self.resources[root_base] = schema
+        self.resources.setdefault(DEFAULT_BASE_URI, schema)
+        self.bases[id(schema)] = DEFAULT_BASE_URI
+
+    def _base_of(self, node: dict[str, Any], base: str) -> str:
+        key = "id" if self.draft == 4 else "$id"
+        ident = node.get(key)
+        if type(ident) is not str or (self.draft <= 7 and ident.startswith("#")):
+            return base
+        return resolve_uri(base, ident).partition("#")[0]
+
+    def index(self) -> None:
+        """Record every embedded resource (``$id``) and anchor, with its base URI."""
+        stack: list[tuple[Any, str]] = [(self.schema, DEFAULT_BASE_URI)]
+        id_key = "id" if self.draft == 4 else "$id"
+        while stack:
+            node, base = stack.pop()
+            if type(node) is not dict:
+                continue
+            self.bases[id(node)] = base
+            ident = node.get(id_key)
+            if type(ident) is str:
+                if self.draft <= 7 and ident.startswith("#"):
+                    self.anchors[(base, ident[1:])] = node
+                else:
+                    base = resolve_uri(base, ident).partition("#")[0]
+                    self.resources.setdefault(base, node)
+            for anchor_key in ("$anchor", "$dynamicAnchor"):
+                anchor = node.get(anchor_key)
+                if type(anchor) is str:
+                    self.anchors.setdefault((base, anchor), node)
+            stack.extend((child, base) for child in _children(node))
+
+    def lookup(self, base: str, reference: str, where: Any) -> tuple[Any, str]:
+        """Return ``(target, base URI at the target)`` of ``reference`` written at ``where``.
+
+        ``where`` is a linked path (``(parent, part)`` pairs, ``None`` at the root; see
+        :func:`flatten`), used only to name the reference in an error.
+
+        Raises:
+            ToolBindError: the reference is remote, or local but does not resolve.
+
+        """
+        key = (base, reference)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._lookup(base, reference, where)
+            self._resolved[key] = found
+        return found
+
+    def _lookup(self, base: str, reference: str, where: Any) -> tuple[Any, str]:
+        uri = resolve_uri(base, reference)
+        document, _, fragment = uri.partition("#")
+        resource = self.resources.get(document)
+        field = field_path(self.field, flatten(where))
+        if resource is None:
+            raise ToolBindError(
+                self.tool,
+                field,
+                f"remote $ref {reference!r} is refused (rule: only references inside the "
+                "declaration resolve: '#...' fragments and resources embedded with $id; "
+                "nothing is fetched)",
+            )
+        fragment = unquote(fragment)
+        if not fragment:
+            return resource, self.bases.get(id(resource), document)
+        if not fragment.startswith("/"):
+            target = self.anchors.get((document, fragment))
+            if target is None:
+                raise ToolBindError(
+                    self.tool,
+                    field,
+                    f"$ref {reference!r} does not resolve: no anchor {fragment!r} in the schema",
+                )
+            return target, self.bases.get(id(target), document)
+        node, node_base = resource, document
+        for token in fragment[1:].split("/"):
+            name = token.replace("~1", "/").replace("~0", "~")
+            if type(node) is dict and name in node:
+                node_base = self._base_of(node, node_base) if node is not resource else node_base
+                node = node[name]
+            elif type(node) is list and name.isdigit() and int(name) < len(node):
+                node = node[int(name)]
+            else:
+                raise ToolBindError(
+                    self.tool,
+                    field,
+                    f"$ref {reference!r} does not resolve: JSON Pointer {fragment!r} names "
+                    f"nothing at {name!r} (rule: local references must point into the schema)",
+                )
+        return node, self.bases.get(id(node), node_base)
+
+    def expansion(self, limit: int, rule: str) -> int:
+        """Count subschemas with every reference expanded; stop past ``limit``.
+
+        A reference to a target already being expanded (recursion) counts once.
+
+        Raises:
+            ToolBindError: a reference does not resolve or is remote, or the count
+                passes ``limit`` (``rule`` names the limit).
+
+        """
+        root = self.schema
+        on_path: dict[int, int] = {id(root): 1}
+        stack: list[Any] = [(root, DEFAULT_BASE_URI, None, None)]
+        push = stack.append
+        count = 0
+        has_ids = self.has_ids
+        while stack:
+            entry = stack.pop()
+            if type(entry) is int:
+                on_path[entry] -= 1
+                continue
+            node, base, where, target_id = entry
+            count += 1
+            if count > limit:
+                parts = flatten(where)
+                cut = next((i for i, part in enumerate(parts) if part in _REF_KEYWORDS), None)
+                at = parts if cut is None else parts[: cut + 1]
+                raise ToolBindError(self.tool, field_path(self.field, at), rule)
+            if type(node) is not dict:
+                continue
+            if target_id is not None:
+                if on_path.get(target_id):
+                    continue
+                on_path[target_id] = 1
+                push(target_id)
+            if has_ids:
+                base = self._base_of(node, base)
+            _push_children(node, base, where, push)
+            for ref_key in _REF_KEYWORDS:
+                reference = node.get(ref_key)
+                if type(reference) is str:
+                    at = (where, ref_key)
+                    target, target_base = self.lookup(base, reference, at)
+                    push((target, target_base, at, id(target)))
+        return count
+
+
+def _push_children(node: dict[str, Any], base: str, where: Any, push: Any) -> None:
+    for key, value in node.items():
+        if key in SUBSCHEMA_KEYWORDS:
+            if type(value) is list:
+                for index, item in enumerate(value):
+                    push((item, base, ((where, key), index), None))
+            else:
+                push((value, base, (where, key), None))
+        elif key in SUBSCHEMA_LIST_KEYWORDS:
+            if type(value) is list:
+                for index, item in enumerate(value):
+                    push((item, base, ((where, key), index), None))
+        elif (key in MAP_KEYWORDS or key == "dependencies") and type(value) is dict:
+            for name, item in value.items():
+                push((item, base, ((where, key), name), None))
+
+
+def flatten(where: Any) -> tuple[str | int, ...]:
+    """``((None, "properties"), "a")`` (a linked path, root first) -> ``("properties", "a")``."""
+    parts: list[str | int] = []
+    while where is not None:
+        where, part = where
+        parts.append(part)
+    return tuple(reversed(parts))
+
+
+def _children(node: dict[str, Any]) -> list[Any]:
+    out: list[Any] = []
+    for key, value in node.items():
+        if key in SUBSCHEMA_KEYWORDS:
+            if type(value) is list:
+                out.extend(value)
+            else:
+                out.append(value)
+        elif key in SUBSCHEMA_LIST_KEYWORDS:
+            if type(value) is list:
+                out.extend(value)
+        elif (key in MAP_KEYWORDS or key == "dependencies") and type(value) is dict:
+            out.extend(value.values())
+    return out

@@ -1,0 +1,38 @@
+"""The toolproof adapter of the declared-tool binding conformance suite.
+
+Contract (``shared/cases/binding/README.md``): ``bind(declaration, invoke)`` returns
+a callable; ``await fn(arguments)`` returns what ``invoke`` returned. Binding goes
+through :func:`toolproof.bind_contribution` (a refused declaration raises
+``ToolBindError``); a call goes through ``Tool.call`` and ``ToolResult.unwrap()``, so
+refused arguments raise ``ToolCallError`` without calling ``invoke``.
+
+Run it by hand::
+
+    python ../shared/cases/binding/runner.py tests/conformance/binding_adapter.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from toolproof import ToolContribution, bind_contribution
+
+
+def bind(
+    declaration: dict[str, Any], invoke: Callable[[dict[str, Any]], Awaitable[Any]]
+) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
+    tool = bind_contribution(
+        ToolContribution(
+            name=declaration["name"],
+            description=declaration.get("description", ""),
+            input_schema=declaration["input_schema"],
+            invoke=invoke,
+        )
+    )
+
+    async def call(arguments: dict[str, Any]) -> Any:
+        return (await tool.call(arguments)).unwrap()
+
+    return call

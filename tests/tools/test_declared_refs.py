@@ -1,0 +1,251 @@
+"""Declared schemas: local refs, remote refusals, limits, bombs (tools/refs.py, limits.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from toolproof import SchemaLimits, ToolBindError, ToolContribution, bind_contribution
+from toolproof.tools.limits import MAX_REF_EXPANSION, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+from toolproof.tools.refs import RefWalker, resolve_uri
+
+
+async def _invoke(arguments: dict[str, Any]) -> Any:
+    return "ok"
+
+
+def _bind(schema: Any, limits: SchemaLimits | None = None) -> Any:
+    return bind_contribution(ToolContribution("t", "A tool.", schema, _invoke), limits=limits)
+
+
+def _accepts(schema: dict[str, Any], arguments: dict[str, Any]) -> bool:
+    return asyncio.run(_bind(schema).call(arguments)).ok
+
+
+def _refusal(schema: Any, limits: SchemaLimits | None = None) -> ToolBindError:
+    with pytest.raises(ToolBindError) as info:
+        _bind(schema, limits)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("base", "reference", "expected"),
+    [
+        # RFC 3986 section 5.4.1 normal examples
+        ("http://a/b/c/d;p?q", "g", "http://a/b/c/g"),
+        ("http://a/b/c/d;p?q", "./g", "http://a/b/c/g"),
+        ("http://a/b/c/d;p?q", "/g", "http://a/g"),
+        ("http://a/b/c/d;p?q", "//g", "http://g"),
+        ("http://a/b/c/d;p?q", "?y", "http://a/b/c/d;p?y"),
+        ("http://a/b/c/d;p?q", "#s", "http://a/b/c/d;p?q#s"),
+        ("http://a/b/c/d;p?q", "", "http://a/b/c/d;p?q"),
+        ("http://a/b/c/d;p?q", "../..", "http://a/"),
+        ("http://a/b/c/d;p?q", "../../g", "http://a/g"),
+        ("urn:example:root", "#/$defs/A", "urn:example:root#/$defs/A"),
+        ("urn:example:root", "urn:other:x#frag", "urn:other:x#frag"),
+    ],
+)
+def test_resolve_uri_follows_rfc_3986(base: str, reference: str, expected: str) -> None:
+    assert resolve_uri(base, reference) == expected
+
+
+INT = {"type": "integer"}
+# (property schema, $defs, an accepted value, a refused value)
+CHAIN = {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/C"}, "C": INT}
+LOCAL = [
+    ({"$ref": "#/$defs/N"}, {"N": {"type": "integer"}}, 1, "x"),
+    ({"$ref": "#/definitions/N"}, None, 1, "x"),
+    ({"$ref": "#/$defs/a~1b"}, {"a/b": {"type": "integer"}}, 1, "x"),
+    ({"$ref": "#/$defs/x~0y"}, {"x~y": {"type": "integer"}}, 1, "x"),
+    ({"$ref": "#/$defs/per%25cent"}, {"per%cent": {"type": "integer"}}, 1, "x"),
+    ({"$ref": "#num"}, {"N": {"$anchor": "num", "type": "integer"}}, 1, "x"),
+    ({"$ref": "urn:ex:num"}, {"N": {"$id": "urn:ex:num", "type": "integer"}}, 1, "x"),
+    ({"$ref": "p.json#/$defs/i"}, {"P": {"$id": "p.json", "$defs": {"i": INT}}}, 1, "x"),
+    ({"$ref": "#/$defs/A"}, CHAIN, 1, "x"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("prop", "defs", "good", "bad"), LOCAL)
+def test_local_references_resolve(prop: dict[str, Any], defs: Any, good: Any, bad: Any) -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"v": prop}, "required": ["v"]}
+    if defs is None:
+        schema["definitions"] = {"N": {"type": "integer"}}
+    else:
+        schema["$defs"] = defs
+    assert _accepts(schema, {"v": good})
+    assert not _accepts(schema, {"v": bad})
+
+
+def test_embedded_resource_resolves_fragments_against_its_own_id() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "color": {
+                "$id": "urn:example:color",
+                "$defs": {"C": {"enum": ["red"]}},
+                "$ref": "#/$defs/C",
+            }
+        },
+    }
+    assert _accepts(schema, {"color": "red"})
+    assert not _accepts(schema, {"color": "blue"})
+
+
+def test_recursive_schemas_bind_and_validate_deeply() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "v": {"type": "integer"},
+                    "kids": {"items": {"$ref": "#/$defs/Node"}},
+                },
+            }
+        },
+    }
+    deep: dict[str, Any] = {"v": 0}
+    for index in range(50):
+        deep = {"v": index, "kids": [deep]}
+    assert _accepts(schema, {"root": deep})
+    deep["kids"][0]["v"] = "x"
+    assert not _accepts(schema, {"root": deep})
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "http://example.com/schema.json",
+        "https://example.com/schema.json#/$defs/A",
+        "file:///etc/passwd",
+        "urn:example:elsewhere",
+        "other.json",
+        "../up.json#/x",
+        "//host/path",
+    ],
+)
+def test_remote_references_are_refused_at_bind_time(reference: str) -> None:
+    error = _refusal({"type": "object", "properties": {"a": {"$ref": reference}}})
+    assert error.fields["field"] == "input_schema.properties.a.$ref"
+    assert error.fields["rule"].startswith(f"remote $ref {reference!r} is refused")
+    assert str(error).startswith("cannot bind tool 't': input_schema.properties.a.$ref: ")
+
+
+def test_binding_never_opens_a_connection_or_reads_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("binding tried to connect")
+
+    monkeypatch.setattr(socket.socket, "connect", forbidden)
+    for schema in (
+        {"$ref": "http://127.0.0.1:9/x.json"},
+        {"allOf": [{"$ref": "file:///etc/hostname"}]},
+        {"$schema": "http://127.0.0.1:9/meta", "type": "object"},
+    ):
+        _refusal(schema)
+
+
+@pytest.mark.parametrize(
+    ("reference", "rule"),
+    [
+        (
+            "#/$defs/Missing",
+            "$ref '#/$defs/Missing' does not resolve: JSON Pointer '/$defs/Missing'",
+        ),
+        ("#/properties/nope", "$ref '#/properties/nope' does not resolve: JSON Pointer"),
+        ("#missing_anchor", "$ref '#missing_anchor' does not resolve: no anchor 'missing_anchor'"),
+    ],
+)
+def test_unresolvable_local_references_are_refused(reference: str, rule: str) -> None:
+    schema = {"type": "object", "properties": {"a": {"$ref": reference}}, "$defs": {"P": {}}}
+    error = _refusal(schema)
+    assert error.fields["field"] == "input_schema.properties.a.$ref"
+    assert error.fields["rule"].startswith(rule)
+
+
+def test_unknown_dialect_is_refused() -> None:
+    error = _refusal({"$schema": "https://example.com/my-meta", "type": "object"})
+    assert error.fields["field"] == "input_schema.$schema"
+    assert error.fields["rule"].startswith("unknown dialect 'https://example.com/my-meta'")
+
+
+def _fanout(keyword: str, levels: int = 9, width: int = 10) -> dict[str, Any]:
+    defs: dict[str, Any] = {"L0": {"type": "string"}}
+    for level in range(1, levels + 1):
+        refs = [{"$ref": f"#/$defs/L{level - 1}"} for _ in range(width)]
+        if keyword == "allOf":
+            defs[f"L{level}"] = {"allOf": refs}
+        else:
+            defs[f"L{level}"] = {"properties": {f"p{i}": ref for i, ref in enumerate(refs)}}
+    return {"type": "object", "properties": {"v": {"$ref": f"#/$defs/L{levels}"}}, "$defs": defs}
+
+
+@pytest.mark.parametrize("keyword", ["allOf", "properties"])
+def test_reference_bombs_are_refused_fast_naming_the_limit(keyword: str) -> None:
+    start = time.perf_counter()
+    error = _refusal(_fanout(keyword))
+    assert time.perf_counter() - start < 0.5
+    assert error.fields["field"].startswith("input_schema.$defs.L9.")
+    assert error.fields["field"].endswith(".$ref")
+    assert error.fields["rule"].startswith(
+        f"reference expansion exceeds the limit of {MAX_REF_EXPANSION} subschemas"
+    )
+
+
+def test_mutual_recursion_counts_each_cycle_once() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"p": {"$ref": "#/$defs/A"}},
+        "$defs": {
+            "A": {"properties": {"b": {"$ref": "#/$defs/B"}, "a": {"$ref": "#/$defs/A"}}},
+            "B": {"properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/B"}}},
+        },
+    }
+    walker = RefWalker(schema, tool="t", field="input_schema", draft=2020)
+    walker.index()
+    assert walker.expansion(10_000, "unused") == 53  # finite: each cycle is cut once
+    _bind(schema, SchemaLimits(max_expansion=53))
+    error = _refusal(schema, SchemaLimits(max_expansion=52))
+    assert error.fields["rule"].startswith("reference expansion exceeds the limit of 52 subschemas")
+
+
+def test_depth_limit() -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(40):  # two JSON levels per nested property
+        schema = {"type": "object", "properties": {"x": schema}}
+    error = _refusal(schema)
+    assert error.fields["field"] == "input_schema"
+    assert error.fields["rule"].startswith(
+        f"nesting depth exceeds the limit of {MAX_SCHEMA_DEPTH} levels"
+    )
+    _bind(schema, SchemaLimits(max_depth=100))
+
+
+def test_very_deep_schema_is_refused_fast_without_recursion_errors() -> None:
+    schema: dict[str, Any] = {}
+    for _ in range(900):
+        schema = {"items": schema}
+    start = time.perf_counter()
+    error = _refusal(schema)
+    assert time.perf_counter() - start < 0.5
+    assert error.fields["rule"].startswith("nesting depth exceeds the limit of 64 levels")
+
+
+def test_size_limit() -> None:
+    schema = {"type": "object", "enum": ["x" * 1000] * 1100}
+    start = time.perf_counter()
+    error = _refusal(schema)
+    assert time.perf_counter() - start < 0.5
+    assert error.fields["rule"].startswith(
+        f"schema size 1103326 bytes exceeds the limit of {MAX_SCHEMA_BYTES} bytes"
+    )
+    _bind(schema, SchemaLimits(max_bytes=2_000_000))
+
+
+def test_limits_must_be_positive_integers() -> None:
+    with pytest.raises(ValueError, match=r"SchemaLimits\.max_depth must be a positive integer"):
+        SchemaLimits(max_depth=0)
