@@ -154,3 +154,33 @@ def test_timeout_inside_retry_retries_timeouts() -> None:
     )
     result = run(tool.call({"a": 1}))
     assert (result.value, len(body.calls)) == ("done", 2)
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        (("timeout", {"seconds": 30}),),
+        ("cache",),
+        (("rate_limit", {"rate": 100}),),
+        (("args", {"rename": {"a": "a"}}),),
+        (("project", {"expression": "@"}),),
+    ],
+    ids=["timeout", "cache", "rate_limit", "args", "project"],
+)
+def test_outer_cancellation_propagates_through_every_builtin(items: tuple[Any, ...]) -> None:
+    started = asyncio.Event()
+
+    async def hang(arguments: dict[str, Any]) -> Any:
+        started.set()
+        await asyncio.sleep(60)
+
+    tool = variant(make_tool(body=hang), *items)
+
+    async def go() -> None:
+        task = asyncio.create_task(tool.call({"a": 1}))
+        await started.wait()
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())

@@ -18,7 +18,7 @@ def test_python_blocks_run(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = ExtensionRegistry()
     monkeypatch.setattr(registry_module, "_DEFAULT", registry)
     blocks = BLOCK.findall(DOC.read_text(encoding="utf-8"))
-    assert len(blocks) == 7
+    assert len(blocks) == 8
     for index, code in enumerate(blocks):
         exec(compile(code, f"{DOC.name}[python block {index}]", "exec"), {"__name__": "docs"})
     assert {"upper", "tagged", "by_full_name", "passthrough"} <= set(registry.names())

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
 import logging
 import os
 import re
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from mcp_support import FIXTURE, alive, descendants, fixture_entry
@@ -375,3 +378,69 @@ def test_a_cancelled_load_leaves_no_server_behind(tmp_path: Path) -> None:
     spawned = asyncio.run(cancelled())
     assert spawned
     assert alive(spawned) == set()
+
+
+class _RecordingMcpHandler(http.server.BaseHTTPRequestHandler):
+    """A minimal streamable-HTTP MCP endpoint answering JSON; records request headers."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        self.seen.append(dict(self.headers))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in body:
+            self.send_response(202)
+            self.end_headers()
+            return
+        results: dict[str, Any] = {
+            "initialize": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "recording", "version": "9"},
+            },
+            "tools/list": {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]},
+            "tools/call": {"content": [{"type": "text", "text": "hello back"}]},
+        }
+        payload = json.dumps(
+            {"jsonrpc": "2.0", "id": body["id"], "result": results[body["method"]]}
+        )
+        data = payload.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.send_response(405)
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(405)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def test_streamable_http_sends_the_configured_headers(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecordingMcpHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    config = f'[[mcp]]\nname = "rec"\nurl = "{url}"\nheaders = {{X-Token = "secret-1"}}\n'
+
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            assert toolset.names() == ["rec_hello"]
+            assert (await toolset["rec_hello"].call({})).value == "hello back"
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    posts = _RecordingMcpHandler.seen
+    assert len(posts) >= 3
+    assert {headers.get("X-Token") for headers in posts} == {"secret-1"}

@@ -1,6 +1,7 @@
 """Extensions (seed 000): wrappers, transformers and backends that mint named variants."""
 
 from toolproof.extensions.apply import ApplyContext, ComboElement, apply_combos, build_combo
+from toolproof.extensions.backend import BackendClient, backend
 from toolproof.extensions.config import configure_extensions, normalize_combos
 from toolproof.extensions.forms import (
     CallNext,
@@ -22,6 +23,7 @@ from toolproof.extensions.registry import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ApplyContext",
+    "BackendClient",
     "CallNext",
     "ComboElement",
     "Extension",
@@ -29,6 +31,7 @@ __all__ = [
     "ExtensionRegistry",
     "LoadFailure",
     "apply_combos",
+    "backend",
     "build_combo",
     "call_next_for",
     "configure_extensions",
