@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+import toolproof.backends  # noqa: F401 - registers the process and celery backends
 from toolproof.errors import ConfigError, ToolBindError, ToolNameError
 from toolproof.extensions.config import configure_extensions
 from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function
@@ -335,7 +336,17 @@ async def build_toolset(path: str | Path) -> Toolset:
         if config.mcp:
             from toolproof.tools.mcp import bind_mcp_servers
 
-            servers = [source.server(file.parent) for source in config.mcp]
+            first: dict[str, int] = {}
+            for position, entry in enumerate(config.mcp):
+                if entry.name in first:
+                    raise ConfigError(
+                        str(file),
+                        f"mcp[{position}].name",
+                        f"server name {entry.name!r} is already used by mcp[{first[entry.name]}]"
+                        " (rule: [[mcp]] names are unique)",
+                    )
+                first[entry.name] = position
+            servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
         configure_extensions(
             toolset,

@@ -444,3 +444,32 @@ def test_streamable_http_sends_the_configured_headers(tmp_path: Path) -> None:
     posts = _RecordingMcpHandler.seen
     assert len(posts) >= 3
     assert {headers.get("X-Token") for headers in posts} == {"secret-1"}
+
+
+def test_a_name_taken_by_another_server_is_quarantined(tmp_path: Path) -> None:
+    config = fixture_entry("a", prefix="") + fixture_entry("b", prefix="")
+
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            assert toolset.names() == [name.removeprefix("fixture_") for name in FIXTURE_TOOLS]
+            assert all(toolset.owner(name) == "mcp:a" for name in toolset.names())
+            taken = [item for item in toolset.quarantined if item.owner == "mcp:b"]
+            assert len(taken) == len(FIXTURE_TOOLS) + 1  # and 'bad name!' once more
+            echo = next(item for item in taken if item.name == "echo")
+            assert (echo.field, echo.rule) == (
+                "name",
+                "is already taken: defined by mcp:a and again by mcp:b "
+                "(rule: tool names are unique in a Toolset)",
+            )
+
+    asyncio.run(main())
+
+
+def test_parallel_calls_share_one_session(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
+            echo = toolset["fixture_echo"]
+            results = await asyncio.gather(*(echo.call({"a": n}) for n in range(20)))
+            assert [result.value for result in results] == [f'{{"a": {n}}}' for n in range(20)]
+
+    asyncio.run(main())

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-from toolproof.config import McpSource, load_config
+from toolproof.config import McpSource, build_toolset, load_config
 from toolproof.errors import ConfigError
 from toolproof.tools.mcp import McpServer
 
@@ -80,4 +81,19 @@ def test_a_url_entry_keeps_its_headers_and_has_no_cwd(tmp_path: Path) -> None:
         {"X-Token": "t"},
         None,
         None,
+    )
+
+
+def test_two_entries_with_one_name_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "toolproof.toml"
+    path.write_text(
+        '[[mcp]]\nname = "x"\ncommand = "a"\n[[mcp]]\nname = "y"\ncommand = "b"\n'
+        '[[mcp]]\nname = "x"\ncommand = "c"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(build_toolset(path))
+    assert (caught.value.fields["key"], caught.value.fields["rule"]) == (
+        "mcp[2].name",
+        "server name 'x' is already used by mcp[0] (rule: [[mcp]] names are unique)",
     )

@@ -214,6 +214,10 @@ def test_everything_server_tools_bind_or_are_quarantined_and_answer(tmp_path: Pa
             assert bound | quarantined >= listed
             echo = await toolset["everything_echo"].call({"message": "hi there"})
             assert echo.value == "Echo: hi there"
+            many = await asyncio.gather(
+                *(toolset["everything_echo"].call({"message": f"m{n}"}) for n in range(10))
+            )
+            assert [result.value for result in many] == [f"Echo: m{n}" for n in range(10)]
             total = await toolset["everything_get-sum"].call({"a": 2, "b": 40})
             assert total.value == "The sum of 2 and 40 is 42."
             weather: Any = (

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from pydantic import ValidationError
+
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.tools.declared import ToolContribution, bind_contributions
@@ -36,7 +38,7 @@ from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
 from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["McpServer", "bind_mcp_servers", "contribution_for", "result_value"]
+__all__ = ["McpServer", "bind_mcp_servers", "bound_name", "contribution_for", "result_value"]
 
 logger = logging.getLogger("toolproof.mcp")
 
@@ -99,6 +101,12 @@ def _annotations(tool: dict[str, Any]) -> ToolAnnotations | None:
     return ToolAnnotations(**hints) if hints else None
 
 
+def bound_name(server: McpServer, tool: str) -> str:
+    """``<prefix>_<tool>``; the prefix is ``server.prefix``, else ``server.name``; ``""`` none."""
+    prefix = server.name if server.prefix is None else server.prefix
+    return f"{prefix}_{tool}" if prefix else tool
+
+
 def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolContribution:
     """The :class:`ToolContribution` of one listed tool (wire form) of ``connection``.
 
@@ -107,7 +115,6 @@ def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolCon
     and this tool name, fixed now (a later ``tools/list_changed`` changes nothing).
     """
     server = connection.server
-    prefix = server.name if server.prefix is None else server.prefix
     raw = str(tool.get("name", ""))
     output_schema = tool.get("outputSchema")
     structured = output_schema is not None
@@ -127,7 +134,7 @@ def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolCon
         return result_value(result, server=server.name, tool=raw, structured=structured)
 
     return ToolContribution(
-        name=f"{prefix}_{raw}" if prefix else raw,
+        name=bound_name(server, raw),
         description=str(tool.get("description") or ""),
         input_schema=tool.get("inputSchema", {}),
         invoke=invoke,
@@ -197,6 +204,13 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
             server_info=connection.initialize.get("serverInfo"),
             protocol_version=connection.initialize.get("protocolVersion"),
         )
-        contributions = [contribution_for(connection, tool) for tool in connection.tools]
+        contributions = []
+        for tool in connection.tools:
+            try:
+                contributions.append(contribution_for(connection, tool))
+            except ValidationError as exc:  # annotations our model cannot hold
+                name = bound_name(server, str(tool.get("name", "")))
+                problem = exc.errors(include_url=False)[0]["msg"]
+                toolset.quarantine(name, "annotations", problem, owner=owner)
         bound = bind_contributions(toolset, contributions, owner=owner)
         entry["tools"] = [tool.name for tool in bound]
