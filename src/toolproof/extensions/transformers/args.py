@@ -9,10 +9,12 @@ contradictions refused there (FastMCP's tool transformation does the same).
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable
 from typing import Any
 
 from pydantic import Field, JsonValue
 
+from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import StrictConfig
@@ -133,7 +135,8 @@ def args_factory(inner: Tool, *, name: str, config: Any) -> Tool:
     defaults = cfg.defaults
     run = inner.run_validated if is_flat_object_schema(schema) else inner.call
 
-    async def body(arguments: dict[str, Any]) -> Any:
+    def body(arguments: dict[str, Any]) -> Awaitable[ToolResult]:
+        # not a coroutine itself: it maps the arguments and returns the inner call
         if renames:
             mapped = {renames.get(key, key): value for key, value in arguments.items()}
         else:
@@ -143,7 +146,7 @@ def args_factory(inner: Tool, *, name: str, config: Any) -> Tool:
                 mapped[param] = copy.deepcopy(value)
         if pinned:
             mapped.update(copy.deepcopy(pinned))
-        return await run(mapped)
+        return run(mapped)
 
     spec = inner.spec.model_copy(
         update={
