@@ -7,6 +7,7 @@ from toolproof.errors import InputError
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
 from toolproof.evidence.retrieval import IndexConfig, RetrievalRuntime, query_terms
+from toolproof.identity import digest
 
 
 @pytest.fixture(scope="module")
@@ -73,5 +74,12 @@ def test_retrieve_tool_validates_and_returns_hits(docs: Path, tmp_path: Path) ->
     assert bad.failure is not None and bad.failure.kind == "invalid_arguments"
     result = asyncio.run(tool.call({"query": "nonlocal statement", "top_k": 2}))
     assert result.ok
-    assert isinstance(result.value, list) and len(result.value) == 2
-    assert result.value[0]["document"] == "nonlocal.txt"
+    assert isinstance(result.value, dict)
+    hits = result.value["hits"]
+    assert isinstance(hits, list) and len(hits) == 2
+    first = hits[0]
+    assert isinstance(first, dict)
+    assert (first["document"], first["rank"]) == ("nonlocal.txt", 1)
+    assert first["document_digest"] == digest((docs / "nonlocal.txt").read_bytes())
+    assert result.value["corpus"] == load_corpus(docs).digest
+    assert result.value["chunking"] == {"strategy": "paragraphs", "max_bytes": 1500}

@@ -154,8 +154,20 @@ def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
     return cls
 
 
+_BUILTIN_MODULES = ("toolproof.evidence.extractive_reasoner",)
+"""Modules of built-in reasoners defined outside this module, imported on first lookup."""
+
+
+def _load_builtins() -> None:
+    import importlib
+
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
 def registered_reasoners() -> list[str]:
     """The registered reasoner names, sorted."""
+    _load_builtins()
     return sorted(_REASONERS)
 
 
@@ -166,6 +178,7 @@ def reasoner_for(spec: ReasonerSpec) -> ReasonerBackend:
         InputError: unknown reasoner name (the message lists the known ones) or bad params.
 
     """
+    _load_builtins()
     cls = _REASONERS.get(spec.name)
     if cls is None:
         known = ", ".join(registered_reasoners())

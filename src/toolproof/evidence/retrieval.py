@@ -247,8 +247,30 @@ class RetrievalRuntime:
             for rank, (rowid, score) in enumerate(rows, start=1)
         ]
 
+    def result(self, query: str, top_k: int = 5) -> dict[str, Any]:
+        """The ``retrieve`` tool's value: the query, the corpus pin and the hits.
+
+        Returns:
+            ``{"query", "corpus" (digest), "chunking", "index", "hits": [...]}``; each hit
+            has rank, score, chunk id, document, document digest, byte offsets in the
+            document and the chunk text (the chunk's exact bytes, decoded as UTF-8).
+        """
+        digests = {doc.path: doc.digest for doc in self.corpus.documents}
+        hits = []
+        for hit in self.search(query, top_k):
+            item = hit.to_json()
+            item["document_digest"] = digests[hit.chunk.document]
+            hits.append(item)
+        return {
+            "query": query,
+            "corpus": self.corpus.digest,
+            "chunking": self.chunking.to_json(),
+            "index": self.index.to_json(),
+            "hits": hits,
+        }
+
     def as_tool(self, name: str = "retrieve") -> Tool:
-        """The runtime as a ``retrieve(query, top_k)`` tool returning hits as JSON."""
+        """The runtime as a ``retrieve(query, top_k)`` tool whose value is :meth:`result`."""
         spec = ToolSpec(
             name=name,
             description=(
@@ -276,8 +298,7 @@ class RetrievalRuntime:
         )
 
         async def body(arguments: dict[str, Any]) -> Any:
-            hits = self.search(arguments["query"], arguments.get("top_k", 5))
-            return [hit.to_json() for hit in hits]
+            return self.result(arguments["query"], arguments.get("top_k", 5))
 
         return Tool(spec, body, source=f"retrieval:{self.name}:{self.fingerprint}")
 

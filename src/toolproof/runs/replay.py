@@ -29,6 +29,7 @@ from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.diff import first_trace_difference
 from toolproof.runs.executor import StepHandler
 from toolproof.runs.planner import plan_run
+from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
 from toolproof.verify.view import RunView
 
@@ -111,13 +112,16 @@ async def replay_run(
         toolset: the descriptor of the current composition root's Toolset (``None``:
             compare nothing, use the recorded one).
         lenient: report descriptor, plan and call differences instead of refusing.
-        handlers: step handlers by kind (a frozen retrieval handler).
+        handlers: step handlers by kind (default: :func:`default_handlers`; their tool
+            calls are served from the record like every call).
 
     Raises:
         ReplayRefused: see the module docstring; the message names the file or the change.
 
     """
     directory = Path(directory)
+    if handlers is None:
+        handlers = default_handlers()
     _manifest, digests, findings = check_manifest(directory)
     if findings:
         first = findings[0]

@@ -25,6 +25,7 @@ from toolproof.identity import canonical_json
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
+from toolproof.runs.retrieve import default_handlers
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.checks import run_checks
 from toolproof.verify.view import RunView
@@ -138,7 +139,7 @@ async def execute_run(
         spec: the run spec.
         root: the artifact root.
         toolset: the sealed Toolset of the spec's composition root.
-        handlers: step handlers by kind (``retrieve``).
+        handlers: step handlers by kind (default: :func:`default_handlers`, ``retrieve``).
         on_event: called with each trace event (progress).
         on_plan: called with the plan before execution starts (progress).
 
@@ -151,6 +152,8 @@ async def execute_run(
             parameters are invalid; nothing is written.
 
     """
+    if handlers is None:
+        handlers = default_handlers()
     reasoner = reasoner_for(spec.reasoner)
     descriptor = toolset.descriptor()
     plan = plan_run(spec, descriptor, step_kinds=step_kinds(handlers))

@@ -21,7 +21,7 @@ from toolproof.bundle.paths import confine
 from toolproof.config import load_toolset
 from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
-from toolproof.errors import InputError, ReplayRefused
+from toolproof.errors import ConfigError, InputError, ReplayRefused
 from toolproof.runs.diff import diff_runs
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.runs.run import RunOutcome, execute_run
@@ -166,23 +166,32 @@ def _replay(
     except InputError as exc:
         raise fail(exc) from None
 
-    async def go() -> tuple[ReplayResult, bool]:
-        path = config
-        if path is None:
-            spec = (
-                load_spec(directory / "spec.json").spec
-                if (directory / "spec.json").is_file()
-                else None
-            )
-            guess = Path(spec.toolset) if spec is not None else None
-            path = guess if guess is not None and guess.is_file() else None
-        if path is None:
-            return await replay_run(directory, lenient=lenient), False
-        async with load_toolset(path) as toolset:
-            return await replay_run(directory, toolset=toolset.descriptor(), lenient=lenient), True
+    async def go() -> tuple[ReplayResult, bool, str]:
+        if config is not None:
+            async with load_toolset(config) as toolset:
+                descriptor = toolset.descriptor()
+            return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
+        spec = (
+            load_spec(directory / "spec.json").spec
+            if (directory / "spec.json").is_file()
+            else None
+        )
+        guess = Path(spec.toolset) if spec is not None else None
+        if guess is None or not guess.is_file():
+            note = "no composition root found"
+            return await replay_run(directory, lenient=lenient), False, note
+        try:
+            async with load_toolset(guess) as toolset:
+                descriptor = toolset.descriptor()
+        except ConfigError as exc:
+            # Frozen replay needs no live tool: a root that no longer loads (its corpus
+            # or a server is gone) is reported, and --config makes it an error.
+            note = f"composition root {guess} could not be loaded ({exc.message})"
+            return await replay_run(directory, lenient=lenient), False, note
+        return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
 
     try:
-        result, compared = asyncio.run(go())
+        result, compared, note = asyncio.run(go())
     except ReplayRefused as exc:
         if as_json:
             emit_json({"refused": True, "message": exc.message, "live_calls": 0})
@@ -190,14 +199,16 @@ def _replay(
     except InputError as exc:
         raise fail(exc) from None
     document: dict[str, Any] = {"refused": False, "descriptor_compared": compared}
+    if note:
+        document["note"] = note
     document.update(result.to_json())
     if as_json:
         emit_json(document)
     else:
         if not compared:
             err_console.print(
-                "note: no composition root found: the runtime descriptor was "
-                "not compared (pass --config FILE)"
+                f"note: {escape(note)}: the runtime descriptor was not compared "
+                "(pass --config FILE to require it)"
             )
         for difference in result.differences:
             out_console.print(f"[yellow]difference:[/] {escape(difference)}")

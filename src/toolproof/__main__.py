@@ -1,0 +1,5 @@
+"""``python -m toolproof``: the command line."""
+
+from toolproof.adapters.cli import main
+
+main()
