@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+import toolproof.backends  # noqa: F401 - registers the process and celery backends
 from toolproof.errors import ConfigError, ToolBindError, ToolNameError
 from toolproof.extensions.config import configure_extensions
 from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function

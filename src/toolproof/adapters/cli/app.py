@@ -79,6 +79,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.corpus",
     "toolproof.adapters.cli.serve",
     "toolproof.adapters.cli.runs",
+    "toolproof.adapters.cli.worker",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

@@ -1,0 +1,101 @@
+"""``toolproof worker``: a Celery worker serving the Toolset of one ``toolproof.toml``.
+
+It checks that the composition root builds, then runs ``celery worker`` with the
+``toolproof.run`` task registered (see :mod:`toolproof.backends.celery`). Run it on
+any machine that has the same ``toolproof.toml`` and tool code and reaches the broker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from toolproof.adapters.cli.app import err_console, fail, run_async
+from toolproof.config import build_toolset, load_config
+from toolproof.errors import ConfigError
+
+__all__ = ["register", "worker"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``worker`` command to ``app``."""
+    app.command("worker")(worker)
+
+
+async def _check(config: Path) -> tuple[int, str]:
+    toolset = await build_toolset(config)
+    try:
+        return len(toolset), toolset.descriptor().digest
+    finally:
+        await toolset.aclose()
+
+
+def _settings(config: Path) -> Any:
+    from pydantic import ValidationError
+
+    from toolproof.backends.celery import settings_from
+
+    parsed, _ = load_config(config)
+    try:
+        return settings_from(parsed.backends)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        key = ".".join(["backends", "celery", *(str(part) for part in first["loc"])])
+        rule = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            rule = "unknown key (not part of the [backends.celery] table)"
+        raise ConfigError(str(config), key, rule) from None
+
+
+def worker(
+    config: Path = typer.Option(
+        Path("toolproof.toml"), "--config", help="The composition root (toolproof.toml)."
+    ),
+    queue: list[str] = typer.Option(
+        [],
+        "--queue",
+        "-Q",
+        help="A queue to serve (repeatable; default: the queue of backends.celery).",
+    ),
+    concurrency: int = typer.Option(
+        2, "--concurrency", "-c", min=1, help="Worker processes (each builds the Toolset once)."
+    ),
+    loglevel: str = typer.Option("INFO", "--loglevel", help="Celery log level."),
+) -> None:
+    """Run a Celery worker that serves the tools and variants of CONFIG."""
+    try:
+        from toolproof.backends.celery_worker import worker_app
+    except ImportError as exc:
+        raise fail(
+            ImportError(
+                f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
+            )
+        ) from None
+    try:
+        settings = _settings(config)
+    except ConfigError as exc:
+        raise fail(exc) from None
+    count, digest = run_async(_check(config))
+    queues = list(queue) or [settings.queue]
+    err_console.print(
+        f"toolproof worker: {count} tools from {config} (descriptor {digest}), "
+        f"queues {', '.join(queues)}, concurrency {concurrency}",
+        markup=False,
+    )
+    app = worker_app(config, settings, build_toolset)
+    app.worker_main(
+        [
+            "worker",
+            f"--concurrency={concurrency}",
+            f"--queues={','.join(queues)}",
+            f"--loglevel={loglevel}",
+            f"--hostname=toolproof-{os.getpid()}@%h",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
+    )

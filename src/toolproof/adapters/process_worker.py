@@ -1,0 +1,35 @@
+"""The process-pool worker: ``python -m toolproof.adapters.process_worker --config FILE``.
+
+:class:`toolproof.backends.process.ProcessPool` starts it; it builds the Toolset
+with the composition root (:func:`toolproof.config.build_toolset`) and serves
+relocation requests on its stdin/stdout pipes (:func:`toolproof.backends.worker.serve_pipes`).
+It is not meant to be run by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolproof.backends.worker import serve_pipes
+from toolproof.config import build_toolset
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``--config FILE`` and serve until the pool closes the pipe.
+
+    Returns:
+        The exit status (see :func:`toolproof.backends.worker.serve_pipes`).
+
+    """
+    parser = argparse.ArgumentParser(prog="python -m toolproof.adapters.process_worker")
+    parser.add_argument("--config", required=True, type=Path)
+    args = parser.parse_args(argv)
+    return serve_pipes(args.config, build_toolset)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,514 @@
+"""``ProcessPool``: a warm pool of local worker processes speaking the protocol.
+
+Each worker is ``python -m toolproof.adapters.process_worker --config FILE``: a real process
+that built the caller's Toolset from the same ``toolproof.toml`` and runs one call
+at a time. Requests and results cross its stdin/stdout pipes as length-framed
+canonical JSON (:mod:`toolproof.backends.protocol`); nothing is pickled.
+
+Faults become results, never hangs:
+
+* a call over its timeout: the worker is killed (``SIGKILL``; a blocking body stops
+  for real, which a thread cannot do) and replaced, and the call fails with
+  ``kind="timeout"``;
+* a worker that dies (``os._exit``, a segfault, the OOM killer): the call fails
+  with ``kind="worker"``, ``where="worker"``, naming the exit status or signal, and
+  the pool starts a replacement;
+* a cancelled caller: the worker running its job is killed and replaced.
+
+The pool serves callers on any event loop (it registers the pipe with the running
+loop per call). :meth:`ProcessPool.close` ends every worker; workers also exit on
+their own when the caller's end of the pipe closes, so a caller killed with
+``SIGKILL`` leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolproof.backends.protocol import (
+    FrameReader,
+    ProtocolError,
+    decode_result,
+    encode_request,
+    frame,
+)
+from toolproof.backends.worker import WORKER_ENV
+from toolproof.contract.tools import ToolResult
+from toolproof.errors import BackendError
+
+__all__ = ["WORKER_MODULE", "ProcessPool", "describe_exit"]
+
+WORKER_MODULE = "toolproof.adapters.process_worker"
+"""The module a worker process runs (``python -m``): it builds the Toolset and serves."""
+
+
+def describe_exit(returncode: int | None) -> str:
+    """Say how a worker ended: ``exit status 3`` or ``killed by SIGSEGV``."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        note = " (out of memory, or killed by another process)" if name == "SIGKILL" else ""
+        return f"killed by {name}{note}"
+    return f"exit status {returncode}"
+
+
+@dataclass(eq=False)
+class _Worker:
+    proc: subprocess.Popen[bytes]
+    rfd: int
+    wfd: int
+    reader: FrameReader = field(default_factory=FrameReader)
+    busy: bool = False
+    greeted: bool = False
+    retired: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def close_fds(self) -> None:
+        for fd in (self.rfd, self.wfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.rfd = self.wfd = -1
+
+
+def _terminate(workers: set[_Worker]) -> None:
+    """Kill and reap every worker (the pool's finalizer, also run at interpreter exit)."""
+    for worker in list(workers):
+        worker.kill()
+    for worker in list(workers):
+        with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored
+            worker.proc.wait(timeout=5)
+        worker.close_fds()
+    workers.clear()
+
+
+class ProcessPool:
+    """A warm pool of worker processes for one composition root.
+
+    Args:
+        config_path: the ``toolproof.toml`` every worker builds its Toolset from.
+        workers: the number of worker processes (at least 1).
+        start_timeout: seconds a worker may take to build its Toolset and say hello.
+        python: the interpreter to run workers with (default: this one).
+
+    Raises:
+        BackendError: (on use) the pool is closed, or runs inside a toolproof worker.
+
+    """
+
+    def __init__(
+        self,
+        config_path: str | Path,
+        *,
+        workers: int = 2,
+        start_timeout: float = 30.0,
+        python: str | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        self.config_path = Path(config_path).resolve()
+        self.size = workers
+        self.start_timeout = start_timeout
+        self.python = python or sys.executable
+        self._lock = threading.Lock()
+        self._all: set[_Worker] = set()
+        self._idle: list[_Worker] = []
+        self._waiters: deque[asyncio.Future[_Worker]] = deque()
+        self._closed = False
+        self._owner_pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _terminate, self._all)
+
+    # -- workers ------------------------------------------------------------------
+
+    def pids(self) -> list[int]:
+        """The process ids of the live workers, sorted."""
+        with self._lock:
+            return sorted(worker.pid for worker in self._all)
+
+    def _spawn(self) -> _Worker:
+        """Start one worker process; it builds its Toolset while the caller goes on.
+
+        Its hello frame is read by the first call that uses it (:meth:`_greet`), so no
+        task outlives the event loop that started the worker.
+        """
+        env = dict(os.environ)
+        env.pop(WORKER_ENV, None)
+        proc = subprocess.Popen(
+            [self.python, "-m", WORKER_MODULE, "--config", str(self.config_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+            env=env,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        worker = _Worker(proc, os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()))
+        proc.stdin.close()
+        proc.stdout.close()
+        os.set_blocking(worker.rfd, False)
+        with self._lock:
+            self._all.add(worker)
+        return worker
+
+    async def _greet(self, worker: _Worker) -> str | None:
+        """Read the worker's hello; return why it cannot serve, or ``None``."""
+        try:
+            data = await _read_frame(worker, self.start_timeout)
+        except TimeoutError:
+            return f"worker process {worker.pid} did not start within {self.start_timeout} s"
+        except ProtocolError as exc:
+            return exc.message
+        if data is None:
+            await _reap(worker, 2.0)
+            status = describe_exit(worker.proc.returncode)
+            return f"worker process {worker.pid} ended before saying hello ({status})"
+        error = _hello_error(data)
+        if error is None:
+            worker.greeted = True
+        return error
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+            if worker in self._idle:
+                self._idle.remove(worker)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored
+            worker.proc.wait(timeout=5)
+        worker.close_fds()
+
+    def _replace(self, worker: _Worker) -> None:
+        """Kill ``worker`` and start its replacement (the pool stays warm)."""
+        self._discard(worker)
+        with self._lock:
+            if self._closed:
+                return
+        self._release(self._spawn())
+
+    def _release(self, worker: _Worker) -> None:
+        worker.busy = False
+        with self._lock:
+            retire = self._closed or worker.retired
+            waiter = None
+            if not retire:
+                while self._waiters:
+                    candidate = self._waiters.popleft()
+                    if not candidate.done():
+                        waiter = candidate
+                        worker.busy = True
+                        break
+                else:
+                    self._idle.append(worker)
+                    return
+        if retire:
+            self._discard(worker)
+        elif waiter is not None:
+            _settle(waiter, result=worker, fallback=self._release)
+
+    async def _acquire(self) -> _Worker:
+        if self._owner_pid != os.getpid():
+            raise BackendError("process pool was created in another process (after fork)")
+        if os.environ.get(WORKER_ENV) == "1":
+            raise BackendError(
+                "the process backend cannot start inside a toolproof worker "
+                "(rule: a relocating backend runs on the caller's side)"
+            )
+        with self._lock:
+            if self._closed:
+                raise BackendError(f"process pool for {self.config_path} is closed")
+            if self._idle:
+                worker = self._idle.pop()
+                worker.busy = True
+                return worker
+            missing = self.size - len(self._all)
+            waiter: asyncio.Future[_Worker] | None = None
+            if missing <= 0:
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+        if waiter is None:
+            # Warm the whole pool at once; this call takes the first new worker.
+            mine = self._spawn()
+            mine.busy = True
+            for _ in range(missing - 1):
+                self._release(self._spawn())
+            return mine
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            with self._lock:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._release(waiter.result())
+            raise
+
+    async def start(self) -> None:
+        """Start every worker now and wait until one has built its Toolset.
+
+        Raises:
+            BackendError: a worker could not build the Toolset; the message is its error.
+
+        """
+        worker = await self._acquire()
+        try:
+            error = None if worker.greeted else await self._greet(worker)
+        except BaseException:
+            self._discard(worker)
+            raise
+        if error is not None:
+            self._discard(worker)
+            raise BackendError(f"process backend for {self.config_path}: {error}")
+        self._release(worker)
+
+    # -- calls --------------------------------------------------------------------
+
+    async def call(
+        self,
+        variant: str,
+        arguments: dict[str, Any],
+        descriptor: str,
+        *,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """Run ``variant`` in a worker; return its result or a normalized failure.
+
+        Args:
+            variant: the tool name to run in the worker.
+            arguments: arguments already validated against that tool's schema.
+            descriptor: the caller's descriptor digest of that tool.
+            timeout: seconds the body may run (``None``: no limit); over it, the
+                worker is killed and the call fails with ``kind="timeout"``.
+
+        Returns:
+            The worker's :class:`ToolResult`, or a failure with ``where="worker"``
+            (``timeout``, ``worker``) or ``where="backend"`` (pool closed, start
+            failed).
+
+        Raises:
+            asyncio.CancelledError: the caller was cancelled; its worker was killed.
+
+        """
+        message = frame(encode_request(variant, arguments, descriptor))
+        try:
+            worker = await self._acquire()
+        except BackendError as exc:
+            return ToolResult.fail("backend", exc.message, where="backend", retryable=True)
+        if not worker.greeted:
+            try:
+                error = await self._greet(worker)
+            except BaseException:
+                self._discard(worker)
+                raise
+            if error is not None:
+                self._discard(worker)
+                return ToolResult.fail(
+                    "backend",
+                    f"process backend for {self.config_path}: {error}",
+                    where="worker",
+                    retryable=False,
+                )
+        started = time.monotonic()
+        try:
+            _write_all(worker.wfd, message)
+            data = await _read_frame(worker, timeout)
+        except TimeoutError:
+            self._replace(worker)
+            return ToolResult.fail(
+                "timeout",
+                f"tool {variant!r} did not finish within {timeout} s: worker process "
+                f"{worker.pid} was killed and replaced",
+                where="worker",
+                retryable=True,
+                detail={"timeout_s": timeout, "pid": worker.pid},
+            )
+        except BaseException:
+            # Cancelled (or an internal error): the job must not keep running.
+            self._replace(worker)
+            raise
+        if data is None or worker.retired:
+            await _reap(worker, 2.0)
+            status = describe_exit(worker.proc.returncode)
+            elapsed = time.monotonic() - started
+            self._replace(worker)
+            return ToolResult.fail(
+                "worker",
+                f"worker process {worker.pid} died while running tool {variant!r} "
+                f"({status}, after {elapsed:.3f} s); the pool replaced it",
+                where="worker",
+                retryable=True,
+                detail={"pid": worker.pid, "exit": status},
+            )
+        self._release(worker)
+        try:
+            return decode_result(data)
+        except ProtocolError as exc:
+            return ToolResult.fail("backend", exc.message, where="worker")
+
+    # -- shutdown -----------------------------------------------------------------
+
+    def close(self, grace: float = 2.0) -> None:
+        """End every worker and wait for it; idempotent.
+
+        Idle workers get end-of-file and exit; a worker still running a body after
+        ``grace`` seconds is killed. Waiting callers fail with ``kind="backend"``.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            waiters, self._waiters = list(self._waiters), deque()
+            workers = list(self._all)
+            self._idle.clear()
+        closed = BackendError(f"process pool for {self.config_path} is closed")
+        for waiter in waiters:
+            _settle(waiter, exception=closed)
+        for worker in workers:
+            worker.retired = True
+            if worker.busy:
+                worker.kill()
+            else:
+                os.close(worker.wfd)
+                worker.wfd = -1
+        deadline = time.monotonic() + grace
+        for worker in workers:
+            try:
+                worker.proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.proc.wait()
+            if not worker.busy:
+                worker.close_fds()
+                with self._lock:
+                    self._all.discard(worker)
+
+    async def aclose(self, grace: float = 2.0) -> None:
+        """:meth:`close` without blocking the event loop."""
+        await asyncio.to_thread(self.close, grace)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._all)} workers"
+        return f"ProcessPool({str(self.config_path)!r}, {state})"
+
+
+def _hello_error(data: bytes) -> str | None:
+    import json
+
+    try:
+        hello = json.loads(data)
+    except ValueError:
+        return "worker hello is not JSON"
+    if not isinstance(hello, dict):
+        return "worker hello is not a JSON object"
+    error = hello.get("error")
+    return None if error is None else f"worker could not build the Toolset: {error}"
+
+
+def _settle(
+    waiter: asyncio.Future[_Worker],
+    *,
+    result: _Worker | None = None,
+    exception: BaseException | None = None,
+    fallback: Any = None,
+) -> None:
+    """Resolve ``waiter`` on its own loop, from any thread."""
+
+    def resolve() -> None:
+        if waiter.done():
+            if result is not None and fallback is not None:
+                fallback(result)
+            return
+        if exception is not None:
+            waiter.set_exception(exception)
+        else:
+            waiter.set_result(result)  # type: ignore[arg-type]
+
+    loop = waiter.get_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        resolve()
+    elif not loop.is_closed():
+        loop.call_soon_threadsafe(resolve)
+    elif result is not None and fallback is not None:
+        fallback(result)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BrokenPipeError:
+            return  # the worker died; the read side reports it
+        view = view[written:]
+
+
+async def _read_frame(worker: _Worker, timeout: float | None) -> bytes | None:
+    """Wait for the worker's next frame; ``None`` at end of file (the worker died).
+
+    Raises:
+        TimeoutError: nothing complete arrived within ``timeout`` seconds.
+        ProtocolError: the worker sent a malformed frame.
+
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bytes | None] = loop.create_future()
+
+    def readable() -> None:
+        if done.done():
+            return
+        try:
+            chunk = os.read(worker.rfd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            done.set_result(None)
+            return
+        try:
+            frames = worker.reader.feed(chunk)
+        except ProtocolError as exc:
+            done.set_exception(exc)
+            return
+        if frames:
+            done.set_result(frames[0])
+
+    loop.add_reader(worker.rfd, readable)
+    try:
+        async with asyncio.timeout(timeout):
+            return await done
+    finally:
+        loop.remove_reader(worker.rfd)
+
+
+async def _reap(worker: _Worker, timeout: float) -> None:
+    """Wait (polling, without blocking the loop) until the worker has exited."""
+    deadline = time.monotonic() + timeout
+    while worker.proc.poll() is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)

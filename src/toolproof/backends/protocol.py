@@ -1,0 +1,239 @@
+"""The relocation protocol: what a backend sends to a worker and what comes back.
+
+A backend never ships a callable. It sends a **request**, the RFC 8785 canonical
+JSON of::
+
+    {"protocol": 1, "variant": "add", "arguments": {...}, "descriptor": "sha256:..."}
+
+``variant`` names the tool *inside* the backend, ``arguments`` are the arguments the
+caller already validated against it, and ``descriptor`` is the digest of that
+variant's :class:`~toolproof.contract.tools.ToolDescriptor` on the caller's side
+(name, version, and a fingerprint over spec, source and extension stack). The
+worker built the same Toolset from the same composition root; it looks the variant
+up by name, refuses a descriptor that differs from its own (naming both digests),
+runs the variant and answers with the canonical JSON of a
+:class:`~toolproof.contract.tools.ToolResult`. Nothing is pickled, so a worker runs
+only code its own composition root bound.
+
+The process backend frames each message on a pipe as a 4-byte big-endian length
+followed by the JSON bytes (:func:`frame`, :class:`FrameReader`).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolproof.contract.tools import ToolResult
+from toolproof.errors import BackendError
+from toolproof.identity import canonical_json, digest_json
+from toolproof.tools.tool import Tool
+from toolproof.tools.toolset import Toolset
+
+__all__ = [
+    "MAX_FRAME",
+    "PROTOCOL_VERSION",
+    "CallRequest",
+    "FrameReader",
+    "ProtocolError",
+    "decode_request",
+    "decode_result",
+    "descriptor_digest",
+    "encode_request",
+    "encode_result",
+    "frame",
+    "serve_request",
+]
+
+PROTOCOL_VERSION = 1
+"""The version of the request/response format; a worker refuses any other."""
+
+MAX_FRAME = 256 * 1024 * 1024
+"""The largest message (bytes) a pipe frame may carry: 256 MiB."""
+
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(BackendError):
+    """A message that does not follow the relocation protocol.
+
+    Attributes:
+        rule: the rule the message broke.
+
+    """
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(f"relocation protocol: {rule}", rule=rule)
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One decoded request.
+
+    Attributes:
+        variant: the name of the variant to run on the worker.
+        arguments: the JSON arguments object.
+        descriptor: the caller's descriptor digest of that variant (``sha256:<hex>``).
+
+    """
+
+    variant: str
+    arguments: dict[str, Any]
+    descriptor: str
+
+
+def descriptor_digest(tool: Tool) -> str:
+    """The digest (``sha256:<hex>``) of ``tool``'s descriptor, compared across processes."""
+    return digest_json(tool.descriptor().to_json())
+
+
+def encode_request(variant: str, arguments: dict[str, Any], descriptor: str) -> bytes:
+    """The canonical JSON bytes of a request.
+
+    Raises:
+        CanonicalizationError: an argument has no JSON form.
+
+    """
+    return canonical_json(
+        {
+            "protocol": PROTOCOL_VERSION,
+            "variant": variant,
+            "arguments": arguments,
+            "descriptor": descriptor,
+        }
+    )
+
+
+def decode_request(data: bytes | str) -> CallRequest:
+    """Parse and check a request.
+
+    Raises:
+        ProtocolError: not JSON, a missing or mistyped field, or another protocol version.
+
+    """
+    try:
+        message = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"request is not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("request must be a JSON object")
+    version = message.get("protocol")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"request has protocol version {version!r}, this worker speaks {PROTOCOL_VERSION}"
+        )
+    variant, arguments, descriptor = (
+        message.get("variant"),
+        message.get("arguments"),
+        message.get("descriptor"),
+    )
+    if not isinstance(variant, str):
+        raise ProtocolError("request field 'variant' must be a string")
+    if not isinstance(arguments, dict):
+        raise ProtocolError("request field 'arguments' must be a JSON object")
+    if not isinstance(descriptor, str):
+        raise ProtocolError("request field 'descriptor' must be a string")
+    return CallRequest(variant, arguments, descriptor)
+
+
+def encode_result(result: ToolResult) -> bytes:
+    """The canonical JSON bytes of ``result``."""
+    return result.canonical()
+
+
+def decode_result(data: bytes | str) -> ToolResult:
+    """Parse a worker's answer into a :class:`ToolResult`.
+
+    Raises:
+        ProtocolError: the answer is not the JSON of a ToolResult.
+
+    """
+    try:
+        return ToolResult.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise ProtocolError(f"answer is not a ToolResult: {first['msg']}") from None
+
+
+async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
+    """Run one request against the worker's ``toolset`` (the worker side of the protocol).
+
+    The arguments are validated again against the variant's schema (a broker is not
+    a trusted channel), so a request the caller did not validate never reaches a body.
+
+    Returns:
+        The variant's result, or a failure with ``where="worker"``: ``kind="backend"``
+        when the worker has no such variant, ``kind="descriptor_mismatch"`` when the
+        caller's and the worker's descriptors differ (both digests are named).
+
+    """
+    tool = toolset.get(request.variant)
+    if tool is None:
+        return ToolResult.fail(
+            "backend",
+            f"worker toolset has no tool {request.variant!r} (rule: caller and worker build "
+            "the same Toolset from the same composition root)",
+            where="worker",
+        )
+    mine = descriptor_digest(tool)
+    if mine != request.descriptor:
+        return ToolResult.fail(
+            "descriptor_mismatch",
+            f"tool {request.variant!r}: caller descriptor {request.descriptor} differs from "
+            f"worker descriptor {mine} (rule: caller and worker build the same Toolset from "
+            "the same composition root; restart the worker with the caller's toolproof.toml)",
+            where="worker",
+            detail={"caller_descriptor": request.descriptor, "worker_descriptor": mine},
+        )
+    return await tool.call(request.arguments)
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix ``payload`` with its 4-byte big-endian length.
+
+    Raises:
+        ProtocolError: the payload is larger than :data:`MAX_FRAME`.
+
+    """
+    if len(payload) > MAX_FRAME:
+        raise ProtocolError(f"message of {len(payload)} bytes exceeds {MAX_FRAME} bytes")
+    return _HEADER.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Collects bytes read from a pipe and yields complete frames."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Add ``chunk``; return every frame it completes, in order.
+
+        Raises:
+            ProtocolError: a frame announces more than :data:`MAX_FRAME` bytes.
+
+        """
+        buffer = self._buffer
+        buffer.extend(chunk)
+        frames: list[bytes] = []
+        while len(buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer)
+            if size > MAX_FRAME:
+                raise ProtocolError(f"frame announces {size} bytes, over {MAX_FRAME} bytes")
+            end = _HEADER.size + size
+            if len(buffer) < end:
+                break
+            frames.append(bytes(buffer[_HEADER.size : end]))
+            del buffer[:end]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes held that do not yet form a complete frame."""
+        return len(self._buffer)
