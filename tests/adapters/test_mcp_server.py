@@ -10,8 +10,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from serve_helpers import SERVE_CONFIG
 
-from toolproof import ToolResult, load_toolset
-from toolproof.adapters.mcp_server import build_server, mcp_output_schema, result_bytes
+from toolproof import Tool, ToolResult, load_toolset
+from toolproof.adapters.mcp_server import build_server, mcp_output_schema, mcp_result
 
 
 def test_object_output_schema_is_listed_as_is() -> None:
@@ -58,9 +58,12 @@ def test_no_output_schema_lists_none() -> None:
     assert mcp_output_schema(None) == (None, False)
 
 
-def test_result_bytes_are_the_string_or_canonical_json() -> None:
-    assert result_bytes("héllo") == "héllo".encode()
-    assert result_bytes({"b": 1, "a": [1.0, "x"]}) == b'{"a":[1,"x"],"b":1}'
+def test_the_text_block_holds_the_evidence_bytes_of_the_value() -> None:
+    tool = Tool.from_function(lambda: None, name="t")
+    assert mcp_result(tool, ToolResult.success("héllo"))[1] == "héllo".encode()
+    reply, data = mcp_result(tool, ToolResult.success({"b": 1, "a": [1.0, "x"]}))
+    assert data == b'{"a":[1,"x"],"b":1}'
+    assert reply.content[0].text == '{"a":[1,"x"],"b":1}'
 
 
 async def _with_client(scenario: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import time
 from typing import Any
 
 from mcp import Client, StdioServerParameters
@@ -81,7 +80,9 @@ def test_stdio_stops_on_sigterm_with_stdin_still_open() -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(1.5)  # let it load the Toolset and block reading stdin
+        assert process.stderr is not None
+        ready = process.stderr.readline()  # printed once the Toolset is loaded
+        assert ready == b"toolproof: serving 6 tools over MCP stdio\n"
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
     finally:

@@ -9,7 +9,7 @@ Wire rules (MCP specification 2025-06-18 and later):
 
 * A successful call answers one text block and, when the tool has an output schema
   or returns a JSON object, ``structuredContent``. The text is the value itself when
-  it is a string, else its canonical JSON (RFC 8785); these are the *result bytes*
+  it is a string, else its canonical JSON (RFC 8785): the *result bytes*
   a recorded session stores as evidence.
 * MCP through 2025-11-25 requires an output schema whose root is
   ``{"type": "object"}``. A non-object output schema ``S`` is listed wrapped as
@@ -37,9 +37,10 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof import __version__
 from toolproof.adapters.asgi import serve_asgi
-from toolproof.contract.tools import ToolResult
-from toolproof.errors import ToolNameError, error_mapping
-from toolproof.identity import canonical_json
+from toolproof.contract.base import SCHEMA_VERSION
+from toolproof.contract.tools import ToolFailure, ToolResult
+from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
+from toolproof.evidence.encoding import encode_value
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -51,7 +52,6 @@ __all__ = [
     "mcp_output_schema",
     "mcp_result",
     "mcp_tool",
-    "result_bytes",
     "serve_http",
     "serve_stdio",
 ]
@@ -67,8 +67,9 @@ class CallObserver(Protocol):
     """What a served call reports to (a recorded session); both methods are synchronous.
 
     ``call_started`` runs after the tool is found and before it is called, and returns
-    a token handed back to ``call_finished``; a call cancelled in between never
-    reaches ``call_finished``.
+    a token handed back to ``call_finished``; it may raise :class:`ToolCallError` to
+    refuse the call (the client gets that failure, the tool is not called). A call
+    cancelled in between never reaches ``call_finished``.
     """
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Any:
@@ -141,18 +142,13 @@ def mcp_tool(tool: Tool) -> types.Tool:
     )
 
 
-def result_bytes(value: Any) -> bytes:
-    """The exact bytes a successful call answers: a string's UTF-8, else its canonical JSON."""
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return canonical_json(value)
-
-
 def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, bytes]:
     """Translate a :class:`ToolResult` into an MCP ``CallToolResult``.
 
     Returns:
-        The ``CallToolResult`` and the UTF-8 bytes of its text block (the result bytes).
+        The ``CallToolResult`` and the UTF-8 bytes of its text block: for a value, its
+        evidence bytes (:func:`toolproof.evidence.encoding.encode_value`: a string's
+        UTF-8, else its canonical JSON).
 
     """
     failure = result.failure
@@ -164,7 +160,11 @@ def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, by
             _meta={FAILURE_META_KEY: failure.to_json()},
         )
         return reply, text.encode("utf-8")
-    data = result_bytes(result.value)
+    try:
+        data, _ = encode_value(result.value)
+    except CanonicalizationError as exc:
+        problem = f"tool {tool.name!r} returned a value with no canonical JSON form: {exc.message}"
+        return mcp_result(tool, ToolResult.fail("invalid_result", problem, where="output"))
     _, wrapped = mcp_output_schema(tool.spec.output_schema)
     structured: Any = None
     if wrapped:
@@ -175,6 +175,12 @@ def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, by
     if structured is None:
         return types.CallToolResult(content=content), data
     return types.CallToolResult(content=content, structured_content=structured), data
+
+
+def _failed(failure: ToolFailure) -> ToolResult:
+    return ToolResult.model_construct(
+        schema_version=SCHEMA_VERSION, ok=False, value=None, failure=failure
+    )
 
 
 def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
@@ -217,7 +223,12 @@ def build_server(
         if tool is None:
             raise _unknown_tool(toolset, params.name)
         arguments: Any = params.arguments if params.arguments is not None else {}
-        token = observer.call_started(tool, arguments) if observer is not None else None
+        token = None
+        if observer is not None:
+            try:
+                token = observer.call_started(tool, arguments)
+            except ToolCallError as refused:
+                return mcp_result(tool, _failed(refused.failure))[0]
         result = await tool.call(arguments)
         reply, data = mcp_result(tool, result)
         if observer is not None:

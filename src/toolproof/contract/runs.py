@@ -17,7 +17,7 @@ from pydantic import Field, JsonValue, field_validator, model_validator
 
 from toolproof.contract.base import CanonicalModel, ContentModel
 from toolproof.contract.tools import ToolsetDescriptor
-from toolproof.identity import content_id
+from toolproof.identity import content_id, digest_json
 
 __all__ = [
     "RESERVED_STEP_IDS",
@@ -41,6 +41,7 @@ __all__ = [
     "StepKind",
     "StepSpec",
     "Timings",
+    "files_digest_for",
     "run_id_for",
 ]
 
@@ -353,23 +354,36 @@ def run_id_for(entries: list[ManifestEntry]) -> str:
     return content_id("run", covered)
 
 
+def files_digest_for(entries: list[ManifestEntry]) -> str:
+    """The digest of the canonical JSON of every entry, ``timings.json`` included."""
+    return digest_json([entry.to_json() for entry in entries])
+
+
 class Manifest(CanonicalModel):
     """``manifest.json``: every other file of the run directory, and the run id.
 
     Attributes:
         run_id: :func:`run_id_for` of ``files``; recomputed and checked on load.
         files: every file but ``manifest.json``, sorted by path.
+        files_digest: :func:`files_digest_for` of ``files`` (covers ``timings.json``
+            too, so no byte of the manifest can change unnoticed); checked on load.
 
     """
 
     run_id: str
     files: list[ManifestEntry]
+    files_digest: str = ""
 
     @model_validator(mode="after")
     def _check_run_id(self) -> Self:
         computed = run_id_for(self.files)
         if self.run_id != computed:
             raise ValueError(f"run_id {self.run_id} does not match its entries ({computed})")
+        covered = files_digest_for(self.files)
+        if not self.files_digest:
+            object.__setattr__(self, "files_digest", covered)
+        elif self.files_digest != covered:
+            raise ValueError(f"files_digest {self.files_digest} does not match its entries")
         paths = [entry.path for entry in self.files]
         if paths != sorted(set(paths)):
             raise ValueError("manifest entries must be sorted by path and unique")

@@ -126,6 +126,7 @@ def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification
 
     """
     directory = Path(directory)
+    policy = Policy(policy) if policy is not None else None
     manifest, digests, findings = check_manifest(directory)
     if findings:
         failures = [VerificationFailure("manifest", item) for item in findings]

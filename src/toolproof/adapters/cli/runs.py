@@ -125,12 +125,20 @@ def _verify(
     root: Path = RootOption,
     policy: Policy | None = typer.Option(None, "--policy", help="Judge by this policy."),
     as_json: bool = JsonOption,
+    recover: bool = typer.Option(
+        False, "--recover", help="Finalize a live serve session a killed server left, then verify."
+    ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
     try:
         directory = resolve_run(root, run)
     except InputError as exc:
         raise fail(exc) from None
+    if recover:
+        from toolproof.adapters.cli.serve import recover_command
+
+        recover_command(directory, as_json)
+        return
     verification = verify_run(directory, policy=policy)
     if as_json:
         emit_json(verification.to_json())

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from toolproof.adapters.cli.app import err_console, run_async
 from toolproof.config import load_toolset
 from toolproof.errors import InputError
 
-__all__ = ["parse_address", "register"]
+__all__ = ["parse_address", "recover_command", "register"]
 
 STDIO_GRACE_SECONDS = 1.0
 """How long a stdio server may take to stop after a signal before the process exits anyway
@@ -63,21 +64,36 @@ async def _until_stopped(serving: Coroutine[Any, Any, None], stop: asyncio.Event
     return task.done()
 
 
-async def _serve_mcp(config: Path, http: str | None) -> None:
+async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> None:
+    from toolproof.adapters.finalize import finalize_session
     from toolproof.adapters.mcp_server import build_server, serve_http, serve_stdio
+    from toolproof.adapters.recording import open_session
 
     address = parse_address(http) if http is not None else None
     stop = asyncio.Event()
     _stop_on_signals(stop)
     async with load_toolset(config) as toolset:
-        server = build_server(toolset)
-        if address is not None:
-            host, port = address
-            err_console.print(f"toolproof: serving MCP on http://{host}:{port}/mcp")
-            await serve_http(server, host, port, stop)
-            clean = True
-        else:
-            clean = await _until_stopped(serve_stdio(server), stop)
+        session = open_session(record, toolset) if record is not None else None
+        try:
+            server = build_server(toolset, observer=session)
+            if address is not None:
+                host, port = address
+                err_console.print(
+                    f"toolproof: serving {len(toolset)} tools over MCP at http://{host}:{port}/mcp"
+                )
+                await serve_http(server, host, port, stop)
+                clean = True
+            else:
+                err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
+                clean = await _until_stopped(serve_stdio(server), stop)
+        finally:
+            if session is not None:
+                session.close()
+                done = await finalize_session(session.directory, session.root)
+                err_console.print(
+                    f"toolproof: recorded {done.calls} calls in {done.path} "
+                    f"(verify: toolproof verify {done.path})"
+                )
     if not clean:
         # A stdio read blocked on an open stdin cannot be cancelled, and asyncio would wait
         # for it forever; the session manifest and the Toolset's workers are closed by now.
@@ -97,6 +113,107 @@ def register(app: typer.Typer) -> None:
         http: str | None = typer.Option(
             None, "--http", help="Serve streamable HTTP on HOST:PORT (default: stdio)."
         ),
+        record: Path | None = typer.Option(
+            None,
+            "--record",
+            help="Record every call under the artifact root DIR; finalized into "
+            "DIR/runs/<run_id> on SIGTERM/SIGINT.",
+            metavar="DIR",
+        ),
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
-        run_async(_serve_mcp(config, http))
+        run_async(_serve_mcp(config, http, record))
+
+    @app.command("serve-api")
+    def serve_api(
+        root: Path = typer.Option(
+            ..., "--root", help="The artifact root (runs live in ROOT/runs)."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="The address to bind."),
+        port: int = typer.Option(8080, "--port", min=1, max=65535, help="The TCP port."),
+        token: str | None = typer.Option(
+            None, "--token", help="The bearer token (visible in `ps`: prefer $TOOLPROOF_API_TOKEN)."
+        ),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="A file whose first line is the bearer token."
+        ),
+        no_auth: bool = typer.Option(
+            False, "--no-auth", help="Serve without a token (only on 127.0.0.1 or ::1)."
+        ),
+        max_body: int = typer.Option(
+            1024 * 1024, "--max-body-bytes", min=1, help="The largest request body, in bytes."
+        ),
+    ) -> None:
+        """Serve the runs HTTP API (create, list, show, verify, replay) over one artifact root."""
+        run_async(_serve_api(root, host, port, token, token_file, no_auth, max_body))
+
+
+async def _serve_api(
+    root: Path,
+    host: str,
+    port: int,
+    token: str | None,
+    token_file: Path | None,
+    no_auth: bool,
+    max_body: int,
+) -> None:
+    try:
+        from toolproof.adapters.http import ApiSettings, create_app
+    except ImportError as exc:
+        raise InputError(
+            f"serve-api needs the http extra: pip install 'toolproof[http]' ({exc})"
+        ) from exc
+    from toolproof.adapters.asgi import serve_asgi
+    from toolproof.adapters.http.settings import resolve_token
+
+    if not root.is_dir():
+        raise InputError(f"--root {str(root)!r}: not a directory", path=str(root))
+    settings = ApiSettings(
+        root=root.resolve(),
+        token=None if no_auth else resolve_token(token, token_file),
+        auth_disabled=no_auth,
+        host=host,
+        max_body_bytes=max_body,
+    )
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    shown = f"[{host}]" if ":" in host else host
+    err_console.print(f"toolproof: serving the runs API on http://{shown}:{port}/v1")
+    await serve_asgi(create_app(settings), host, port, stop)
+
+
+def recover_command(directory: Path, as_json: bool) -> None:
+    """``toolproof verify --recover``: finalize the live session a killed server left.
+
+    Prints what was kept and dropped, then verifies the recovered run. Exit code 0 when
+    it verifies, 2 when it does not, 1 when ``directory`` is not a live session.
+    """
+    from toolproof.adapters.cli.app import emit_json, fail, out_console
+    from toolproof.adapters.finalize import recover_session
+    from toolproof.verify.verifier import verify_run
+
+    try:
+        outcome = asyncio.run(recover_session(directory))
+    except InputError as exc:
+        raise fail(exc) from None
+    verification = verify_run(outcome.path)
+    if as_json:
+        emit_json(
+            {
+                "recovered": True,
+                "run_id": outcome.run_id,
+                "path": str(outcome.path),
+                "kept_calls": outcome.calls,
+                "dropped": outcome.dropped,
+                "verification": verification.to_json(),
+            }
+        )
+    else:
+        out_console.print(f"recovered {outcome.calls} calls into {outcome.path}")
+        for item in outcome.dropped:
+            err_console.print(f"[yellow]dropped:[/] {escape(item)}")
+        for failure in verification.failures:
+            err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
+        out_console.print("verified" if verification.ok else "verification FAILED")
+    if not verification.ok:
+        raise typer.Exit(2)

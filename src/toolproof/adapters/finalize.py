@@ -1,0 +1,237 @@
+"""Finalize a live serve session into a run directory; recover one a killed server left.
+
+See :mod:`toolproof.adapters.recording` for the layout. Both paths read the live
+trace, keep its longest sound prefix that ends a call block, and re-execute the
+session's calls *frozen* through the runs executor (no tool is called), so the
+committed run is exactly what ``toolproof replay`` would produce from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from toolproof.adapters.recording import SESSION_FILE, SESSION_TASK, discard_live
+from toolproof.bundle.rundir import RunDirectoryWriter
+from toolproof.bundle.trace import TraceLine, read_trace
+from toolproof.contract.runs import ExecutionRuntime, Policy, Report, RunSpec, StepSpec, Timings
+from toolproof.contract.trace import EvidenceRegistered, StepFinished, ToolCalled, TraceEvent
+from toolproof.errors import InputError, VerificationError
+from toolproof.evidence.reasoners import reasoner_for
+from toolproof.runs.calls import FrozenCalls, FrozenClock
+from toolproof.runs.planner import plan_run
+from toolproof.runs.run import record_run
+
+__all__ = [
+    "RECOVERY_FILE",
+    "SessionOutcome",
+    "finalize_session",
+    "is_live_session",
+    "recover_session",
+]
+
+RECOVERY_FILE = "recovery.json"
+"""The file a recovered session's run carries: what recovery kept and dropped."""
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """A finalized (or recovered) session.
+
+    Attributes:
+        run_id: the committed run's id.
+        path: ``<root>/runs/<run_id>``.
+        report: the report written with it.
+        calls: served calls kept.
+        dropped: what recovery dropped, one message each (empty for a clean stop).
+
+    """
+
+    run_id: str
+    path: Path
+    report: Report
+    calls: int
+    dropped: list[str] = field(default_factory=list)
+
+
+def is_live_session(directory: Path) -> bool:
+    """Whether ``directory`` is a live session (a ``session.json``, no ``manifest.json``)."""
+    return (directory / SESSION_FILE).is_file() and not (directory / "manifest.json").exists()
+
+
+def _sound_prefix(lines: list[TraceLine]) -> tuple[list[TraceEvent], list[str]]:
+    """Events up to the last complete call block, and a message per dropped line."""
+    kept: list[TraceEvent] = []
+    previous: str | None = None
+    dropped: list[str] = []
+    for line in lines:
+        event = line.event
+        if event is None or event.idx != line.position or event.prev != previous:
+            why = line.problem or "breaks the hash chain or the event order"
+            rest = len(lines) - line.position
+            dropped.append(
+                f"trace line {line.position + 1}: {why}; dropped with the {rest - 1} lines after it"
+            )
+            break
+        kept.append(event)
+        previous = line.digest
+    end = max((i + 1 for i, e in enumerate(kept) if isinstance(e, StepFinished)), default=0)
+    for event in kept[end:]:
+        dropped.append(
+            f"event {event.idx} ({event.type} of step {event.step!r}): its call block is "
+            "incomplete (the server stopped before the call was answered)"
+        )
+    return kept[:end], dropped
+
+
+def _unreferenced(live: Path, events: list[TraceEvent]) -> list[str]:
+    folder = live / "evidence"
+    kept = {e.evidence.path for e in events if isinstance(e, EvidenceRegistered)}
+    names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    return [
+        f"evidence/{name}: stored for a call whose block is incomplete"
+        for name in names
+        if f"evidence/{name}" not in kept
+    ]
+
+
+def _pid_running(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _started(header: dict[str, Any]) -> tuple[str, float]:
+    started_at = str(header.get("started_at", ""))
+    try:
+        begun = datetime.fromisoformat(started_at)
+        seconds = max(0.0, (datetime.now(UTC) - begun).total_seconds())
+    except ValueError:
+        started_at, seconds = datetime.now(UTC).isoformat(timespec="milliseconds"), 0.0
+    return started_at, round(seconds, 6)
+
+
+async def _commit(
+    live: Path,
+    root: Path,
+    events: list[TraceEvent],
+    header: dict[str, Any],
+    dropped: list[str] | None,
+) -> SessionOutcome:
+    runtime = ExecutionRuntime.model_validate_json((live / "runtime.json").read_bytes())
+    calls = [event for event in events if isinstance(event, ToolCalled)]
+    config = header.get("config")
+    task = SESSION_TASK if dropped is None else f"{SESSION_TASK} (recovered after an unclean stop)"
+    spec = RunSpec(
+        task=task,
+        toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
+        steps=[StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments) for e in calls],
+        policy=Policy.AUDIT,
+    )
+    plan = plan_run(spec, runtime.toolset)
+    live_lines = (live / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
+    with RunDirectoryWriter(root) as writer:
+        recorded = await record_run(
+            writer.temp,
+            spec=spec,
+            plan=plan,
+            runtime=runtime,
+            calls=FrozenCalls(events),
+            clock=FrozenClock(events),
+            reasoner=reasoner_for(spec.reasoner),
+        )
+        replayed = (writer.temp / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
+        if replayed != live_lines:
+            first = next(
+                i for i, (a, b) in enumerate(zip(replayed, live_lines, strict=False)) if a != b
+            )
+            raise VerificationError(
+                f"session {live}: the frozen re-execution differs from the live trace at event "
+                f"{first}; the live session is kept for inspection",
+                path=str(live),
+                event=first,
+            )
+        writer.known.update(recorded.known)
+        if dropped is not None:
+            writer.write_json(
+                RECOVERY_FILE,
+                {"session": live.name, "kept_calls": len(calls), "dropped": dropped},
+            )
+        started_at, seconds = _started(header)
+        writer.write_json("timings.json", Timings(started_at=started_at, wall_seconds=seconds))
+        committed = writer.commit()
+    discard_live(live)
+    return SessionOutcome(
+        committed.run_id, committed.path, recorded.report, len(calls), list(dropped or [])
+    )
+
+
+def _read_live(live: Path) -> tuple[dict[str, Any], list[TraceLine], str | None]:
+    if not is_live_session(live):
+        raise InputError(
+            f"{live} is not a live serve session (no {SESSION_FILE}, or it already has a manifest)",
+            path=str(live),
+        )
+    try:
+        header = json.loads((live / SESSION_FILE).read_bytes())
+        data = (live / "trace.jsonl").read_bytes() if (live / "trace.jsonl").is_file() else b""
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{live}: cannot read the live session: {exc}", path=str(live)) from exc
+    lines, problem = read_trace(data)
+    return header if isinstance(header, dict) else {}, lines, problem
+
+
+async def finalize_session(live: Path, root: Path) -> SessionOutcome:
+    """Finalize a cleanly stopped live session into ``root/runs/<run_id>``.
+
+    Raises:
+        InputError: ``live`` is not a live session.
+        VerificationError: the live trace is damaged (use :func:`recover_session`) or its
+            frozen re-execution differs from it.
+
+    """
+    header, lines, problem = _read_live(live)
+    events, dropped = _sound_prefix(lines)
+    dropped += _unreferenced(live, events)
+    if problem is not None:
+        dropped.append(f"trace.jsonl {problem}")
+    if dropped:
+        raise VerificationError(
+            f"session {live}: the live trace is damaged ({dropped[0]}); "
+            "run `toolproof verify --recover` on it",
+            path=str(live),
+        )
+    return await _commit(live, root, events, header, None)
+
+
+async def recover_session(live: Path) -> SessionOutcome:
+    """Recover the live session a killed server left: keep what is sound, report the rest.
+
+    The run lands in ``<artifact root>/runs/<run_id>`` (the root is two levels above
+    ``live``), carries ``recovery.json`` listing what was dropped, and its spec's task
+    says it was recovered.
+
+    Raises:
+        InputError: ``live`` is not a live session, or its server is still running.
+
+    """
+    header, lines, _ = _read_live(live)
+    if _pid_running(header.get("pid")):
+        raise InputError(
+            f"{live}: the server recording it (pid {header['pid']}) is still running; "
+            "stop it (SIGTERM finalizes the session) instead of recovering",
+            path=str(live),
+        )
+    events, dropped = _sound_prefix(lines)
+    dropped += _unreferenced(live, events)
+    return await _commit(live, live.parent.parent, events, header, dropped)

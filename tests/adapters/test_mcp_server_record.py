@@ -1,0 +1,226 @@
+"""``toolproof serve --record``: recorded sessions verify; a killed server's session recovers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
+
+from toolproof.adapters.finalize import finalize_session, recover_session
+from toolproof.errors import InputError, VerificationError
+from toolproof.verify.verifier import verify_run
+
+
+def _runs(root: Path) -> list[Path]:
+    return sorted((root / "runs").glob("run_*"))
+
+
+def _live(root: Path) -> Path:
+    (live,) = sorted((root / "sessions").iterdir())
+    return live
+
+
+def _spec(run: Path) -> dict[str, Any]:
+    return json.loads((run / "spec.json").read_bytes())
+
+
+async def _calls(client: Client) -> list[Any]:
+    return [
+        await client.call_tool("add", {"a": 1, "b": 2}),
+        await client.call_tool("add", {"a": "x"}),
+        await client.call_tool("echo", {"text": "héllo"}),
+        await client.call_tool("echo", {"text": {"$ref": "steps.call-1.value"}}),
+        await client.call_tool("segment", {"x": 3}),
+    ]
+
+
+def test_a_stdio_session_is_finalized_into_a_run_that_verifies(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=TOOLPROOF[0],
+        args=[*TOOLPROOF[1:], "serve", "--config", str(SERVE_CONFIG), "--record", str(tmp_path)],
+    )
+
+    async def scenario() -> list[Any]:
+        async with Client(params) as client:
+            return await _calls(client)
+
+    answers = asyncio.run(scenario())
+    assert answers[3].is_error is True
+    assert (
+        answers[3]
+        .content[0]
+        .text.startswith(
+            "unrecordable: call to 'echo' cannot be recorded: its arguments hold a {\"$ref\": ...}"
+        )
+    )
+    (run,) = _runs(tmp_path)
+    assert list((tmp_path / "sessions").iterdir()) == []
+    verification = verify_run(run)
+    assert verification.ok, [str(failure) for failure in verification.failures]
+    spec = _spec(run)
+    assert (spec["task"], spec["policy"], spec["toolset"]) == (
+        "MCP serve session",
+        "audit",
+        "toolproof.toml",
+    )
+    assert [(step["id"], step["tool"], step["arguments"]) for step in spec["steps"]] == [
+        ("call-00000001", "add", {"a": 1, "b": 2}),
+        ("call-00000002", "add", {"a": "x"}),
+        ("call-00000003", "echo", {"text": "héllo"}),
+        ("call-00000004", "segment", {"x": 3}),
+    ]
+    evidence = {path.read_bytes() for path in (run / "evidence").iterdir()}
+    assert evidence == {
+        answers[0].content[0].text.encode(),
+        answers[2].content[0].text.encode(),
+        answers[4].content[0].text.encode(),
+    }
+    required = next(r for r in verification.report.results if r.check == "required-steps")
+    assert [finding.message for finding in required.findings] == [
+        "step 'call-00000002' failed: invalid_arguments: invalid arguments for tool 'add': "
+        'argument \'a\': "x" is not of type "integer"'
+    ]
+
+
+def _http_session(root: Path, stop: signal.Signals) -> subprocess.Popen[bytes]:
+    port = free_port()
+    args = ["serve", "--config", str(SERVE_CONFIG), "--http", f"127.0.0.1:{port}"]
+    with spawn([*args, "--record", str(root)], port) as process:
+
+        async def scenario() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await _calls(client)
+                await asyncio.gather(
+                    *(client.call_tool("add", {"a": i, "b": 1000}) for i in range(20))
+                )
+
+        asyncio.run(scenario())
+        process.send_signal(stop)
+        process.wait(30)
+    return process
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_an_http_session_is_finalized_on_a_signal(tmp_path: Path, stop: signal.Signals) -> None:
+    process = _http_session(tmp_path, stop)
+    assert process.returncode == 0
+    (run,) = _runs(tmp_path)
+    assert verify_run(run).ok
+    steps = _spec(run)["steps"]
+    assert len(steps) == 24
+    assert sorted(step["arguments"]["a"] for step in steps[4:]) == list(range(20))
+
+
+def test_kill_9_leaves_a_live_session_that_never_verifies_and_recovers(tmp_path: Path) -> None:
+    process = _http_session(tmp_path, signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    assert _runs(tmp_path) == []
+    live = _live(tmp_path)
+    unverified = verify_run(live)
+    assert not unverified.ok
+    assert [str(failure) for failure in unverified.failures] == [
+        "[manifest] manifest.json: manifest.json is missing: the run cannot be trusted"
+    ]
+    outcome = asyncio.run(recover_session(live))
+    assert (outcome.calls, outcome.dropped) == (24, [])
+    assert not live.exists()
+    assert verify_run(outcome.path).ok
+    assert _spec(outcome.path)["task"] == "MCP serve session (recovered after an unclean stop)"
+    recovery = json.loads((outcome.path / "recovery.json").read_bytes())
+    assert recovery == {"dropped": [], "kept_calls": 24, "session": live.name}
+
+
+def _kill_9_session(root: Path) -> Path:
+    _http_session(root, signal.SIGKILL)
+    return _live(root)
+
+
+def test_recovery_keeps_events_up_to_the_last_complete_call_and_reports_the_rest(
+    tmp_path: Path,
+) -> None:
+    live = _kill_9_session(tmp_path)
+    trace = live / "trace.jsonl"
+    lines = trace.read_bytes().split(b"\n")[:-1]
+    # The last call block is 5 events (a value); keep its first 3 and tear the 4th.
+    kept, torn = lines[:-2], lines[-2][:40]
+    trace.write_bytes(b"\n".join(kept) + b"\n" + torn)
+    outcome = asyncio.run(recover_session(live))
+    last = len(lines) - 5
+    assert outcome.calls == 23
+    evidence = json.loads(lines[-2])["evidence"]["path"]
+    assert outcome.dropped == [
+        f"trace line {len(lines) - 1}: not a valid trace event: (event): Invalid JSON: EOF "
+        "while parsing a string at line 1 column 40; dropped with the 0 lines after it",
+        f"event {last} (step_started of step 'call-00000024'): its call block is incomplete "
+        "(the server stopped before the call was answered)",
+        f"event {last + 1} (tool_called of step 'call-00000024'): its call block is incomplete "
+        "(the server stopped before the call was answered)",
+        f"event {last + 2} (tool_returned of step 'call-00000024'): its call block is "
+        "incomplete (the server stopped before the call was answered)",
+        f"{evidence}: stored for a call whose block is incomplete",
+    ]
+    assert verify_run(outcome.path).ok
+    recovery = json.loads((outcome.path / "recovery.json").read_bytes())
+    assert recovery["dropped"] == outcome.dropped
+
+
+def test_a_damaged_live_trace_is_refused_by_a_clean_finalize(tmp_path: Path) -> None:
+    live = _kill_9_session(tmp_path)
+    with (live / "trace.jsonl").open("ab") as file:
+        file.write(b'{"idx": 99')
+    with pytest.raises(VerificationError, match="the live trace is damaged"):
+        asyncio.run(finalize_session(live, tmp_path))
+    assert _runs(tmp_path) == []
+
+
+def test_recovery_refuses_a_session_whose_server_still_runs(tmp_path: Path) -> None:
+    port = free_port()
+    args = ["serve", "--config", str(SERVE_CONFIG), "--http", f"127.0.0.1:{port}"]
+    with spawn([*args, "--record", str(tmp_path)], port) as process:
+        live = _live(tmp_path)
+        with pytest.raises(InputError, match=f"pid {process.pid}\\) is still running"):
+            asyncio.run(recover_session(live))
+    (run,) = _runs(tmp_path)
+    assert verify_run(run).ok
+
+
+def test_recovery_refuses_a_directory_that_is_not_a_live_session(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is not a live serve session"):
+        asyncio.run(recover_session(tmp_path))
+
+
+def _toolproof(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_cli_refuses_a_live_session_and_recovers_it_on_request(tmp_path: Path) -> None:
+    live = _kill_9_session(tmp_path)
+    rel = f"sessions/{live.name}"
+    plain = _toolproof("verify", rel, "--root", str(tmp_path))
+    assert plain.returncode == 2
+    assert "manifest.json is missing: the run cannot be trusted" in plain.stderr
+    recovered = _toolproof("verify", rel, "--root", str(tmp_path), "--recover", "--json")
+    assert recovered.returncode == 0, recovered.stderr
+    document = json.loads(recovered.stdout)
+    (run,) = _runs(tmp_path)
+    assert (document["run_id"], document["kept_calls"], document["dropped"]) == (run.name, 24, [])
+    assert document["verification"]["ok"] is True
+    again = _toolproof("verify", run.name, "--root", str(tmp_path))
+    assert (again.returncode, again.stdout.strip().splitlines()[-1]) == (0, "verified")
+
+
+def test_recover_on_a_finished_run_is_an_input_error(tmp_path: Path) -> None:
+    _http_session(tmp_path, signal.SIGTERM)
+    (run,) = _runs(tmp_path)
+    done = _toolproof("verify", run.name, "--root", str(tmp_path), "--recover")
+    assert done.returncode == 1
+    assert "is not a live serve session" in done.stderr

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from runs_support import Counter, make_toolset, run
+
+from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
+from toolproof.contract.runs import PlanNode
+from toolproof.errors import InputError
+from toolproof.evidence.reasoners import (
+    ReasonerBackend,
+    ReasonerRequest,
+    StepOutput,
+    register_reasoner,
+)
+from toolproof.evidence.store import EvidenceStore
+from toolproof.identity import digest
+from toolproof.runs.executor import StepContext
+from toolproof.verify.verifier import verify_run
+
+SOURCE = EvidenceSource(kind="chunk", step="s")
+
+
+def test_put_stores_exact_bytes_once_per_digest(tmp_path: Path) -> None:
+    store = EvidenceStore(tmp_path)
+    data = "naïve café\n".encode()
+    record = store.put(data, media_type="text/plain; charset=utf-8", source=SOURCE)
+    again = store.put(data, media_type="text/plain; charset=utf-8", source=SOURCE)
+    assert record == again
+    assert record.digest == digest(data)
+    assert record.path == "evidence/" + digest(data)[7:]
+    assert (tmp_path / record.path).read_bytes() == data
+    assert store.total_bytes == len(data)
+
+
+def test_support_counts_offsets_within_the_evidence_file(tmp_path: Path) -> None:
+    store = EvidenceStore(tmp_path)
+    record = store.put(b"alpha beta gamma", media_type="text/plain", source=SOURCE)
+    support = store.support(record.id, 6, 10)
+    assert (support.start, support.end, support.sha256) == (6, 10, digest(b"beta"))
+    found = store.find(record.id, b"gamma")
+    assert found is not None and (found.start, found.end) == (11, 16)
+    assert store.find(record.id, b"delta") is None
+
+
+@pytest.mark.parametrize(("start", "end"), [(3, 3), (5, 2), (-1, 2), (0, 17)])
+def test_empty_or_out_of_bounds_spans_are_refused(tmp_path: Path, start: int, end: int) -> None:
+    store = EvidenceStore(tmp_path)
+    record = store.put(b"alpha beta gamma", media_type="text/plain", source=SOURCE)
+    with pytest.raises(InputError) as info:
+        store.support(record.id, start, end)
+    assert info.value.message == (
+        f"support interval [{start}, {end}) is not a non-empty interval within {record.id} "
+        "(16 bytes)"
+    )
+
+
+def test_unknown_evidence_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no evidence evidence_00"):
+        EvidenceStore(tmp_path).support("evidence_" + "0" * 64, 0, 1)
+
+
+DOCUMENT = (
+    b"First chunk: nothing here.\n\nSecond chunk: the plum shelf is B4. Plums are kept cold.\n"
+)
+SECOND = DOCUMENT.index(b"Second")
+
+
+async def _chunk_handler(node: PlanNode, context: StepContext) -> StepOutput:
+    chunk = DOCUMENT[SECOND:]
+    record = context.register_evidence(
+        chunk,
+        media_type="text/plain; charset=utf-8",
+        detail={
+            "document": "shelves.txt",
+            "chunk": 1,
+            "document_start": SECOND,
+            "document_end": len(DOCUMENT),
+        },
+    )
+    return StepOutput(node.id, True, {"chunks": 1}, (record,))
+
+
+@register_reasoner
+class _SentenceReasoner(ReasonerBackend):
+    name: ClassVar[str] = "test-sentence"
+
+    async def derive(self, request: ReasonerRequest) -> list[Claim]:
+        (record,) = request.evidence
+        sentence = b"Plums are kept cold."
+        support = request.store.find(record.id, sentence)
+        assert support is not None
+        return [
+            Claim(
+                statement=sentence.decode(),
+                type=ClaimType.DERIVED,
+                status=ClaimStatus.VALIDATED,
+                supports=[support],
+                reasoner=self.label,
+            )
+        ]
+
+
+def test_span_inside_a_chunk_that_is_not_the_first_verifies(tmp_path: Path) -> None:
+    spec = {
+        "task": "Where are plums kept?",
+        "steps": [{"id": "search", "kind": "retrieve", "params": {"query": "plums"}}],
+        "reasoner": {"name": "test-sentence"},
+    }
+    outcome = run(tmp_path, spec, make_toolset(Counter()), handlers={"retrieve": _chunk_handler})
+    (claim,) = outcome.outcome.claims
+    (support,) = claim.supports
+    chunk = DOCUMENT[SECOND:]
+    assert (support.start, support.end) == (chunk.index(b"Plums"), len(chunk) - 1)
+    # offsets count from the chunk file's first byte, not from the document's
+    evidence = (outcome.path / "evidence" / support.evidence.removeprefix("evidence_")).read_bytes()
+    assert evidence[support.start : support.end] == b"Plums are kept cold."
+    assert DOCUMENT[support.start : support.end] != b"Plums are kept cold."
+    assert verify_run(outcome.path).ok

@@ -1,0 +1,202 @@
+"""The run commands as a user runs them: real ``toolproof`` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-evidence"
+TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
+
+TOOLS = '''
+import asyncio
+import os
+
+import toolproof
+
+
+def _count() -> None:
+    with open(os.environ["TP_COUNT"], "a", encoding="utf-8") as file:
+        file.write("x")
+
+
+@toolproof.tool(read_only=True)
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    _count()
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@toolproof.tool(read_only=True)
+def lookup(item: str) -> dict:
+    """Look an item up."""
+    _count()
+    return {"item": item, "count": len(item)}
+'''
+
+
+def _cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TOOLPROOF, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "cli_tools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "toolproof.toml").write_text('[[python]]\nmodule = "cli_tools"\n', encoding="utf-8")
+    (tmp_path / "count").write_text("", encoding="utf-8")
+    return tmp_path
+
+
+def _spec(project: Path, steps: str, extra: str = "") -> Path:
+    path = project / "spec.toml"
+    path.write_text(f'task = "t"\n{extra}\n{steps}', encoding="utf-8")
+    return path
+
+
+LOOKUP = '[[steps]]\nid = "look"\ntool = "lookup"\narguments = { item = "pear" }\n'
+
+
+def test_run_verify_show_replay_diff_on_the_example(tmp_path: Path) -> None:
+    root = str(tmp_path / "artifacts")
+    ran = _cli("run", str(EXAMPLE / "spec.toml"), "--root", root, "--json")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    run_id = result["run_id"]
+    assert (result["outcome"], result["claims"], result["tool_calls"]) == ("passed", 4, 3)
+    verified = _cli("verify", run_id, "--root", root, "--json")
+    assert verified.returncode == 0
+    assert json.loads(verified.stdout)["ok"] is True
+    shown = json.loads(_cli("show", run_id, "--root", root, "--json").stdout)
+    supports = shown["claims"][1]["supports"]
+    assert [(s["text"], s["verified"]) for s in supports] == [("12", True), ("A1", True)]
+    assert supports[0]["file"].startswith("evidence/")
+    replayed = _cli(
+        "replay", run_id, "--root", root, "--config", str(EXAMPLE / "toolproof.toml"), "--json"
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    document = json.loads(replayed.stdout)
+    assert (document["identical"], document["live_calls"], document["descriptor_compared"]) == (
+        True,
+        0,
+        True,
+    )
+    diffed = json.loads(_cli("diff", run_id, f"runs/{run_id}", "--root", root, "--json").stdout)
+    assert diffed["identical"] is True
+    human = _cli("show", run_id, "--root", root)
+    assert "There are 12 apples, kept on shelf A1." in human.stdout
+
+
+def test_tampered_run_fails_verify_and_replay_with_exit_2(project: Path) -> None:
+    env = {"TP_COUNT": str(project / "count")}
+    ran = _cli("run", str(_spec(project, LOOKUP)), "--root", str(project), "--json", env=env)
+    run_id = json.loads(ran.stdout)["run_id"]
+    assert (project / "count").read_text(encoding="utf-8") == "x"
+    evidence = next((project / "runs" / run_id / "evidence").iterdir())
+    evidence.write_bytes(evidence.read_bytes().replace(b"pear", b"bear"))
+    verified = _cli("verify", run_id, "--root", str(project))
+    assert verified.returncode == 2
+    assert f"[manifest] evidence/{evidence.name}: evidence/{evidence.name} has digest" in (
+        verified.stderr.replace("\n", "")
+    )
+    replayed = _cli(
+        "replay",
+        run_id,
+        "--root",
+        str(project),
+        "--config",
+        str(project / "toolproof.toml"),
+        "--json",
+        env=env,
+    )
+    assert replayed.returncode == 2
+    assert json.loads(replayed.stdout)["refused"] is True
+    assert (project / "count").read_text(encoding="utf-8") == "x"  # no live call
+
+
+def test_paths_outside_the_root_and_unknown_runs_are_input_errors(tmp_path: Path) -> None:
+    escaped = _cli("verify", "../elsewhere", "--root", str(tmp_path))
+    assert escaped.returncode == 1
+    assert "has a '..' segment" in escaped.stderr
+    missing = _cli("verify", "run_" + "0" * 64, "--root", str(tmp_path))
+    assert missing.returncode == 1
+    assert "no run directory at" in missing.stderr
+
+
+def test_bad_spec_is_an_input_error(project: Path) -> None:
+    spec = _spec(project, LOOKUP, extra='colour = "red"')
+    ran = _cli("run", str(spec), "--root", str(project))
+    assert ran.returncode == 1
+    assert "colour: unknown key (not part of the run spec format)" in ran.stderr
+    assert not (project / "runs").exists()
+
+
+def test_failing_report_exits_2(project: Path) -> None:
+    steps = LOOKUP + '[[steps]]\nid = "again"\ntool = "lookup"\narguments = { item = 3 }\n'
+    ran = _cli(
+        "run",
+        str(_spec(project, steps)),
+        "--root",
+        str(project),
+        "--json",
+        env={"TP_COUNT": str(project / "count")},
+    )
+    assert ran.returncode == 2
+    failures = json.loads(ran.stdout)["failures"]
+    assert failures[0].startswith(
+        "[required-steps] trace.jsonl: step 'again' failed: invalid_arguments:"
+    )
+
+
+SLOW = '[[steps]]\nid = "nap"\ntool = "slow"\narguments = { seconds = 60 }\n'
+
+
+def _start_slow_run(project: Path) -> subprocess.Popen[str]:
+    spec = _spec(project, SLOW)
+    process = subprocess.Popen(
+        [*TOOLPROOF, "run", str(spec), "--root", str(project / "art")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TP_COUNT": str(project / "count")},
+    )
+    deadline = time.monotonic() + 30
+    while (project / "count").read_text(encoding="utf-8") != "x":  # the tool is running
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return process
+
+
+def test_kill_9_mid_run_leaves_nothing_under_runs(project: Path) -> None:
+    process = _start_slow_run(project)
+    temp = list((project / "art").glob(".tmp-run-*"))
+    assert len(temp) == 1 and (temp[0] / "trace.jsonl").exists()
+    process.kill()
+    process.communicate(timeout=10)
+    assert not (project / "art" / "runs").exists()
+
+
+def test_ctrl_c_mid_run_removes_the_temporary_directory(project: Path) -> None:
+    process = _start_slow_run(project)
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=20)
+    assert process.returncode != 0
+    assert sorted(p.name for p in (project / "art").iterdir()) == []
