@@ -154,7 +154,10 @@ def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
     return cls
 
 
-_BUILTIN_MODULES = ("toolproof.evidence.extractive_reasoner",)
+_BUILTIN_MODULES = (
+    "toolproof.evidence.extractive_reasoner",
+    "toolproof.evidence.patterns_reasoner",
+)
 """Modules of built-in reasoners defined outside this module, imported on first lookup."""
 
 
@@ -257,7 +260,13 @@ class ToolResultReasoner(ReasonerBackend):
         supports: list[SupportRef] = []
         citations: list[Citation] = []
         values: dict[str, str] = {}
-        for placeholder, ref in template.cite.items():
+        placeholders = list(dict.fromkeys(_PLACEHOLDER.findall(template.statement)))
+        ordered = [p for p in placeholders if p in template.cite]
+        ordered += sorted(set(template.cite) - set(ordered))
+        # Statement order, never the mapping's: spec.json has sorted keys, and a frozen
+        # replay must cite in the same order as the live run.
+        for placeholder in ordered:
+            ref = template.cite[placeholder]
             step, path = parse_ref(ref)
             output = request.outputs.get(step)
             problem = None

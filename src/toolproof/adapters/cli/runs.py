@@ -191,10 +191,14 @@ def _replay(
         try:
             async with load_toolset(guess) as toolset:
                 descriptor = toolset.descriptor()
+                quarantined = [item.name for item in toolset.quarantined]
         except ConfigError as exc:
             # Frozen replay needs no live tool: a root that no longer loads (its corpus
             # or a server is gone) is reported, and --config makes it an error.
             note = f"composition root {guess} could not be loaded ({exc.message})"
+            return await replay_run(directory, lenient=lenient), False, note
+        if quarantined:
+            note = f"composition root {guess} loaded with {', '.join(quarantined)} quarantined"
             return await replay_run(directory, lenient=lenient), False, note
         return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
 
