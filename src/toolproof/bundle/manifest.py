@@ -35,15 +35,21 @@ BLOCK_BYTES = 4 * 1024 * 1024
 def hash_file(path: Path) -> tuple[int, str]:
     """Stream ``path`` once; return its size in bytes and ``sha256:<hex>``.
 
+    A file up to one block is read whole; a larger one is streamed in 4 MiB blocks
+    through one reused buffer.
+
     Raises:
         OSError: the file cannot be read.
 
     """
-    sha = hashlib.sha256()
-    size = 0
-    buffer = bytearray(BLOCK_BYTES)
-    view = memoryview(buffer)
     with path.open("rb", buffering=0) as file:
+        head = file.read(BLOCK_BYTES)
+        sha = hashlib.sha256(head)
+        size = len(head)
+        if size < BLOCK_BYTES:
+            return size, "sha256:" + sha.hexdigest()
+        buffer = bytearray(BLOCK_BYTES)
+        view = memoryview(buffer)
         while True:
             count = file.readinto(view)
             if not count:

@@ -68,11 +68,12 @@ class TraceWriter:
         self.events.append(event)
         return event
 
-    def close(self) -> tuple[int, str]:
-        """Flush, fsync and close the file; return its size in bytes and its digest."""
+    def close(self, *, sync: bool = True) -> tuple[int, str]:
+        """Flush (fsync unless ``sync`` is False) and close; return size in bytes and digest."""
         if not self._file.closed:
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if sync:
+                os.fsync(self._file.fileno())
             self._file.close()
         return self._size, "sha256:" + self._hash.hexdigest()
 

@@ -9,7 +9,6 @@ the document's.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from toolproof.contract.evidence import (
@@ -66,7 +65,10 @@ class EvidenceStore:
         return evidence_id in self._sizes
 
     def put(self, data: bytes, *, media_type: str, source: EvidenceSource) -> EvidenceRecord:
-        """Store ``data`` exactly (once per digest, fsynced) and return its record.
+        """Store ``data`` exactly (once per digest) and return its record.
+
+        Files are not fsynced one by one: the run directory writer makes the whole
+        directory durable before it renames it into place.
 
         Args:
             data: the evidence bytes, as they will be cited.
@@ -81,8 +83,6 @@ class EvidenceStore:
             target = self.run_dir / path
             with target.open("xb") as file:
                 file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
             self._sizes[evidence_id] = len(data)
         return EvidenceRecord(
             id=evidence_id,

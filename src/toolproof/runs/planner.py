@@ -11,6 +11,7 @@ tools and step kinds nobody can run are refused before anything runs.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection
 
 from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind
@@ -47,24 +48,29 @@ def _dependencies(spec: RunSpec) -> dict[str, list[str]]:
 
 def _order(spec: RunSpec, deps: dict[str, list[str]]) -> list[str]:
     position = {step.id: index for index, step in enumerate(spec.steps)}
-    remaining = {step_id: set(needs) for step_id, needs in deps.items()}
+    waiting = {step_id: len(needs) for step_id, needs in deps.items()}
+    users: dict[str, list[str]] = {step_id: [] for step_id in deps}
+    for step_id, needs in deps.items():
+        for dep in needs:
+            users[dep].append(step_id)
+    ready = [(position[sid], sid) for sid, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
     order: list[str] = []
-    while remaining:
-        ready = sorted(
-            (sid for sid, needs in remaining.items() if not needs), key=lambda sid: position[sid]
-        )
-        if not ready:
-            cycle = sorted(remaining, key=lambda sid: position[sid])
-            raise InputError(
-                f"steps {cycle} form a dependency cycle (rule: a step can only use results "
-                "of steps that finish before it)",
-                steps=cycle,
-            )
-        chosen = ready[0]
+    while ready:
+        _, chosen = heapq.heappop(ready)
         order.append(chosen)
-        del remaining[chosen]
-        for needs in remaining.values():
-            needs.discard(chosen)
+        for user in users[chosen]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, (position[user], user))
+    if len(order) < len(deps):
+        placed = set(order)
+        cycle = sorted((sid for sid in deps if sid not in placed), key=lambda sid: position[sid])
+        raise InputError(
+            f"steps {cycle} form a dependency cycle (rule: a step can only use results "
+            "of steps that finish before it)",
+            steps=cycle,
+        )
     return order
 
 

@@ -180,6 +180,7 @@ async def replay_run(
             clock=FrozenClock(events),
             reasoner=reasoner,
             handlers=handlers,
+            durable=False,
         )
         difference = first_trace_difference(
             (directory / "trace.jsonl").read_bytes(), (scratch / "trace.jsonl").read_bytes()

@@ -87,8 +87,11 @@ async def record_run(
     reasoner: ReasonerBackend,
     handlers: Mapping[str, StepHandler] | None = None,
     on_event: Callable[[TraceEvent], None] | None = None,
+    durable: bool = True,
 ) -> RecordedRun:
     """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
+
+    ``durable=False`` skips fsync (frozen replay's scratch directory).
 
     Raises:
         CanonicalizationError: a recorded value has no canonical JSON form.
@@ -96,7 +99,7 @@ async def record_run(
     """
     known: dict[str, tuple[int, str]] = {}
     for name, model in (("spec.json", spec), ("plan.json", plan), ("runtime.json", runtime)):
-        known[name] = write_file(directory / name, canonical_json(model.to_json()))
+        known[name] = write_file(directory / name, canonical_json(model.to_json()), sync=durable)
     store = EvidenceStore(directory)
     trace = TraceWriter(directory / "trace.jsonl")
     try:
@@ -113,14 +116,15 @@ async def record_run(
         )
         outcome = await executor.run()
     finally:
-        known["trace.jsonl"] = trace.close()
+        known["trace.jsonl"] = trace.close(sync=durable)
     for record in executor.evidence:
         known[record.path] = (record.size, record.digest)
     claims = canonical_json([claim.to_json() for claim in outcome.claims])
-    known["claims.json"] = write_file(directory / "claims.json", claims)
+    known["claims.json"] = write_file(directory / "claims.json", claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
     report = run_checks(RunView(directory, digests), spec.policy)
-    known["report.json"] = write_file(directory / "report.json", canonical_json(report.to_json()))
+    report_bytes = canonical_json(report.to_json())
+    known["report.json"] = write_file(directory / "report.json", report_bytes, sync=durable)
     return RecordedRun(outcome, report, known)
 
 

@@ -38,8 +38,9 @@ def _compare_steps(view: RunView, bad: Callable[[str], None]) -> None:
     steps = [node for node in plan.nodes if node.kind in (StepKind.CALL, StepKind.RETRIEVE)]
     if sorted(node.id for node in steps) != sorted(step.id for step in spec.steps):
         bad("the plan's call/retrieve nodes are not the spec's steps")
+    by_id = {node.id: node for node in steps}
     for step in spec.steps:
-        node = next((node for node in steps if node.id == step.id), None)
+        node = by_id.get(step.id)
         if node is None:
             continue
         same = (
