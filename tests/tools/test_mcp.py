@@ -176,10 +176,13 @@ def test_servers_that_fail_to_start_are_quarantined_and_the_others_bind(tmp_path
     )
 
     async def main() -> None:
+        before = descendants()
         started = time.monotonic()
         async with load_toolset(write(tmp_path, config)) as toolset:
             assert time.monotonic() - started < 10
             assert toolset.names() == FIXTURE_TOOLS
+            [running] = descendants() - before  # the failed servers are gone already
+            assert running == await server_pid(toolset)
             by_name = {item.name: item for item in toolset.quarantined}
             exits, missing, silent = by_name["exits"], by_name["missing"], by_name["silent"]
             assert (exits.field, exits.owner) == ("mcp[1]", "mcp:exits")
