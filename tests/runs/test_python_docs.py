@@ -155,3 +155,23 @@ def test_an_unanswerable_question_is_insufficient_evidence(workspace: Path) -> N
         "What is the airspeed velocity of an unladen swallow?",
     )
     assert [c["status"] for c in claims_of(run)[1:]] == ["validated", "validated"]
+
+
+def test_show_names_document_offsets_and_writes_a_page(run_dir: Path, workspace: Path) -> None:
+    page = workspace / "claims.html"
+    done = toolproof("show", run_dir.name, "--json", "--html", str(page), cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    support = shown["claims"][0]["supports"][0]
+    origin = support["origin"]
+    assert origin["kind"] == "chunk" and origin["document"] == "nonlocal.txt"
+    document = (workspace / "corpus" / "nonlocal.txt").read_bytes()
+    cited = document[origin["document_start"] : origin["document_end"]]
+    assert cited.decode("utf-8") == support["text"]
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "<script" not in html
+    assert html.count("<mark>") == 6
+    assert "<mark>The &quot;nonlocal&quot; statement causes the listed identifiers" in html
+    text = toolproof("show", run_dir.name, cwd=workspace)
+    assert text.returncode == 0
+    assert f"= nonlocal.txt [{origin['document_start']}, {origin['document_end']})" in text.stdout

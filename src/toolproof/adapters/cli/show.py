@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import emit_json, fail, out_console
+from toolproof.adapters.html_report import write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
 
@@ -22,7 +24,44 @@ CONTEXT_BYTES = 40
 _CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
 
 
-def _support_view(directory: Path, support: SupportRef) -> dict[str, Any]:
+def _sources(directory: Path) -> dict[str, dict[str, Any]]:
+    """The source of every evidence id, from the trace's ``evidence_registered`` events."""
+    sources: dict[str, dict[str, Any]] = {}
+    try:
+        lines = (directory / "trace.jsonl").read_bytes().splitlines()
+    except OSError:
+        return sources
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "evidence_registered":
+            record = event.get("evidence") or {}
+            if isinstance(record, dict) and isinstance(record.get("source"), dict):
+                sources.setdefault(str(record.get("id")), record["source"])
+    return sources
+
+
+def _origin(source: dict[str, Any] | None, start: int, end: int) -> dict[str, Any]:
+    """Where the cited bytes come from: the document and its offsets, or the tool call."""
+    if not source:
+        return {}
+    detail = source.get("detail") or {}
+    origin: dict[str, Any] = {"kind": source.get("kind"), "step": source.get("step")}
+    if source.get("call"):
+        origin["call"] = source["call"]
+    document_start = detail.get("document_start")
+    if detail.get("document") and isinstance(document_start, int):
+        origin["document"] = detail["document"]
+        origin["document_start"] = document_start + start
+        origin["document_end"] = document_start + end
+    return origin
+
+
+def _support_view(
+    directory: Path, support: SupportRef, source: dict[str, Any] | None = None
+) -> dict[str, Any]:
     rel = evidence_path_for(support.evidence)
     path = directory / rel
     data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
@@ -43,6 +82,7 @@ def _support_view(directory: Path, support: SupportRef) -> dict[str, Any]:
         "before": before.decode("utf-8", errors="replace"),
         "after": after.decode("utf-8", errors="replace"),
         "verified": verified,
+        "origin": _origin(source, support.start, support.end),
     }
 
 
@@ -61,23 +101,41 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
             "run `toolproof verify` on it",
             file="claims.json",
         ) from None
+    sources = _sources(directory)
     return [
         {
             "id": claim.id,
             "statement": claim.statement,
             "type": claim.type.value,
             "status": claim.status.value,
+            "confidence": claim.confidence,
             "reason": claim.reason,
-            "supports": [_support_view(directory, support) for support in claim.supports],
+            "supports": [
+                _support_view(directory, support, sources.get(support.evidence))
+                for support in claim.supports
+            ],
         }
         for claim in claims
     ]
+
+
+def _where(support: dict[str, Any]) -> str:
+    origin = support["origin"]
+    text = f"{support['file']} [{support['start']}, {support['end']})"
+    if "document" in origin:
+        text += f" = {origin['document']} [{origin['document_start']}, {origin['document_end']})"
+    elif "call" in origin:
+        text += f" = result of {origin['call'][:17]}… (step {origin['step']})"
+    return text
 
 
 def show_command(
     run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
     root: Path = typer.Option(Path("."), "--root", help="The artifact root."),
     as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Also write a self-contained HTML page of the claims to FILE."
+    ),
 ) -> None:
     """Show a run's claims with their cited snippets, files and byte offsets."""
     from toolproof.adapters.cli.runs import resolve_run
@@ -87,6 +145,8 @@ def show_command(
         claims = claim_view(directory)
     except (InputError, VerificationError) as exc:
         raise fail(exc) from None
+    if html is not None:
+        write_html(html, directory.name, claims)
     if as_json:
         emit_json({"run": directory.name, "claims": claims})
         return
@@ -97,9 +157,11 @@ def show_command(
         )
         if claim["reason"]:
             out_console.print(f"   [dim]{escape(claim['reason'])}[/]")
+        if claim["status"] == "validated":
+            out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
         for support in claim["supports"]:
             mark = "[green]ok[/]" if support["verified"] else "[bold red]MISMATCH[/]"
-            out_console.print(f"   {support['file']} [{support['start']}, {support['end']}) {mark}")
+            out_console.print(f"   {escape(_where(support))} {mark}")
             out_console.print(
                 f"     [dim]…{escape(support['before'])}[/][bold yellow]"
                 f"{escape(support['text'])}[/][dim]{escape(support['after'])}…[/]"

@@ -1,0 +1,97 @@
+"""A self-contained HTML page of a run's claims and the exact bytes they cite.
+
+No script, no external resource: one file with inline CSS that opens anywhere.
+Every text is HTML-escaped; cited snippets are ``<mark>``-ed between their context.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from html import escape
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_html", "write_html"]
+
+_STYLE = """
+body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.3rem}.run{color:#666;font:13px monospace}
+.claim{border:1px solid #ddd;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}
+.statement{font-weight:600}.meta{color:#666;font-size:13px}
+.validated{color:#17612e}.insufficient_evidence{color:#8a5a00}.unvalidated{color:#555}
+.support{margin:.6rem 0 0 1rem}.where{font:12px monospace;color:#444}
+.bad{color:#b00020;font-weight:700}.ok{color:#17612e}
+pre{white-space:pre-wrap;background:#f7f7f7;padding:.5rem;border-radius:4px;margin:.2rem 0}
+mark{background:#ffe066;padding:0 1px}
+"""
+
+
+def _where(support: dict[str, Any]) -> str:
+    origin = support.get("origin") or {}
+    text = f"{support['file']} [{support['start']}, {support['end']})"
+    if "document" in origin:
+        text += f" = {origin['document']} [{origin['document_start']}, {origin['document_end']})"
+    elif "call" in origin:
+        text += f" = result of call {origin['call']} (step {origin['step']})"
+    return text
+
+
+def render_html(run_id: str, claims: list[dict[str, Any]]) -> str:
+    """Render the page.
+
+    Args:
+        run_id: the run's id, shown in the title.
+        claims: claims as ``toolproof show --json`` gives them (statement, type, status,
+            confidence, reason, supports with file, offsets, text, context and origin).
+
+    Returns:
+        The HTML document as a string.
+    """
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>claims of {escape(run_id)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>Claims</h1><p class='run'>{escape(run_id)}</p>",
+    ]
+    for number, claim in enumerate(claims, 1):
+        status = str(claim["status"])
+        parts.append("<div class='claim'>")
+        parts.append(f"<div class='statement'>{number}. {escape(str(claim['statement']))}</div>")
+        meta = (
+            f"{escape(str(claim['type']))}, <span class='{escape(status)}'>{escape(status)}</span>"
+        )
+        if status == "validated":
+            meta += f", confidence {escape(str(claim.get('confidence')))}"
+        parts.append(f"<div class='meta'>{meta}</div>")
+        if claim.get("reason"):
+            parts.append(f"<div class='meta'>{escape(str(claim['reason']))}</div>")
+        for support in claim["supports"]:
+            mark = (
+                "<span class='ok'>bytes verified</span>"
+                if support["verified"]
+                else ("<span class='bad'>MISMATCH: the bytes do not match their digest</span>")
+            )
+            parts.append("<div class='support'>")
+            parts.append(f"<div class='where'>{escape(_where(support))} — {mark}</div>")
+            parts.append(
+                f"<pre>…{escape(support['before'])}<mark>{escape(support['text'])}</mark>"
+                f"{escape(support['after'])}…</pre>"
+            )
+            parts.append("</div>")
+        parts.append("</div>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_html(path: Path, run_id: str, claims: list[dict[str, Any]]) -> None:
+    """Write :func:`render_html` to ``path`` atomically (temporary file, then rename)."""
+    path = Path(path)
+    data = render_html(run_id, claims).encode("utf-8")
+    handle, temp = tempfile.mkstemp(prefix=".html-", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
