@@ -138,7 +138,12 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     read, write = await self._open(stack)
                     session = await stack.enter_async_context(
-                        ClientSession(read, write, message_handler=self._on_message)
+                        ClientSession(
+                            read,
+                            write,
+                            logging_callback=self._on_log,
+                            message_handler=self._on_message,
+                        )
                     )
                     with anyio.fail_after(self.server.startup_timeout):
                         self.initialize = wire(await session.initialize())
@@ -164,6 +169,11 @@ class McpConnection:
                 return tools
             result = await _list_page(session, cursor)
         raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
+
+    async def _on_log(self, params: Any) -> None:
+        level = getattr(params, "level", "info")
+        data = getattr(params, "data", None)
+        logger.debug("MCP server %r log [%s]: %s", self.server.name, level, data)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
