@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import decimal
 import json
 from types import MappingProxyType
 from typing import Any
@@ -187,7 +188,7 @@ def test_invoke_that_is_not_callable_is_refused() -> None:
             '"1" is not of type "number"',
         ),
         (["type"], "input_schema", "must be a JSON Schema object (a JSON object), not list"),
-        (True, "input_schema", "must be a JSON Schema object (a JSON object), not bool"),
+        ("{}", "input_schema", "must be a JSON Schema object (a JSON object), not str"),
         (
             {"type": "object", "properties": {"a": {"maximum": float("nan")}}},
             "input_schema.properties.a.maximum",
@@ -209,6 +210,37 @@ def test_malformed_declarations_are_refused_naming_tool_and_field(
     assert info.value.fields["field"] == field
     assert str(info.value.fields["rule"]).startswith(rule_start)
     assert str(info.value).startswith(f"cannot bind tool 'bad_tool': {field}: ")
+
+
+def test_boolean_root_schemas_mean_anything_and_nothing() -> None:
+    recorder = Recorder()
+    anything = _bind(True, invoke=recorder)
+    assert anything.spec.input_schema == {}
+    assert _call(anything, {"x": [1, None]}).ok
+    nothing = _bind(False, invoke=recorder)
+    assert nothing.spec.input_schema == {"not": {}}
+    failure = _call(nothing, {}).failure
+    assert failure is not None
+    assert failure.kind == "invalid_arguments"
+    assert recorder.calls == [{"x": [1, None]}]
+
+
+def test_arguments_that_are_not_plain_json_are_refused() -> None:
+    recorder = Recorder()
+    schema = {"properties": {"n": {"type": "number"}, "a": {"type": "array"}}}
+    tool = _bind(schema, invoke=recorder)
+    for arguments, problem in [
+        ({"n": decimal.Decimal("1.5")}, "$.n: decimal.Decimal is not a JSON value"),
+        ({"n": float("nan")}, "$.n: nan is not a JSON number"),
+        ({"a": (1, 2)}, "$.a: builtins.tuple is not a JSON value"),
+    ]:
+        result = _call(tool, arguments)
+        assert result.failure is not None
+        assert result.failure.message == (
+            f"invalid arguments for tool 't': {problem} (arguments must be plain JSON)"
+        )
+    assert _call(tool, {"n": 2**60}).ok  # a big integer is JSON (only schemas are canonicalized)
+    assert recorder.calls == [{"n": 2**60}]
 
 
 def test_output_schema_is_checked_and_enforced() -> None:

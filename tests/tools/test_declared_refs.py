@@ -12,6 +12,7 @@ import pytest
 from toolproof import SchemaLimits, ToolBindError, ToolContribution, bind_contribution
 from toolproof.tools.limits import MAX_REF_EXPANSION, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from toolproof.tools.refs import RefWalker, resolve_uri
+from toolproof.tools.schema import compile_validator
 
 
 async def _invoke(arguments: dict[str, Any]) -> Any:
@@ -249,3 +250,30 @@ def test_size_limit() -> None:
 def test_limits_must_be_positive_integers() -> None:
     with pytest.raises(ValueError, match=r"SchemaLimits\.max_depth must be a positive integer"):
         SchemaLimits(max_depth=0)
+
+
+@pytest.mark.parametrize("reference", ["file:///etc/hostname", "http://127.0.0.1:9/s.json"])
+def test_the_validator_compiler_itself_never_fetches(reference: str) -> None:
+    # jsonschema-rs reads file: and http: references by default; every Tool compiles
+    # through compile_validator, which refuses them (a schema-level backstop).
+    with pytest.raises(ValueError, match="is refused: nothing is fetched"):
+        compile_validator({"$ref": reference})
+
+
+@pytest.mark.parametrize(
+    ("dialect", "definition"),
+    [
+        ("http://json-schema.org/draft-07/schema#", {"$id": "#num", "type": "integer"}),
+        ("http://json-schema.org/draft-06/schema#", {"$id": "#num", "type": "integer"}),
+        ("http://json-schema.org/draft-04/schema#", {"id": "#num", "type": "integer"}),
+    ],
+)
+def test_older_drafts_plain_name_ids_are_anchors(dialect: str, definition: dict[str, Any]) -> None:
+    schema = {
+        "$schema": dialect,
+        "type": "object",
+        "properties": {"v": {"$ref": "#num"}},
+        "definitions": {"N": definition},
+    }
+    assert _accepts(schema, {"v": 1})
+    assert not _accepts(schema, {"v": "x"})

@@ -19,11 +19,10 @@ is refused in milliseconds. Override the limits per call with :class:`SchemaLimi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from toolproof.errors import CanonicalizationError, ToolBindError
 from toolproof.identity import canonical_json
@@ -52,7 +51,7 @@ MAX_REF_EXPANSION = 10_000
 (a recursive reference counts once): the work a validator compiler may have to do."""
 
 _REF_MARKERS = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
-_ID_MARKERS = (b'"$id"', b'"id"', b'"$anchor"', b'"$dynamicAnchor"')
+_ANCHOR_MARKERS = (b'"$anchor"', b'"$dynamicAnchor"')
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,8 @@ def prepare_schema(
     Args:
         tool: the tool's name, for errors.
         field: the field holding the schema (``input_schema``, ``output_schema``).
-        schema: the declared schema: a JSON object (any ``Mapping`` at the top).
+        schema: the declared schema: a JSON object (any ``Mapping`` at the top), or a
+            boolean schema (``true`` is held as ``{}``, ``false`` as ``{"not": {}}``).
         limits: the bounds to apply.
 
     Returns:
@@ -148,6 +148,8 @@ def prepare_schema(
     """
     if isinstance(schema, Mapping) and type(schema) is not dict:
         schema = dict(schema)
+    elif schema is True or schema is False:  # boolean schemas, as objects (2020-12 §4.3.2)
+        schema = {} if schema else {"not": {}}
     if type(schema) is not dict:
         raise ToolBindError(
             tool,
@@ -171,16 +173,16 @@ def prepare_schema(
             f"schema size {len(data)} bytes exceeds the limit of {limits.max_bytes} bytes "
             "(rule: SchemaLimits.max_bytes, default MAX_SCHEMA_BYTES, counted on canonical JSON)",
         )
-    try:
-        copy: dict[str, Any] = orjson.loads(orjson.dumps(schema))
-    except orjson.JSONEncodeError:  # nesting past orjson's 254 levels
-        raise _depth_error(tool, field, limits.max_depth) from None
-    if _too_deep(copy, limits.max_depth):
+    if _too_deep(schema, limits.max_depth):
         raise _depth_error(tool, field, limits.max_depth)
+    # canonical_json proved it plain JSON, so this round trip is an exact deep copy
+    # that keeps declaration order and number forms (1.0 stays a float)
+    copy: dict[str, Any] = json.loads(json.dumps(schema, ensure_ascii=False))
     draft = dialect_of(copy, tool=tool, field=field)
     if any(marker in data for marker in _REF_MARKERS):
         walker = RefWalker(copy, tool=tool, field=field, draft=draft)
-        if any(marker in data for marker in _ID_MARKERS):
+        id_markers = (b'"id"',) if draft == 4 else (b'"$id"',)
+        if any(marker in data for marker in (*id_markers, *_ANCHOR_MARKERS)):
             walker.index()
         else:  # no $id or anchor anywhere: the root is the only resource
             walker.has_ids = False

@@ -224,8 +224,10 @@ class RefWalker:
         return found
 
     def _lookup(self, base: str, reference: str, where: Any) -> tuple[Any, str]:
-        uri = resolve_uri(base, reference)
-        document, _, fragment = uri.partition("#")
+        if reference.startswith("#"):  # RFC 3986 5.2.2 for a fragment-only reference
+            document, fragment = base, reference[1:]
+        else:
+            document, _, fragment = resolve_uri(base, reference).partition("#")
         resource = self.resources.get(document)
         field = field_path(self.field, flatten(where))
         if resource is None:

@@ -12,6 +12,12 @@ from typing import Any
 
 import jsonschema_rs
 
+_fast_encode: Callable[[object], bytes | None] | None
+try:
+    from toolproof._jcs import encode as _fast_encode
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _fast_encode = None
+
 __all__ = [
     "MAP_KEYWORDS",
     "SUBSCHEMA_KEYWORDS",
@@ -19,6 +25,7 @@ __all__ = [
     "ArgumentError",
     "Validator",
     "compile_validator",
+    "is_plain_json",
     "json_problem",
     "strip_titles",
     "validation_errors",
@@ -114,6 +121,17 @@ def validation_errors(validator: Validator, instance: Any, limit: int = 8) -> li
         if len(errors) >= limit:
             break
     return errors
+
+
+def is_plain_json(value: Any) -> bool:
+    """Whether ``value`` is plain JSON (see :func:`json_problem`); the C encoder's fast check.
+
+    jsonschema-rs validates a ``Decimal`` as a number and a tuple as an array, so a
+    call's arguments are checked for plain JSON as well: a body receives JSON only.
+    """
+    if _fast_encode is not None and _fast_encode(value) is not None:
+        return True
+    return json_problem(value) is None
 
 
 def json_problem(value: Any, path: str = "$") -> str | None:

@@ -11,6 +11,7 @@ from toolproof.errors import ToolBindError, ToolCallError
 from toolproof.tools.schema import (
     Validator,
     compile_validator,
+    is_plain_json,
     json_problem,
     validation_errors,
 )
@@ -32,8 +33,10 @@ class Tool:
     ``spec.input_schema`` (draft 2020-12, no coercion) as a step of its own, then
     runs the body and returns a :class:`ToolResult`. It never raises for a bad call
     or a failing body: invalid arguments give ``failure.kind == "invalid_arguments"``
-    (the body is not called), an exception in the body gives ``"tool_error"``, a
-    non-JSON value or one that breaks ``output_schema`` gives ``"invalid_result"``.
+    (the body is not called; arguments that are not plain JSON — a ``Decimal``, a
+    tuple, NaN — are invalid too, though the validator alone would take them), an
+    exception in the body gives ``"tool_error"``, a non-JSON value or one that breaks
+    ``output_schema`` gives ``"invalid_result"``.
     Cancellation (``asyncio.CancelledError``) is never swallowed.
 
     Args:
@@ -121,7 +124,7 @@ class Tool:
                 f"object, not {type(arguments).__name__}",
                 where="arguments",
             )
-        if self._validator.is_valid(arguments):
+        if self._validator.is_valid(arguments) and is_plain_json(arguments):
             return None
         errors = validation_errors(self._validator, arguments)
         problem = json_problem(arguments)
@@ -148,6 +151,12 @@ class Tool:
             A :class:`ToolResult`; see the class docstring for the failure kinds.
 
         """
+        if (
+            type(arguments) is dict
+            and self._validator.is_valid(arguments)
+            and is_plain_json(arguments)
+        ):  # the hot path: one C validation, one C walk
+            return await self.run_validated(arguments)
         refused = self.check_arguments(arguments)
         if refused is not None:
             return refused
@@ -180,7 +189,7 @@ class Tool:
         return self._check_result(value)
 
     def _check_result(self, value: Any) -> ToolResult:
-        if type(value) is not str:
+        if type(value) is not str and not is_plain_json(value):
             problem = json_problem(value)
             if problem is not None:
                 return ToolResult.fail(
