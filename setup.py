@@ -9,6 +9,11 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("toolproof._jcs", ["src/toolproof/_jcs.c"], optional=True),
+        Extension(
+            "toolproof._jcs",
+            ["src/toolproof/_jcs.c"],
+            depends=["src/toolproof/_jcs_pow5.h"],
+            optional=True,
+        ),
     ]
 )

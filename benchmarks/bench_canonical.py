@@ -69,21 +69,26 @@ def make_event(index: int, rng: random.Random) -> dict[str, Any]:
     return event
 
 
-def measure(encode: Callable[[Any], bytes], events: list[Any], repeat: int) -> float:
-    """Best wall time in seconds over ``repeat`` passes encoding every event."""
-    best = float("inf")
+def measure(encoders: list[Callable[[Any], bytes]], events: list[Any], repeat: int) -> list[float]:
+    """Best wall time in seconds of each encoder over ``repeat`` passes over every event.
+
+    The passes are interleaved (anchor, candidate, anchor, ...) so that load from other
+    processes on the machine falls on every encoder alike.
+    """
+    best = [float("inf")] * len(encoders)
     for _ in range(repeat):
-        start = time.perf_counter()
-        for event in events:
-            encode(event)
-        best = min(best, time.perf_counter() - start)
+        for index, encode in enumerate(encoders):
+            start = time.perf_counter()
+            for event in events:
+                encode(event)
+            best[index] = min(best[index], time.perf_counter() - start)
     return best
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--target", type=float, default=10.0, help="required ratio to rfc8785")
     args = parser.parse_args(argv)
     rng = random.Random(8785)
@@ -94,15 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"MISMATCH on event {event['idx']}", file=sys.stderr)
             return 1
     size = sum(len(canonical_json(event)) for event in events)
-    anchor = measure(rfc8785.dumps, events, args.repeat)
-    rows = [
-        ("rfc8785.dumps (anchor)", anchor),
-        ("canonical_json_exact (pure Python)", measure(canonical_json_exact, events, args.repeat)),
-        (
-            f"canonical_json ({'C fast path' if SPEEDUPS else 'no C fast path'})",
-            measure(canonical_json, events, args.repeat),
-        ),
+    labels = [
+        "rfc8785.dumps (anchor)",
+        "canonical_json_exact (pure Python)",
+        f"canonical_json ({'C fast path' if SPEEDUPS else 'no C fast path'})",
     ]
+    times = measure([rfc8785.dumps, canonical_json_exact, canonical_json], events, args.repeat)
+    anchor = times[0]
+    rows = list(zip(labels, times, strict=True))
     print(f"{args.events} trace events, {size / 1e6:.2f} MB canonical, best of {args.repeat}")
     for label, seconds in rows:
         print(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import importlib.util
 import json
+import math
 import os
+import random
 import struct
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,7 +79,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_agrees_with_rfc8785_package(value: Any) -> None:
     expected = rfc8785.dumps(value)
@@ -311,3 +315,36 @@ def test_digest_and_content_id() -> None:
 def test_content_id_refuses_non_json() -> None:
     with pytest.raises(CanonicalizationError, match=r"at \$\.x: tuple is not a JSON value"):
         content_id("call", {"x": ()})
+
+
+def _float_sweep() -> list[float]:
+    values = [5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308]
+    for exponent in range(-1074, 1024):
+        power = math.ldexp(1.0, exponent)
+        values += [power, math.nextafter(power, 0), math.nextafter(power, math.inf)]
+    for exponent in range(-323, 309):
+        power = float(f"1e{exponent}")
+        values += [power, math.nextafter(power, 0), math.nextafter(power, math.inf)]
+    for mantissa in (1, 5, 9, 25, 123, 4999, 5001, 99999):
+        for exponent in range(-25, 25):
+            number = float(f"{mantissa}e{exponent}")
+            values += [number, math.nextafter(number, 0), math.nextafter(number, math.inf)]
+    rng = random.Random(8785)
+    values += struct.unpack("<200000d", rng.randbytes(1_600_000))
+    finite = [value for value in values if math.isfinite(value) and value != 0]
+    return finite + [-value for value in finite]
+
+
+def test_float_digits_match_the_exact_encoder_on_a_wide_sweep() -> None:
+    values = _float_sweep()
+    assert len(values) > 400_000
+    assert canonical_json(values) == canonical_json_exact(values)
+
+
+def test_float_tables_are_generated() -> None:
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_jcs_tables.py"
+    spec = importlib.util.spec_from_file_location("gen_jcs_tables", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.HEADER.read_text(encoding="utf-8") == module.render()

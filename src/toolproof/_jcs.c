@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_DEPTH 256 /* identity.MAX_DEPTH: deeper containers are refused there */
@@ -186,10 +187,182 @@ encode_int(Buffer *buf, PyObject *value)
     return put(buf, tmp + pos, (size_t)(24 - pos));
 }
 
+#if defined(__SIZEOF_INT128__) && !defined(TOOLPROOF_JCS_NO_RYU)
+#define HAVE_RYU 1
+#include "_jcs_pow5.h"
+
+/*
+ * Shortest round-trip digits of a positive finite double with the Ryu method
+ * (Ulf Adams, "Ryu: fast float-to-string conversion", PLDI 2018): the shortest
+ * decimal in the rounding interval of the double, the nearest one when several
+ * have that length, ties to even -- the digits ECMAScript Number::toString needs
+ * and Python's repr prints. The tests compare it with repr on random bit patterns.
+ */
+static inline int32_t
+pow5bits(int32_t e)
+{
+    return (int32_t)((((uint32_t)e) * 1217359u) >> 19) + 1;
+}
+
+static inline uint32_t
+log10_pow2(int32_t e)
+{
+    return (((uint32_t)e) * 78913u) >> 18;
+}
+
+static inline uint32_t
+log10_pow5(int32_t e)
+{
+    return (((uint32_t)e) * 732923u) >> 20;
+}
+
+static inline int
+multiple_of_pow5(uint64_t value, uint32_t p)
+{
+    uint32_t count = 0;
+    while (value % 5 == 0) {
+        value /= 5;
+        count++;
+    }
+    return count >= p;
+}
+
+static inline int
+multiple_of_pow2(uint64_t value, uint32_t p)
+{
+    return (value & ((1ull << p) - 1)) == 0;
+}
+
+static inline uint64_t
+mul_shift(uint64_t m, const uint64_t *mul, int32_t j)
+{
+    unsigned __int128 low = (unsigned __int128)m * mul[0];
+    unsigned __int128 high = (unsigned __int128)m * mul[1];
+    return (uint64_t)(((low >> 64) + high) >> (j - 64));
+}
+
+/* value > 0 and finite: returns the digits as an integer, sets *exponent (value = d * 10**e). */
+static uint64_t
+ryu_digits(double value, int32_t *exponent)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const uint64_t ieee_m = bits & ((1ull << 52) - 1);
+    const uint32_t ieee_e = (uint32_t)((bits >> 52) & 0x7FF);
+    int32_t e2;
+    uint64_t m2;
+    if (ieee_e == 0) {
+        e2 = 1 - 1023 - 52 - 2;
+        m2 = ieee_m;
+    }
+    else {
+        e2 = (int32_t)ieee_e - 1023 - 52 - 2;
+        m2 = (1ull << 52) | ieee_m;
+    }
+    const int accept_bounds = (m2 & 1) == 0;
+    const uint64_t mv = 4 * m2;
+    const uint32_t mm_shift = ieee_m != 0 || ieee_e <= 1;
+    uint64_t vr, vp, vm;
+    int32_t e10;
+    int vm_zeros = 0;
+    int vr_zeros = 0;
+    if (e2 >= 0) {
+        const uint32_t q = log10_pow2(e2) - (e2 > 3);
+        e10 = (int32_t)q;
+        const int32_t k = POW5_INV_BITCOUNT + pow5bits((int32_t)q) - 1;
+        const int32_t i = -e2 + (int32_t)q + k;
+        vr = mul_shift(mv, POW5_INV_SPLIT[q], i);
+        vp = mul_shift(mv + 2, POW5_INV_SPLIT[q], i);
+        vm = mul_shift(mv - 1 - mm_shift, POW5_INV_SPLIT[q], i);
+        if (q <= 21) {
+            if (mv % 5 == 0) {
+                vr_zeros = multiple_of_pow5(mv, q);
+            }
+            else if (accept_bounds) {
+                vm_zeros = multiple_of_pow5(mv - 1 - mm_shift, q);
+            }
+            else {
+                vp -= (uint64_t)multiple_of_pow5(mv + 2, q);
+            }
+        }
+    }
+    else {
+        const uint32_t q = log10_pow5(-e2) - (-e2 > 1);
+        e10 = (int32_t)q + e2;
+        const int32_t i = -e2 - (int32_t)q;
+        const int32_t k = pow5bits(i) - POW5_BITCOUNT;
+        const int32_t j = (int32_t)q - k;
+        vr = mul_shift(mv, POW5_SPLIT[i], j);
+        vp = mul_shift(mv + 2, POW5_SPLIT[i], j);
+        vm = mul_shift(mv - 1 - mm_shift, POW5_SPLIT[i], j);
+        if (q <= 1) {
+            vr_zeros = 1;
+            if (accept_bounds) {
+                vm_zeros = mm_shift == 1;
+            }
+            else {
+                --vp;
+            }
+        }
+        else if (q < 63) {
+            vr_zeros = multiple_of_pow2(mv, q);
+        }
+    }
+    int32_t removed = 0;
+    uint64_t output;
+    if (vm_zeros || vr_zeros) {
+        uint32_t last = 0;
+        while (vp / 10 > vm / 10) {
+            vm_zeros &= vm % 10 == 0;
+            vr_zeros &= last == 0;
+            last = (uint32_t)(vr % 10);
+            vr /= 10;
+            vp /= 10;
+            vm /= 10;
+            removed++;
+        }
+        if (vm_zeros) {
+            while (vm % 10 == 0) {
+                vr_zeros &= last == 0;
+                last = (uint32_t)(vr % 10);
+                vr /= 10;
+                vp /= 10;
+                vm /= 10;
+                removed++;
+            }
+        }
+        if (vr_zeros && last == 5 && vr % 2 == 0) {
+            last = 4; /* exactly halfway: round to even */
+        }
+        output = vr + ((vr == vm && (!accept_bounds || !vm_zeros)) || last >= 5);
+    }
+    else {
+        int round_up = 0;
+        if (vp / 100 > vm / 100) {
+            round_up = vr % 100 >= 50;
+            vr /= 100;
+            vp /= 100;
+            vm /= 100;
+            removed += 2;
+        }
+        while (vp / 10 > vm / 10) {
+            round_up = vr % 10 >= 5;
+            vr /= 10;
+            vp /= 10;
+            vm /= 10;
+            removed++;
+        }
+        output = vr + (vr == vm || round_up);
+    }
+    *exponent = e10 + removed;
+    return output;
+}
+#endif
+
 /*
  * ECMAScript Number::toString for a finite double (RFC 8785 section 3.2.2.3).
- * The digits are Python's repr digits (the shortest that round-trip, nearest on
- * ties), the same digits ECMAScript requires; only the layout differs.
+ * The digits are the shortest that round-trip, nearest on ties (Ryu above, or
+ * Python's repr where 128-bit integers are missing); only the layout is ECMAScript's.
  */
 static int
 encode_float(Buffer *buf, double value)
@@ -200,38 +373,73 @@ encode_float(Buffer *buf, double value)
     if (value == 0.0) {
         return put(buf, "0", 1);
     }
-    char *repr = PyOS_double_to_string(value < 0 ? -value : value, 'r', 0, 0, NULL);
-    if (repr == NULL) {
-        return FAIL;
+    if (value >= -9007199254740991.0 && value <= 9007199254740991.0
+        && value == (double)(long long)value) {
+        /* an integral double below 2**53 prints as that integer (its shortest digits) */
+        char tmp[24];
+        int pos = 24;
+        long long v = (long long)value;
+        unsigned long long u = v < 0 ? (unsigned long long)(-v) : (unsigned long long)v;
+        do {
+            tmp[--pos] = (char)('0' + (u % 10));
+            u /= 10;
+        } while (u);
+        if (v < 0) {
+            tmp[--pos] = '-';
+        }
+        return put(buf, tmp + pos, (size_t)(24 - pos));
     }
-    /* repr is [digits][.digits][e(+|-)digits] */
     char digits[32];
     int k = 0;
-    int int_len = 0;
-    int seen_point = 0;
-    long exponent = 0;
-    const char *p = repr;
-    for (; *p && *p != 'e'; p++) {
-        if (*p == '.') {
-            seen_point = 1;
-        }
-        else {
-            if (k >= 30) {
-                PyMem_Free(repr);
-                return BAIL;
-            }
-            digits[k++] = *p;
-            if (!seen_point) {
-                int_len++;
-            }
-        }
-    }
-    if (*p == 'e') {
-        exponent = strtol(p + 1, NULL, 10);
-    }
-    PyMem_Free(repr);
-    long point = int_len + exponent;
     int start = 0;
+    long point;
+#ifdef HAVE_RYU
+    {
+        int32_t exponent;
+        uint64_t mantissa = ryu_digits(value < 0 ? -value : value, &exponent);
+        char tmp[24];
+        int pos = 24;
+        do {
+            tmp[--pos] = (char)('0' + (mantissa % 10));
+            mantissa /= 10;
+        } while (mantissa);
+        k = 24 - pos;
+        memcpy(digits, tmp + pos, (size_t)k);
+        point = k + exponent;
+    }
+#else
+    {
+        char *repr = PyOS_double_to_string(value < 0 ? -value : value, 'r', 0, 0, NULL);
+        if (repr == NULL) {
+            return FAIL;
+        }
+        /* repr is [digits][.digits][e(+|-)digits] */
+        int int_len = 0;
+        int seen_point = 0;
+        long exponent = 0;
+        const char *p = repr;
+        for (; *p && *p != 'e'; p++) {
+            if (*p == '.') {
+                seen_point = 1;
+            }
+            else {
+                if (k >= 30) {
+                    PyMem_Free(repr);
+                    return BAIL;
+                }
+                digits[k++] = *p;
+                if (!seen_point) {
+                    int_len++;
+                }
+            }
+        }
+        if (*p == 'e') {
+            exponent = strtol(p + 1, NULL, 10);
+        }
+        PyMem_Free(repr);
+        point = int_len + exponent;
+    }
+#endif
     while (start < k && digits[start] == '0') {
         start++;
         point--;
@@ -298,11 +506,15 @@ utf16_order(Py_UCS4 a, Py_UCS4 b)
     return a < b ? -1 : 1;
 }
 
+typedef struct {
+    PyObject *key;
+    PyObject *value;
+} Member;
+
+/* <0, 0, >0 as key x sorts before, with, after key y by UTF-16 code units. */
 static int
-compare_keys(const void *left, const void *right)
+compare_keys(PyObject *x, PyObject *y)
 {
-    PyObject *x = *(PyObject *const *)left;
-    PyObject *y = *(PyObject *const *)right;
     Py_ssize_t lx = PyUnicode_GET_LENGTH(x);
     Py_ssize_t ly = PyUnicode_GET_LENGTH(y);
     Py_ssize_t n = lx < ly ? lx : ly;
@@ -328,6 +540,12 @@ compare_keys(const void *left, const void *right)
     return (lx > ly) - (lx < ly);
 }
 
+static int
+compare_members(const void *left, const void *right)
+{
+    return compare_keys(((const Member *)left)->key, ((const Member *)right)->key);
+}
+
 static int encode_value(Buffer *buf, PyObject *value, int depth);
 
 static int
@@ -337,55 +555,69 @@ encode_dict(Buffer *buf, PyObject *value, int depth)
     if (n == 0) {
         return put(buf, "{}", 2);
     }
-    PyObject *small[32];
-    PyObject **keys = small;
+    Member small[32];
+    Member *members = small;
     if (n > 32) {
-        keys = PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
-        if (keys == NULL) {
+        members = PyMem_Malloc(sizeof(Member) * (size_t)n);
+        if (members == NULL) {
             PyErr_NoMemory();
             return FAIL;
         }
     }
     Py_ssize_t pos = 0;
-    Py_ssize_t i = 0;
+    Py_ssize_t count = 0;
     PyObject *key;
     PyObject *item;
     int rc = OK;
-    while (PyDict_Next(value, &pos, &key, &item)) {
+    while (count < n && PyDict_Next(value, &pos, &key, &item)) {
         if (!PyUnicode_CheckExact(key)) {
             rc = BAIL;
             goto done;
         }
-        keys[i++] = key;
+        members[count].key = key;
+        members[count].value = item;
+        count++;
     }
-    qsort(keys, (size_t)n, sizeof(PyObject *), compare_keys);
+    if (count != n) {
+        rc = BAIL; /* cannot happen: nothing runs that could resize the dict */
+        goto done;
+    }
+    if (n <= 16) {
+        for (Py_ssize_t i = 1; i < n; i++) { /* insertion sort: few keys, mostly ASCII */
+            Member m = members[i];
+            Py_ssize_t j = i;
+            while (j > 0 && compare_keys(members[j - 1].key, m.key) > 0) {
+                members[j] = members[j - 1];
+                j--;
+            }
+            members[j] = m;
+        }
+    }
+    else {
+        qsort(members, (size_t)n, sizeof(Member), compare_members);
+    }
     rc = put(buf, "{", 1);
-    for (i = 0; i < n && rc == OK; i++) {
+    for (Py_ssize_t i = 0; i < n && rc == OK; i++) {
         if (i > 0) {
             rc = put(buf, ",", 1);
             if (rc != OK) {
                 break;
             }
         }
-        rc = encode_string(buf, keys[i]);
+        rc = encode_string(buf, members[i].key);
         if (rc == OK) {
             rc = put(buf, ":", 1);
         }
         if (rc == OK) {
-            item = PyDict_GetItemWithError(value, keys[i]);
-            if (item == NULL) {
-                rc = PyErr_Occurred() ? FAIL : BAIL;
-                break;
-            }
-            rc = encode_value(buf, item, depth + 1);
+            rc = encode_value(buf, members[i].value, depth + 1);
         }
     }
     if (rc == OK) {
         rc = put(buf, "}", 1);
     }
 done:
-    if (keys != small) {
-        PyMem_Free(keys);
+    if (members != small) {
+        PyMem_Free(members);
     }
     return rc;
 }
@@ -446,6 +678,7 @@ encode_value(Buffer *buf, PyObject *value, int depth)
 static PyObject *
 jcs_encode(PyObject *module, PyObject *value)
 {
+    (void)module;
     Buffer buf = {NULL, 0, 0};
     int rc = encode_value(&buf, value, 0);
     PyObject *result;
@@ -470,8 +703,11 @@ static PyMethodDef jcs_methods[] = {
 };
 
 static struct PyModuleDef jcs_module = {
-    PyModuleDef_HEAD_INIT, "_jcs", "Fast path of toolproof.identity.canonical_json.", -1,
-    jcs_methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_jcs",
+    .m_doc = "Fast path of toolproof.identity.canonical_json.",
+    .m_size = -1,
+    .m_methods = jcs_methods,
 };
 
 PyMODINIT_FUNC
