@@ -20,6 +20,7 @@ from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console
 from toolproof.bundle.paths import confine
 from toolproof.config import load_toolset
 from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
+from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
 from toolproof.errors import ConfigError, InputError, ReplayRefused
 from toolproof.runs.diff import diff_runs
@@ -103,19 +104,22 @@ def _run(
             }
         )
     else:
-        table = Table(title=f"claims of {outcome.run_id}")
-        for column in ("type", "status", "supports", "statement"):
-            table.add_column(column, overflow="fold")
-        for claim in outcome.outcome.claims:
-            table.add_row(
-                claim.type.value, claim.status.value, str(len(claim.supports)), claim.statement
-            )
-        out_console.print(table)
-        note = " (identical run already present: reused)" if outcome.reused else ""
-        out_console.print(f"run {outcome.run_id}{note}")
-        out_console.print(f"report: {outcome.report.outcome} ({outcome.report.policy} policy)")
+        from toolproof.adapters.cli.show import claim_view, print_claims
+
+        out_console.print(f"[bold]claims[/] ({len(outcome.outcome.claims)})")
+        print_claims(claim_view(outcome.path))
+        report = outcome.report
+        findings = sum(len(result.findings) for result in report.results)
+        colour = "green" if report.outcome == "passed" else "red"
+        out_console.print(
+            f"[bold]verification[/]: [{colour}]{report.outcome}[/] ({report.policy} policy): "
+            f"{len(report.sequence)} checks in order, {findings} findings, "
+            f"{outcome.live_calls} tool calls"
+        )
         for line in failures:
             out_console.print(f"  [red]{escape(line)}[/]")
+        note = " (an identical run was already there: reused)" if outcome.reused else ""
+        out_console.print(f"[bold]run directory[/]: {outcome.path}{note}")
     if outcome.report.outcome != "passed":
         raise typer.Exit(2)
 
@@ -159,6 +163,34 @@ def _verify(
         raise typer.Exit(2)
 
 
+async def _current_descriptor(
+    directory: Path, config: Path | None
+) -> tuple[ToolsetDescriptor | None, str]:
+    """The Toolset descriptor to compare a replay against, or ``None`` and why not.
+
+    ``--config`` is loaded and any error raised. Without it, the spec's composition root
+    is tried; frozen replay needs no live tool, so a root that is missing, no longer
+    loads (its corpus or a server is gone) or loads with quarantined sources is
+    reported in the note instead of compared.
+    """
+    if config is not None:
+        async with load_toolset(config) as toolset:
+            return toolset.descriptor(), ""
+    spec = load_spec(directory / "spec.json").spec if (directory / "spec.json").is_file() else None
+    guess = Path(spec.toolset) if spec is not None else None
+    if guess is None or not guess.is_file():
+        return None, "no composition root found"
+    try:
+        async with load_toolset(guess) as toolset:
+            descriptor = toolset.descriptor()
+            quarantined = [item.name for item in toolset.quarantined]
+    except ConfigError as exc:
+        return None, f"composition root {guess} could not be loaded ({exc.message})"
+    if quarantined:
+        return None, f"composition root {guess} loaded with {', '.join(quarantined)} quarantined"
+    return descriptor, ""
+
+
 def _replay(
     run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
     root: Path = RootOption,
@@ -175,30 +207,8 @@ def _replay(
         raise fail(exc) from None
 
     async def go() -> tuple[ReplayResult, bool, str]:
-        if config is not None:
-            async with load_toolset(config) as toolset:
-                descriptor = toolset.descriptor()
-            return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
-        spec = (
-            load_spec(directory / "spec.json").spec
-            if (directory / "spec.json").is_file()
-            else None
-        )
-        guess = Path(spec.toolset) if spec is not None else None
-        if guess is None or not guess.is_file():
-            note = "no composition root found"
-            return await replay_run(directory, lenient=lenient), False, note
-        try:
-            async with load_toolset(guess) as toolset:
-                descriptor = toolset.descriptor()
-                quarantined = [item.name for item in toolset.quarantined]
-        except ConfigError as exc:
-            # Frozen replay needs no live tool: a root that no longer loads (its corpus
-            # or a server is gone) is reported, and --config makes it an error.
-            note = f"composition root {guess} could not be loaded ({exc.message})"
-            return await replay_run(directory, lenient=lenient), False, note
-        if quarantined:
-            note = f"composition root {guess} loaded with {', '.join(quarantined)} quarantined"
+        descriptor, note = await _current_descriptor(directory, config)
+        if descriptor is None:
             return await replay_run(directory, lenient=lenient), False, note
         return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
 

@@ -16,7 +16,7 @@ from toolproof.adapters.html_report import write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
 
-__all__ = ["CONTEXT_BYTES", "claim_view", "show_command"]
+__all__ = ["CONTEXT_BYTES", "claim_view", "print_claims", "show_command"]
 
 CONTEXT_BYTES = 40
 """Bytes of context shown on each side of a cited snippet."""
@@ -129,6 +129,26 @@ def _where(support: dict[str, Any]) -> str:
     return text
 
 
+def print_claims(claims: list[dict[str, Any]]) -> None:
+    """Print claims as :func:`claim_view` gives them: statement, status, cited snippets."""
+    for number, claim in enumerate(claims, 1):
+        out_console.print(
+            f"[bold]{number}. {escape(claim['statement'])}[/] "
+            f"[dim]({claim['type']}, {claim['status']})[/]"
+        )
+        if claim["reason"]:
+            out_console.print(f"   [dim]{escape(claim['reason'])}[/]")
+        if claim["status"] == "validated":
+            out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
+        for support in claim["supports"]:
+            mark = "[green]ok[/]" if support["verified"] else "[bold red]MISMATCH[/]"
+            out_console.print(f"   {escape(_where(support))} {mark}")
+            out_console.print(
+                f"     [dim]…{escape(support['before'])}[/][bold yellow]"
+                f"{escape(support['text'])}[/][dim]{escape(support['after'])}…[/]"
+            )
+
+
 def show_command(
     run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
     root: Path = typer.Option(Path("."), "--root", help="The artifact root."),
@@ -150,21 +170,6 @@ def show_command(
     if as_json:
         emit_json({"run": directory.name, "claims": claims})
         return
-    for number, claim in enumerate(claims, 1):
-        out_console.print(
-            f"[bold]{number}. {escape(claim['statement'])}[/] "
-            f"[dim]({claim['type']}, {claim['status']})[/]"
-        )
-        if claim["reason"]:
-            out_console.print(f"   [dim]{escape(claim['reason'])}[/]")
-        if claim["status"] == "validated":
-            out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
-        for support in claim["supports"]:
-            mark = "[green]ok[/]" if support["verified"] else "[bold red]MISMATCH[/]"
-            out_console.print(f"   {escape(_where(support))} {mark}")
-            out_console.print(
-                f"     [dim]…{escape(support['before'])}[/][bold yellow]"
-                f"{escape(support['text'])}[/][dim]{escape(support['after'])}…[/]"
-            )
+    print_claims(claims)
     if any(not s["verified"] for c in claims for s in c["supports"]):
         raise typer.Exit(2)
