@@ -1,6 +1,7 @@
 """Declared-tool binding: call overhead and bind time, against other frameworks.
 
-One command: ``python benchmarks/bench_binding.py [--calls N] [--repeat R] [--tools T]``.
+One command: ``python benchmarks/bench_binding.py [--calls N] [--repeat R] [--tools T]``
+(the frameworks compared come with ``pip install -e '.[bench]'``).
 
 Everything is measured in the same run, on the same two-integer tool
 ``add(a, b) -> a + b``:
