@@ -81,6 +81,8 @@ def test_run_verify_show_replay_diff_on_the_example(tmp_path: Path) -> None:
     result = json.loads(ran.stdout)
     run_id = result["run_id"]
     assert (result["outcome"], result["claims"], result["tool_calls"]) == ("passed", 4, 3)
+    again = _cli("run", str(EXAMPLE / "spec.toml"), "--root", str(tmp_path / "other"), "--json")
+    assert json.loads(again.stdout)["run_id"] == run_id  # another process, same work, same id
     verified = _cli("verify", run_id, "--root", root, "--json")
     assert verified.returncode == 0
     assert json.loads(verified.stdout)["ok"] is True

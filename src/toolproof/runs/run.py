@@ -70,6 +70,11 @@ class RunOutcome:
     outcome: ExecutionOutcome
     live_calls: int
 
+    def __repr__(self) -> str:
+        # short on purpose: asyncio reprs a task's result, and a full repr of a large
+        # run (every claim and step output) costs seconds
+        return f"RunOutcome({self.run_id}, outcome={self.report.outcome!r}, reused={self.reused})"
+
 
 def step_kinds(handlers: Mapping[str, StepHandler] | None) -> set[str]:
     """The step kinds a runtime with ``handlers`` can execute."""
