@@ -80,7 +80,7 @@ def test_every_tool_is_listed_with_its_schemas_and_annotations() -> None:
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
     tools = run(scenario)
-    assert sorted(tools) == ["add", "echo", "explode", "segment", "segments", "whoami"]
+    assert sorted(tools) == ["add", "add_args", "add_retry", "echo", "explode", "segment", "segment_project", "segments", "whoami", "whoami_process"]
     add = tools["add"]
     assert add.input_schema == {
         "type": "object",
@@ -172,7 +172,8 @@ def test_an_unknown_tool_is_a_protocol_error_naming_it() -> None:
     assert error.code == -32602
     assert error.message == (
         "tool name 'nope': no such tool in this toolset "
-        "(known: add, echo, explode, segment, segments, whoami)"
+        "(known: add, add_args, add_retry, echo, explode, segment, segment_project, segments, "
+        "whoami, whoami_process)"
     )
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
@@ -29,7 +31,7 @@ async def _exercise(client: Client) -> dict[str, Any]:
 
 
 EXPECTED = {
-    "names": ["add", "echo", "explode", "segment", "segments", "whoami"],
+    "names": ["add", "add_args", "add_retry", "echo", "explode", "segment", "segment_project", "segments", "whoami", "whoami_process"],
     "added": (False, {"result": 3}),
     "bad": (
         True,
@@ -82,7 +84,7 @@ def test_stdio_stops_on_sigterm_with_stdin_still_open() -> None:
     try:
         assert process.stderr is not None
         ready = process.stderr.readline()  # printed once the Toolset is loaded
-        assert ready == b"toolproof: serving 6 tools over MCP stdio\n"
+        assert ready == b"toolproof: serving 10 tools over MCP stdio\n"
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
     finally:
@@ -101,3 +103,75 @@ def test_a_bad_http_address_is_refused_with_exit_code_1() -> None:
     )
     assert done.returncode == 1
     assert "--http 'localhost': expected HOST:PORT with a port in 1-65535" in done.stderr
+
+
+async def _variants(client: Client) -> dict[str, Any]:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    retry = await client.call_tool("add_retry", {"a": 1, "b": 2})
+    renamed = await client.call_tool("add_args", {"x": 5})
+    hidden = await client.call_tool("add_args", {"x": 5, "b": 1})
+    projected = await client.call_tool("segment_project", {"x": 7})
+    here = await client.call_tool("whoami", {})
+    worker = await client.call_tool("whoami_process", {})
+    return {
+        "schemas": (
+            tools["add_retry"].input_schema == tools["add"].input_schema,
+            tools["add_args"].input_schema["properties"],
+            tools["add_args"].input_schema["required"],
+            tools["segment_project"].output_schema,
+            tools["add_retry"].output_schema == tools["add"].output_schema,
+        ),
+        "retry": retry.structured_content,
+        "renamed": renamed.structured_content,
+        "hidden": (hidden.is_error, hidden.content[0].text),
+        "projected": (projected.structured_content, projected.content[0].text),
+        "pids": (here.structured_content["result"], worker.structured_content["result"]),
+    }
+
+
+def _check_variants(seen: dict[str, Any], server_pid: int) -> None:
+    assert seen["schemas"] == (
+        True,
+        {"x": {"type": "integer", "description": "the first addend."}},
+        ["x"],
+        {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+        True,
+    )
+    assert seen["retry"] == {"result": 3}
+    assert seen["renamed"] == {"result": 15}
+    assert seen["hidden"][0] is True
+    assert seen["hidden"][1].startswith("invalid_arguments: invalid arguments for tool 'add_args'")
+    assert seen["projected"] == ({"result": 7}, "7")
+    here, worker = seen["pids"]
+    assert here == server_pid
+    assert worker != server_pid
+
+
+def test_variants_over_stdio_base_wrapper_transformers_and_a_process_backend() -> None:
+    async def scenario() -> dict[str, Any]:
+        async with Client(stdio_params()) as client:
+            return await _variants(client)
+
+    seen = asyncio.run(scenario())
+    _check_variants(seen, seen["pids"][0])
+    assert seen["pids"][0] != os.getpid()
+
+
+def test_variants_over_streamable_http_with_a_process_backend() -> None:
+    port = free_port()
+    args = ["serve", "--config", str(SERVE_CONFIG), "--http", f"127.0.0.1:{port}"]
+    with spawn(args, port) as process:
+
+        async def scenario() -> dict[str, Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                return await _variants(client)
+
+        seen = asyncio.run(scenario())
+        worker_pid = seen["pids"][1]
+        assert Path(f"/proc/{worker_pid}").exists()  # a live worker process of the pool
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text(
+            encoding="utf-8"
+        )
+        assert str(worker_pid) in children.split()
+    _check_variants(seen, process.pid)
+    assert not Path(f"/proc/{worker_pid}").exists()  # the pool is shut down with the server

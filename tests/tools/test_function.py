@@ -542,3 +542,31 @@ def test_cancellation_propagates() -> None:
 
 class Box(BaseModel):
     items: list[str]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"x": (1, 2)}, "$.x: builtins.tuple is not a JSON value"),
+        ({"x": {1, 2}}, "$.x: builtins.set is not a JSON value"),
+        ({"x": b"raw"}, "$.x: builtins.bytes is not a JSON value"),
+        ({"x": object()}, "$.x: builtins.object is not a JSON value"),
+        ({"x": 1, "y": {"k": float("nan")}}, "$.y.k: nan is not a JSON number"),
+        ({"x": {1: "a"}}, "$.x: key 1 is int, not str"),
+    ],
+)
+def test_non_json_arguments_are_refused_not_raised(arguments: dict[str, Any], problem: str) -> None:
+    result = run(Tool.from_function(untyped).call(arguments))
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.message) == (
+        "invalid_arguments",
+        f"invalid arguments for tool 'untyped': {problem} (arguments must be plain JSON)",
+    )
+
+
+def test_arguments_that_are_not_an_object() -> None:
+    result = run(Tool.from_function(untyped).call([1, 2]))
+    assert result.failure is not None
+    assert result.failure.message == (
+        "invalid arguments for tool 'untyped': arguments must be a JSON object, not list"
+    )

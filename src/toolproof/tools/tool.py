@@ -124,14 +124,16 @@ class Tool:
                 f"object, not {type(arguments).__name__}",
                 where="arguments",
             )
-        if self._validator.is_valid(arguments) and is_plain_json(arguments):
+        # plain JSON first: jsonschema-rs raises ValueError on a set, bytes or an object
+        plain = is_plain_json(arguments)
+        if plain and self._validator.is_valid(arguments):
             return None
-        errors = validation_errors(self._validator, arguments)
-        problem = json_problem(arguments)
+        problem = None if plain else json_problem(arguments)
         if problem is not None:
             text = f"{problem} (arguments must be plain JSON)"
             detail = [{"pointer": "", "message": text}]
         else:
+            errors = validation_errors(self._validator, arguments)
             text = "; ".join(error.describe() for error in errors)
             detail = [error.to_json() for error in errors]
         return ToolResult.fail(
@@ -153,9 +155,9 @@ class Tool:
         """
         if (
             type(arguments) is dict
+            and is_plain_json(arguments)  # first: jsonschema-rs raises on a set or bytes
             and self._validator.is_valid(arguments)
-            and is_plain_json(arguments)
-        ):  # the hot path: one C validation, one C walk
+        ):  # the hot path: one C walk, one C validation
             return await self.run_validated(arguments)
         refused = self.check_arguments(arguments)
         if refused is not None:

@@ -65,8 +65,13 @@ async def _until_stopped(serving: Coroutine[Any, Any, None], stop: asyncio.Event
 
 
 async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> None:
+    try:
+        from toolproof.adapters.mcp_server import build_server, serve_http, serve_stdio
+    except ImportError as exc:
+        raise InputError(
+            f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
+        ) from exc
     from toolproof.adapters.finalize import finalize_session
-    from toolproof.adapters.mcp_server import build_server, serve_http, serve_stdio
     from toolproof.adapters.recording import open_session
 
     address = parse_address(http) if http is not None else None
@@ -123,6 +128,63 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
         run_async(_serve_mcp(config, http, record))
+
+    @app.command("serve-api")
+    def serve_api(
+        root: Path = typer.Option(
+            ..., "--root", help="The artifact root (runs live in ROOT/runs)."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="The address to bind."),
+        port: int = typer.Option(8080, "--port", min=1, max=65535, help="The TCP port."),
+        token: str | None = typer.Option(
+            None, "--token", help="The bearer token (visible in `ps`: prefer $TOOLPROOF_API_TOKEN)."
+        ),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="A file whose first line is the bearer token."
+        ),
+        no_auth: bool = typer.Option(
+            False, "--no-auth", help="Serve without a token (only on 127.0.0.1 or ::1)."
+        ),
+        max_body: int = typer.Option(
+            1024 * 1024, "--max-body-bytes", min=1, help="The largest request body, in bytes."
+        ),
+    ) -> None:
+        """Serve the runs HTTP API (create, list, show, verify, replay) over one artifact root."""
+        run_async(_serve_api(root, host, port, token, token_file, no_auth, max_body))
+
+
+async def _serve_api(
+    root: Path,
+    host: str,
+    port: int,
+    token: str | None,
+    token_file: Path | None,
+    no_auth: bool,
+    max_body: int,
+) -> None:
+    try:
+        from toolproof.adapters.http import ApiSettings, create_app
+    except ImportError as exc:
+        raise InputError(
+            f"serve-api needs the http extra: pip install 'toolproof[http]' ({exc})"
+        ) from exc
+    from toolproof.adapters.asgi import serve_asgi
+    from toolproof.adapters.http.settings import resolve_token
+
+    if not root.is_dir():
+        raise InputError(f"--root {str(root)!r}: not a directory", path=str(root))
+    settings = ApiSettings(
+        root=root.resolve(),
+        token=None if no_auth else resolve_token(token, token_file),
+        auth_disabled=no_auth,
+        host=host,
+        max_body_bytes=max_body,
+    )
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    shown = f"[{host}]" if ":" in host else host
+    err_console.print(f"toolproof: serving the runs API on http://{shown}:{port}/v1")
+    await serve_asgi(create_app(settings), host, port, stop)
 
 
 def recover_command(directory: Path, as_json: bool) -> None:

@@ -1,0 +1,47 @@
+"""``create_app``: the runs HTTP API as a FastAPI application."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from toolproof import __version__
+from toolproof.adapters.http.guards import BodyLimit
+from toolproof.adapters.http.problems import install_problem_handlers
+from toolproof.adapters.http.routes import public, router
+from toolproof.adapters.http.settings import ApiSettings
+
+__all__ = ["create_app"]
+
+DESCRIPTION = """\
+Create, inspect, verify and replay toolproof runs stored under one artifact root.
+
+Every endpoint but `/v1/health` needs `Authorization: Bearer <token>` (the token is
+configured with `--token-file` or `TOOLPROOF_API_TOKEN`). Request bodies larger than
+the configured limit are refused with 413; run ids must match `^run_[0-9a-f]{64}$`;
+every path the API touches is confined to the artifact root. Errors answer a
+`Problem` document.
+"""
+
+
+def create_app(settings: ApiSettings) -> FastAPI:
+    """Build the FastAPI app serving ``settings.root``.
+
+    Args:
+        settings: root, token and limits (see :class:`ApiSettings`).
+
+    Returns:
+        The ASGI app; its OpenAPI document is at ``/openapi.json``, docs at ``/docs``.
+
+    """
+    app = FastAPI(
+        title="toolproof runs API",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_url="/openapi.json",
+    )
+    app.state.settings = settings
+    install_problem_handlers(app)
+    app.include_router(public)
+    app.include_router(router)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

@@ -1,0 +1,160 @@
+"""Request and response bodies of the runs HTTP API (published in its OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolproof.contract.runs import RunSpec
+
+__all__ = [
+    "CreateRun",
+    "Health",
+    "ReplayAnswer",
+    "RunCreated",
+    "RunDocuments",
+    "RunPage",
+    "RunSummary",
+    "VerifyAnswer",
+    "VerifyFailure",
+]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateRun(_Closed):
+    """``POST /v1/runs``: run a spec.
+
+    Attributes:
+        spec: the run spec (the same document as a spec file; see ``docs/runs.md``).
+            Its ``toolset`` path is relative POSIX to the artifact root and must stay
+            inside it.
+
+    """
+
+    spec: RunSpec = Field(description="The run spec.")
+
+
+class RunSummary(_Closed):
+    """One run in a listing.
+
+    Attributes:
+        run_id: the run id.
+        task: the spec's task (``None`` when ``spec.json`` cannot be read).
+        outcome: the stored report's outcome (``None`` when it cannot be read).
+
+    """
+
+    run_id: str
+    task: str | None = None
+    outcome: Literal["passed", "failed"] | None = None
+
+
+class RunCreated(RunSummary):
+    """A run made by ``POST /v1/runs``.
+
+    Attributes:
+        reused: an identical run was already there (same run id) and was kept.
+        tool_calls: live tool calls made.
+        failures: the report's failing findings, ``[check] file: message``.
+
+    """
+
+    reused: bool
+    tool_calls: int
+    failures: list[str]
+
+
+class RunPage(_Closed):
+    """A page of runs, sorted by run id.
+
+    Attributes:
+        runs: at most ``limit`` runs.
+        next_cursor: pass it as ``cursor`` for the next page; ``None`` on the last page.
+
+    """
+
+    runs: list[RunSummary]
+    next_cursor: str | None = None
+
+
+class RunDocuments(_Closed):
+    """A run's documents, exactly as stored (each ``None`` when the file is missing).
+
+    Attributes:
+        run_id: the run id.
+        spec: ``spec.json``.
+        plan: ``plan.json``.
+        report: ``report.json``.
+        claims: ``claims.json``.
+        manifest: ``manifest.json``.
+
+    """
+
+    run_id: str
+    spec: Any = None
+    plan: Any = None
+    report: Any = None
+    claims: Any = None
+    manifest: Any = None
+
+
+class VerifyFailure(_Closed):
+    """One finding that fails verification."""
+
+    check: str
+    severity: str
+    file: str
+    message: str
+
+
+class VerifyAnswer(_Closed):
+    """The result of verifying a run now (the same as ``toolproof verify --json``).
+
+    Attributes:
+        run_id: the manifest's run id (``None`` when the manifest is unreadable).
+        ok: whether the run verified.
+        failures: what fails, manifest first, then the ordered checks.
+        report: the recomputed report (``None`` when the manifest check failed).
+
+    """
+
+    run_id: str | None
+    ok: bool
+    failures: list[VerifyFailure]
+    report: dict[str, Any] | None
+
+
+class ReplayAnswer(_Closed):
+    """The result of a frozen replay (the same as ``toolproof replay --json``).
+
+    Attributes:
+        run_id: the run id.
+        identical: the replayed trace and report are byte-identical to the recorded ones.
+        events: events in the replayed trace.
+        first_difference: the first differing event and why (``None`` when identical).
+        report_matches: the recomputed report equals ``report.json``.
+        report_outcome: the replay report's outcome.
+        differences: differences let through (none: the API replays strictly).
+        live_calls: tool calls made: always 0.
+
+    """
+
+    run_id: str
+    identical: bool
+    events: int
+    first_difference: dict[str, Any] | None
+    report_matches: bool
+    report_outcome: Literal["passed", "failed"]
+    differences: list[str]
+    live_calls: int
+
+
+class Health(_Closed):
+    """``GET /v1/health``: the API is up."""
+
+    status: Literal["ok"] = "ok"
+    version: str

@@ -1,0 +1,246 @@
+"""The endpoints of the runs HTTP API (``/v1``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi import Path as PathParam
+
+from toolproof import __version__
+from toolproof.adapters.http import gateway
+from toolproof.adapters.http.guards import RunId, require_token, run_directory, settings_of
+from toolproof.adapters.http.models import (
+    CreateRun,
+    Health,
+    ReplayAnswer,
+    RunCreated,
+    RunDocuments,
+    RunPage,
+    RunSummary,
+    VerifyAnswer,
+)
+from toolproof.adapters.http.problems import ApiProblem, Problem
+from toolproof.adapters.http.settings import ApiSettings
+from toolproof.bundle.paths import confine, path_problem
+from toolproof.errors import InputError
+
+__all__ = ["public", "router"]
+
+_RUN_ID = re.compile(r"^run_[0-9a-f]{64}$")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or wrong bearer token."},
+    413: {"model": Problem, "description": "The request body is too large."},
+    422: {"model": Problem, "description": "Invalid request (run id, parameters, body)."},
+}
+_RUN_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    404: {"model": Problem, "description": "No such run."},
+}
+_DOCUMENTS = ("spec", "plan", "report", "claims", "manifest")
+
+public = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
+Settings = Annotated[ApiSettings, Depends(settings_of)]
+
+
+@public.get("/health", tags=["meta"])
+def health() -> Health:
+    """Whether the API is up (no token needed)."""
+    return Health(version=__version__)
+
+
+def _read_json(path: Path, budget: int) -> tuple[Any, int]:
+    if path.is_symlink() or not path.is_file():
+        return None, 0
+    size = path.stat().st_size
+    if size > budget:
+        raise ApiProblem(
+            422,
+            "response-too-large",
+            f"{path.name} is {size} bytes, over the API's response limit; "
+            "read the run directory directly",
+            path=path.name,
+        )
+    try:
+        return json.loads(path.read_bytes()), size
+    except (ValueError, OSError):
+        return None, size
+
+
+def _summary(settings: ApiSettings, run_id: str) -> RunSummary:
+    directory = settings.root / "runs" / run_id
+    budget = settings.max_response_bytes
+    spec, _ = _read_json(directory / "spec.json", budget)
+    report, _ = _read_json(directory / "report.json", budget)
+    task = spec.get("task") if isinstance(spec, dict) else None
+    outcome = report.get("outcome") if isinstance(report, dict) else None
+    return RunSummary(
+        run_id=run_id,
+        task=task if isinstance(task, str) else None,
+        outcome=outcome if outcome in ("passed", "failed") else None,
+    )
+
+
+@router.get("/runs", tags=["runs"], responses=_ERRORS)
+def list_runs(
+    settings: Settings,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Runs per page.")] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(pattern=r"^run_[0-9a-f]{64}$", description="`next_cursor` of the previous page."),
+    ] = None,
+) -> RunPage:
+    """List the runs under the artifact root, sorted by run id, a page at a time."""
+    runs_dir = settings.root / "runs"
+    names = sorted(
+        entry.name
+        for entry in (runs_dir.iterdir() if runs_dir.is_dir() else ())
+        if _RUN_ID.match(entry.name) and entry.is_dir() and not entry.is_symlink()
+    )
+    if cursor is not None:
+        names = [name for name in names if name > cursor]
+    size = min(limit, settings.max_page)
+    page = names[:size]
+    return RunPage(
+        runs=[_summary(settings, name) for name in page],
+        next_cursor=page[-1] if len(names) > size else None,
+    )
+
+
+@router.post(
+    "/runs",
+    tags=["runs"],
+    status_code=201,
+    responses={**_ERRORS, 400: {"model": Problem, "description": "The body is not JSON."}},
+)
+async def create_run(body: CreateRun, settings: Settings) -> RunCreated:
+    """Plan, execute and verify a spec; answer the run (201), reused if identical work exists.
+
+    The spec's ``toolset`` (its ``toolproof.toml``) is a relative path inside the
+    artifact root. A report that fails is still a created run: see ``outcome``.
+    """
+    outcome = await gateway.create_run(settings, body.spec.to_json())
+    return RunCreated(
+        run_id=outcome.run_id,
+        task=body.spec.task,
+        outcome=outcome.report.outcome,
+        reused=outcome.reused,
+        tool_calls=outcome.live_calls,
+        failures=[f"[{r.check}] {f.file}: {f.message}" for r, f in outcome.report.failing()],
+    )
+
+
+@router.get("/runs/{run_id}", tags=["runs"], responses=_RUN_ERRORS)
+def get_run(run_id: RunId, settings: Settings) -> RunDocuments:
+    """A run's spec, plan, report, claims and manifest, exactly as stored."""
+    directory = run_directory(settings, run_id)
+    budget = settings.max_response_bytes
+    documents: dict[str, Any] = {}
+    for name in _DOCUMENTS:
+        documents[name], used = _read_json(directory / f"{name}.json", budget)
+        budget -= used
+    return RunDocuments(run_id=run_id, **documents)
+
+
+@router.get(
+    "/runs/{run_id}/trace",
+    tags=["runs"],
+    response_class=Response,
+    responses={
+        **_RUN_ERRORS,
+        200: {
+            "description": "Trace events as NDJSON (one canonical JSON event per line). "
+            "Header `X-Next-Start` is set when more events follow.",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+    },
+)
+def get_trace(
+    run_id: RunId,
+    settings: Settings,
+    start: Annotated[int, Query(ge=0, le=2**31, description="First event index.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000, description="Events per page.")] = 1000,
+) -> Response:
+    """A page of the run's trace (``trace.jsonl``) from event ``start``, as NDJSON."""
+    path = run_directory(settings, run_id) / "trace.jsonl"
+    lines: list[bytes] = []
+    size = 0
+    more = False
+    if path.is_file() and not path.is_symlink():
+        with path.open("rb") as file:
+            for index, line in enumerate(file):
+                if index < start:
+                    continue
+                if len(lines) >= limit or size + len(line) > settings.max_response_bytes:
+                    more = True
+                    break
+                lines.append(line)
+                size += len(line)
+    headers = {"X-Next-Start": str(start + len(lines))} if more else {}
+    return Response(b"".join(lines), media_type="application/x-ndjson", headers=headers)
+
+
+@router.post("/runs/{run_id}/verify", tags=["runs"], responses=_RUN_ERRORS)
+async def verify_run(run_id: RunId, settings: Settings) -> VerifyAnswer:
+    """Verify the run now (manifest, trace chain, evidence, claims); answer the report."""
+    directory = run_directory(settings, run_id)
+    verification = await gateway.verify_run(directory)
+    return VerifyAnswer.model_validate(verification.to_json())
+
+
+@router.post(
+    "/runs/{run_id}/replay",
+    tags=["runs"],
+    responses={
+        **_RUN_ERRORS,
+        409: {"model": Problem, "description": "Replay refused (tampered or changed run)."},
+    },
+)
+async def replay_run(run_id: RunId, settings: Settings) -> ReplayAnswer:
+    """Replay the run frozen (recorded results only, no live call); refused runs answer 409."""
+    directory = run_directory(settings, run_id)
+    return ReplayAnswer.model_validate(await gateway.replay_run(directory))
+
+
+@router.get(
+    "/runs/{run_id}/files/{path:path}",
+    tags=["runs"],
+    response_class=Response,
+    responses={
+        **_RUN_ERRORS,
+        200: {
+            "description": "The file's exact bytes (evidence, trace, any manifested file).",
+            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+        },
+    },
+)
+def get_file(
+    run_id: RunId,
+    path: Annotated[str, PathParam(description="Relative POSIX path inside the run.")],
+    settings: Settings,
+) -> Response:
+    """One file of a run directory (e.g. ``evidence/<hex>``), confined to the run."""
+    directory = run_directory(settings, run_id)
+    problem = path_problem(path)
+    if problem is not None:
+        raise ApiProblem(422, "invalid-path", f"path {path!r} {problem}", path=path, rule=problem)
+    try:
+        file = confine(directory, path, what="file")
+    except InputError:
+        raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}") from None
+    if not file.is_file():
+        raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}")
+    size = file.stat().st_size
+    if size > settings.max_response_bytes:
+        raise ApiProblem(
+            422,
+            "response-too-large",
+            f"{path} is {size} bytes, over the API's response limit of "
+            f"{settings.max_response_bytes} bytes",
+            path=path,
+        )
+    return Response(file.read_bytes(), media_type="application/octet-stream")
