@@ -553,6 +553,11 @@ class Box(BaseModel):
         ({"x": object()}, "$.x: builtins.object is not a JSON value"),
         ({"x": 1, "y": {"k": float("nan")}}, "$.y.k: nan is not a JSON number"),
         ({"x": {1: "a"}}, "$.x: key 1 is int, not str"),
+        (
+            {"x": 1, "\ud800": 2},
+            "UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800' in "
+            "position 0: surrogates not allowed",
+        ),
     ],
 )
 def test_non_json_arguments_are_refused_not_raised(arguments: dict[str, Any], problem: str) -> None:

@@ -126,9 +126,13 @@ class Tool:
             )
         # plain JSON first: jsonschema-rs raises ValueError on a set, bytes or an object
         plain = is_plain_json(arguments)
-        if plain and self._validator.is_valid(arguments):
-            return None
         problem = None if plain else json_problem(arguments)
+        if plain:
+            try:
+                if self._validator.is_valid(arguments):
+                    return None
+            except (ValueError, UnicodeError) as exc:  # a lone surrogate in a key
+                problem = f"{type(exc).__name__}: {exc}"
         if problem is not None:
             text = f"{problem} (arguments must be plain JSON)"
             detail = [{"pointer": "", "message": text}]
@@ -153,11 +157,15 @@ class Tool:
             A :class:`ToolResult`; see the class docstring for the failure kinds.
 
         """
-        if (
-            type(arguments) is dict
-            and is_plain_json(arguments)  # first: jsonschema-rs raises on a set or bytes
-            and self._validator.is_valid(arguments)
-        ):  # the hot path: one C walk, one C validation
+        try:
+            valid = (
+                type(arguments) is dict
+                and is_plain_json(arguments)  # first: jsonschema-rs raises on a set or bytes
+                and self._validator.is_valid(arguments)
+            )  # the hot path: one C walk, one C validation
+        except (ValueError, UnicodeError):
+            valid = False  # check_arguments says why
+        if valid:
             return await self.run_validated(arguments)
         refused = self.check_arguments(arguments)
         if refused is not None:
