@@ -80,7 +80,18 @@ def test_every_tool_is_listed_with_its_schemas_and_annotations() -> None:
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
     tools = run(scenario)
-    assert sorted(tools) == ["add", "add_args", "add_retry", "echo", "explode", "segment", "segment_project", "segments", "whoami", "whoami_process"]
+    assert sorted(tools) == [
+        "add",
+        "add_args",
+        "add_retry",
+        "echo",
+        "explode",
+        "segment",
+        "segment_project",
+        "segments",
+        "whoami",
+        "whoami_process",
+    ]
     add = tools["add"]
     assert add.input_schema == {
         "type": "object",

@@ -31,7 +31,18 @@ async def _exercise(client: Client) -> dict[str, Any]:
 
 
 EXPECTED = {
-    "names": ["add", "add_args", "add_retry", "echo", "explode", "segment", "segment_project", "segments", "whoami", "whoami_process"],
+    "names": [
+        "add",
+        "add_args",
+        "add_retry",
+        "echo",
+        "explode",
+        "segment",
+        "segment_project",
+        "segments",
+        "whoami",
+        "whoami_process",
+    ],
     "added": (False, {"result": 3}),
     "bad": (
         True,
