@@ -213,8 +213,10 @@ class Executor:
 
         """
         limit = self.spec.budgets.evidence_bytes
-        evidence_id = evidence_id_for("sha256:" + hashlib.sha256(data).hexdigest())
-        used = self.store.total_bytes + (0 if evidence_id in self.store else len(data))
+        used = self.store.total_bytes + len(data)
+        if limit is not None and used > limit:
+            evidence_id = evidence_id_for("sha256:" + hashlib.sha256(data).hexdigest())
+            used -= len(data) if evidence_id in self.store else 0  # stored once per digest
         if limit is not None and used > limit:
             message = f"evidence budget of {limit} bytes exceeded ({used} bytes needed)"
             self._fail(node_id, message, budget="evidence_bytes")

@@ -122,13 +122,14 @@ async def replay_run(
     directory = Path(directory)
     if handlers is None:
         handlers = default_handlers()
-    _manifest, digests, findings = check_manifest(directory)
+    manifest, digests, findings = check_manifest(directory)
     if findings:
         first = findings[0]
         raise _refuse(
             f"[manifest] {first.file}: {first.message}", file=first.file, check="manifest"
         )
-    view = RunView(directory, digests)
+    assert manifest is not None
+    view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
     if view.problems or view.events is None:
         rel, problem = next(iter(view.problems.items()))
         raise _refuse(f"[schema] {rel}: {problem}", file=rel, check="schema")

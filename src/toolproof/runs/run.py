@@ -127,7 +127,8 @@ async def record_run(
     claims = canonical_json([claim.to_json() for claim in outcome.claims])
     known["claims.json"] = write_file(directory / "claims.json", claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
-    report = run_checks(RunView(directory, digests), spec.policy)
+    sizes = {path: size for path, (size, _) in known.items()}
+    report = run_checks(RunView(directory, digests, sizes), spec.policy)
     report_bytes = canonical_json(report.to_json())
     known["report.json"] = write_file(directory / "report.json", report_bytes, sync=durable)
     return RecordedRun(outcome, report, known)

@@ -16,6 +16,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import encode_value
+from toolproof.identity import digest
 from toolproof.verify.base import MAX_FINDINGS, finding
 from toolproof.verify.view import RunView
 
@@ -143,7 +144,9 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                 expected, media_type = encode_value(result.value)
             except InputError:
                 expected, media_type = b"", ""
-            if expected != view.read_bytes(record.path) or media_type != record.media_type:
+            # the file's digest equals record.digest (checked above): compare digests,
+            # so the file is not read again
+            if digest(expected) != record.digest or media_type != record.media_type:
                 out.append(
                     finding(
                         _CRIT,

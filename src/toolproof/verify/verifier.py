@@ -132,7 +132,7 @@ def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification
         failures = [VerificationFailure("manifest", item) for item in findings]
         return Verification(directory, manifest.run_id if manifest else None, None, failures)
     assert manifest is not None
-    view = RunView(directory, digests)
+    view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
     own = view.spec.policy if view.spec is not None else Policy.STRICT
     stored_policy_report = run_checks(view, own)
     report = stored_policy_report if policy in (None, own) else run_checks(view, policy)

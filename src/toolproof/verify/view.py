@@ -43,14 +43,20 @@ class RunView:
     Args:
         directory: the run directory.
         digests: digests already verified (by the manifest check), by relative path.
+        sizes: the sizes that go with them (read from the files when not given).
 
     """
 
-    def __init__(self, directory: Path, digests: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        digests: dict[str, str] | None = None,
+        sizes: dict[str, int] | None = None,
+    ) -> None:
         self.directory = Path(directory)
+        self._known = dict(digests or {})
+        self._sizes = dict(sizes or {})
         self._digests: dict[str, tuple[int, str]] = {}
-        for rel, file_digest in (digests or {}).items():
-            self._digests[rel] = ((self.directory / rel).stat().st_size, file_digest)
         self.problems: dict[str, str] = {}
         self.spec: RunSpec | None = self._model("spec.json", RunSpec)
         self.plan: Plan | None = self._model("plan.json", Plan)
@@ -138,7 +144,13 @@ class RunView:
         """
         known = self._digests.get(rel)
         if known is None:
-            known = hash_file(self.directory / rel)
+            if rel in self._known:
+                size = self._sizes.get(rel)
+                if size is None:
+                    size = (self.directory / rel).stat().st_size
+                known = (size, self._known[rel])
+            else:
+                known = hash_file(self.directory / rel)
             self._digests[rel] = known
         return known
 
