@@ -8,6 +8,8 @@ imported here.
 """
 
 from toolproof.config import load_toolset
+from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef
+from toolproof.contract.runs import Report, RunSpec
 from toolproof.contract.tools import (
     ToolAnnotations,
     ToolCall,
@@ -22,30 +24,44 @@ from toolproof.errors import (
     ConfigError,
     ExtensionError,
     IdentityMismatchError,
+    ReplayRefused,
     ToolBindError,
     ToolCallError,
     ToolNameError,
     ToolproofError,
     ToolsetSealedError,
     UsageError,
+    VerificationError,
 )
+from toolproof.evidence.reasoners import ReasonerBackend, register_reasoner
 from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
 from toolproof.identity import canonical_json, content_id, digest
+from toolproof.runs.replay import replay_run
+from toolproof.runs.run import execute_run
+from toolproof.runs.spec import load_spec
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.verifier import verify_run
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CanonicalizationError",
+    "Claim",
     "ConfigError",
+    "EvidenceRecord",
     "ExtensionError",
     "ExtensionKind",
     "IdentityMismatchError",
+    "ReasonerBackend",
+    "ReplayRefused",
+    "Report",
+    "RunSpec",
     "SchemaLimits",
+    "SupportRef",
     "Tool",
     "ToolAnnotations",
     "ToolBindError",
@@ -62,15 +78,21 @@ __all__ = [
     "ToolsetDescriptor",
     "ToolsetSealedError",
     "UsageError",
+    "VerificationError",
     "__version__",
     "bind_contribution",
     "canonical_json",
     "content_id",
     "declarable_field",
     "digest",
+    "execute_run",
     "extension",
+    "load_spec",
     "load_toolset",
+    "register_reasoner",
+    "replay_run",
     "tool",
     "transformer",
+    "verify_run",
     "wrapper",
 ]
