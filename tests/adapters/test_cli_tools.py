@@ -163,3 +163,21 @@ def test_bad_config_exits_1_with_one_line(
         done = cli(*args, "--config", str(config))
         assert (done.returncode, done.stdout) == (1, b""), args
         assert done.stderr.decode() == "error: " + expected.format(file=config) + "\n"
+
+
+def test_people_output_never_reads_tool_text_as_markup(tmp_path: Path) -> None:
+    (tmp_path / "tp_cli_markup.py").write_text(
+        "import toolproof\n\n@toolproof.tool\ndef weird(x: int) -> int:\n"
+        '    """Return list[str] items [/] and [bold]x[/bold]."""\n    return x\n\n'
+        "@toolproof.tool\ndef spread(*args: int) -> int:\n    return 0\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "toolproof.toml"
+    config.write_text("[[python]]\nmodule = 'tp_cli_markup'\n", encoding="utf-8")
+    listing = cli("tools", "list", "-c", str(config))
+    shown = cli("tools", "show", "weird", "-c", str(config))
+    assert (listing.returncode, shown.returncode) == (0, 0)
+    text = "Return list[str] items [/] and [bold]x[/bold]."
+    assert text in listing.stdout.decode()
+    assert "bare *args/**kwargs" in listing.stdout.decode()
+    assert shown.stdout.decode().splitlines()[1] == text

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from toolproof.adapters.cli.app import emit_json, fail, out_console, run_async
 from toolproof.config import load_toolset
@@ -72,21 +74,26 @@ def list_tools(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
     if as_json:
         emit_json(listing)
         return
-    table = Table(title=f"tools in {config}", show_lines=False)
+    table = Table(title=Text(f"tools in {config}"), show_lines=False)
     for column in ("name", "stack", "owner", "description"):
         table.add_column(column, overflow="fold")
     for item in listing["tools"]:
         first_line = (item["description"] or "").strip().splitlines()[:1]
-        table.add_row(
-            item["name"], _stack_text(item), item["owner"], first_line[0] if first_line else ""
+        cells = (
+            item["name"],
+            _stack_text(item),
+            item["owner"],
+            first_line[0] if first_line else "",
         )
+        table.add_row(*(Text(cell) for cell in cells))  # Text: user text is never markup
     out_console.print(table)
     if listing["quarantined"]:
         quarantine = Table(title="quarantined")
         for column in ("name", "field", "rule", "owner"):
             quarantine.add_column(column, overflow="fold")
         for item in listing["quarantined"]:
-            quarantine.add_row(item["name"], item["field"], item["rule"], item["owner"])
+            cells = (item["name"], item["field"], item["rule"], item["owner"])
+            quarantine.add_row(*(Text(cell) for cell in cells))
         out_console.print(quarantine)
     out_console.print(f"descriptor {listing['descriptor_digest']}")
 
@@ -117,9 +124,12 @@ def show_tool(
         emit_json(shown)
         return
     spec = shown["spec"]
-    out_console.print(f"[bold]{spec['name']}[/] (version {spec['version']}, from {shown['owner']})")
+    out_console.print(
+        f"[bold]{escape(spec['name'])}[/] (version {escape(spec['version'])}, "
+        f"from {escape(shown['owner'])})"
+    )
     if spec["description"]:
-        out_console.print(spec["description"])
+        out_console.print(Text(spec["description"]))
     out_console.print("[bold]input schema[/]")
     out_console.print_json(json.dumps(spec["input_schema"]))
     if spec["output_schema"] is not None:
