@@ -575,3 +575,23 @@ def test_arguments_that_are_not_an_object() -> None:
     assert result.failure.message == (
         "invalid arguments for tool 'untyped': arguments must be a JSON object, not list"
     )
+
+
+def reserved(json: str, schema: int = 1, _hidden: int = 2, model_id: str = "m") -> list[Any]:
+    return [json, schema, _hidden, model_id]
+
+
+def test_parameter_names_pydantic_reserves_keep_their_names() -> None:
+    tool = Tool.from_function(reserved)
+    assert tool.spec.input_schema == obj_schema(
+        {
+            "json": {"type": "string"},
+            "schema": {"default": 1, "type": "integer"},
+            "_hidden": {"default": 2, "type": "integer"},
+            "model_id": {"default": "m", "type": "string"},
+        },
+        ["json"],
+    )
+    result = run(tool.call({"json": "j", "schema": 3, "_hidden": 4, "model_id": "x"}))
+    assert result.value == ["j", 3, 4, "x"]
+    assert run(tool.call({"json": "j"})).value == ["j", 1, 2, "m"]

@@ -30,6 +30,7 @@ from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
+from toolproof.tools.declared import declarable_field
 from toolproof.tools.schema import strip_titles
 from toolproof.tools.tool import Tool
 
@@ -136,7 +137,9 @@ def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
 
 
 def _declarable(name: str) -> bool:
-    return name.isidentifier() and not name.startswith("_") and not name.startswith("model_")
+    # not "json", "schema", "copy"... (a field would shadow BaseModel) nor "_x"/"model_x":
+    # such parameters are held under an alias and keep their name in the schema
+    return declarable_field(name)
 
 
 def _parameter_fields(
