@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolproof import SchemaLimits, ToolBindError, ToolContribution, bind_contribution
+from toolproof.tools.expansion import expansion_size, path_expansion
 from toolproof.tools.limits import MAX_REF_EXPANSION, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from toolproof.tools.refs import RefWalker, resolve_uri
 from toolproof.tools.schema import compile_validator
@@ -188,16 +192,37 @@ def _fanout(keyword: str, levels: int = 9, width: int = 10) -> dict[str, Any]:
 @pytest.mark.parametrize("keyword", ["allOf", "properties"])
 def test_reference_bombs_are_refused_fast_naming_the_limit(keyword: str) -> None:
     start = time.perf_counter()
-    error = _refusal(_fanout(keyword))
-    assert time.perf_counter() - start < 0.5
-    assert error.fields["field"].startswith("input_schema.$defs.L9.")
-    assert error.fields["field"].endswith(".$ref")
+    error = _refusal(_fanout(keyword))  # 10**9 subschemas, counted without walking them
+    assert time.perf_counter() - start < 0.1
+    assert error.fields["field"] == "input_schema.properties.v.$ref"
     assert error.fields["rule"].startswith(
         f"reference expansion exceeds the limit of {MAX_REF_EXPANSION} subschemas"
     )
 
 
-def test_mutual_recursion_counts_each_cycle_once() -> None:
+def _expansion(schema: dict[str, Any]) -> int:
+    walker = RefWalker(schema, tool="t", field="input_schema", draft=2020)
+    walker.index()
+    return expansion_size(walker, 10**6).size
+
+
+def test_expansion_inlines_non_recursive_targets() -> None:
+    three = [{"$ref": "#/$defs/L1"}] * 3
+    schema = {
+        "type": "object",
+        "properties": {"v": {"$ref": "#/$defs/L2"}},
+        "$defs": {
+            "L0": {"type": "string"},
+            "L1": {"allOf": [{"$ref": "#/$defs/L0"}] * 3},
+            "L2": {"allOf": three},
+        },
+    }
+    # L0 = 1, L1 = 1 + 3 * (1 + L0) = 7, L2 = 1 + 3 * (1 + L1) = 25, v = 1 + L2 = 26,
+    # root = 1 + v + L0 + L1 + L2 = 60
+    assert _expansion(json.loads(json.dumps(schema))) == 60
+
+
+def test_mutual_recursion_counts_a_recursive_target_once() -> None:
     schema = {
         "type": "object",
         "properties": {"p": {"$ref": "#/$defs/A"}},
@@ -206,12 +231,31 @@ def test_mutual_recursion_counts_each_cycle_once() -> None:
             "B": {"properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/B"}}},
         },
     }
-    walker = RefWalker(schema, tool="t", field="input_schema", draft=2020)
-    walker.index()
-    assert walker.expansion(10_000, "unused") == 53  # finite: each cycle is cut once
-    _bind(schema, SchemaLimits(max_expansion=53))
-    error = _refusal(schema, SchemaLimits(max_expansion=52))
-    assert error.fields["rule"].startswith("reference expansion exceeds the limit of 52 subschemas")
+    # p = 1 + 1, A = B = 1 + 2 * (1 + 1), root = 1 + p + A + B = 13
+    assert _expansion(schema) == 13
+    _bind(schema, SchemaLimits(max_expansion=13))
+    error = _refusal(schema, SchemaLimits(max_expansion=12))
+    assert error.fields["field"] == "input_schema"
+    assert error.fields["rule"].startswith("reference expansion exceeds the limit of 12 subschemas")
+
+
+def test_many_mutually_recursive_definitions_bind_fast() -> None:
+    # Every definition references every other: a path-by-path expansion explodes
+    # (k! paths), the compiler does not (it compiles each recursive target once).
+    k = 8
+    defs = {
+        f"D{i}": {
+            "type": "object",
+            "properties": {f"p{j}": {"$ref": f"#/$defs/D{j}"} for j in range(k)},
+        }
+        for i in range(k)
+    }
+    schema = {"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}}, "$defs": defs}
+    start = time.perf_counter()
+    assert _expansion(schema) == 1 + 2 + k * (1 + 2 * k)
+    assert _accepts(schema, {"root": {"p1": {"p2": {}}}})
+    assert not _accepts(schema, {"root": {"p1": {"p2": 5}}})
+    assert time.perf_counter() - start < 0.5
 
 
 def test_depth_limit() -> None:
@@ -277,3 +321,22 @@ def test_older_drafts_plain_name_ids_are_anchors(dialect: str, definition: dict[
     }
     assert _accepts(schema, {"v": 1})
     assert not _accepts(schema, {"v": "x"})
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(min_value=0, max_value=5), max_size=4), min_size=1, max_size=6)
+)
+def test_the_path_walk_bounds_the_exact_expansion_from_above(graph: list[list[int]]) -> None:
+    # definition i references the definitions graph[i] (indices wrap around)
+    k = len(graph)
+    defs = {
+        f"D{i}": {"allOf": [{"$ref": f"#/$defs/D{j % k}"} for j in targets]}
+        for i, targets in enumerate(graph)
+    }
+    schema = {"properties": {"v": {"$ref": "#/$defs/D0"}}, "$defs": defs}
+    walker = RefWalker(schema, tool="t", field="input_schema", draft=2020)
+    exact = expansion_size(walker, 10**6).size
+    bound = path_expansion(walker, 10**5)
+    assert bound is None or bound >= exact
+    assert exact <= 10**6

@@ -42,7 +42,10 @@ __all__ = [
 Invoke = Callable[[dict[str, Any]], Awaitable[Any]]
 """``async invoke(arguments) -> str | JSON``."""
 
-_BASEMODEL_NAMES = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
+_BASEMODEL_NAMES = frozenset(
+    name for name in (*dir(BaseModel), *dir(type(BaseModel))) if not name.startswith("_")
+)
+"""Public attributes of ``pydantic.BaseModel`` and of its metaclass (``register``, ``mro``)."""
 
 
 def declarable_field(name: Any) -> bool:
@@ -51,9 +54,10 @@ def declarable_field(name: Any) -> bool:
     True for a string that is a Python identifier, not a keyword (``class``,
     ``from``), without a leading underscore (pydantic refuses those), outside the
     ``model_`` namespace pydantic reserves, and not an attribute of
-    ``pydantic.BaseModel`` (``json``, ``schema``, ``copy``...), which a field would
-    shadow. Adapters hold every other property name under an alias and send the
-    original name on the wire: a name is never renamed, and never breaks a binding.
+    ``pydantic.BaseModel`` or its metaclass (``json``, ``schema``, ``copy``,
+    ``register``, ``mro``...), which a field would shadow. Adapters hold every other
+    property name under an alias and send the original name on the wire: a name is
+    never renamed, and never breaks a binding.
 
     Args:
         name: a property name from a declared schema (any value; non-strings are False).

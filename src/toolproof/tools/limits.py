@@ -10,8 +10,8 @@ the limit, a schema that is
 * nested deeper than :data:`MAX_SCHEMA_DEPTH` JSON levels,
 * of an unknown ``$schema`` dialect, or with a remote or unresolvable ``$ref``,
 * larger than :data:`MAX_REF_EXPANSION` subschemas once its references are
-  expanded (the exponential "billion laughs" shape), counted with recursion cut
-  so a recursive schema costs what it declares.
+  expanded (the exponential "billion laughs" shape), counted exactly in linear
+  time, a recursive target once (see :mod:`toolproof.tools.expansion`).
 
 Every check is linear in the schema size or capped by a limit, so a schema bomb
 is refused in milliseconds. Override the limits per call with :class:`SchemaLimits`.
@@ -26,7 +26,8 @@ from typing import Any
 
 from toolproof.errors import CanonicalizationError, ToolBindError
 from toolproof.identity import canonical_json
-from toolproof.tools.refs import RefWalker, dialect_of
+from toolproof.tools.expansion import expansion_size, path_expansion
+from toolproof.tools.refs import RefWalker, dialect_of, field_path
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -47,8 +48,9 @@ the root object being level 1. A nested object property costs two levels
 (``properties`` and the property), an array item one (``items``)."""
 
 MAX_REF_EXPANSION = 10_000
-"""Default limit on the subschemas a schema expands to once every ``$ref`` is inlined
-(a recursive reference counts once): the work a validator compiler may have to do."""
+"""Default limit on the subschemas a schema expands to once every ``$ref`` to a
+non-recursive target is inlined (a recursive target counts once): the work a validator
+compiler may have to do."""
 
 _REF_MARKERS = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
 _ANCHOR_MARKERS = (b'"$anchor"', b'"$dynamicAnchor"')
@@ -186,10 +188,16 @@ def prepare_schema(
             walker.index()
         else:  # no $id or anchor anywhere: the root is the only resource
             walker.has_ids = False
-        walker.expansion(
-            limits.max_expansion,
-            f"reference expansion exceeds the limit of {limits.max_expansion} subschemas "
-            "(rule: SchemaLimits.max_expansion, default MAX_REF_EXPANSION; every $ref is "
-            "counted as the subschemas it expands to, so exponential fan-out is refused)",
-        )
+        expansion = None
+        if path_expansion(walker, limits.max_expansion) is None:  # the bound is too high
+            expansion = expansion_size(walker, limits.max_expansion)
+        if expansion is not None and expansion.size > limits.max_expansion:
+            raise ToolBindError(
+                tool,
+                field_path(field, expansion.worst or ()),
+                f"reference expansion exceeds the limit of {limits.max_expansion} subschemas "
+                "(rule: SchemaLimits.max_expansion, default MAX_REF_EXPANSION; a $ref to a "
+                "non-recursive target counts as the subschemas it expands to, so exponential "
+                "fan-out is refused)",
+            )
     return PreparedSchema(copy, draft, len(data))

@@ -7,12 +7,9 @@ in chains. Anything else — ``http:``, ``file:``, a URN or a relative path that
 embedded ``$id`` names — is a **remote** reference and is refused at bind time:
 binding never reads a file or the network.
 
-:class:`RefWalker` resolves every reference reachable from the root (RFC 3986
-section 5.2 for URI resolution, RFC 6901 for JSON Pointer fragments) and counts
-the subschemas the validator has to build once references are expanded, cutting
-recursion (a reference to a target already being expanded counts once), so a
-"billion laughs" schema is refused after ``max_expansion`` steps instead of hanging
-the compiler.
+:class:`RefWalker` resolves references (RFC 3986 section 5.2 for URI resolution,
+RFC 6901 for JSON Pointer fragments); :mod:`toolproof.tools.expansion` uses it to
+visit every reference reachable from the root and count what they expand to.
 """
 
 from __future__ import annotations
@@ -50,7 +47,6 @@ DIALECTS: dict[str, int] = {
 }
 """``$schema`` values (without a trailing ``#``) -> draft; no ``$schema`` means 2020-12."""
 
-_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 _URI_RE = re.compile(r"^(?:([A-Za-z][A-Za-z0-9+.-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?")
 _SIMPLE_KEY_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
 
@@ -150,7 +146,7 @@ def resolve_uri(base: str, reference: str) -> str:
 
 
 class RefWalker:
-    """Resolve the references of one declared schema and count its expansion.
+    """Resolve the references of one declared schema, inside it only.
 
     Args:
         schema: the (copied) schema document.
@@ -171,13 +167,14 @@ class RefWalker:
         self._resolved: dict[tuple[str, str], tuple[Any, str]] = {}
         self.has_ids = True
         """Whether a subschema may carry ``$id``; False skips base-URI tracking."""
-        root_base = self._base_of(schema, DEFAULT_BASE_URI)
+        root_base = self.base_of(schema, DEFAULT_BASE_URI)
         self.root_base = root_base
         self.resources[root_base] = schema
         self.resources.setdefault(DEFAULT_BASE_URI, schema)
         self.bases[id(schema)] = DEFAULT_BASE_URI
 
-    def _base_of(self, node: dict[str, Any], base: str) -> str:
+    def base_of(self, node: dict[str, Any], base: str) -> str:
+        """The base URI inside ``node``, given the base URI around it (its ``$id`` applied)."""
         key = "id" if self.draft == 4 else "$id"
         ident = node.get(key)
         if type(ident) is not str or (self.draft <= 7 and ident.startswith("#")):
@@ -254,7 +251,7 @@ class RefWalker:
         for token in fragment[1:].split("/"):
             name = token.replace("~1", "/").replace("~0", "~")
             if type(node) is dict and name in node:
-                node_base = self._base_of(node, node_base) if node is not resource else node_base
+                node_base = self.base_of(node, node_base) if node is not resource else node_base
                 node = node[name]
             elif type(node) is list and name.isdigit() and int(name) < len(node):
                 node = node[int(name)]
@@ -266,69 +263,6 @@ class RefWalker:
                     f"nothing at {name!r} (rule: local references must point into the schema)",
                 )
         return node, self.bases.get(id(node), node_base)
-
-    def expansion(self, limit: int, rule: str) -> int:
-        """Count subschemas with every reference expanded; stop past ``limit``.
-
-        A reference to a target already being expanded (recursion) counts once.
-
-        Raises:
-            ToolBindError: a reference does not resolve or is remote, or the count
-                passes ``limit`` (``rule`` names the limit).
-
-        """
-        root = self.schema
-        on_path: dict[int, int] = {id(root): 1}
-        stack: list[Any] = [(root, DEFAULT_BASE_URI, None, None)]
-        push = stack.append
-        count = 0
-        has_ids = self.has_ids
-        while stack:
-            entry = stack.pop()
-            if type(entry) is int:
-                on_path[entry] -= 1
-                continue
-            node, base, where, target_id = entry
-            count += 1
-            if count > limit:
-                parts = flatten(where)
-                cut = next((i for i, part in enumerate(parts) if part in _REF_KEYWORDS), None)
-                at = parts if cut is None else parts[: cut + 1]
-                raise ToolBindError(self.tool, field_path(self.field, at), rule)
-            if type(node) is not dict:
-                continue
-            if target_id is not None:
-                if on_path.get(target_id):
-                    continue
-                on_path[target_id] = 1
-                push(target_id)
-            if has_ids:
-                base = self._base_of(node, base)
-            _push_children(node, base, where, push)
-            for ref_key in _REF_KEYWORDS:
-                reference = node.get(ref_key)
-                if type(reference) is str:
-                    at = (where, ref_key)
-                    target, target_base = self.lookup(base, reference, at)
-                    push((target, target_base, at, id(target)))
-        return count
-
-
-def _push_children(node: dict[str, Any], base: str, where: Any, push: Any) -> None:
-    for key, value in node.items():
-        if key in SUBSCHEMA_KEYWORDS:
-            if type(value) is list:
-                for index, item in enumerate(value):
-                    push((item, base, ((where, key), index), None))
-            else:
-                push((value, base, (where, key), None))
-        elif key in SUBSCHEMA_LIST_KEYWORDS:
-            if type(value) is list:
-                for index, item in enumerate(value):
-                    push((item, base, ((where, key), index), None))
-        elif (key in MAP_KEYWORDS or key == "dependencies") and type(value) is dict:
-            for name, item in value.items():
-                push((item, base, ((where, key), name), None))
 
 
 def flatten(where: Any) -> tuple[str | int, ...]:
