@@ -60,10 +60,22 @@ def test_no_output_schema_lists_none() -> None:
 
 def test_the_text_block_holds_the_evidence_bytes_of_the_value() -> None:
     tool = Tool.from_function(lambda: None, name="t")
-    assert mcp_result(tool, ToolResult.success("héllo"))[1] == "héllo".encode()
-    reply, data = mcp_result(tool, ToolResult.success({"b": 1, "a": [1.0, "x"]}))
+    assert mcp_result(tool, ToolResult.success("héllo")).data == "héllo".encode()
+    _, reply, data = mcp_result(tool, ToolResult.success({"b": 1, "a": [1.0, "x"]}))
     assert data == b'{"a":[1,"x"],"b":1}'
     assert reply.content[0].text == '{"a":[1,"x"],"b":1}'
+
+
+def test_a_value_without_canonical_json_answers_an_invalid_result_failure() -> None:
+    tool = Tool.from_function(lambda: None, name="t")
+    result, reply, data = mcp_result(tool, ToolResult.success({"big": 2**60}))
+    assert result.failure is not None
+    assert (result.failure.kind, reply.is_error) == ("invalid_result", True)
+    assert data.decode("utf-8") == (
+        "invalid_result: tool 't' returned a value with no canonical JSON form: cannot "
+        "canonicalize value at $.big: integer 1152921504606846976 is outside the IEEE 754 "
+        "exact range (|i| <= 2**53 - 1, RFC 8785 \u00a73.2.2.3)"
+    )
 
 
 async def _with_client(scenario: Any) -> Any:

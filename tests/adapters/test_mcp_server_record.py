@@ -49,9 +49,15 @@ def test_a_stdio_session_is_finalized_into_a_run_that_verifies(tmp_path: Path) -
 
     async def scenario() -> list[Any]:
         async with Client(params) as client:
-            return await _calls(client)
+            return [*await _calls(client), await client.call_tool("add", {"a": 2**60})]
 
     answers = asyncio.run(scenario())
+    assert answers[5].is_error is True
+    assert answers[5].content[0].text == (
+        "unrecordable: call to 'add' cannot be recorded: its arguments have no canonical "
+        "JSON form (cannot canonicalize value at $.arguments.a: integer 1152921504606846976 is "
+        "outside the IEEE 754 exact range (|i| <= 2**53 - 1, RFC 8785 \u00a73.2.2.3))"
+    )
     assert answers[3].is_error is True
     assert (
         answers[3]

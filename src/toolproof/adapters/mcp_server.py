@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -48,6 +48,7 @@ __all__ = [
     "FAILURE_META_KEY",
     "WRAP_KEY",
     "CallObserver",
+    "McpAnswer",
     "build_server",
     "mcp_output_schema",
     "mcp_result",
@@ -142,15 +143,26 @@ def mcp_tool(tool: Tool) -> types.Tool:
     )
 
 
-def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, bytes]:
-    """Translate a :class:`ToolResult` into an MCP ``CallToolResult``.
+class McpAnswer(NamedTuple):
+    """What a served call answers.
 
-    Returns:
-        The ``CallToolResult`` and the UTF-8 bytes of its text block: for a value, its
-        evidence bytes (:func:`toolproof.evidence.encoding.encode_value`: a string's
-        UTF-8, else its canonical JSON).
+    Attributes:
+        result: the outcome answered: the tool's result, or an ``invalid_result``
+            failure when its value has no canonical JSON form.
+        reply: the MCP ``CallToolResult``.
+        data: the UTF-8 bytes of the reply's text block; for a value, its evidence
+            bytes (:func:`toolproof.evidence.encoding.encode_value`: a string's UTF-8,
+            else its canonical JSON).
 
     """
+
+    result: ToolResult
+    reply: types.CallToolResult
+    data: bytes
+
+
+def mcp_result(tool: Tool, result: ToolResult) -> McpAnswer:
+    """Translate a :class:`ToolResult` of ``tool`` into the MCP answer (see the module rules)."""
     failure = result.failure
     if failure is not None:
         text = f"{failure.kind}: {failure.message}"
@@ -159,7 +171,7 @@ def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, by
             is_error=True,
             _meta={FAILURE_META_KEY: failure.to_json()},
         )
-        return reply, text.encode("utf-8")
+        return McpAnswer(result, reply, text.encode("utf-8"))
     try:
         data, _ = encode_value(result.value)
     except CanonicalizationError as exc:
@@ -173,8 +185,9 @@ def mcp_result(tool: Tool, result: ToolResult) -> tuple[types.CallToolResult, by
         structured = result.value
     content: list[types.ContentBlock] = [types.TextContent(text=data.decode("utf-8"))]
     if structured is None:
-        return types.CallToolResult(content=content), data
-    return types.CallToolResult(content=content, structured_content=structured), data
+        return McpAnswer(result, types.CallToolResult(content=content), data)
+    reply = types.CallToolResult(content=content, structured_content=structured)
+    return McpAnswer(result, reply, data)
 
 
 def _failed(failure: ToolFailure) -> ToolResult:
@@ -228,12 +241,11 @@ def build_server(
             try:
                 token = observer.call_started(tool, arguments)
             except ToolCallError as refused:
-                return mcp_result(tool, _failed(refused.failure))[0]
-        result = await tool.call(arguments)
-        reply, data = mcp_result(tool, result)
+                return mcp_result(tool, _failed(refused.failure)).reply
+        answer = mcp_result(tool, await tool.call(arguments))
         if observer is not None:
-            observer.call_finished(token, result, data)
-        return reply
+            observer.call_finished(token, answer.result, answer.data)
+        return answer.reply
 
     return Server(
         name,

@@ -38,11 +38,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from toolproof.bundle.rundir import write_file
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.evidence import EvidenceSource
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
-from toolproof.contract.tools import ToolCall, ToolResult
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     EvidenceRegistered,
     StepFinished,
@@ -115,21 +117,30 @@ class SessionRecorder:
         """Check the call can be recorded; return the token for :meth:`call_finished`.
 
         Raises:
-            ToolCallError: the arguments hold a ``{"$ref": ...}`` object, which a run
-                spec reads as a step reference; the call is refused, not recorded.
+            ToolCallError: the call is refused, not recorded (kind ``unrecordable``):
+                its arguments hold a ``{"$ref": ...}`` object, which a run spec reads as
+                a step reference, or have no canonical JSON form (an integer beyond
+                2**53, RFC 8785).
 
         """
+        why = None
         try:
-            refs = list(iter_refs(arguments))
+            if list(iter_refs(arguments)):
+                why = 'hold a {"$ref": ...} object, which a run spec reads as a step reference'
         except InputError:
-            refs = ["(malformed)"]
-        if refs:
-            failure = ToolResult.fail(
-                "unrecordable",
-                f"call to {tool.name!r} cannot be recorded: its arguments hold a "
-                '{"$ref": ...} object, which a run spec reads as a step reference',
+            why = 'hold a malformed {"$ref": ...} object, which a run spec refuses'
+        if why is None:
+            try:
+                ToolCall(tool=tool.name, arguments=arguments, step=step_id(1))
+            except (InputError, ValidationError) as exc:
+                detail = exc.message if isinstance(exc, InputError) else str(exc)
+                why = f"have no canonical JSON form ({detail})"
+        if why is not None:
+            failure = ToolFailure(
+                kind="unrecordable",
+                message=f"call to {tool.name!r} cannot be recorded: its arguments {why}",
                 where="arguments",
-            ).failure
+            )
             raise ToolCallError(failure)
         return tool.name, arguments
 
