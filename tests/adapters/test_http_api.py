@@ -203,6 +203,7 @@ def test_a_short_token_is_refused(tmp_path: Path) -> None:
 def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
     port = free_port()
     args = ["serve-api", "--root", str(tmp_path), "--port", str(port), "--no-auth"]
-    with spawn(args, port):
+    with spawn(args, port) as process:
         answer = httpx.get(f"http://127.0.0.1:{port}/v1/runs")
     assert (answer.status_code, answer.json()) == (200, {"runs": [], "next_cursor": None})
+    assert process.returncode == 0  # SIGTERM: a graceful shutdown

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolproof.adapters.http.problems import ApiProblem, problem_response
 from toolproof.adapters.http.settings import ApiSettings
 from toolproof.bundle.paths import confine
+from toolproof.errors import InputError
 
 __all__ = ["RUN_ID_PATTERN", "BodyLimit", "RunId", "require_token", "run_directory"]
 
@@ -123,7 +124,7 @@ def run_directory(settings: ApiSettings, run_id: str) -> Path:
     """
     try:
         path = confine(settings.root, f"runs/{run_id}", what="run")
-    except Exception:
+    except InputError:
         raise ApiProblem(
             404, "run-not-found", f"no run {run_id!r} under the artifact root"
         ) from None
