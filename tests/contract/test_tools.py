@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from toolproof import (
+    CanonicalizationError,
     IdentityMismatchError,
     ToolAnnotations,
     ToolCall,
@@ -188,3 +189,14 @@ def test_descriptor_fingerprint_covers_spec_source_and_stack() -> None:
     assert len(fingerprints) == 5
     assert ToolDescriptor.for_spec(SPEC, source="python:m.add") == base
     assert (base.name, base.version, base.base, base.stack) == ("add", "0", None, [])
+
+
+def test_canonical_refuses_non_finite_values_instead_of_writing_null() -> None:
+    result = ToolResult.success({"a": [1.0, float("inf")]})
+    with pytest.raises(CanonicalizationError) as caught:
+        result.canonical()
+    assert caught.value.path == "$.value.a[1]"
+    spec = ToolSpec(name="x", input_schema={"default": float("nan")})
+    with pytest.raises(CanonicalizationError) as caught:
+        spec.canonical()
+    assert caught.value.path == "$.input_schema.default"

@@ -595,3 +595,15 @@ def test_parameter_names_pydantic_reserves_keep_their_names() -> None:
     result = run(tool.call({"json": "j", "schema": 3, "_hidden": 4, "model_id": "x"}))
     assert result.value == ["j", 3, 4, "x"]
     assert run(tool.call({"json": "j"})).value == ["j", 1, 2, "m"]
+
+
+def test_a_schema_that_is_not_json_is_refused_at_bind_time() -> None:
+    def nan_default(x: float = float("nan")) -> float:
+        return x
+
+    with pytest.raises(ToolBindError) as caught:
+        Tool.from_function(nan_default)
+    assert str(caught.value) == (
+        "cannot bind tool 'nan_default': input_schema.properties.x.default: not JSON: "
+        "nan is not a JSON number (NaN and Infinity are refused)"
+    )

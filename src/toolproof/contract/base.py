@@ -22,7 +22,15 @@ class CanonicalModel(BaseModel):
     left at ``None`` included, so the bytes say exactly what the model holds).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False, validate_default=True)
+    # "constants" keeps NaN/Infinity as floats in model_dump(mode="json"), so canonical()
+    # refuses them instead of pydantic's default of writing them silently as null
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=False,
+        validate_default=True,
+        ser_json_inf_nan="constants",
+    )
 
     schema_version: int = SCHEMA_VERSION
 

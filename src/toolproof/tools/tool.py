@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
-from toolproof.errors import ToolBindError, ToolCallError
+from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
+from toolproof.identity import canonical_json
 from toolproof.tools.schema import (
     Validator,
     compile_validator,
@@ -86,6 +87,16 @@ class Tool:
         self.deterministic = deterministic
         self.varies = tuple(varies)
         self._descriptor: ToolDescriptor | None = None
+        for field, schema in (
+            ("input_schema", spec.input_schema),
+            ("output_schema", spec.output_schema),
+        ):
+            try:
+                canonical_json(schema)  # a schema holding NaN (a float default) is not JSON
+            except CanonicalizationError as exc:
+                raise ToolBindError(
+                    spec.name, field + exc.path[1:], f"not JSON: {exc.rule}"
+                ) from exc
         try:
             self._validator = validator or compile_validator(spec.input_schema)
         except Exception as exc:
