@@ -205,3 +205,21 @@ def test_awaitable_form_leaves_closing_to_the_caller(tmp_path: Path) -> None:
             await toolset.aclose()
 
     assert asyncio.run(go()) == ["plain"]
+
+
+def test_a_marked_function_with_a_bad_name_is_quarantined(tmp_path: Path) -> None:
+    module = unique_module(
+        tmp_path,
+        "import toolproof\n\n@toolproof.tool(name='bad name')\ndef f(x: int) -> int:\n"
+        "    return x\n\n@toolproof.tool\ndef good(x: int) -> int:\n    return x\n",
+    )
+    toolset = load(write(tmp_path, f'[[python]]\nmodule = "{module}"\n'))
+    assert toolset.names() == ["good"]
+    assert [q.to_json() for q in toolset.quarantined] == [
+        {
+            "name": "bad name",
+            "field": "name",
+            "rule": "must match ^[A-Za-z0-9_.-]{1,64}$ (letters, digits, '_', '.', '-')",
+            "owner": f"python:{module}",
+        }
+    ]
