@@ -207,3 +207,18 @@ def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
         answer = httpx.get(f"http://127.0.0.1:{port}/v1/runs")
     assert (answer.status_code, answer.json()) == (200, {"runs": [], "next_cursor": None})
     assert process.returncode == 0  # SIGTERM: a graceful shutdown
+
+
+def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve_api("--root", str(tmp_path), "--no-auth", "--port", str(port))
+    assert done.returncode == 1
+    assert f"error: cannot serve on 127.0.0.1:{port}: the address is in use or not available" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr

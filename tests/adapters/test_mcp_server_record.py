@@ -230,3 +230,25 @@ def test_recover_on_a_finished_run_is_an_input_error(tmp_path: Path) -> None:
     done = _toolproof("verify", run.name, "--root", str(tmp_path), "--recover")
     assert done.returncode == 1
     assert "is not a live serve session" in done.stderr
+
+
+def test_a_server_that_cannot_listen_leaves_no_session_behind(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _toolproof(
+            "serve",
+            "--config",
+            str(SERVE_CONFIG),
+            "--http",
+            f"127.0.0.1:{port}",
+            "--record",
+            str(tmp_path),
+        )
+    assert done.returncode == 1
+    assert f"cannot serve on 127.0.0.1:{port}: the address is in use" in done.stderr
+    assert list((tmp_path / "sessions").iterdir()) == []
+    assert not (tmp_path / "runs").exists()

@@ -16,6 +16,8 @@ from typing import Any
 
 import uvicorn
 
+from toolproof.errors import InputError
+
 __all__ = ["serve_asgi"]
 
 
@@ -35,7 +37,7 @@ async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> Non
         stop: set it to shut the server down.
 
     Raises:
-        OSError: the address cannot be bound or the app failed to start.
+        InputError: the address cannot be bound, or the app failed to start.
 
     """
     config = uvicorn.Config(
@@ -56,8 +58,13 @@ async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> Non
     try:
         await server.serve()
     except SystemExit as exc:
-        raise OSError(f"cannot serve on {host}:{port} (uvicorn exited with {exc.code})") from None
+        raise InputError(
+            f"cannot serve on {host}:{port}: the address is in use or not available here "
+            f"(uvicorn stopped with code {exc.code})",
+            host=host,
+            port=port,
+        ) from None
     finally:
         watcher.cancel()
-    if not server.started:
-        raise OSError(f"cannot serve on {host}:{port}: the server did not start")
+    if not server.started and not stop.is_set():
+        raise InputError(f"cannot serve on {host}:{port}: the server did not start", host=host)

@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,9 @@ from rich.markup import escape
 from toolproof.adapters.cli.app import err_console, run_async
 from toolproof.config import load_toolset
 from toolproof.errors import InputError
+
+if TYPE_CHECKING:
+    from toolproof.adapters.recording import SessionRecorder
 
 __all__ = ["parse_address", "recover_command", "register"]
 
@@ -71,7 +74,6 @@ async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> Non
         raise InputError(
             f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
         ) from exc
-    from toolproof.adapters.finalize import finalize_session
     from toolproof.adapters.recording import open_session
 
     address = parse_address(http) if http is not None else None
@@ -79,6 +81,7 @@ async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> Non
     _stop_on_signals(stop)
     async with load_toolset(config) as toolset:
         session = open_session(record, toolset) if record is not None else None
+        failed = True
         try:
             server = build_server(toolset, observer=session)
             if address is not None:
@@ -91,20 +94,32 @@ async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> Non
             else:
                 err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
                 clean = await _until_stopped(serve_stdio(server), stop)
+            failed = False
         finally:
             if session is not None:
-                session.close()
-                done = await finalize_session(session.directory, session.root)
-                err_console.print(
-                    f"toolproof: recorded {done.calls} calls in {done.path} "
-                    f"(verify: toolproof verify {done.path})"
-                )
+                await _end_session(session, discard=failed and session.calls == 0)
     if not clean:
         # A stdio read blocked on an open stdin cannot be cancelled, and asyncio would wait
         # for it forever; the session manifest and the Toolset's workers are closed by now.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+async def _end_session(session: SessionRecorder, *, discard: bool) -> None:
+    """Finalize a recorded session into a run; a server that failed before any call leaves none."""
+    from toolproof.adapters.finalize import finalize_session
+    from toolproof.adapters.recording import discard_live
+
+    session.close()
+    if discard:
+        discard_live(session.directory)
+        return
+    done = await finalize_session(session.directory, session.root)
+    err_console.print(
+        f"toolproof: recorded {done.calls} calls in {done.path} "
+        f"(verify: toolproof verify {done.path})"
+    )
 
 
 def register(app: typer.Typer) -> None:
