@@ -45,11 +45,15 @@ def test_every_prefix_binds_exactly_once(chosen: list[list[str]]) -> None:
         assert tool.descriptor().base == "t"
 
 
+def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(children, max_size=3) | st.dictionaries(
+        st.text(max_size=3), children, max_size=3
+    )
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=3),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
-    ),
+    containers,
     max_leaves=12,
 )
 
