@@ -25,9 +25,9 @@ def bind(
     """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
     tool = bind_contribution(
         ToolContribution(
-            name=declaration["name"],
+            name=declaration.get("name", ""),
             description=declaration.get("description", ""),
-            input_schema=declaration["input_schema"],
+            input_schema=declaration.get("input_schema"),
             invoke=invoke,
         )
     )

@@ -345,3 +345,30 @@ def test_bind_contributions_applies_limits_per_call() -> None:
     assert toolset.quarantined[0].rule.startswith(
         f"schema size {size} bytes exceeds the limit of 100"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "rule"),
+    [
+        ({"description": 5}, "description", "Input should be a valid string"),
+        ({"version": 3}, "version", "Input should be a valid string"),
+        (
+            {"input_schema": None},
+            "input_schema",
+            "must be a JSON Schema object (a JSON object), not NoneType",
+        ),
+    ],
+)
+def test_malformed_contribution_fields_are_refused_by_name(
+    overrides: dict[str, Any], field: str, rule: str
+) -> None:
+    fields: dict[str, Any] = {"name": "t", "description": "d", "input_schema": {}}
+    fields.update(overrides)
+    with pytest.raises(ToolBindError) as info:
+        bind_contribution(ToolContribution(invoke=_invoke, **fields))
+    assert (info.value.fields["field"], info.value.fields["rule"]) == (field, rule)
+
+
+def test_a_missing_description_binds_as_empty() -> None:
+    contribution = ToolContribution("t", None, {}, _invoke)  # type: ignore[arg-type]
+    assert bind_contribution(contribution).spec.description == ""

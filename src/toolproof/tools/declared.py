@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolSpec
 from toolproof.errors import ToolBindError, ToolNameError
@@ -161,14 +161,19 @@ def bind_contribution(
     if contribution.output_schema is not None:
         output = prepare_schema(name, "output_schema", contribution.output_schema, bounds).schema
         _compile(name, "output_schema", output)
-    spec = ToolSpec(
-        name=name,
-        version=contribution.version,
-        description=contribution.description,
-        input_schema=prepared.schema,
-        output_schema=output,
-        annotations=contribution.annotations or ToolAnnotations(),
-    )
+    try:
+        spec = ToolSpec(
+            name=name,
+            version=contribution.version,
+            description=contribution.description or "",
+            input_schema=prepared.schema,
+            output_schema=output,
+            annotations=contribution.annotations or ToolAnnotations(),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "declaration"
+        raise ToolBindError(str(name), where, first["msg"]) from exc
     return Tool(
         spec,
         body,
