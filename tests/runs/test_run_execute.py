@@ -4,11 +4,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from runs_support import Counter, base_spec, make_toolset, run, run_files
 
 from toolproof import load_toolset
 from toolproof.contract.runs import RunSpec
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER
+from toolproof.errors import VerificationError
 from toolproof.identity import digest
 from toolproof.runs.run import execute_run
 from toolproof.verify.verifier import verify_run
@@ -226,3 +228,16 @@ def test_wall_clock_budget_cancels_a_slow_call(tmp_path: Path) -> None:
     assert failed.step == "apples"  # type: ignore[attr-defined]
     timings = json.loads((outcome.path / "timings.json").read_bytes())
     assert timings["wall_seconds"] < 5
+
+
+def test_a_damaged_run_with_the_same_id_is_not_reused(tmp_path: Path) -> None:
+    first = run(tmp_path, base_spec(), make_toolset(Counter()))
+    claims = first.path / "claims.json"
+    claims.write_bytes(claims.read_bytes().replace(b"12", b"13"))
+    with pytest.raises(VerificationError) as info:
+        run(tmp_path, base_spec(), make_toolset(Counter()))
+    assert info.value.message.startswith(
+        f"runs/{first.run_id} already exists but fails its manifest check (claims.json: "
+    )
+    assert info.value.message.endswith("; move it away and run again")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]

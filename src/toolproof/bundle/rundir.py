@@ -1,14 +1,16 @@
 """The atomic run directory: written in a temporary directory, renamed into place.
 
 ``RunDirectoryWriter(root)`` creates ``<root>/.tmp-run-<pid>-<random>/`` (beside
-``runs/``, never inside it), the run writes its files there (each fsynced), and
+``runs/``, never inside it), the run writes its files there, and
 :meth:`RunDirectoryWriter.commit` writes ``manifest.json``, fsyncs the directory and
 renames it to ``<root>/runs/<run_id>`` (after ``sync(2)``, so every file is on disk
 before the name appears). If that directory exists already (identical
 work gives an identical run id), the existing one is kept and the temporary one
 removed. An exception or Ctrl-C removes the temporary directory; a process killed
 outright leaves it under ``<root>`` (never under ``runs/``), and the next writer in
-the same root removes temporary directories whose process is gone.
+the same root removes temporary directories whose process is gone. An existing run
+with the same id is checked against its manifest before it is reused; a damaged one
+is an error (:class:`VerificationError`), never silently reused.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from toolproof.bundle.manifest import MANIFEST_FILE, build_manifest
+from toolproof.bundle.manifest import MANIFEST_FILE, build_manifest, check_manifest
 from toolproof.contract.runs import Manifest
+from toolproof.errors import VerificationError
 from toolproof.identity import canonical_json, digest
 
 __all__ = ["RUNS_DIR", "TEMP_PREFIX", "CommittedRun", "RunDirectoryWriter", "write_file"]
@@ -137,6 +140,9 @@ class RunDirectoryWriter:
         Returns:
             The run in place (``reused`` when an identical run already existed).
 
+        Raises:
+            VerificationError: a run with the same id exists but fails its manifest check.
+
         """
         manifest = build_manifest(self.temp, self.known)
         write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
@@ -158,6 +164,16 @@ class RunDirectoryWriter:
                 reused = True
         if reused:
             shutil.rmtree(self.temp, ignore_errors=True)
+            self._done = True
+            _, _, findings = check_manifest(target)
+            if findings:
+                first = findings[0]
+                raise VerificationError(
+                    f"runs/{manifest.run_id} already exists but fails its manifest check "
+                    f"({first.file}: {first.message}); move it away and run again",
+                    file=first.file,
+                    check="manifest",
+                )
         _fsync_dir(runs)
         self._done = True
         return CommittedRun(manifest.run_id, target, reused, manifest)
