@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["describe_location", "render_html", "write_html"]
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -27,7 +27,8 @@ mark{background:#ffe066;padding:0 1px}
 """
 
 
-def _where(support: dict[str, Any]) -> str:
+def describe_location(support: dict[str, Any]) -> str:
+    """``<evidence file> [start, end) = <document> [start, end)`` (or ``= result of call ...``)."""
     origin = support.get("origin") or {}
     text = f"{support['file']} [{support['start']}, {support['end']})"
     if "document" in origin:
@@ -72,7 +73,7 @@ def render_html(run_id: str, claims: list[dict[str, Any]]) -> str:
                 else ("<span class='bad'>MISMATCH: the bytes do not match their digest</span>")
             )
             parts.append("<div class='support'>")
-            parts.append(f"<div class='where'>{escape(_where(support))} — {mark}</div>")
+            parts.append(f"<div class='where'>{escape(describe_location(support))} — {mark}</div>")
             parts.append(
                 f"<pre>…{escape(support['before'])}<mark>{escape(support['text'])}</mark>"
                 f"{escape(support['after'])}…</pre>"

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType
+from toolproof.contract.evidence import Citation, Claim
 from toolproof.errors import InputError
 from toolproof.evidence.extractive import EvidenceText, answer_question
 from toolproof.evidence.reasoners import (
@@ -104,16 +104,10 @@ class ExtractiveReasoner(ReasonerBackend):
             min_term_share=self.params.min_term_share,
         )
         if answer is None:
-            return Claim(
-                statement=question,
-                type=ClaimType.DERIVED,
-                status=ClaimStatus.INSUFFICIENT_EVIDENCE,
-                confidence=0.0,
-                reasoner=self.label,
-                reason=(
-                    f"fewer than min_supports = {request.min_supports} sentences of the "
-                    f"{len(chunks)} retrieved chunks answer the question; nothing is asserted"
-                ),
+            return self.insufficient(
+                question,
+                f"fewer than min_supports = {request.min_supports} sentences of the "
+                f"{len(chunks)} retrieved chunks answer the question; nothing is asserted",
             )
         supports = []
         citations = []
@@ -123,13 +117,10 @@ class ExtractiveReasoner(ReasonerBackend):
             )
             data = request.store.read(sentence.evidence_id)[sentence.start : sentence.end]
             citations.append(Citation(support=index, text=data.decode("utf-8")))
-        return Claim(
-            statement=answer.statement,
-            type=ClaimType.DERIVED,
-            status=ClaimStatus.VALIDATED,
-            supports=supports,
-            citations=citations,
+        return self.validated(
+            answer.statement,
+            supports,
+            citations,
             confidence=answer.confidence,
-            reasoner=self.label,
             reason=f"answers {question!r}",
         )

@@ -20,7 +20,7 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
+from toolproof.contract.evidence import Citation, Claim, SupportRef
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
 
@@ -156,22 +156,7 @@ class PatternsReasoner(ReasonerBackend):
                 f"{len(supports)} supports, fewer than min_supports = {request.min_supports}",
             )
         statement = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template.statement)
-        return Claim(
-            statement=statement,
-            type=ClaimType.DERIVED,
-            status=ClaimStatus.VALIDATED,
-            supports=supports,
-            citations=citations,
-            confidence=1.0,
-            reasoner=self.label,
-        )
+        return self.validated(statement, supports, citations)
 
     def _insufficient(self, template: _Template, reason: str) -> Claim:
-        return Claim(
-            statement=template.statement,
-            type=ClaimType.DERIVED,
-            status=ClaimStatus.INSUFFICIENT_EVIDENCE,
-            confidence=0.0,
-            reasoner=self.label,
-            reason=reason,
-        )
+        return self.insufficient(template.statement, reason)

@@ -132,6 +132,38 @@ class ReasonerBackend(ABC):
         """``name/version``, recorded on every claim."""
         return f"{self.name}/{self.version}"
 
+    def validated(
+        self,
+        statement: str,
+        supports: list[SupportRef],
+        citations: list[Citation],
+        *,
+        confidence: float = 1.0,
+        reason: str = "",
+    ) -> Claim:
+        """A derived claim with status ``validated``, labelled with this reasoner."""
+        return Claim(
+            statement=statement,
+            type=ClaimType.DERIVED,
+            status=ClaimStatus.VALIDATED,
+            supports=supports,
+            citations=citations,
+            confidence=confidence,
+            reasoner=self.label,
+            reason=reason,
+        )
+
+    def insufficient(self, statement: str, reason: str) -> Claim:
+        """A derived claim with status ``insufficient_evidence``: no supports, nothing asserted."""
+        return Claim(
+            statement=statement,
+            type=ClaimType.DERIVED,
+            status=ClaimStatus.INSUFFICIENT_EVIDENCE,
+            confidence=0.0,
+            reasoner=self.label,
+            reason=reason,
+        )
+
     @abstractmethod
     async def derive(self, request: ReasonerRequest) -> list[Claim]:
         """Return the claims the evidence supports (``insufficient_evidence`` where it doesn't)."""
@@ -294,22 +326,7 @@ class ToolResultReasoner(ReasonerBackend):
                 f"{len(supports)} supports, fewer than min_supports = {request.min_supports}",
             )
         statement = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template.statement)
-        return Claim(
-            statement=statement,
-            type=ClaimType.DERIVED,
-            status=ClaimStatus.VALIDATED,
-            supports=supports,
-            citations=citations,
-            confidence=1.0,
-            reasoner=self.label,
-        )
+        return self.validated(statement, supports, citations)
 
     def _insufficient(self, template: _ClaimTemplate, reason: str) -> Claim:
-        return Claim(
-            statement=template.statement,
-            type=ClaimType.DERIVED,
-            status=ClaimStatus.INSUFFICIENT_EVIDENCE,
-            confidence=0.0,
-            reasoner=self.label,
-            reason=reason,
-        )
+        return self.insufficient(template.statement, reason)

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import emit_json, fail, out_console
-from toolproof.adapters.html_report import write_html
+from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
 
@@ -119,16 +119,6 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _where(support: dict[str, Any]) -> str:
-    origin = support["origin"]
-    text = f"{support['file']} [{support['start']}, {support['end']})"
-    if "document" in origin:
-        text += f" = {origin['document']} [{origin['document_start']}, {origin['document_end']})"
-    elif "call" in origin:
-        text += f" = result of {origin['call'][:17]}… (step {origin['step']})"
-    return text
-
-
 def print_claims(claims: list[dict[str, Any]]) -> None:
     """Print claims as :func:`claim_view` gives them: statement, status, cited snippets."""
     for number, claim in enumerate(claims, 1):
@@ -142,7 +132,7 @@ def print_claims(claims: list[dict[str, Any]]) -> None:
             out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
         for support in claim["supports"]:
             mark = "[green]ok[/]" if support["verified"] else "[bold red]MISMATCH[/]"
-            out_console.print(f"   {escape(_where(support))} {mark}")
+            out_console.print(f"   {escape(describe_location(support))} {mark}")
             out_console.print(
                 f"     [dim]…{escape(support['before'])}[/][bold yellow]"
                 f"{escape(support['text'])}[/][dim]{escape(support['after'])}…[/]"
