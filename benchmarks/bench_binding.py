@@ -222,8 +222,8 @@ def bind_times(count: int) -> dict[str, list[float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20_000, help="calls per round")
-    parser.add_argument("--repeat", type=int, default=7, help="rounds per path")
+    parser.add_argument("--calls", type=int, default=5_000, help="calls per round")
+    parser.add_argument("--repeat", type=int, default=30, help="rounds per path")
     parser.add_argument("--tools", type=int, default=1_000, help="declared tools to bind")
     args = parser.parse_args(argv)
 

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Body", "Tool"]
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Result types that are plain JSON by themselves (a float may be NaN: it is checked)."""
+
 Body = Callable[[dict[str, Any]], Awaitable[Any]]
 """An async tool body: takes the validated arguments object, returns a JSON value or a
 :class:`ToolResult` (passed through as it is, for layers that call other tools)."""
@@ -210,7 +213,7 @@ class Tool:
         return self._check_result(value)
 
     def _check_result(self, value: Any) -> ToolResult:
-        if type(value) is not str and not is_plain_json(value):
+        if type(value) not in _SCALARS and not is_plain_json(value):
             problem = json_problem(value)
             if problem is not None:
                 return ToolResult.fail(
