@@ -1,4 +1,4 @@
-"""The shared declared-tool binding conformance suite passes in full, through our adapter."""
+"""The shared declared-tool binding conformance suite passes in full, through our adapters."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT.parent / "shared" / "cases" / "binding"
-ADAPTER = Path(__file__).resolve().parent / "binding_adapter.py"
+HERE = Path(__file__).resolve().parent
 
 
 def _suite() -> Path:
@@ -23,11 +23,18 @@ def _suite() -> Path:
     return SUITE
 
 
-def test_binding_suite_passes_in_full() -> None:
+@pytest.mark.parametrize(
+    "adapter",
+    [
+        "binding_adapter.py",  # bind_contribution, Tool.call
+        "langchain_adapter.py",  # the same tool through as_structured_tool(...).ainvoke
+    ],
+)
+def test_binding_suite_passes_in_full(adapter: str) -> None:
     suite = _suite()
     cases = json.loads((suite / "cases.json").read_text(encoding="utf-8"))["cases"]
     completed = subprocess.run(
-        [sys.executable, str(suite / "runner.py"), str(ADAPTER), "-q"],
+        [sys.executable, str(suite / "runner.py"), str(HERE / adapter), "-q"],
         capture_output=True,
         text=True,
         timeout=110,

@@ -1,0 +1,38 @@
+"""The binding conformance suite through the LangChain adapter.
+
+``bind`` binds the declaration with :func:`toolproof.bind_contribution` and presents
+it with :func:`toolproof.adapters.langchain.as_structured_tool`; a call is
+``await structured.ainvoke(arguments)``, so every probe checks that LangChain's
+path hands the body exactly what a direct call would (refusals raise
+``ToolException``).
+
+    python ../shared/cases/binding/runner.py tests/conformance/langchain_adapter.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from toolproof import ToolContribution, bind_contribution
+from toolproof.adapters.langchain import as_structured_tool
+
+
+def bind(
+    declaration: dict[str, Any], invoke: Callable[[dict[str, Any]], Awaitable[Any]]
+) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
+    tool = bind_contribution(
+        ToolContribution(
+            name=declaration.get("name", ""),
+            description=declaration.get("description", ""),
+            input_schema=declaration.get("input_schema"),
+            invoke=invoke,
+        )
+    )
+    structured = as_structured_tool(tool)
+
+    async def call(arguments: dict[str, Any]) -> Any:
+        return await structured.ainvoke(arguments)
+
+    return call
