@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import subprocess
 import sys
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -183,3 +186,23 @@ def test_import_toolproof_does_not_import_langchain() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert completed.stdout.strip() == "False"
+
+
+JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text()
+JSON_VALUES = st.recursive(
+    JSON_SCALARS | st.floats(allow_nan=False, allow_infinity=False),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(), kids, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5))
+def test_any_json_object_reaches_the_body_unchanged_through_langchain(
+    arguments: dict[str, Any],
+) -> None:
+    recorder = Recorder()
+    structured = as_structured_tool(bind_contribution(ToolContribution("free", "d", {}, recorder)))
+    asyncio.run(structured.ainvoke(copy.deepcopy(arguments)))
+    assert recorder.calls == [arguments]
+    assert json.dumps(recorder.calls[0], sort_keys=True) == json.dumps(arguments, sort_keys=True)
