@@ -79,7 +79,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=800, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_agrees_with_rfc8785_package(value: Any) -> None:
     expected = rfc8785.dumps(value)
@@ -89,7 +89,7 @@ def test_agrees_with_rfc8785_package(value: Any) -> None:
         assert fast_encode(value) == expected  # the fast path handles every plain value
 
 
-@settings(max_examples=3000)
+@settings(max_examples=3000, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_every_finite_double_agrees_with_rfc8785(value: float) -> None:
     assert canonical_json(value) == canonical_json_exact(value) == rfc8785.dumps(value)
