@@ -607,3 +607,35 @@ def test_a_schema_that_is_not_json_is_refused_at_bind_time() -> None:
         "cannot bind tool 'nan_default': input_schema.properties.x.default: not JSON: "
         "nan is not a JSON number (NaN and Infinity are refused)"
     )
+
+
+class Adder:
+    """Add a constant (class docs)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    async def __call__(self, x: int) -> int:
+        """Add the constant.
+
+        Args:
+            x: the number.
+        """
+        return x + self.k
+
+
+class Incrementer:
+    def __call__(self, x: int) -> int:
+        return x + 1
+
+
+def test_callable_objects_are_described_by_their_call() -> None:
+    adder = Tool.from_function(Adder(3))
+    assert (adder.spec.name, adder.spec.description) == ("Adder", "Add the constant.")
+    assert adder.spec.input_schema == obj_schema(
+        {"x": {"description": "the number.", "type": "integer"}}, ["x"]
+    )
+    assert run(adder.call({"x": 1})).value == 4
+    plain = Tool.from_function(Incrementer(), name="inc")
+    assert (plain.spec.name, plain.spec.description) == ("inc", "")
+    assert run(plain.call({"x": 1})).value == 2

@@ -222,14 +222,21 @@ def tool_from_function(
 
     """
     opts = options or getattr(fn, TOOL_MARK, None) or ToolOptions()
-    tool_name: str = name or opts.name or str(getattr(fn, "__name__", "tool"))
+    # a callable object (not a function or method) is described by its __call__
+    target = fn if inspect.isroutine(fn) or not callable(fn) else getattr(fn, "__call__", fn)  # noqa: B004
+    default_name = getattr(fn, "__name__", None) or type(fn).__name__
+    tool_name: str = name or opts.name or str(default_name)
     try:
-        hints = typing.get_type_hints(fn, localns=localns, include_extras=True)
+        hints = typing.get_type_hints(target, localns=localns, include_extras=True)
     except Exception as exc:
         raise ToolBindError(
             tool_name, "annotations", f"cannot resolve the annotations: {exc}"
         ) from exc
-    parsed = docstring_parser.parse(inspect.getdoc(fn) or "")
+    if target is fn:
+        doc = inspect.getdoc(fn)
+    else:  # the object's own docs: __call__'s (with its Args), else its class's; never object's
+        doc = vars(type(fn)).get("__call__", fn).__doc__ or vars(type(fn)).get("__doc__")
+    parsed = docstring_parser.parse(inspect.cleandoc(doc) if doc else "")
     docs = {p.arg_name: p.description for p in parsed.params if p.description}
     text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
     field_types, params = _parameter_fields(tool_name, fn, hints, docs)
@@ -292,7 +299,9 @@ def _make_body(
     params: list[tuple[str, str, inspect._ParameterKind]],
     output_adapter: TypeAdapter[Any] | None,
 ) -> Callable[[dict[str, Any]], Any]:
-    is_async = inspect.iscoroutinefunction(fn)
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
     positional = [field for _, field, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY]
     keyword = [
         (param, field) for param, field, kind in params if kind != inspect.Parameter.POSITIONAL_ONLY
