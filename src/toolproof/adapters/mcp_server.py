@@ -96,6 +96,10 @@ def _rewrite_refs(node: Any) -> Any:
     return node
 
 
+def _wraps(schema: Mapping[str, Any] | None) -> bool:
+    return schema is not None and schema.get("type") != "object"
+
+
 def mcp_output_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
     """The output schema to list for a tool, and whether it is wrapped.
 
@@ -113,7 +117,7 @@ def mcp_output_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] 
     if schema is None:
         return None, False
     inner = copy.deepcopy(dict(schema))
-    if inner.get("type") == "object":
+    if not _wraps(inner):
         return inner, False
     dialect = inner.pop("$schema", None)
     if "$id" not in inner:
@@ -177,9 +181,8 @@ def mcp_result(tool: Tool, result: ToolResult) -> McpAnswer:
     except CanonicalizationError as exc:
         problem = f"tool {tool.name!r} returned a value with no canonical JSON form: {exc.message}"
         return mcp_result(tool, ToolResult.fail("invalid_result", problem, where="output"))
-    _, wrapped = mcp_output_schema(tool.spec.output_schema)
     structured: Any = None
-    if wrapped:
+    if _wraps(tool.spec.output_schema):
         structured = {WRAP_KEY: result.value}
     elif tool.spec.output_schema is not None or isinstance(result.value, dict):
         structured = result.value
