@@ -13,7 +13,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 
+from toolproof import load_toolset
 from toolproof.adapters.finalize import finalize_session, recover_session
+from toolproof.adapters.recording import open_session
+from toolproof.bundle.trace import TraceWriter
+from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, VerificationError
 from toolproof.verify.verifier import verify_run
 
@@ -252,3 +256,31 @@ def test_a_server_that_cannot_listen_leaves_no_session_behind(tmp_path: Path) ->
     assert f"cannot serve on 127.0.0.1:{port}: the address is in use" in done.stderr
     assert list((tmp_path / "sessions").iterdir()) == []
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_path: Path) -> None:
+    async def record() -> Path:
+        async with load_toolset(SERVE_CONFIG) as toolset:
+            session = open_session(tmp_path, toolset)
+            for a in (1, 2):
+                arguments = {"a": a}
+                token = session.call_started(toolset["add"], arguments)
+                session.call_finished(token, await toolset["add"].call(arguments), b"")
+            session.close()
+            return session.directory
+
+    live = asyncio.run(record())
+    events = [json.loads(line) for line in (live / "trace.jsonl").read_bytes().splitlines()]
+    (live / "trace.jsonl").unlink()
+    writer = TraceWriter(live / "trace.jsonl")  # a chained trace the executor would not write
+    for raw in events:
+        event = TRACE_EVENT_ADAPTER.validate_python(raw)
+        fields = event.model_dump(exclude={"idx", "prev", "type", "schema_version"})
+        if isinstance(event, StepFinished) and event.step == "call-00000002":
+            fields["detail"] = {**fields["detail"], "note": "edited"}
+        writer.emit(type(event), **fields)
+    writer.close()
+    with pytest.raises(VerificationError, match="differs from the live trace at event 9"):
+        asyncio.run(finalize_session(live, tmp_path))
+    assert live.is_dir()
+    assert not (tmp_path / "runs").exists() or _runs(tmp_path) == []

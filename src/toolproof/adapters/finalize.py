@@ -152,9 +152,8 @@ async def _commit(
         )
         replayed = (writer.temp / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
         if replayed != live_lines:
-            first = next(
-                i for i, (a, b) in enumerate(zip(replayed, live_lines, strict=False)) if a != b
-            )
+            pairs = enumerate(zip(replayed, live_lines, strict=False))
+            first = next((i for i, (a, b) in pairs if a != b), min(len(replayed), len(live_lines)))
             raise VerificationError(
                 f"session {live}: the frozen re-execution differs from the live trace at event "
                 f"{first}; the live session is kept for inspection",
