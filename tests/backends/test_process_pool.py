@@ -108,9 +108,7 @@ def test_external_sigkill_reads_as_oom_kill(pool: ProcessPool, tmp_path: Path) -
 
 def test_timeout_kills_a_blocking_body(pool: ProcessPool, tmp_path: Path) -> None:
     marker = tmp_path / "done"
-    started = time.monotonic()
-    result = call(pool, "sleepy", {"seconds": 3, "marker": str(marker)}, timeout=0.5)
-    elapsed = time.monotonic() - started
+    result = call(pool, "sleepy", {"seconds": 1.5, "marker": str(marker)}, timeout=0.5)
     failure = result.failure
     assert failure is not None
     assert (failure.kind, failure.where) == ("timeout", "worker")
@@ -118,9 +116,9 @@ def test_timeout_kills_a_blocking_body(pool: ProcessPool, tmp_path: Path) -> Non
     assert failure.message == (
         f"tool 'sleepy' did not finish within 0.5 s: worker process {pid} was killed and replaced"
     )
-    assert elapsed < 2.5
     assert isinstance(pid, int) and not alive(pid)
-    time.sleep(3)
+    assert Path(str(marker) + ".started").read_text(encoding="utf-8") == str(pid)
+    time.sleep(1.5)
     assert not marker.exists()  # the body really stopped: it never reached its last line
 
 
@@ -129,7 +127,7 @@ def test_cancelling_the_caller_kills_the_job(pool: ProcessPool, tmp_path: Path) 
 
     async def go() -> int:
         task = asyncio.ensure_future(
-            pool.call("sleepy", {"seconds": 3, "marker": str(marker)}, DIGESTS["sleepy"])
+            pool.call("sleepy", {"seconds": 1.5, "marker": str(marker)}, DIGESTS["sleepy"])
         )
         pid = int(await asyncio.to_thread(wait_file, Path(str(marker) + ".started")))
         task.cancel()
@@ -140,7 +138,7 @@ def test_cancelling_the_caller_kills_the_job(pool: ProcessPool, tmp_path: Path) 
     pid = run(go())
     assert wait_gone([pid], 2.0) == []
     assert pid not in pool.pids()
-    time.sleep(3)
+    time.sleep(1.6)
     assert not marker.exists()
     assert call(pool, "add", {"a": 1, "b": 2}).value == 3
 

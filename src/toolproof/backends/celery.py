@@ -21,9 +21,9 @@ that file once. Delivery settings make failures visible instead of silent:
   the caller reports as ``kind="worker"`` (redelivering would re-run a body that
   may have had effects);
 * every wait of the caller is bounded by the variant's ``timeout``, after which the
-  task is revoked (``SIGKILL`` of the pool process running it) and the call fails
-  with ``kind="timeout"`` naming the task id; the task also carries a hard
-  ``time_limit`` so the worker stops the body even if the revoke is lost;
+  task is revoked and the call fails with ``kind="timeout"`` naming the task id;
+  the task carries a hard ``time_limit`` (``timeout`` + 1 s), so the worker kills
+  a body still running then; a cancelled caller revokes with ``terminate``;
 * publishing never retries: an unreachable broker fails the call within
   ``connect_timeout`` seconds with ``kind="unavailable"``.
 """

@@ -132,6 +132,7 @@ class CeleryBackend:
         self.settings = settings
         self.timeout = timeout
         self.app = make_app(settings)
+        self._time_limit = math.ceil(timeout) + 1
         self._reset_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_in_flight, thread_name_prefix="toolproof-celery")
 
@@ -159,7 +160,7 @@ class CeleryBackend:
         except asyncio.CancelledError:
             task_id = sent.get("id")
             if task_id is not None:
-                await loop.run_in_executor(self._executor, self._revoke, task_id)
+                await loop.run_in_executor(self._executor, self._revoke, task_id, True)
             raise
 
     def _reset(self) -> None:
@@ -167,10 +168,19 @@ class CeleryBackend:
             stale, self.app = self.app, make_app(self.settings)
         stale.close()
 
-    def _revoke(self, task_id: str) -> None:
-        # If the broker is gone, the task's hard time limit still stops the body.
+    def _revoke(self, task_id: str, terminate: bool = False) -> None:
+        """Revoke a task: a worker that has not started it drops it.
+
+        ``terminate`` also kills the pool process running it (a cancelled caller). A
+        timed-out task is not terminated: its hard time limit (``timeout`` + 1 s)
+        stops the body through the pool's own bookkeeping, and holds even when the
+        revoke message is lost with the broker.
+        """
         with contextlib.suppress(*_UNAVAILABLE):
-            self.app.control.revoke(task_id, terminate=True, signal="SIGKILL")
+            if terminate:
+                self.app.control.revoke(task_id, terminate=True, signal="SIGKILL")
+            else:
+                self.app.control.revoke(task_id)
 
     def _publish(self, request: str, options: dict[str, Any]) -> AsyncResult:
         queue = options.get("queue") or self.settings.queue
@@ -181,7 +191,7 @@ class CeleryBackend:
             countdown=options.get("countdown"),
             priority=options.get("priority"),
             expires=options.get("expires"),
-            time_limit=math.ceil(self.timeout) + 1,
+            time_limit=self._time_limit,
             retry=False,
         )
 
@@ -216,7 +226,8 @@ class CeleryBackend:
             self._revoke(task_id)
             return ToolResult.fail(
                 "timeout",
-                f"celery task {task_id} gave no result within {wait} s; it was revoked",
+                f"celery task {task_id} gave no result within {wait} s; it was revoked "
+                f"and its time limit stops the body at {self._time_limit} s",
                 where="backend",
                 retryable=True,
                 detail={"task_id": task_id, "timeout_s": wait},

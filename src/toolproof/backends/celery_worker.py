@@ -1,9 +1,13 @@
 """The worker's side of the Celery backend: the ``toolproof.run`` task over a Toolset.
 
 :func:`worker_app` returns a Celery app with the task registered; each pool process
-builds the Toolset from the composition root once (when the process starts, so the
-first task does not pay for it) and answers requests with
-:class:`toolproof.backends.worker.LoopThread`.
+builds the Toolset from the composition root at its first task and answers requests
+with :class:`toolproof.backends.worker.SyncRuntime`. ``toolproof worker`` builds the
+Toolset once in the main process before the pool forks, so the tool modules are
+already imported and a pool process's build is quick. (Building in
+``worker_process_init`` instead would keep inherited pipe ends open in a new pool
+process for the length of the build, which hides the death of a sibling pool
+process from the main process for that long.)
 """
 
 from __future__ import annotations
@@ -11,26 +15,25 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
-from celery import Celery, signals
+from celery import Celery
 
 from toolproof.backends.celery import TASK_NAME, CelerySettings, make_app
-from toolproof.backends.worker import WORKER_ENV, Builder, LoopThread
+from toolproof.backends.worker import WORKER_ENV, Builder, SyncRuntime
 
 __all__ = ["worker_app"]
 
-_RUNTIMES: dict[tuple[int, str], LoopThread] = {}
+_RUNTIMES: dict[tuple[int, int, str], SyncRuntime] = {}
 _LOCK = threading.Lock()
 
 
-def _runtime(config_path: str, build: Builder) -> LoopThread:
-    """The Toolset runtime of this process (built once per process, after any fork)."""
-    key = (os.getpid(), config_path)
+def _runtime(config_path: str, build: Builder) -> SyncRuntime:
+    """The Toolset runtime of this process and thread (built once, after any fork)."""
+    key = (os.getpid(), threading.get_ident(), config_path)
     with _LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is None:
-            runtime = LoopThread(config_path, build)
+            runtime = SyncRuntime(config_path, build)
             _RUNTIMES[key] = runtime
         return runtime
 
@@ -57,8 +60,4 @@ def worker_app(config_path: str | Path, settings: CelerySettings, build: Builder
 
     app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=False)(run)
 
-    def warm(**_: Any) -> None:
-        _runtime(path, build)
-
-    signals.worker_process_init.connect(warm, weak=False)
     return app

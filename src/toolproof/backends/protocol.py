@@ -179,7 +179,12 @@ async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
             "the same Toolset from the same composition root)",
             where="worker",
         )
-    mine = descriptor_digest(tool)
+    digests: dict[str, str] = toolset.metadata.setdefault("descriptor_digests", {})
+    mine = digests.get(request.variant)
+    if mine is None:
+        mine = descriptor_digest(tool)
+        if toolset.sealed:  # a sealed Toolset's descriptors never change
+            digests[request.variant] = mine
     if mine != request.descriptor:
         return ToolResult.fail(
             "descriptor_mismatch",

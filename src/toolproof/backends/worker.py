@@ -2,8 +2,8 @@
 
 :class:`WorkerRuntime` holds the Toolset a worker built from the same
 ``toolproof.toml`` as its caller and answers protocol requests (bytes in, bytes
-out). :class:`LoopThread` runs one runtime on an event loop in a daemon thread, for
-engines whose tasks are synchronous (Celery). :func:`serve_pipes` is the body of a
+out). :class:`SyncRuntime` runs one on a private event loop for engines whose
+tasks are synchronous (Celery). :func:`serve_pipes` is the body of a
 process-pool worker (``python -m toolproof.adapters.process_worker --config FILE``,
 started by :class:`toolproof.backends.process.ProcessPool`): it speaks length-framed
 protocol messages on the pipes it got as stdin and stdout, and moves fd 1 to
@@ -22,7 +22,9 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any, TypeVar
 
 from toolproof.backends.protocol import (
     PROTOCOL_VERSION,
@@ -34,17 +36,54 @@ from toolproof.backends.protocol import (
     serve_request,
 )
 from toolproof.contract.tools import ToolResult
-from toolproof.errors import ToolproofError
+from toolproof.errors import ToolproofError, UsageError
 from toolproof.identity import canonical_json
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["WORKER_ENV", "Builder", "LoopThread", "WorkerRuntime", "serve_pipes"]
+__all__ = [
+    "WORKER_ENV",
+    "Builder",
+    "InlineExecutor",
+    "SyncRuntime",
+    "WorkerRuntime",
+    "serve_pipes",
+    "worker_loop",
+]
+
+T = TypeVar("T")
 
 WORKER_ENV = "TOOLPROOF_WORKER"
 """Set to ``"1"`` in every worker process; a relocating backend refuses to start there."""
 
 Builder = Callable[[Path], Awaitable[Toolset]]
 """``async (config_path) -> sealed Toolset``: how a worker builds its Toolset."""
+
+
+class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """An executor that runs each function at once, in the submitting thread.
+
+    A worker runs one call at a time, so the thread hand-off of
+    ``asyncio.to_thread`` (how sync tool bodies run) buys nothing there and costs
+    two context switches per call; worker loops use this as their default
+    executor. A sync body then blocks the worker's loop while it runs, which is
+    what a worker is for: a timeout still stops it, by killing the process.
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """Run ``fn(*args, **kwargs)`` now; return a finished future holding the outcome."""
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+def worker_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop whose default executor is an :class:`InlineExecutor`."""
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(InlineExecutor(max_workers=1))
+    return loop
 
 
 class WorkerRuntime:
@@ -98,11 +137,14 @@ class WorkerRuntime:
             await self._toolset.aclose()
 
 
-class LoopThread:
-    """A :class:`WorkerRuntime` on its own event loop in a daemon thread.
+class SyncRuntime:
+    """A :class:`WorkerRuntime` on a private event loop, for synchronous task code.
 
-    Synchronous task code calls :meth:`handle` from any thread; the Toolset lives on
-    one loop for the life of the process.
+    Each call runs the loop until the answer is ready, in the calling thread, so a
+    task pays no thread hand-off. It belongs to the thread that created it (a Celery
+    prefork pool process runs its tasks in its main thread); between calls the loop
+    does not run, so the Toolset's background work (an MCP session's reader) waits
+    for the next call.
 
     Args:
         config_path: the ``toolproof.toml``.
@@ -115,37 +157,33 @@ class LoopThread:
 
     def __init__(self, config_path: str | Path, build: Builder) -> None:
         self.runtime = WorkerRuntime(config_path, build)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="toolproof-worker-loop", daemon=True
-        )
-        self._thread.start()
+        self._owner = threading.get_ident()
+        self._loop = worker_loop()
         try:
-            self._submit(self.runtime.start()).result()
+            self._loop.run_until_complete(self.runtime.start())
         except BaseException:
-            self.close()
+            self._loop.close()
             raise
 
-    def _submit(self, coro: object) -> concurrent.futures.Future[object]:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
-
     def handle(self, data: bytes | str) -> bytes:
-        """Answer one request (blocks the calling thread until the variant returns)."""
-        result = self._submit(self.runtime.handle(data)).result()
-        assert isinstance(result, bytes)
-        return result
+        """Answer one request (blocks until the variant returns).
+
+        Raises:
+            UsageError: called from another thread than the one that created it.
+
+        """
+        if threading.get_ident() != self._owner:
+            raise UsageError("a SyncRuntime is used only by the thread that created it")
+        return self._loop.run_until_complete(self.runtime.handle(data))
 
     def close(self) -> None:
-        """Close the Toolset and stop the loop; idempotent."""
+        """Close the Toolset and the loop; idempotent."""
         if self._loop.is_closed():
             return
-        if self._thread.is_alive():
-            try:
-                self._submit(self.runtime.aclose()).result(timeout=10)
-            finally:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._thread.join(timeout=10)
-        self._loop.close()
+        try:
+            self._loop.run_until_complete(self.runtime.aclose())
+        finally:
+            self._loop.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -164,11 +202,15 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def _read_frames(rfd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[bytes]) -> None:
+def _reader(rfd: int, inbox: asyncio.Queue[bytes]) -> Callable[[], None]:
+    """The loop's reader callback for the request pipe (no thread hop per request)."""
     reader = FrameReader()
-    while True:
+
+    def readable() -> None:
         try:
             chunk = os.read(rfd, 1 << 16)
+        except BlockingIOError:
+            return
         except OSError:
             chunk = b""
         if not chunk:
@@ -180,7 +222,9 @@ def _read_frames(rfd: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue
         except ProtocolError:
             os._exit(3)
         for item in frames:
-            loop.call_soon_threadsafe(inbox.put_nowait, item)
+            inbox.put_nowait(item)
+
+    return readable
 
 
 async def _serve(config: Path, build: Builder, rfd: int, wfd: int) -> int:
@@ -199,9 +243,8 @@ async def _serve(config: Path, build: Builder, rfd: int, wfd: int) -> int:
     _write_all(wfd, frame(canonical_json(hello_ok)))
     inbox: asyncio.Queue[bytes] = asyncio.Queue()
     loop = asyncio.get_running_loop()
-    threading.Thread(
-        target=_read_frames, args=(rfd, loop, inbox), name="toolproof-worker-reader", daemon=True
-    ).start()
+    os.set_blocking(rfd, False)
+    loop.add_reader(rfd, _reader(rfd, inbox))
     try:
         while True:
             request = await inbox.get()
@@ -233,4 +276,5 @@ def serve_pipes(config: Path, build: Builder) -> int:
     threading.Thread(
         target=_watch_parent, args=(os.getppid(),), name="toolproof-parent-watch", daemon=True
     ).start()
-    return asyncio.run(_serve(config, build, rfd, wfd))
+    with asyncio.Runner(loop_factory=worker_loop) as runner:
+        return runner.run(_serve(config, build, rfd, wfd))

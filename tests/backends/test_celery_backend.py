@@ -1,0 +1,253 @@
+"""The celery backend against real ``toolproof worker`` processes and the real Redis.
+
+Redis DB 15 is used and flushed. Under ``CI=true`` a missing Redis fails these
+tests; elsewhere they skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from backend_support import (
+    CONFIG,
+    REDIS_URL,
+    alive,
+    copy_fixture,
+    parent_of,
+    require_redis,
+    run,
+    wait_file,
+    wait_gone,
+)
+
+from toolproof.config import load_toolset
+from toolproof.contract.tools import ToolFailure, ToolResult
+
+TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def _start(log: Path, *args: str) -> Worker:
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [*TOOLPROOF, "worker", "--config", str(CONFIG), *args],
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+    )
+    handle.close()
+    return Worker(process, log)
+
+
+def _wait_ready(worker: Worker, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if b" ready." in worker.log.read_bytes():
+            return
+        if worker.process.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"worker did not become ready:\n{worker.log.read_text('utf-8')}")
+
+
+def _stop(worker: Worker) -> None:
+    children = _children(worker.pid)
+    if worker.process.poll() is None:
+        worker.process.send_signal(signal.SIGTERM)
+        try:
+            worker.process.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.process.kill()
+            worker.process.wait()
+    assert wait_gone([worker.pid, *children]) == []
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text(encoding="utf-8").split()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Worker]]:
+    require_redis()
+    client = redis.Redis.from_url(REDIS_URL)
+    client.flushdb()
+    logs = tmp_path_factory.mktemp("celery-workers")
+    started = {
+        "default": _start(logs / "default.log", "--concurrency", "2"),
+        "other": _start(logs / "other.log", "--queue", "other", "--concurrency", "1"),
+    }
+    try:
+        for worker in started.values():
+            _wait_ready(worker)
+        yield started
+    finally:
+        for worker in started.values():
+            _stop(worker)
+        client.flushdb()
+        client.close()
+
+
+def call(tool: str, arguments: dict[str, Any], config: Path = CONFIG) -> tuple[ToolResult, float]:
+    async def go() -> tuple[ToolResult, float]:
+        async with load_toolset(config) as toolset:
+            began = time.monotonic()
+            result = await toolset[tool].call(arguments)
+            return result, time.monotonic() - began
+
+    return run(go())
+
+
+def failure_of(result: ToolResult) -> ToolFailure:
+    assert result.failure is not None, result
+    return result.failure
+
+
+def test_success_runs_on_the_worker(workers: dict[str, Worker]) -> None:
+    result, _ = call("add_celery", {"a": 40, "b": 2})
+    assert result.ok and result.value == 42
+    pid, _ = call("whoami_celery", {})
+    assert isinstance(pid.value, int) and pid.value != os.getpid()
+    assert parent_of(pid.value) == workers["default"].pid
+
+
+def test_body_failure_travels_as_json(workers: dict[str, Worker]) -> None:
+    result, _ = call("crash_celery", {"code": 9})
+    failure = failure_of(result)
+    assert (failure.kind, failure.where) == ("worker", "worker")
+    task_id = failure.detail["task_id"]
+    assert failure.message == (
+        f"celery task {task_id}: the worker process running it was lost (WorkerLostError: "
+        f"Worker exited prematurely: exitcode 9 Job: {failure.message.split('Job: ')[1]}"
+    )
+
+
+def test_invalid_arguments_are_refused_before_submit(workers: dict[str, Worker]) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    before = sorted(client.scan_iter("celery-task-meta-*"))
+    result, _ = call("add_celery", {"a": 1, "b": 2, "priority": 12})
+    after = sorted(client.scan_iter("celery-task-meta-*"))
+    client.close()
+    failure = failure_of(result)
+    assert failure.kind == "invalid_arguments"
+    assert failure.message == (
+        "invalid arguments for tool 'add_celery': argument 'priority': 12 is greater than "
+        "the maximum of 9"
+    )
+    assert after == before  # no task was sent, so no result was stored
+
+
+def test_call_options_are_in_the_schema_and_never_reach_the_body(
+    workers: dict[str, Worker],
+) -> None:
+    async def schema() -> dict[str, Any]:
+        async with load_toolset(CONFIG) as toolset:
+            return toolset["add_celery"].spec.input_schema
+
+    properties = run(schema())["properties"]
+    assert list(properties) == ["a", "b", "queue", "countdown", "priority", "expires"]
+    # add forbids extra properties: the options must have been removed before the body.
+    result, elapsed = call(
+        "add_celery", {"a": 1, "b": 2, "priority": 5, "countdown": 1, "expires": 60}
+    )
+    assert result.value == 3
+    assert elapsed >= 1.0  # countdown reached Celery
+
+
+def test_queue_option_routes_to_the_worker_on_that_queue(workers: dict[str, Worker]) -> None:
+    other, _ = call("whoami_celery", {"queue": "other"})
+    default, _ = call("whoami_celery", {})
+    assert isinstance(other.value, int) and isinstance(default.value, int)
+    assert parent_of(other.value) == workers["other"].pid
+    assert parent_of(default.value) == workers["default"].pid
+
+
+def test_expired_call_is_cancelled_not_run(workers: dict[str, Worker]) -> None:
+    result, _ = call("add_celery", {"a": 1, "b": 2, "countdown": 1, "expires": 0.5})
+    failure = failure_of(result)
+    assert (failure.kind, failure.where) == ("cancelled", "backend")
+    assert failure.detail["state"] == "REVOKED"
+
+
+def test_worker_process_killed_mid_task_fails_fast(
+    workers: dict[str, Worker], tmp_path: Path
+) -> None:
+    marker = tmp_path / "job"
+    # Kill a settled pool process: billiard notices a pool process's death through its
+    # pipes, and a pool process that is still starting holds inherited pipe ends, so
+    # a death right after a replacement can be noticed late (the caller's timeout
+    # still bounds the wait). This test runs before the time-limit kill below.
+    for _ in range(3):
+        assert call("add_celery", {"a": 1, "b": 1})[0].value == 2
+
+    async def go() -> tuple[ToolResult, float]:
+        async with load_toolset(CONFIG) as toolset:
+            began = time.monotonic()
+            task = asyncio.ensure_future(
+                toolset["sleepy_celery"].call({"seconds": 30, "marker": str(marker)})
+            )
+            pid = int(await asyncio.to_thread(wait_file, Path(str(marker) + ".started")))
+            assert parent_of(pid) == workers["default"].pid
+            os.kill(pid, signal.SIGKILL)
+            return await task, time.monotonic() - began
+
+    result, elapsed = run(go())
+    failure = failure_of(result)
+    assert (failure.kind, failure.where) == ("worker", "worker")
+    assert failure.detail["exception"] == "WorkerLostError"
+    assert "signal 9 (SIGKILL)" in failure.message
+    assert elapsed < 3.0  # a failure, not a wait for the timeout
+    assert alive(workers["default"].pid)
+    after, _ = call("add_celery", {"a": 2, "b": 2})
+    assert after.value == 4  # the worker replaced its pool process
+
+
+def test_timeout_names_the_task_and_stops_the_body(
+    workers: dict[str, Worker], tmp_path: Path
+) -> None:
+    marker = tmp_path / "done"
+    result, elapsed = call("sleepy_celery", {"seconds": 6, "marker": str(marker)})
+    failure = failure_of(result)
+    task_id = failure.detail["task_id"]
+    assert (failure.kind, failure.where) == ("timeout", "backend")
+    assert failure.message == (
+        f"celery task {task_id} gave no result within 3.0 s; it was revoked and its time "
+        "limit stops the body at 4 s"
+    )
+    assert 3.0 <= elapsed < 5.0
+    pid = int(Path(str(marker) + ".started").read_text(encoding="utf-8"))
+    assert wait_gone([pid], 5.0) == []  # the hard time limit (4 s) killed the body
+    assert not marker.exists()
+
+
+def test_broker_down_is_a_clear_error_within_the_connect_timeout(tmp_path: Path) -> None:
+    text = CONFIG.read_text(encoding="utf-8").replace(
+        'broker = "redis://127.0.0.1:6379/15"', 'broker = "redis://127.0.0.1:1/15"'
+    )
+    config = copy_fixture(tmp_path, text)
+    result, elapsed = call("add_celery", {"a": 1, "b": 2}, config)
+    failure = failure_of(result)
+    assert (failure.kind, failure.where, failure.retryable) == ("unavailable", "backend", True)
+    assert failure.message.startswith("celery broker redis://127.0.0.1:1/15 is unreachable: ")
+    assert "Connection refused" in failure.message
+    assert failure.message.endswith("(connect timeout 2.0 s)")
+    assert elapsed < 2.0
