@@ -6,6 +6,7 @@ import asyncio
 import copy
 import decimal
 import json
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -328,6 +329,33 @@ def test_bind_contributions_quarantines_and_binds_the_rest() -> None:
     assert toolset.quarantined[0].rule.startswith("remote $ref 'https://x.test/a.json' is refused")
     listing = _listing(toolset.seal())
     assert [item["name"] for item in listing["quarantined"]] == ["remote", "typo", "bad name!"]
+
+
+class BrokenMapping(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("plugin schema cannot be read")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_a_declaration_that_breaks_binding_is_quarantined_alone() -> None:
+    toolset = Toolset()
+    broken = ToolContribution("broken", "d", BrokenMapping(), _invoke)
+    good = ToolContribution("good", "d", {"type": "object"}, _invoke)
+    bind_contributions(toolset, [broken, good], owner="plugin:x")
+    assert toolset.names() == ["good"]
+    assert [q.to_json() for q in toolset.quarantined] == [
+        {
+            "name": "broken",
+            "field": "declaration",
+            "rule": "binding raised builtins.RuntimeError: plugin schema cannot be read",
+            "owner": "plugin:x",
+        }
+    ]
 
 
 def test_bind_contributions_applies_limits_per_call() -> None:

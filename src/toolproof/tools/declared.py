@@ -194,7 +194,9 @@ def bind_contributions(
     """Bind each contribution into ``toolset``; quarantine each that cannot be bound.
 
     A refused declaration is recorded with :meth:`Toolset.quarantine` (tool name,
-    field, rule, owner) and every other contribution still binds.
+    field, rule, owner) and every other contribution still binds; so is one whose
+    binding raises anything else (a plugin's ``Mapping`` that fails when read), with
+    field ``declaration`` and the exception's type and message as the rule.
 
     Args:
         toolset: the unsealed Toolset to add to.
@@ -219,4 +221,7 @@ def bind_contributions(
             )
         except ToolNameError as exc:
             toolset.quarantine(contribution.name, "name", exc.fields["rule"], owner=owner)
+        except Exception as exc:  # a declaration that breaks binding itself: isolate it
+            rule = f"binding raised {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+            toolset.quarantine(str(contribution.name), "declaration", rule, owner=owner)
     return added
