@@ -17,12 +17,14 @@ import copy
 import functools
 import inspect
 import math
+import types
 import typing
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, overload
 
+import annotated_types
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -260,7 +262,10 @@ def tool_from_function(
         output_schema=copy.deepcopy(output_schema),
         annotations=opts.annotations(),
     )
-    body = _make_body(tool_name, fn, model, params, output_adapter)
+    direct = all(_json_native(hints.get(name, Any)) for name, _, _ in params)
+    if output_adapter is not None and _json_native(ret):
+        output_adapter = None  # a plain JSON value: Tool checks it against the output schema
+    body = _make_body(tool_name, fn, model, params, output_adapter, direct=direct)
     module = getattr(fn, "__module__", "?")
     qualname = getattr(fn, "__qualname__", tool_name)
     return Tool(
@@ -292,12 +297,47 @@ def _non_finite(value: Any, path: str) -> str | None:
     return None
 
 
+_JSON_SCALARS = (int, float, str, bool, type(None))
+
+
+def _json_native(annotation: Any) -> bool:
+    """Whether a value that passed the JSON Schema already is what the annotation wants.
+
+    True for JSON scalars, ``Any``, ``Literal`` of scalars, unions, ``list[...]`` and
+    ``dict[str, ...]`` of such, and ``Annotated`` with only descriptions, ``Field``
+    constraints or ``annotated_types`` metadata (all checked by the schema). Enums,
+    models, tuples, sets, dates and validators need pydantic to build the value.
+    """
+    if annotation is Any or annotation in _JSON_SCALARS:
+        return True
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:
+        base, *metadata = args
+        return _json_native(base) and all(
+            isinstance(item, str | annotated_types.BaseMetadata)
+            or (isinstance(item, FieldInfo) and not item.metadata and item.discriminator is None)
+            for item in metadata
+        )
+    if origin is typing.Literal:
+        return all(type(item) in (str, int, bool, type(None)) for item in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(_json_native(item) for item in args)
+    if origin is list or annotation is list:
+        return not args or _json_native(args[0])
+    if origin is dict or annotation is dict:
+        return not args or (args[0] is str and _json_native(args[1]))
+    return False
+
+
 def _make_body(
     tool_name: str,
     fn: Callable[..., Any],
     model: type[BaseModel],
     params: list[tuple[str, str, inspect._ParameterKind]],
     output_adapter: TypeAdapter[Any] | None,
+    *,
+    direct: bool = False,
 ) -> Callable[[dict[str, Any]], Any]:
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -307,18 +347,28 @@ def _make_body(
         (param, field) for param, field, kind in params if kind != inspect.Parameter.POSITIONAL_ONLY
     ]
 
+    positional_names = [
+        param for param, _, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY
+    ]
+
     async def body(arguments: dict[str, Any]) -> Any:
-        try:
-            parsed = model.model_validate(arguments)
-        except ValidationError as exc:
-            return ToolResult.fail(
-                "invalid_arguments",
-                f"invalid arguments: {exc.errors(include_url=False)[0]['msg']} "
-                f"at {'/'.join(str(p) for p in exc.errors()[0]['loc'])}",
-                where="arguments",
-            )
-        args = [getattr(parsed, field) for field in positional]
-        kwargs = {param: getattr(parsed, field) for param, field in keyword}
+        if direct and all(name in arguments for name in positional_names):
+            # The schema already checked every value and these annotations need no
+            # conversion: call as Python would, its own defaults filling the rest.
+            args = [arguments[name] for name in positional_names]
+            kwargs = {k: v for k, v in arguments.items() if k not in positional_names}
+        else:
+            try:
+                parsed = model.model_validate(arguments)
+            except ValidationError as exc:
+                return ToolResult.fail(
+                    "invalid_arguments",
+                    f"invalid arguments: {exc.errors(include_url=False)[0]['msg']} "
+                    f"at {'/'.join(str(p) for p in exc.errors()[0]['loc'])}",
+                    where="arguments",
+                )
+            args = [getattr(parsed, field) for field in positional]
+            kwargs = {param: getattr(parsed, field) for param, field in keyword}
         if is_async:
             value = await fn(*args, **kwargs)
         else:
