@@ -69,16 +69,19 @@ def _wait_ready(worker: Worker, timeout: float = 30.0) -> None:
     raise AssertionError(f"worker did not become ready:\n{worker.log.read_text('utf-8')}")
 
 
-def _stop(worker: Worker) -> None:
-    children = _children(worker.pid)
-    if worker.process.poll() is None:
-        worker.process.send_signal(signal.SIGTERM)
+def _stop(workers: list[Worker]) -> None:
+    """Warm-shut every worker down at once; check that no pool process is left behind."""
+    pids = [pid for worker in workers for pid in (worker.pid, *_children(worker.pid))]
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.send_signal(signal.SIGTERM)
+    for worker in workers:
         try:
             worker.process.wait(15)
         except subprocess.TimeoutExpired:
             worker.process.kill()
             worker.process.wait()
-    assert wait_gone([worker.pid, *children]) == []
+    assert wait_gone(pids) == []
 
 
 def _children(pid: int) -> list[int]:
@@ -101,8 +104,7 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Work
             _wait_ready(worker)
         yield started
     finally:
-        for worker in started.values():
-            _stop(worker)
+        _stop(list(started.values()))
         client.flushdb()
         client.close()
 

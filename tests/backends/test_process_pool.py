@@ -200,11 +200,13 @@ def test_closed_pool_refuses_calls() -> None:
 
 
 def test_close_leaves_no_process_behind() -> None:
-    pool = ProcessPool(CONFIG, workers=3)
-    assert run(pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).value == 3
-    pids = pool.pids()
+    async def go() -> tuple[ProcessPool, list[int]]:
+        async with ProcessPool(CONFIG, workers=3) as pool:
+            assert (await pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).value == 3
+            return pool, pool.pids()
+
+    pool, pids = run(go())
     assert len(pids) == 3
-    pool.close()
     assert wait_gone(pids, 3.0) == []
     assert pool.pids() == []
 

@@ -15,7 +15,7 @@ import contextlib
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Self
 
 import kombu.exceptions
 import redis.exceptions
@@ -255,3 +255,9 @@ class CeleryBackend:
         """Stop waiting threads from taking new calls and release broker connections."""
         self._executor.shutdown(wait=False, cancel_futures=True)
         self.app.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()

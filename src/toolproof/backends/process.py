@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -35,7 +36,7 @@ import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from toolproof.backends.protocol import (
     FrameReader,
@@ -408,14 +409,18 @@ class ProcessPool:
         """:meth:`close` without blocking the event loop."""
         await asyncio.to_thread(self.close, grace)
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._all)} workers"
         return f"ProcessPool({str(self.config_path)!r}, {state})"
 
 
 def _hello_error(data: bytes) -> str | None:
-    import json
-
     try:
         hello = json.loads(data)
     except ValueError:
@@ -442,8 +447,8 @@ def _settle(
             return
         if exception is not None:
             waiter.set_exception(exception)
-        else:
-            waiter.set_result(result)  # type: ignore[arg-type]
+        elif result is not None:
+            waiter.set_result(result)
 
     loop = waiter.get_loop()
     try:
