@@ -241,6 +241,27 @@ def test_timeout_names_the_task_and_stops_the_body(
     assert not marker.exists()
 
 
+def test_cancelling_the_caller_revokes_and_kills_the_task(
+    workers: dict[str, Worker], tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled"
+
+    async def go() -> int:
+        async with load_toolset(CONFIG) as toolset:
+            task = asyncio.ensure_future(
+                toolset["sleepy_celery"].call({"seconds": 30, "marker": str(marker)})
+            )
+            pid = int(await asyncio.to_thread(wait_file, Path(str(marker) + ".started")))
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return pid
+
+    pid = run(go())
+    assert wait_gone([pid], 5.0) == []  # revoked with terminate: the pool process is gone
+    assert not marker.exists()
+
+
 def test_broker_down_is_a_clear_error_within_the_connect_timeout(tmp_path: Path) -> None:
     text = CONFIG.read_text(encoding="utf-8").replace(
         'broker = "redis://127.0.0.1:6379/15"', 'broker = "redis://127.0.0.1:1/15"'

@@ -199,6 +199,18 @@ def test_closed_pool_refuses_calls() -> None:
     assert failure.message == f"process pool for {CONFIG.resolve()} is closed"
 
 
+def test_pool_refuses_to_start_inside_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLPROOF_WORKER", "1")
+    pool = ProcessPool(CONFIG, workers=1)
+    failure = run(pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).failure
+    assert failure is not None and failure.kind == "backend"
+    assert failure.message == (
+        "the process backend cannot start inside a toolproof worker "
+        "(rule: a relocating backend runs on the caller's side)"
+    )
+    assert pool.pids() == []
+
+
 def test_close_leaves_no_process_behind() -> None:
     async def go() -> tuple[ProcessPool, list[int]]:
         async with ProcessPool(CONFIG, workers=3) as pool:

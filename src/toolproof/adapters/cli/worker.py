@@ -61,7 +61,7 @@ def worker(
         help="A queue to serve (repeatable; default: the queue of backends.celery).",
     ),
     concurrency: int = typer.Option(
-        2, "--concurrency", "-c", min=1, help="Worker processes (each builds the Toolset once)."
+        2, "--concurrency", min=1, help="Worker processes (each builds the Toolset once)."
     ),
     loglevel: str = typer.Option("INFO", "--loglevel", help="Celery log level."),
 ) -> None:
