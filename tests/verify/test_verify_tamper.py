@@ -226,6 +226,7 @@ def test_report_identity_covers_the_check_sequence(run_dir: Path) -> None:
         "required-steps",
         "finalize",
         "budget",
+        "failure-honesty",
     ]
     assert (run_dir / "report.json").read_bytes() == report.canonical()
 

@@ -25,6 +25,7 @@ __all__ = [
     "STEP_ID_RE",
     "Budgets",
     "CheckResult",
+    "CheckSpec",
     "CheckStatus",
     "ExecutionRuntime",
     "Finding",
@@ -32,6 +33,7 @@ __all__ = [
     "ManifestEntry",
     "Plan",
     "PlanNode",
+    "PluginDescriptor",
     "Policy",
     "ReasonerDescriptor",
     "ReasonerSpec",
@@ -164,6 +166,19 @@ class ReasonerSpec(CanonicalModel):
     params: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class CheckSpec(CanonicalModel):
+    """An additional check a spec asks for (``[[checks]]``), run after the built-ins.
+
+    Attributes:
+        name: the check's registered name or ``toolproof.checks`` entry-point name.
+        params: the check's own parameters (a check factory receives them).
+
+    """
+
+    name: str = Field(min_length=1)
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 class RunSpec(CanonicalModel):
     """What to run: the user's spec (TOML or JSON), stored as ``spec.json``.
 
@@ -176,6 +191,7 @@ class RunSpec(CanonicalModel):
         policy: the check policy.
         budgets: limits enforced while running.
         seed: the seed handed to the runtime (recorded; tools may use it).
+        checks: additional checks, run after the built-in sequence in this order.
 
     """
 
@@ -187,6 +203,7 @@ class RunSpec(CanonicalModel):
     policy: Policy = Policy.STRICT
     budgets: Budgets = Field(default_factory=Budgets)
     seed: int = 0
+    checks: list[CheckSpec] = Field(default_factory=list)
 
 
 class PlanNode(CanonicalModel):
@@ -242,11 +259,41 @@ class Plan(ContentModel):
 
 
 class ReasonerDescriptor(CanonicalModel):
-    """A reasoner's identity: name, version and a digest of its configuration."""
+    """A reasoner's identity: name, version and a digest of its configuration.
+
+    Attributes:
+        name: the registered name.
+        version: the implementation version (bump it when its output changes).
+        config_digest: ``sha256:`` of its configuration (``min_supports``, ``params``).
+        deterministic: False when its output can vary for the same evidence (a model).
+        varies: what varies when not deterministic (``"model"``, ``"clock"``).
+
+    """
 
     name: str
     version: str
     config_digest: str
+    deterministic: bool = True
+    varies: list[str] = Field(default_factory=list)
+
+
+class PluginDescriptor(CanonicalModel):
+    """The stable identity of a plugged-in part (a check, a retrieval runtime, a runtime).
+
+    Attributes:
+        kind: the seam (``check``, ``retrieval``, ``runtime``).
+        name: the plugin's name (a check's id).
+        version: the implementation version; bump it when behaviour changes.
+        config_digest: ``sha256:`` of its configuration (parameters, corpus, index...).
+        origin: the distribution or module that provided it (``toolproof`` for built-ins).
+
+    """
+
+    kind: str
+    name: str
+    version: str
+    config_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    origin: str = "toolproof"
 
 
 class ExecutionRuntime(ContentModel):
@@ -258,6 +305,8 @@ class ExecutionRuntime(ContentModel):
         toolset: the Toolset descriptor (names, versions, fingerprints of every tool).
         reasoner: the reasoner's identity.
         seed: the seed.
+        checks: the identity of every additional check, in the order it runs.
+        providers: other plugged-in parts (a runtime plugin), sorted by kind and name.
 
     """
 
@@ -268,6 +317,8 @@ class ExecutionRuntime(ContentModel):
     toolset: ToolsetDescriptor
     reasoner: ReasonerDescriptor
     seed: int = 0
+    checks: list[PluginDescriptor] = Field(default_factory=list)
+    providers: list[PluginDescriptor] = Field(default_factory=list)
 
 
 CheckStatus = Literal["passed", "failed", "skipped"]

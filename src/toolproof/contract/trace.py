@@ -14,13 +14,14 @@ from pydantic import Field, JsonValue, TypeAdapter
 
 from toolproof.contract.base import CanonicalModel
 from toolproof.contract.evidence import Claim, EvidenceRecord
-from toolproof.contract.tools import ToolCall, ToolResult
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 
 __all__ = [
     "TRACE_EVENT_ADAPTER",
     "ClaimEmitted",
     "EventBase",
     "EvidenceRegistered",
+    "FailureObserved",
     "RunFailed",
     "StepFinished",
     "StepStarted",
@@ -97,6 +98,24 @@ class StepFinished(EventBase):
     detail: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class FailureObserved(EventBase):
+    """A failure some layer of a called tool reported, though the call's result differs.
+
+    The runtime records every failure it saw during a call (an extension layer, a
+    backend, a nested tool), right after ``tool_returned``; the ``failure-honesty``
+    check compares them with what the call returned.
+
+    Attributes:
+        call_id: the call during which the failure was seen.
+        failure: the failure, as the layer reported it.
+
+    """
+
+    type: Literal["failure_observed"] = "failure_observed"
+    call_id: str
+    failure: ToolFailure
+
+
 class RunFailed(EventBase):
     """The run stopped early.
 
@@ -121,6 +140,7 @@ TraceEvent = Annotated[
     | EvidenceRegistered
     | ClaimEmitted
     | StepFinished
+    | FailureObserved
     | RunFailed,
     Field(discriminator="type"),
 ]

@@ -4,9 +4,14 @@ A :class:`ReasonerBackend` receives a :class:`ReasonerRequest` (the task, every
 evidence record registered so far with the store to read and cite it, and every
 step's output) and returns claims. It reports ``insufficient_evidence`` instead of
 inventing: a claim it cannot ground gets that status and no supports. Reasoners are
-registered by name (:func:`register_reasoner`) and chosen by the spec's
-``[reasoner] name``; their name, version and a digest of their parameters go into
-the runtime descriptor.
+registered by name (:func:`register_reasoner`) or installed through the
+``toolproof.reasoners`` entry-point group, and chosen by the spec's ``[reasoner]
+name``; their name, version, a digest of their parameters and whether they are
+deterministic (and what varies) go into the runtime descriptor.
+
+A reasoner that needs a model or any other provider calls it through
+``request.call_tool`` (a tool of the run's Toolset): the call is recorded like a
+step's call, and frozen replay serves the recorded result instead of calling it.
 
 Built in here: ``tool-results`` (:class:`ToolResultReasoner`), a small
 deterministic reasoner that fills claim templates with values from tool results and
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -32,12 +37,15 @@ from toolproof.contract.evidence import (
     SupportRef,
 )
 from toolproof.contract.runs import ReasonerDescriptor, ReasonerSpec
+from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import locate, parse_ref
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest_json
+from toolproof.plugins.loading import load_plugin, plugin_error
 
 __all__ = [
+    "ProviderCall",
     "ReasonerBackend",
     "ReasonerRequest",
     "StepOutput",
@@ -68,6 +76,15 @@ class StepOutput:
     reason: str = ""
 
 
+ProviderCall = Callable[[str, dict[str, Any]], Awaitable[tuple[ToolResult, EvidenceRecord | None]]]
+"""``await call_tool(tool, arguments)``: a recorded call of a Toolset tool (a model,
+a clock); returns the result and, on success, the evidence record of its value."""
+
+
+async def _no_provider(tool: str, arguments: dict[str, Any]) -> tuple[ToolResult, None]:
+    raise InputError(f"this reasoner request has no provider port; cannot call {tool!r}", tool=tool)
+
+
 @dataclass(frozen=True)
 class ReasonerRequest:
     """The input of a reasoner.
@@ -78,6 +95,10 @@ class ReasonerRequest:
         evidence: every evidence record registered in the run, in order.
         outputs: every executed step's output, by step id.
         store: the run's evidence store: ``read``, ``support``, ``find``.
+        call_tool: the only way to reach a provider (see :data:`ProviderCall`); live it
+            calls the tool, frozen it serves the recorded result (an unrecorded call
+            refuses the replay).
+        mode: ``live`` or ``frozen``.
 
     """
 
@@ -86,6 +107,8 @@ class ReasonerRequest:
     evidence: tuple[EvidenceRecord, ...]
     outputs: Mapping[str, StepOutput]
     store: EvidenceStore
+    call_tool: ProviderCall = _no_provider
+    mode: str = "live"
 
 
 class ReasonerBackend(ABC):
@@ -102,6 +125,10 @@ class ReasonerBackend(ABC):
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"
+    deterministic: ClassVar[bool] = True
+    """False when the same evidence can give other claims (a model, a clock)."""
+    varies: ClassVar[tuple[str, ...]] = ()
+    """What varies when not deterministic (``"model"``, ``"clock"``)."""
 
     def __init__(self, spec: ReasonerSpec) -> None:
         self.spec = spec
@@ -124,7 +151,11 @@ class ReasonerBackend(ABC):
         """Name, version and the digest of ``min_supports`` and ``params``."""
         config = {"min_supports": self.spec.min_supports, "params": dict(self.spec.params)}
         return ReasonerDescriptor(
-            name=self.name, version=self.version, config_digest=digest_json(config)
+            name=self.name,
+            version=self.version,
+            config_digest=digest_json(config),
+            deterministic=self.deterministic,
+            varies=list(self.varies),
         )
 
     @property
@@ -215,10 +246,30 @@ def reasoner_for(spec: ReasonerSpec) -> ReasonerBackend:
     """
     _load_builtins()
     cls = _REASONERS.get(spec.name)
-    if cls is None:
+    if cls is not None:
+        return cls(spec)
+    loaded = load_plugin("reasoner", spec.name)
+    if loaded is None:
         known = ", ".join(registered_reasoners())
-        raise InputError(f"unknown reasoner {spec.name!r} (known: {known})", reasoner=spec.name)
-    return cls(spec)
+        raise InputError(
+            f"unknown reasoner {spec.name!r} (known: {known}; none installed under that name "
+            "in the 'toolproof.reasoners' entry-point group)",
+            reasoner=spec.name,
+        )
+    item, origin = loaded
+    if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
+        rule = f"the entry point is {item!r}, not a ReasonerBackend subclass"
+        raise plugin_error("reasoner", spec.name, origin, rule)
+    if getattr(item, "name", None) != spec.name:
+        rule = f"its class declares name {getattr(item, 'name', None)!r}, not {spec.name!r}"
+        raise plugin_error("reasoner", spec.name, origin, rule)
+    try:
+        return item(spec)
+    except InputError:
+        raise
+    except Exception as exc:  # foreign constructor: report it, naming the plugin
+        rule = f"building it raised {type(exc).__name__}: {exc}"
+        raise plugin_error("reasoner", spec.name, origin, rule) from exc
 
 
 class _ClaimTemplate(BaseModel):

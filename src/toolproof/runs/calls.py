@@ -2,6 +2,9 @@
 
 * :class:`LiveCalls` calls ``toolset[name].call(arguments)`` (extensions and backends
   apply there) and cancels a call that outlives the run's wall-clock budget.
+* Both report the failures layers of a call reported (:meth:`CallPort.observed`):
+  live, collected by :func:`~toolproof.tools.observe.observe_failures`; frozen, read
+  back from the recorded ``failure_observed`` events.
 * :class:`FrozenCalls` serves recorded results by call id and never touches a tool:
   an unrecorded call (new arguments, another tool) refuses the replay, naming the
   step and what changed.
@@ -17,9 +20,16 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from toolproof.contract.tools import ToolCall, ToolResult
-from toolproof.contract.trace import RunFailed, ToolCalled, ToolReturned, TraceEvent
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
+from toolproof.contract.trace import (
+    FailureObserved,
+    RunFailed,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+)
 from toolproof.errors import ReplayRefused
+from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["CallPort", "Clock", "FrozenCalls", "FrozenClock", "LiveCalls", "LiveClock"]
@@ -33,6 +43,19 @@ class CallPort(Protocol):
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Return the result of ``call``; ``timeout`` is seconds left in the budget."""
         ...
+
+    def observed(self, call_id: str) -> list[ToolFailure]:
+        """Failures layers reported during call ``call_id`` other than the one it returned."""
+        ...
+
+
+def _other_failures(seen: list[ToolFailure], result: ToolResult) -> list[ToolFailure]:
+    """``seen`` without repeats and without the failure ``result`` carries."""
+    out: list[ToolFailure] = []
+    for failure in seen:
+        if failure != result.failure and failure not in out:
+            out.append(failure)
+    return out
 
 
 class Clock(Protocol):
@@ -73,6 +96,7 @@ class LiveCalls:
     def __init__(self, toolset: Toolset) -> None:
         self.toolset = toolset
         self.live_calls = 0
+        self._observed: dict[str, list[ToolFailure]] = {}
 
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Call the tool; a call still running when ``timeout`` runs out is cancelled.
@@ -84,15 +108,22 @@ class LiveCalls:
         """
         tool = self.toolset[call.tool]
         self.live_calls += 1
-        try:
-            return await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
-        except TimeoutError:
-            return ToolResult.fail(
-                "timeout",
-                f"call to {call.tool!r} cancelled: the run's wall-clock budget ran out",
-                where="runtime",
-                detail={"budget": "wall_seconds"},
-            )
+        with observe_failures() as seen:
+            try:
+                result = await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
+            except TimeoutError:
+                result = ToolResult.fail(
+                    "timeout",
+                    f"call to {call.tool!r} cancelled: the run's wall-clock budget ran out",
+                    where="runtime",
+                    detail={"budget": "wall_seconds"},
+                )
+        self._observed[call.id] = _other_failures(seen, result)
+        return result
+
+    def observed(self, call_id: str) -> list[ToolFailure]:
+        """Failures seen during call ``call_id`` besides the one it returned, in order."""
+        return self._observed.get(call_id, [])
 
 
 class FrozenCalls:
@@ -111,13 +142,22 @@ class FrozenCalls:
     def __init__(self, events: Sequence[TraceEvent], *, lenient: bool = False) -> None:
         self.lenient = lenient
         self.differences: list[str] = []
+        self.refused: ReplayRefused | None = None
+        """The refusal raised, kept so a caller that swallowed it cannot hide it."""
         self._results: dict[str, ToolResult] = {}
         self._calls_by_step: dict[str, ToolCall] = {}
+        self._observed: dict[str, list[ToolFailure]] = {}
         for event in events:
             if isinstance(event, ToolCalled):
                 self._calls_by_step[event.step] = event.call
             elif isinstance(event, ToolReturned):
                 self._results[event.call_id] = event.result
+            elif isinstance(event, FailureObserved):
+                self._observed.setdefault(event.call_id, []).append(event.failure)
+
+    def observed(self, call_id: str) -> list[ToolFailure]:
+        """The failures recorded as observed during call ``call_id``."""
+        return self._observed.get(call_id, [])
 
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Return the recorded result of ``call``.
@@ -142,9 +182,10 @@ class FrozenCalls:
             )
         message = f"unrecorded call {call.id}: {why}; a live call would be a new run"
         if not self.lenient:
-            raise ReplayRefused(
+            self.refused = ReplayRefused(
                 f"frozen replay refused: {message}", call=call.id, step=call.step, rule=why
             )
+            raise self.refused
         self.differences.append(message)
         return ToolResult.fail("unrecorded", message, where="runtime")
 

@@ -1,4 +1,12 @@
-"""Differences between two runs, and between two traces."""
+"""Differences between two runs, and between two traces.
+
+Two live runs of the same spec with the same runtime can differ only where a source
+declared non-deterministic varies: a tool with ``deterministic=False`` (and its
+``varies``, e.g. ``clock``), or a reasoner with ``deterministic = False``. The diff
+lists these sources (:attr:`RunDiff.varying`) and says whether the first trace
+difference comes from one of them (:attr:`RunDiff.explained`), so a clock reading
+that changed is reported as variation, not as corruption.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.bundle.manifest import MANIFEST_FILE
-from toolproof.contract.runs import Manifest
+from toolproof.contract.runs import ExecutionRuntime, Manifest
 from toolproof.errors import InputError
 
-__all__ = ["RunDiff", "diff_runs", "first_trace_difference"]
+__all__ = ["RunDiff", "diff_runs", "first_trace_difference", "varying_sources"]
 
 
 def _fields(raw: bytes) -> dict[str, Any]:
@@ -71,7 +79,12 @@ class RunDiff:
     Attributes:
         a, b: the two run ids.
         files: ``{path: "same" | "changed" | "only_a" | "only_b"}`` for every file.
-        first_event: the first trace difference (see :func:`first_trace_difference`).
+        first_event: the first trace difference (see :func:`first_trace_difference`);
+            ``source`` names the varying source it comes from, when it does.
+        varying: the declared non-deterministic sources of either run
+            (``"tool clock_now"`` -> ``["clock"]``).
+        explained: the runs share spec, plan and runtime and their first trace
+            difference comes from a varying source: variation, not corruption.
 
     """
 
@@ -79,6 +92,8 @@ class RunDiff:
     b: str
     files: dict[str, str] = field(default_factory=dict)
     first_event: dict[str, Any] | None = None
+    varying: dict[str, list[str]] = field(default_factory=dict)
+    explained: bool = False
 
     @property
     def identical(self) -> bool:
@@ -93,7 +108,56 @@ class RunDiff:
             "identical": self.identical,
             "files": self.files,
             "first_event": self.first_event,
+            "varying": self.varying,
+            "explained": self.explained,
         }
+
+
+def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
+    """The sources a runtime declares non-deterministic, with what varies in each.
+
+    Returns:
+        ``{"tool <name>": varies, "reasoner <name>": varies}`` for every tool and the
+        reasoner whose descriptor says ``deterministic = false``.
+
+    """
+    out = {
+        f"tool {tool.name}": list(tool.varies)
+        for tool in runtime.toolset.tools
+        if not tool.deterministic
+    }
+    if not runtime.reasoner.deterministic:
+        out[f"reasoner {runtime.reasoner.name}"] = list(runtime.reasoner.varies)
+    return out
+
+
+def _runtime(directory: Path) -> ExecutionRuntime | None:
+    try:
+        return ExecutionRuntime.model_validate_json((directory / "runtime.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def _source_of(trace: bytes, idx: int, varying: dict[str, list[str]]) -> str | None:
+    """The varying source event ``idx`` of ``trace`` comes from, if any."""
+    lines = trace.split(b"\n")
+    if idx >= len(lines):
+        return None
+    event = _fields(lines[idx])
+    call_id = event.get("call_id")
+    if event.get("type") == "evidence_registered":
+        call_id = (event.get("evidence") or {}).get("source", {}).get("call")
+    if event.get("type") == "claim_emitted":
+        reasoner = str((event.get("claim") or {}).get("reasoner", "")).split("/")[0]
+        return f"reasoner {reasoner}" if f"reasoner {reasoner}" in varying else None
+    if not call_id:
+        return None
+    for line in lines[:idx]:
+        called = _fields(line)
+        if called.get("type") == "tool_called" and called.get("call_id") == call_id:
+            tool = f"tool {called.get('call', {}).get('tool')}"
+            return tool if tool in varying else None
+    return None
 
 
 def _manifest(directory: Path) -> Manifest:
@@ -126,8 +190,20 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         else:
             files[path] = "same" if entries_a[path] == entries_b[path] else "changed"
     first = None
+    runtime_a, runtime_b = _runtime(a), _runtime(b)
+    varying = {
+        **(varying_sources(runtime_a) if runtime_a else {}),
+        **(varying_sources(runtime_b) if runtime_b else {}),
+    }
+    explained = False
     if files.get("trace.jsonl") == "changed":
-        first = first_trace_difference(
-            (a / "trace.jsonl").read_bytes(), (b / "trace.jsonl").read_bytes()
-        )
-    return RunDiff(ma.run_id, mb.run_id, files, first)
+        trace_a = (a / "trace.jsonl").read_bytes()
+        first = first_trace_difference(trace_a, (b / "trace.jsonl").read_bytes())
+        if first is not None:
+            source = _source_of(trace_a, first["idx"], varying)
+            first["source"] = source
+            same_inputs = all(
+                files.get(name) == "same" for name in ("spec.json", "plan.json", "runtime.json")
+            )
+            explained = source is not None and same_inputs
+    return RunDiff(ma.run_id, mb.run_id, files, first, varying, explained)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ from toolproof.contract.tools import ToolCall, ToolResult
 from toolproof.contract.trace import (
     ClaimEmitted,
     EvidenceRegistered,
+    FailureObserved,
     RunFailed,
     StepFinished,
     StepStarted,
@@ -158,6 +159,8 @@ class Executor:
         trace: the trace writer.
         handlers: step handlers by node kind (``retrieve``).
         on_event: called with every event as it is written (progress displays).
+        check_ids: the check sequence recorded by the ``verify`` node (default: the
+            built-in one).
 
     """
 
@@ -173,8 +176,10 @@ class Executor:
         trace: TraceWriter,
         handlers: Mapping[str, StepHandler] | None = None,
         on_event: Callable[[TraceEvent], None] | None = None,
+        check_ids: Sequence[str] = CHECK_SEQUENCE,
     ) -> None:
         self.spec, self.plan, self.calls, self.clock = spec, plan, calls, clock
+        self.check_ids = tuple(check_ids)
         self.reasoner, self.store, self.trace = reasoner, store, trace
         self.handlers = dict(handlers or {})
         self.on_event = on_event
@@ -274,7 +279,7 @@ class Executor:
             await self._derive(node)
         else:
             self.outcome.outputs[node.id] = StepOutput(node.id, True)
-            self._finish(node.id, "ok", checks=list(CHECK_SEQUENCE))
+            self._finish(node.id, "ok", checks=list(self.check_ids))
 
     async def _call(self, node: PlanNode) -> None:
         try:
@@ -290,11 +295,13 @@ class Executor:
         self._finish(node.id, "ok", evidence=record.id)
 
     async def tool_call(
-        self, node_id: str, tool: str, arguments: dict[str, Any]
+        self, node_id: str, tool: str, arguments: dict[str, Any], *, finish: bool = True
     ) -> tuple[ToolResult, EvidenceRecord | None]:
         """Make one recorded tool call for step ``node_id``; see :meth:`StepContext.call_tool`.
 
-        A failed call finishes the step as ``failed`` (``step_finished`` recorded).
+        A failed call finishes the step as ``failed`` (``step_finished`` recorded) unless
+        ``finish`` is False (a reasoner's provider call: the failure is recorded, the
+        reasoner decides).
 
         Raises:
             _BudgetStop: the tool-call or evidence budget is spent.
@@ -303,7 +310,8 @@ class Executor:
         limit = self.spec.budgets.tool_calls
         if limit is not None and self.tool_calls >= limit:
             message = f"tool-call budget of {limit} calls spent before step {node_id!r}"
-            self._fail(node_id, message, budget="tool_calls")
+            if finish:
+                self._fail(node_id, message, budget="tool_calls")
             raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
         call = ToolCall(tool=tool, arguments=arguments, step=node_id)
         self._emit(ToolCalled, step=node_id, call_id=call.id, call=call)
@@ -321,9 +329,14 @@ class Executor:
                     where="output",
                 )
         self._emit(ToolReturned, step=node_id, call_id=call.id, result=result)
+        for failure in self.calls.observed(call.id):
+            self._emit(FailureObserved, step=node_id, call_id=call.id, failure=failure)
         if result.failure is not None:
             reason = f"{result.failure.kind}: {result.failure.message}"
-            self._fail(node_id, reason, call=call.id)
+            if finish:
+                self._fail(node_id, reason, call=call.id)
+            else:
+                self.outcome.failures.append({"step": node_id, "reason": reason, "call": call.id})
             return result, None
         record = self.register(node_id, data, media_type, "tool_result", call.id, {})
         return result, record
@@ -365,12 +378,19 @@ class Executor:
             evidence=tuple(self.evidence),
             outputs=dict(self.outcome.outputs),
             store=self.store,
+            call_tool=lambda tool, arguments: self.tool_call(
+                node.id, tool, arguments, finish=False
+            ),
+            mode=self.calls.mode,
         )
         try:
             claims += await self.reasoner.derive(request)
         except InputError as exc:
             self._fail(node.id, f"reasoner {self.reasoner.label}: {exc.message}")
             return
+        except _BudgetStop as stop:
+            self._fail(node.id, stop.message)
+            raise
         for claim in claims:
             self._emit(ClaimEmitted, step=node.id, claim=claim)
         self.outcome.claims.extend(claims)

@@ -31,6 +31,7 @@ from toolproof.runs.executor import StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
+from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
 __all__ = ["ReplayResult", "describe_descriptor_change", "replay_run"]
@@ -157,18 +158,20 @@ async def replay_run(
             rule="reasoner",
         )
     try:
+        checks, check_descriptors = check_sequence(spec.checks)
+    except InputError as exc:
+        raise _refuse(f"the recorded checks cannot be built: {exc.message}") from None
+    if check_descriptors != runtime.checks:
+        now = ", ".join(f"{d.name}/{d.version}" for d in check_descriptors) or "none"
+        then = ", ".join(f"{d.name}/{d.version}" for d in runtime.checks) or "none"
+        differ(f"the checks changed: recorded {then}, now {now}", rule="checks")
+    try:
         replanned = plan_run(spec, current, step_kinds=step_kinds(handlers))
     except InputError as exc:
         raise _refuse(f"the spec no longer plans: {exc.message}", rule="plan") from None
     if replanned.id != plan.id:
         differ(f"the plan changed: recorded {plan.id}, re-planned {replanned.id}", rule="plan")
-    frozen = ExecutionRuntime(
-        kind=runtime.kind,
-        mode="frozen",
-        toolset=runtime.toolset,
-        reasoner=runtime.reasoner,
-        seed=runtime.seed,
-    )
+    frozen = ExecutionRuntime.model_validate({**runtime.to_json(), "mode": "frozen", "id": ""})
     calls = FrozenCalls(events, lenient=lenient)
     with tempfile.TemporaryDirectory(prefix=".tmp-replay-", dir=_scratch_root(directory)) as tmp:
         scratch = Path(tmp)
@@ -182,7 +185,10 @@ async def replay_run(
             reasoner=reasoner,
             handlers=handlers,
             durable=False,
+            checks=checks,
         )
+        if calls.refused is not None:  # raised inside a handler or reasoner that caught it
+            raise calls.refused
         difference = first_trace_difference(
             (directory / "trace.jsonl").read_bytes(), (scratch / "trace.jsonl").read_bytes()
         )

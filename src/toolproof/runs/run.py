@@ -27,7 +27,9 @@ from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.tools.toolset import Toolset
-from toolproof.verify.checks import run_checks
+from toolproof.verify.base import Check
+from toolproof.verify.checks import CHECKS, run_checks
+from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
 __all__ = ["RecordedRun", "RunOutcome", "execute_run", "record_run", "step_kinds"]
@@ -93,10 +95,12 @@ async def record_run(
     handlers: Mapping[str, StepHandler] | None = None,
     on_event: Callable[[TraceEvent], None] | None = None,
     durable: bool = True,
+    checks: tuple[Check, ...] = CHECKS,
 ) -> RecordedRun:
     """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
 
-    ``durable=False`` skips fsync (frozen replay's scratch directory).
+    ``durable=False`` skips fsync (frozen replay's scratch directory); ``checks`` is the
+    check sequence (built-ins plus the spec's additional checks).
 
     Raises:
         CanonicalizationError: a recorded value has no canonical JSON form.
@@ -118,6 +122,7 @@ async def record_run(
             trace=trace,
             handlers=handlers,
             on_event=on_event,
+            check_ids=[check.id for check in checks],
         )
         outcome = await executor.run()
     finally:
@@ -128,7 +133,7 @@ async def record_run(
     known["claims.json"] = write_file(directory / "claims.json", claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
     sizes = {path: size for path, (size, _) in known.items()}
-    report = run_checks(RunView(directory, digests, sizes), spec.policy)
+    report = run_checks(RunView(directory, digests, sizes), spec.policy, checks)
     report_bytes = canonical_json(report.to_json())
     known["report.json"] = write_file(directory / "report.json", report_bytes, sync=durable)
     return RecordedRun(outcome, report, known)
@@ -158,19 +163,25 @@ async def execute_run(
         ``report.outcome``.
 
     Raises:
-        InputError: the spec cannot be planned (unknown tool, cycle...) or the reasoner
-            parameters are invalid; nothing is written.
+        InputError: the spec cannot be planned (unknown tool, cycle...), the reasoner
+            parameters are invalid, or a reasoner or check plugin is unknown or broken (the
+            message names it and the reason); nothing is written.
 
     """
     if handlers is None:
         handlers = default_handlers()
     reasoner = reasoner_for(spec.reasoner)
+    checks, check_descriptors = check_sequence(spec.checks)
     descriptor = toolset.descriptor()
     plan = plan_run(spec, descriptor, step_kinds=step_kinds(handlers))
     if on_plan is not None:
         on_plan(plan)
     runtime = ExecutionRuntime(
-        mode="live", toolset=descriptor, reasoner=reasoner.descriptor(), seed=spec.seed
+        mode="live",
+        toolset=descriptor,
+        reasoner=reasoner.descriptor(),
+        seed=spec.seed,
+        checks=check_descriptors,
     )
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     started = time.monotonic()
@@ -186,6 +197,7 @@ async def execute_run(
             reasoner=reasoner,
             handlers=handlers,
             on_event=on_event,
+            checks=checks,
         )
         writer.known.update(recorded.known)
         timings = Timings(

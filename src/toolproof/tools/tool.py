@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
+from toolproof.tools.observe import note_failure
 from toolproof.tools.schema import (
     Validator,
     compile_validator,
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from toolproof.tools.function import ToolOptions
 
 __all__ = ["Body", "Tool"]
+
+
+def _noted(result: ToolResult) -> ToolResult:
+    """Note ``result``'s failure for an observing runtime; return ``result``."""
+    if result.failure is not None:
+        note_failure(result.failure)
+    return result
+
 
 _SCALARS = frozenset({str, int, bool, type(None)})
 """Result types that are plain JSON by themselves (a float may be NaN: it is checked)."""
@@ -183,7 +192,7 @@ class Tool:
             return await self.run_validated(arguments)
         refused = self.check_arguments(arguments)
         if refused is not None:
-            return refused
+            return _noted(refused)
         return await self.run_validated(arguments)
 
     async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
@@ -198,37 +207,46 @@ class Tool:
         except asyncio.CancelledError:
             raise
         except ToolCallError as exc:
+            note_failure(exc.failure)
             return ToolResult.model_construct(
                 schema_version=1, ok=False, value=None, failure=exc.failure
             )
         except Exception as exc:
-            return ToolResult.fail(
-                "tool_error",
-                f"tool {self.spec.name!r} raised {type(exc).__name__}: {exc}",
-                where="body",
-                detail={"exception": f"{type(exc).__module__}.{type(exc).__qualname__}"},
+            return _noted(
+                ToolResult.fail(
+                    "tool_error",
+                    f"tool {self.spec.name!r} raised {type(exc).__name__}: {exc}",
+                    where="body",
+                    detail={"exception": f"{type(exc).__module__}.{type(exc).__qualname__}"},
+                )
             )
         if type(value) is ToolResult:
-            return value
+            return _noted(value) if value.failure is not None else value
         return self._check_result(value)
 
     def _check_result(self, value: Any) -> ToolResult:
         if type(value) not in _SCALARS and not is_plain_json(value):
             problem = json_problem(value)
             if problem is not None:
-                return ToolResult.fail(
-                    "invalid_result",
-                    f"tool {self.spec.name!r} returned a value that is not plain JSON: {problem}",
-                    where="output",
+                return _noted(
+                    ToolResult.fail(
+                        "invalid_result",
+                        f"tool {self.spec.name!r} returned a value that is not plain JSON: "
+                        f"{problem}",
+                        where="output",
+                    )
                 )
         validator = self._output_validator
         if validator is not None and not validator.is_valid(value):
             errors = validation_errors(validator, value)
             text = "; ".join(f"{error.pointer or '/'}: {error.message}" for error in errors)
-            return ToolResult.fail(
-                "invalid_result",
-                f"tool {self.spec.name!r} returned a value that breaks its output schema: {text}",
-                where="output",
+            return _noted(
+                ToolResult.fail(
+                    "invalid_result",
+                    f"tool {self.spec.name!r} returned a value that breaks its output schema: "
+                    f"{text}",
+                    where="output",
+                )
             )
         return ToolResult.success(value)
 

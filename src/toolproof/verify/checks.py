@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from toolproof.contract.runs import CheckResult, Policy, Report, Severity
 from toolproof.verify.base import Check
+from toolproof.verify.failures import check_failure_honesty
 from toolproof.verify.provenance import (
     check_budget,
     check_evidence_digests,
@@ -115,6 +116,14 @@ CHECKS: tuple[Check, ...] = (
         _E,
         "tool calls and evidence bytes within the spec's budgets; no budget stop recorded",
         check_budget,
+    ),
+    Check(
+        "failure-honesty",
+        "INV-FAILURE-HONEST",
+        _E,
+        "no call returns a value after one of its layers reported a failure that is not "
+        "retryable; a step with a failed call does not finish ok",
+        check_failure_honesty,
     ),
 )
 """The built-in checks, in the order they run."""

@@ -3,7 +3,10 @@
 1. ``manifest`` (``INV-MANIFEST``, critical): every file listed with its size and
    digest, nothing unlisted, paths relative POSIX, run id recomputed. If it fails,
    nothing else is trusted and nothing else runs.
-2. The ordered checks (:data:`toolproof.verify.checks.CHECKS`) produce a report.
+2. The ordered checks (:data:`toolproof.verify.checks.CHECKS`, then the spec's
+   additional ``[[checks]]``; see :mod:`toolproof.verify.sequence`) produce a report.
+   ``checks`` (``INV-CHECKS``, critical): every additional check the run names can be
+   built now, with the identity recorded in ``runtime.json``.
 3. ``report`` (``INV-REPORT``, critical): ``report.json`` equals the recomputed
    report byte for byte; ``timings`` (``INV-TIMINGS``, critical): ``timings.json``
    parses.
@@ -19,14 +22,18 @@ from pydantic import ValidationError
 
 from toolproof.bundle.manifest import check_manifest
 from toolproof.contract.runs import Finding, Policy, Report, Severity, Timings
+from toolproof.errors import InputError
 from toolproof.identity import canonical_json
-from toolproof.verify.checks import run_checks
+from toolproof.verify.base import Check
+from toolproof.verify.checks import CHECKS, run_checks
+from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
 __all__ = ["OUTER_CHECKS", "Verification", "VerificationFailure", "verify_run"]
 
 OUTER_CHECKS = (
     ("manifest", "INV-MANIFEST", "every file listed with size and digest; nothing else"),
+    ("checks", "INV-CHECKS", "every additional check can be built, with its recorded identity"),
     ("report", "INV-REPORT", "report.json equals the recomputed report"),
     ("timings", "INV-TIMINGS", "timings.json parses"),
 )
@@ -114,6 +121,28 @@ def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationF
     return out
 
 
+def _sequence(view: RunView) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
+    """The run's check sequence, and problems building it (file, message)."""
+    if view.spec is None or not view.spec.checks:
+        if view.runtime is not None and view.runtime.checks:
+            return CHECKS, [("runtime.json", "runtime.json names checks the spec does not")]
+        return CHECKS, []
+    try:
+        checks, descriptors = check_sequence(view.spec.checks)
+    except InputError as exc:
+        return CHECKS, [("spec.json", f"{exc.message}; install it to verify this run")]
+    recorded = view.runtime.checks if view.runtime is not None else []
+    if descriptors != recorded:
+        now = ", ".join(f"{d.name}/{d.version}" for d in descriptors)
+        then = ", ".join(f"{d.name}/{d.version}" for d in recorded) or "none"
+        message = (
+            f"the additional checks are not the ones the run recorded (recorded {then}; "
+            f"installed now {now}); verify with the recorded versions, or re-run"
+        )
+        return checks, [("runtime.json", message)]
+    return checks, []
+
+
 def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification:
     """Verify a run directory.
 
@@ -134,8 +163,13 @@ def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification
     assert manifest is not None
     view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
     own = view.spec.policy if view.spec is not None else Policy.STRICT
-    stored_policy_report = run_checks(view, own)
-    report = stored_policy_report if policy in (None, own) else run_checks(view, policy)
+    checks, problems = _sequence(view)
+    stored_policy_report = run_checks(view, own, checks)
+    report = stored_policy_report if policy in (None, own) else run_checks(view, policy, checks)
     failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
+    failures += [
+        VerificationFailure("checks", Finding(severity=Severity.CRITICAL, file=file, message=text))
+        for file, text in problems
+    ]
     failures += _outer(directory, view, stored_policy_report)
     return Verification(directory, manifest.run_id, report, failures)

@@ -266,6 +266,17 @@ def _diff(
     out_console.print(table if table.row_count else "the runs are identical")
     if result.first_event is not None:
         out_console.print(f"first trace difference: {escape(result.first_event['why'])}")
+    if result.varying:
+        sources = "; ".join(
+            f"{name} (varies: {', '.join(what) or 'unspecified'})"
+            for name, what in sorted(result.varying.items())
+        )
+        out_console.print(f"declared non-deterministic sources: {escape(sources)}")
+    if result.explained:
+        out_console.print(
+            "the difference comes from a declared non-deterministic source: variation between "
+            "two live runs, not corruption (each run still replays frozen on its own)"
+        )
 
 
 def register(app: typer.Typer) -> None:

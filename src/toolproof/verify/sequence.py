@@ -1,0 +1,166 @@
+"""The check sequence of a run: the built-ins, then the spec's ``[[checks]]`` in order.
+
+An additional check is found by name, first among checks registered in this
+process (:func:`register_check`), then in the ``toolproof.checks`` entry-point
+group. Its value is a :class:`~toolproof.verify.base.Check`, or a factory called
+with the spec's ``params`` that returns one. The additional checks run after the
+built-in sequence in the order the spec lists them; their ids and order are in
+every report (``Report.sequence``) and their identities in the runtime descriptor,
+so adding, removing, reordering or upgrading one changes both.
+
+A plugin check that raises, or returns something other than a list of
+:class:`~toolproof.contract.runs.Finding`, produces one critical finding saying so:
+verification never crashes on foreign code, and never passes it silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from toolproof.contract.runs import CheckSpec, Finding, PluginDescriptor, Severity
+from toolproof.errors import InputError
+from toolproof.plugins.loading import load_plugin, plugin_error
+from toolproof.verify.base import Check, finding
+from toolproof.verify.checks import CHECKS
+from toolproof.verify.view import RunView
+
+__all__ = [
+    "CHECK_ID_RE",
+    "CheckFactory",
+    "check_for",
+    "check_sequence",
+    "register_check",
+    "registered_checks",
+]
+
+CHECK_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+"""What an additional check's id must match."""
+
+CheckFactory = Callable[[dict[str, Any]], Check]
+"""Builds a check from the spec's ``params`` (raise :class:`InputError` on bad ones)."""
+
+_REGISTERED: dict[str, Check | CheckFactory] = {}
+
+
+def register_check(item: Check | CheckFactory, *, name: str | None = None) -> None:
+    """Register a check (under its id) or a check factory (under ``name``) in this process.
+
+    Raises:
+        InputError: a factory without ``name``, or the name is taken by another check.
+
+    """
+    key = item.id if isinstance(item, Check) else name
+    if not key:
+        raise InputError("register_check: a check factory needs a name", rule="name")
+    existing = _REGISTERED.get(key)
+    if existing is not None and existing is not item:
+        raise InputError(f"check name {key!r} is already registered", check=key)
+    _REGISTERED[key] = item
+
+
+def registered_checks() -> list[str]:
+    """The names registered in this process, sorted (entry points not included)."""
+    return sorted(_REGISTERED)
+
+
+def _guarded(check: Check, origin: str) -> Check:
+    inner = check.run
+
+    def run(view: RunView) -> list[Finding] | None:
+        try:
+            found = inner(view)
+        except Exception as exc:  # foreign code: reported as a finding, never a crash
+            message = f"check {check.id!r} ({origin}) raised {type(exc).__name__}: {exc}"
+            return [finding(Severity.CRITICAL, "", message, rule="check-raised")]
+        if found is None or (
+            isinstance(found, list) and all(isinstance(item, Finding) for item in found)
+        ):
+            return found
+        message = (
+            f"check {check.id!r} ({origin}) returned {type(found).__name__}, not a list of "
+            "Finding or None"
+        )
+        return [finding(Severity.CRITICAL, "", message, rule="check-result")]
+
+    return dataclasses.replace(check, run=run)
+
+
+def _build(spec: CheckSpec, item: object, origin: str) -> Check:
+    params = dict(spec.params)
+    if isinstance(item, Check):
+        if params:
+            raise plugin_error("check", spec.name, origin, "it takes no params")
+        check = item
+    elif callable(item):
+        built = item(params)
+        if not isinstance(built, Check):
+            rule = f"its factory returned {type(built).__name__}, not a toolproof Check"
+            raise plugin_error("check", spec.name, origin, rule)
+        check = built if built.params == params else dataclasses.replace(built, params=params)
+    else:
+        rule = f"the entry point is a {type(item).__name__}, not a Check or a check factory"
+        raise plugin_error("check", spec.name, origin, rule)
+    if CHECK_ID_RE.match(check.id) is None:
+        raise plugin_error(
+            "check", spec.name, origin, f"its id {check.id!r} must match {CHECK_ID_RE.pattern}"
+        )
+    if not isinstance(check.severity, Severity) or not check.invariant:
+        raise plugin_error("check", spec.name, origin, "it needs an invariant id and a Severity")
+    return check
+
+
+def check_for(spec: CheckSpec) -> tuple[Check, PluginDescriptor]:
+    """Build the additional check ``spec`` names, guarded, with its identity.
+
+    Raises:
+        InputError: no such check (the message lists the registered ones), or the plugin is
+            broken (it names the plugin and the rule).
+
+    """
+    item: object | None = _REGISTERED.get(spec.name)
+    origin = "registered"
+    if item is None:
+        loaded = load_plugin("check", spec.name)
+        if loaded is None:
+            known = ", ".join(registered_checks()) or "none registered"
+            raise InputError(
+                f"unknown check {spec.name!r}: no registered check and no 'toolproof.checks' "
+                f"entry point has that name (registered: {known})",
+                plugin=spec.name,
+                kind="check",
+                rule="unknown",
+            )
+        item, origin = loaded
+    try:
+        check = _build(spec, item, origin)
+    except InputError:
+        raise
+    except Exception as exc:  # a factory that raises is a broken plugin
+        rule = f"its factory raised {type(exc).__name__}: {exc}"
+        raise plugin_error("check", spec.name, origin, rule) from exc
+    return _guarded(check, origin), check.descriptor(origin)
+
+
+def check_sequence(
+    specs: Sequence[CheckSpec],
+) -> tuple[tuple[Check, ...], list[PluginDescriptor]]:
+    """The built-in checks followed by ``specs``' checks, and the additional checks' identities.
+
+    Raises:
+        InputError: a check cannot be built, or two checks share an id (a built-in's too).
+
+    """
+    checks = list(CHECKS)
+    descriptors = []
+    for spec in specs:
+        check, descriptor = check_for(spec)
+        if any(existing.id == check.id for existing in checks):
+            raise plugin_error(
+                "check", spec.name, descriptor.origin, f"its id {check.id!r} is already used"
+            )
+        checks.append(check)
+        descriptors.append(descriptor)
+    return tuple(checks), descriptors

@@ -1,0 +1,1 @@
+"""Sample toolproof plugin: the ``sample-quotes`` reasoner, ``sample-statement-quotes`` check."""
