@@ -22,9 +22,8 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple, Unpack
 
 from toolproof.backends.protocol import (
     PROTOCOL_VERSION,
@@ -43,14 +42,15 @@ from toolproof.tools.toolset import Toolset
 __all__ = [
     "WORKER_ENV",
     "Builder",
-    "InlineExecutor",
     "SyncRuntime",
+    "WorkerLoop",
     "WorkerRuntime",
     "serve_pipes",
     "worker_loop",
 ]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 WORKER_ENV = "TOOLPROOF_WORKER"
 """Set to ``"1"`` in every worker process; a relocating backend refuses to start there."""
@@ -59,31 +59,38 @@ Builder = Callable[[Path], Awaitable[Toolset]]
 """``async (config_path) -> sealed Toolset``: how a worker builds its Toolset."""
 
 
-class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
-    """An executor that runs each function at once, in the submitting thread.
+class WorkerLoop(asyncio.SelectorEventLoop):
+    """The event loop of a worker: work for the default executor runs at once, inline.
 
     A worker runs one call at a time, so the thread hand-off of
     ``asyncio.to_thread`` (how sync tool bodies run) buys nothing there and costs
-    two context switches per call; worker loops use this as their default
-    executor. A sync body then blocks the worker's loop while it runs, which is
-    what a worker is for: a timeout still stops it, by killing the process.
+    two context switches and a loop wake-up per call. Here ``run_in_executor(None,
+    fn, *args)`` calls ``fn`` in the loop's thread and returns a finished future. A
+    sync body then blocks the worker's loop while it runs, which is what a worker
+    is for: a timeout still stops it, by killing the process. An explicit executor
+    is used as usual.
     """
 
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        """Run ``fn(*args, **kwargs)`` now; return a finished future holding the outcome."""
-        future: Future[T] = Future()
+    def run_in_executor(
+        self,
+        executor: concurrent.futures.Executor | None,
+        func: Callable[[Unpack[Ts]], T],
+        *args: *Ts,
+    ) -> asyncio.Future[T]:
+        """Run ``func(*args)`` now when ``executor`` is ``None``; otherwise submit it."""
+        if executor is not None:
+            return super().run_in_executor(executor, func, *args)
+        future: asyncio.Future[T] = self.create_future()
         try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
+            future.set_result(func(*args))
+        except Exception as exc:
             future.set_exception(exc)
         return future
 
 
 def worker_loop() -> asyncio.AbstractEventLoop:
-    """A new event loop whose default executor is an :class:`InlineExecutor`."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(InlineExecutor(max_workers=1))
-    return loop
+    """A new :class:`WorkerLoop`."""
+    return WorkerLoop()
 
 
 class WorkerRuntime:
