@@ -98,6 +98,8 @@ def test_every_tool_is_listed_with_its_schemas_and_annotations() -> None:
         "add_retry",
         "echo",
         "explode",
+        "flaky",
+        "flaky_retry",
         "segment",
         "segment_project",
         "segments",
@@ -195,8 +197,8 @@ def test_an_unknown_tool_is_a_protocol_error_naming_it() -> None:
     assert error.code == -32602
     assert error.message == (
         "tool name 'nope': no such tool in this toolset "
-        "(known: add, add_args, add_retry, echo, explode, segment, segment_project, segments, "
-        "whoami, whoami_process)"
+        "(known: add, add_args, add_retry, echo, explode, flaky, flaky_retry, segment, "
+        "segment_project, segments, whoami, whoami_process)"
     )
 
 

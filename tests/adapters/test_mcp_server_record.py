@@ -265,7 +265,7 @@ def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_pat
             for a in (1, 2):
                 arguments = {"a": a}
                 token = session.call_started(toolset["add"], arguments)
-                session.call_finished(token, await toolset["add"].call(arguments), b"")
+                session.call_finished(token, await toolset["add"].call(arguments), b"", [])
             session.close()
             return session.directory
 
@@ -284,3 +284,36 @@ def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_pat
         asyncio.run(finalize_session(live, tmp_path))
     assert live.is_dir()
     assert not (tmp_path / "runs").exists() or _runs(tmp_path) == []
+
+
+def test_a_failure_a_retry_recovered_from_is_recorded_as_observed(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=TOOLPROOF[0],
+        args=[*TOOLPROOF[1:], "serve", "--config", str(SERVE_CONFIG), "--record", str(tmp_path)],
+    )
+
+    async def scenario() -> Any:
+        async with Client(params) as client:
+            return await client.call_tool("flaky_retry", {"key": "k"})
+
+    answer = asyncio.run(scenario())
+    assert (answer.is_error, answer.content[0].text) == (False, "k")
+    (run,) = _runs(tmp_path)
+    events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+    assert [event["type"] for event in events[:6]] == [
+        "step_started",
+        "tool_called",
+        "tool_returned",
+        "failure_observed",
+        "evidence_registered",
+        "step_finished",
+    ]
+    observed = events[3]["failure"]
+    assert (observed["kind"], observed["message"], observed["retryable"]) == (
+        "unavailable",
+        "first call for 'k' fails",
+        True,
+    )
+    assert verify_run(run).ok
+    replayed = _toolproof("replay", run.name, "--root", str(tmp_path), "--json")
+    assert json.loads(replayed.stdout)["identical"] is True

@@ -37,6 +37,8 @@ EXPECTED = {
         "add_retry",
         "echo",
         "explode",
+        "flaky",
+        "flaky_retry",
         "segment",
         "segment_project",
         "segments",
@@ -95,7 +97,7 @@ def test_stdio_stops_on_sigterm_with_stdin_still_open() -> None:
     try:
         assert process.stderr is not None
         ready = process.stderr.readline()  # printed once the Toolset is loaded
-        assert ready == b"toolproof: serving 10 tools over MCP stdio\n"
+        assert ready == b"toolproof: serving 12 tools over MCP stdio\n"
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
     finally:

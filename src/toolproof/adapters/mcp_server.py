@@ -41,6 +41,7 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
 from toolproof.evidence.encoding import encode_value
+from toolproof.tools.observe import observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -77,8 +78,19 @@ class CallObserver(Protocol):
         """Note a call of ``tool`` with ``arguments`` (the caller's object); return a token."""
         ...
 
-    def call_finished(self, token: Any, result: ToolResult, reply: bytes) -> None:
-        """Note the outcome: the :class:`ToolResult` and the exact result bytes answered."""
+    def call_finished(
+        self, token: Any, result: ToolResult, reply: bytes, seen: list[ToolFailure]
+    ) -> None:
+        """Note the outcome: the result and exact bytes answered, and every failure seen.
+
+        Args:
+            token: what ``call_started`` returned.
+            result: the outcome answered.
+            reply: the bytes of the answer's text block.
+            seen: every failure a layer of the tool reported during the call, in order
+                (:func:`toolproof.tools.observe.observe_failures`), the answered one included.
+
+        """
         ...
 
 
@@ -239,15 +251,15 @@ def build_server(
         if tool is None:
             raise _unknown_tool(toolset, params.name)
         arguments: Any = params.arguments if params.arguments is not None else {}
-        token = None
-        if observer is not None:
-            try:
-                token = observer.call_started(tool, arguments)
-            except ToolCallError as refused:
-                return mcp_result(tool, _failed(refused.failure)).reply
-        answer = mcp_result(tool, await tool.call(arguments))
-        if observer is not None:
-            observer.call_finished(token, answer.result, answer.data)
+        if observer is None:
+            return mcp_result(tool, await tool.call(arguments)).reply
+        try:
+            token = observer.call_started(tool, arguments)
+        except ToolCallError as refused:
+            return mcp_result(tool, _failed(refused.failure)).reply
+        with observe_failures() as seen:
+            answer = mcp_result(tool, await tool.call(arguments))
+        observer.call_finished(token, answer.result, answer.data, list(seen))
         return answer.reply
 
     return Server(

@@ -7,9 +7,11 @@
 * ``runtime.json``: the :class:`ExecutionRuntime` (the Toolset descriptor);
 * ``trace.jsonl``: for every served call that reached a tool, in completion order, one
   block of events written at once and handed to the OS (``flush``) when the call
-  returns: ``step_started``, ``tool_called``, ``tool_returned``, then for a value
-  ``evidence_registered`` (the exact result bytes, stored under ``evidence/``) and
-  ``step_finished``. Each call is one plan step, ``call-00000001`` and up;
+  returns: ``step_started``, ``tool_called``, ``tool_returned``, a
+  ``failure_observed`` for each other failure a layer reported (a retried attempt),
+  then for a value ``evidence_registered`` (the exact result bytes, stored under
+  ``evidence/``) and ``step_finished``. Each call is one plan step, ``call-00000001``
+  and up;
 * ``evidence/``: the result bytes, named by their SHA-256.
 
 Finalizing (on SIGTERM/SIGINT, or when stdin closes) turns the live session into an
@@ -21,10 +23,10 @@ equal the live one event for event, and the run directory is committed atomicall
 result verifies with ``toolproof verify`` and replays with ``toolproof replay``.
 
 A server killed outright (``kill -9``) leaves the live directory, which has no
-manifest and so never verifies. :func:`recover_session` (``toolproof verify
---recover``) keeps the events up to the last complete call block, reports what it
-dropped (events of an unfinished block, a torn last line, unreferenced evidence),
-and finalizes the rest the same way.
+manifest and so never verifies. ``recover_session`` (``toolproof verify --recover``;
+:mod:`toolproof.adapters.finalize`) keeps the events up to the last complete call
+block, reports what it dropped (events of an unfinished block, a torn last line,
+unreferenced evidence), and finalizes the rest the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     EvidenceRegistered,
+    FailureObserved,
     StepFinished,
     StepStarted,
     ToolCalled,
@@ -145,9 +148,18 @@ class SessionRecorder:
         return tool.name, arguments
 
     def call_finished(
-        self, token: tuple[str, dict[str, Any]], result: ToolResult, reply: bytes
+        self,
+        token: tuple[str, dict[str, Any]],
+        result: ToolResult,
+        reply: bytes,
+        seen: list[ToolFailure],
     ) -> None:
-        """Append the call's block of events (and its result bytes as evidence), flushed."""
+        """Append the call's block of events (and its result bytes as evidence), flushed.
+
+        Failures layers reported besides the one answered (a retry that recovered, a
+        layer that swallowed one) follow ``tool_returned`` as ``failure_observed``
+        events, deduplicated, as the runs executor records them.
+        """
         if self.closed:
             return
         tool, arguments = token
@@ -158,6 +170,11 @@ class SessionRecorder:
         emit(StepStarted, step=step, kind="call")
         emit(ToolCalled, step=step, call_id=call.id, call=call)
         emit(ToolReturned, step=step, call_id=call.id, result=result)
+        others: list[ToolFailure] = []
+        for failure in seen:
+            if failure != result.failure and failure not in others:
+                others.append(failure)
+                emit(FailureObserved, step=step, call_id=call.id, failure=failure)
         if result.failure is not None:
             reason = f"{result.failure.kind}: {result.failure.message}"
             emit(StepFinished, step=step, status="failed", detail={"reason": reason})
