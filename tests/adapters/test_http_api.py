@@ -11,6 +11,8 @@ import httpx
 import pytest
 from serve_helpers import TOOLPROOF, free_port, spawn
 
+from toolproof.adapters.http.settings import is_loopback
+
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -222,3 +224,20 @@ def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("localhost", False),
+        ("10.0.0.1", False),
+    ],
+)
+def test_only_loopback_addresses_allow_no_auth(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback

@@ -9,8 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
+
+from toolproof.adapters.cli.serve import parse_address
+from toolproof.errors import InputError
 
 
 def stdio_params(*extra: str) -> StdioServerParameters:
@@ -188,3 +192,26 @@ def test_variants_over_streamable_http_with_a_process_backend() -> None:
         assert str(worker_pid) in children.split()
     _check_variants(seen, process.pid)
     assert not Path(f"/proc/{worker_pid}").exists()  # the pool is shut down with the server
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:8000", ("127.0.0.1", 8000)),
+        ("[::1]:8765", ("::1", 8765)),
+        ("localhost:1", ("localhost", 1)),
+        ("0.0.0.0:65535", ("0.0.0.0", 65535)),
+    ],
+)
+def test_http_addresses_parse(text: str, expected: tuple[str, int]) -> None:
+    assert parse_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["localhost", ":8000", "h:0", "h:65536", "h:80a", "[]:80", ""])
+def test_bad_http_addresses_are_refused_naming_the_rule(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_address(text)
+    assert caught.value.message == (
+        f"--http {text!r}: expected HOST:PORT with a port in 1-65535 "
+        "(e.g. 127.0.0.1:8000 or [::1]:8000)"
+    )
