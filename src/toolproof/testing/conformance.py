@@ -28,8 +28,10 @@ from toolproof.testing.errors import ConformanceError
 from toolproof.testing.identity import assert_identity_stable
 from toolproof.testing.runs import (
     assert_frozen_replay,
+    assert_manifest_covers,
     assert_replay_refuses,
     assert_run_conforms,
+    assert_supports_exact,
 )
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.sequence import CHECK_ID_RE, check_for
@@ -97,7 +99,8 @@ def assert_reasoner_conforms(
                     f"reasoner {label} validated {claim.statement!r} although the evidence it "
                     "needs is missing; report insufficient_evidence instead",
                 )
-        assert_run_conforms(thin.path)
+        assert_manifest_covers(thin.path)
+        assert_supports_exact(thin.path)
     return outcome
 
 
