@@ -9,7 +9,15 @@ imported here.
 
 from toolproof.config import load_toolset
 from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef
-from toolproof.contract.runs import Report, RunSpec
+from toolproof.contract.runs import (
+    CheckSpec,
+    ExecutionRuntime,
+    Finding,
+    PluginDescriptor,
+    Report,
+    RunSpec,
+    Severity,
+)
 from toolproof.contract.tools import (
     ToolAnnotations,
     ToolCall,
@@ -33,34 +41,47 @@ from toolproof.errors import (
     UsageError,
     VerificationError,
 )
-from toolproof.evidence.reasoners import ReasonerBackend, register_reasoner
+from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+from toolproof.evidence.retrieval_seam import RetrievalBackend
 from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
 from toolproof.identity import canonical_json, content_id, digest
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
+from toolproof.runs.runtime_plugin import RuntimePlugin
 from toolproof.runs.spec import load_spec
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.base import Check
+from toolproof.verify.sequence import register_check
 from toolproof.verify.verifier import verify_run
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CanonicalizationError",
+    "Check",
+    "CheckSpec",
     "Claim",
     "ConfigError",
     "EvidenceRecord",
+    "ExecutionRuntime",
     "ExtensionError",
     "ExtensionKind",
+    "Finding",
     "IdentityMismatchError",
+    "PluginDescriptor",
     "ReasonerBackend",
+    "ReasonerRequest",
     "ReplayRefused",
     "Report",
+    "RetrievalBackend",
     "RunSpec",
+    "RuntimePlugin",
     "SchemaLimits",
+    "Severity",
     "SupportRef",
     "Tool",
     "ToolAnnotations",
@@ -89,6 +110,7 @@ __all__ = [
     "extension",
     "load_spec",
     "load_toolset",
+    "register_check",
     "register_reasoner",
     "replay_run",
     "tool",

@@ -141,6 +141,9 @@ class RetrievalSource(_Closed):
     the tool (named ``name``) searches an SQLite FTS5 index ranked by BM25. ``cache``
     is where index files are kept (default ``$TOOLPROOF_CACHE`` or
     ``~/.cache/toolproof``); ``max_chunk_bytes`` is the chunk size limit in bytes.
+    ``backend`` names another retrieval runtime, installed in the ``toolproof.retrieval``
+    entry-point group: a factory ``(corpus, options) -> RetrievalBackend`` called with
+    the pinned corpus and this entry as JSON.
     """
 
     name: str = Field(default="retrieve", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -148,6 +151,7 @@ class RetrievalSource(_Closed):
     max_chunk_bytes: int = Field(default=1500, ge=64, le=1_048_576)
     tokenizer: str = "porter unicode61 remove_diacritics 2"
     cache: str | None = None
+    backend: str = "fts5-bm25"
 
 
 class ExtensionsSection(_Closed):
@@ -292,17 +296,24 @@ def bind_retrieval_source(
     from toolproof.evidence.chunking import ChunkConfig
     from toolproof.evidence.corpus import load_corpus
     from toolproof.evidence.retrieval import IndexConfig, RetrievalRuntime
+    from toolproof.evidence.retrieval_seam import retrieval_plugin
 
     try:
         corpus = load_corpus(file.parent / source.corpus)
     except InputError as exc:
         raise ConfigError(str(file), f"retrieval[{index}].corpus", exc.message) from None
-    runtime = RetrievalRuntime(
-        corpus,
-        chunking=ChunkConfig(max_bytes=source.max_chunk_bytes),
-        index=IndexConfig(tokenizer=source.tokenizer),
-        cache_dir=(file.parent / source.cache) if source.cache is not None else None,
-    )
+    if source.backend != "fts5-bm25":
+        try:
+            runtime = retrieval_plugin(source.backend, corpus, source.model_dump(mode="json"))
+        except InputError as exc:
+            raise ConfigError(str(file), f"retrieval[{index}].backend", exc.message) from None
+    else:
+        runtime = RetrievalRuntime(
+            corpus,
+            chunking=ChunkConfig(max_bytes=source.max_chunk_bytes),
+            index=IndexConfig(tokenizer=source.tokenizer),
+            cache_dir=(file.parent / source.cache) if source.cache is not None else None,
+        )
 
     async def close() -> None:
         runtime.close()

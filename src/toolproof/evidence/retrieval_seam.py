@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from toolproof.errors import InputError
+from toolproof.evidence.corpus import Corpus
+from toolproof.plugins.loading import load_plugin, plugin_error
 from toolproof.tools.tool import Tool
 
-__all__ = ["RetrievalBackend"]
+__all__ = ["RetrievalBackend", "retrieval_plugin"]
 
 
 @runtime_checkable
@@ -49,3 +52,46 @@ class RetrievalBackend(Protocol):
     def close(self) -> None:
         """Release the index."""
         ...
+
+
+def retrieval_plugin(name: str, corpus: Corpus, options: dict[str, Any]) -> RetrievalBackend:
+    """Build the retrieval runtime ``name`` of the ``toolproof.retrieval`` group.
+
+    Args:
+        name: the entry point's name (``[[retrieval]] backend``).
+        corpus: the pinned corpus.
+        options: the ``[[retrieval]]`` entry as JSON.
+
+    Returns:
+        The runtime.
+
+    Raises:
+        InputError: no such plugin, or it is broken (it names the plugin and the rule).
+
+    """
+    loaded = load_plugin("retrieval", name)
+    if loaded is None:
+        raise InputError(
+            f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
+            "'toolproof.retrieval' entry point has that name",
+            plugin=name,
+            kind="retrieval",
+            rule="unknown",
+        )
+    factory, origin = loaded
+    if not callable(factory):
+        raise plugin_error("retrieval", name, origin, "the entry point is not a factory")
+    try:
+        runtime = factory(corpus, options)
+    except InputError:
+        raise
+    except Exception as exc:  # foreign factory: reported, naming the plugin
+        rule = f"its factory raised {type(exc).__name__}: {exc}"
+        raise plugin_error("retrieval", name, origin, rule) from exc
+    if not isinstance(runtime, RetrievalBackend):
+        rule = (
+            f"its factory returned {type(runtime).__name__}, which lacks kind/name/version/"
+            "fingerprint/descriptor/as_tool/close"
+        )
+        raise plugin_error("retrieval", name, origin, rule)
+    return runtime

@@ -26,6 +26,7 @@ from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
+from toolproof.runs.runtime_plugin import RuntimePlugin, runtime_for
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, run_checks
@@ -147,6 +148,7 @@ async def execute_run(
     handlers: Mapping[str, StepHandler] | None = None,
     on_event: Callable[[TraceEvent], None] | None = None,
     on_plan: Callable[[Plan], None] | None = None,
+    runtime: RuntimePlugin | str | None = None,
 ) -> RunOutcome:
     """Plan, execute live, check, and commit a run directory under ``<root>/runs/``.
 
@@ -157,6 +159,8 @@ async def execute_run(
         handlers: step handlers by kind (default: :func:`default_handlers`, ``retrieve``).
         on_event: called with each trace event (progress).
         on_plan: called with the plan before execution starts (progress).
+        runtime: an execution-runtime plugin (or its ``toolproof.runtimes`` name) that
+            makes the calls; default the local runtime (:class:`LiveCalls`).
 
     Returns:
         The :class:`RunOutcome`. A failing report is not an exception: look at
@@ -172,26 +176,29 @@ async def execute_run(
         handlers = default_handlers()
     reasoner = reasoner_for(spec.reasoner)
     checks, check_descriptors = check_sequence(spec.checks)
+    plugin, origin = runtime_for(runtime) if isinstance(runtime, str) else (runtime, "registered")
     descriptor = toolset.descriptor()
     plan = plan_run(spec, descriptor, step_kinds=step_kinds(handlers))
     if on_plan is not None:
         on_plan(plan)
-    runtime = ExecutionRuntime(
+    recorded_runtime = ExecutionRuntime(
+        kind=plugin.kind if plugin is not None else "local",
         mode="live",
         toolset=descriptor,
         reasoner=reasoner.descriptor(),
         seed=spec.seed,
         checks=check_descriptors,
+        providers=[plugin.descriptor(origin)] if plugin is not None else [],
     )
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     started = time.monotonic()
-    calls = LiveCalls(toolset)
+    calls = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
             writer.temp,
             spec=spec,
             plan=plan,
-            runtime=runtime,
+            runtime=recorded_runtime,
             calls=calls,
             clock=LiveClock(spec.budgets.wall_seconds),
             reasoner=reasoner,
@@ -213,5 +220,5 @@ async def execute_run(
         recorded.report,
         committed.reused,
         recorded.outcome,
-        calls.live_calls,
+        int(getattr(calls, "live_calls", 0)),
     )

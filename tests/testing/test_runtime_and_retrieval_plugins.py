@@ -1,0 +1,110 @@
+"""Runtime and retrieval plugins from entry points: identity in the runtime, refusal when broken."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from runs_support import Counter, base_spec, make_toolset
+
+from toolproof import load_toolset
+from toolproof.contract.runs import ExecutionRuntime, RunSpec
+from toolproof.errors import ConfigError, InputError
+from toolproof.evidence.retrieval_seam import retrieval_plugin
+from toolproof.runs.run import RunOutcome, execute_run
+from toolproof.testing import assert_frozen_replay, assert_retrieval_conforms
+
+pytestmark = pytest.mark.usefixtures("sample_plugin")
+
+PYTHON_DOCS = Path(__file__).resolve().parents[2] / "examples" / "python-docs"
+
+
+def _run(root: Path, runtime: object) -> RunOutcome:
+    spec = RunSpec.model_validate(base_spec())
+    return asyncio.run(
+        execute_run(spec, root=root, toolset=make_toolset(Counter()), runtime=runtime)  # type: ignore[arg-type]
+    )
+
+
+def test_a_runtime_plugin_enters_the_runtime_descriptor(tmp_path: Path) -> None:
+    outcome = _run(tmp_path, "sample-app")
+    runtime = ExecutionRuntime.model_validate_json((outcome.path / "runtime.json").read_bytes())
+    [provider] = runtime.providers
+    assert (runtime.kind, provider.kind, provider.name, provider.origin) == (
+        "app",
+        "runtime",
+        "sample-app",
+        "toolproof-sample-reasoner:toolproof_sample_reasoner.runtime:AppRuntime",
+    )
+    assert outcome.report.outcome == "passed" and outcome.live_calls == 3
+    assert_frozen_replay(outcome.path)
+    local = _run(tmp_path, None)
+    assert local.run_id != outcome.run_id
+
+
+def test_a_changed_runtime_configuration_changes_the_run(tmp_path: Path) -> None:
+    from toolproof_sample_reasoner.runtime import AppRuntime
+
+    first = _run(tmp_path, AppRuntime())
+    other = AppRuntime()
+    other.tenant = "shop-2"
+    second = _run(tmp_path, other)
+    assert first.run_id != second.run_id
+    assert first.outcome.claims == second.outcome.claims
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("nope", "unknown runtime 'nope': no 'toolproof.runtimes' entry point has that name"),
+        (
+            "sample-not-a-runtime",
+            "runtime plugin 'sample-not-a-runtime' (toolproof-sample-reasoner:"
+            "toolproof_sample_reasoner.broken:not_a_reasoner) cannot be used: the entry point is "
+            "<function not_a_reasoner",
+        ),
+    ],
+)
+def test_an_unknown_or_broken_runtime_refuses_the_run(
+    tmp_path: Path, name: str, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        _run(tmp_path, name)
+    assert caught.value.message.startswith(message)
+    assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
+
+
+def _config(tmp_path: Path, backend: str) -> Path:
+    shutil.copytree(PYTHON_DOCS / "corpus", tmp_path / "corpus")
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[retrieval]]\ncorpus = "corpus"\nbackend = "{backend}"\ncache = ".cache"\n',
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_a_retrieval_plugin_binds_from_the_toml_and_conforms(tmp_path: Path) -> None:
+    async def source() -> str:
+        async with load_toolset(_config(tmp_path, "sample-fts")) as toolset:
+            return toolset["retrieve"].descriptor().source
+
+    assert asyncio.run(source()).startswith("retrieval:sample-fts:sha256:")
+    from toolproof.evidence.corpus import load_corpus
+
+    runtime = retrieval_plugin("sample-fts", load_corpus(tmp_path / "corpus"), {})
+    try:
+        assert_retrieval_conforms(runtime, "list comprehension")
+    finally:
+        runtime.close()
+
+
+def test_an_unknown_or_broken_retrieval_backend_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(load_toolset(_config(tmp_path / "a", "nope")).__aenter__())
+    assert "retrieval[0].backend" in str(caught.value)
+    assert "unknown retrieval backend 'nope'" in str(caught.value)
+    with pytest.raises(ConfigError, match="cannot be used: its factory raised TypeError"):
+        asyncio.run(load_toolset(_config(tmp_path / "b", "sample-not-retrieval")).__aenter__())
