@@ -25,26 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 import weakref
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from toolproof.backends.protocol import (
-    FrameReader,
-    ProtocolError,
-    decode_result,
-    encode_request,
-    frame,
+from toolproof.backends.pipes import (
+    WorkerHandle,
+    describe_exit,
+    hello_error,
+    read_frame,
+    reap,
+    terminate_all,
+    write_all,
 )
+from toolproof.backends.protocol import ProtocolError, decode_result, encode_request, frame
 from toolproof.backends.worker import WORKER_ENV
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import BackendError
@@ -53,57 +53,6 @@ __all__ = ["WORKER_MODULE", "ProcessPool", "describe_exit"]
 
 WORKER_MODULE = "toolproof.adapters.process_worker"
 """The module a worker process runs (``python -m``): it builds the Toolset and serves."""
-
-
-def describe_exit(returncode: int | None) -> str:
-    """Say how a worker ended: ``exit status 3`` or ``killed by SIGSEGV``."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        note = " (out of memory, or killed by another process)" if name == "SIGKILL" else ""
-        return f"killed by {name}{note}"
-    return f"exit status {returncode}"
-
-
-@dataclass(eq=False)
-class _Worker:
-    proc: subprocess.Popen[bytes]
-    rfd: int
-    wfd: int
-    reader: FrameReader = field(default_factory=FrameReader)
-    busy: bool = False
-    greeted: bool = False
-    retired: bool = False
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-
-    def close_fds(self) -> None:
-        for fd in (self.rfd, self.wfd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.rfd = self.wfd = -1
-
-
-def _terminate(workers: set[_Worker]) -> None:
-    """Kill and reap every worker (the pool's finalizer, also run at interpreter exit)."""
-    for worker in list(workers):
-        worker.kill()
-    for worker in list(workers):
-        with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored
-            worker.proc.wait(timeout=5)
-        worker.close_fds()
-    workers.clear()
 
 
 class ProcessPool:
@@ -135,12 +84,12 @@ class ProcessPool:
         self.start_timeout = start_timeout
         self.python = python or sys.executable
         self._lock = threading.Lock()
-        self._all: set[_Worker] = set()
-        self._idle: list[_Worker] = []
-        self._waiters: deque[asyncio.Future[_Worker]] = deque()
+        self._all: set[WorkerHandle] = set()
+        self._idle: list[WorkerHandle] = []
+        self._waiters: deque[asyncio.Future[WorkerHandle]] = deque()
         self._closed = False
         self._owner_pid = os.getpid()
-        self._finalizer = weakref.finalize(self, _terminate, self._all)
+        self._finalizer = weakref.finalize(self, terminate_all, self._all)
 
     # -- workers ------------------------------------------------------------------
 
@@ -149,7 +98,7 @@ class ProcessPool:
         with self._lock:
             return sorted(worker.pid for worker in self._all)
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self) -> WorkerHandle:
         """Start one worker process; it builds its Toolset while the caller goes on.
 
         Its hello frame is read by the first call that uses it (:meth:`_greet`), so no
@@ -166,7 +115,7 @@ class ProcessPool:
             env=env,
         )
         assert proc.stdin is not None and proc.stdout is not None
-        worker = _Worker(proc, os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()))
+        worker = WorkerHandle(proc, os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()))
         proc.stdin.close()
         proc.stdout.close()
         os.set_blocking(worker.rfd, False)
@@ -174,24 +123,24 @@ class ProcessPool:
             self._all.add(worker)
         return worker
 
-    async def _greet(self, worker: _Worker) -> str | None:
+    async def _greet(self, worker: WorkerHandle) -> str | None:
         """Read the worker's hello; return why it cannot serve, or ``None``."""
         try:
-            data = await _read_frame(worker, self.start_timeout)
+            data = await read_frame(worker, self.start_timeout)
         except TimeoutError:
             return f"worker process {worker.pid} did not start within {self.start_timeout} s"
         except ProtocolError as exc:
             return exc.message
         if data is None:
-            await _reap(worker, 2.0)
+            await reap(worker, 2.0)
             status = describe_exit(worker.proc.returncode)
             return f"worker process {worker.pid} ended before saying hello ({status})"
-        error = _hello_error(data)
+        error = hello_error(data)
         if error is None:
             worker.greeted = True
         return error
 
-    def _discard(self, worker: _Worker) -> None:
+    def _discard(self, worker: WorkerHandle) -> None:
         worker.kill()
         with self._lock:
             self._all.discard(worker)
@@ -201,7 +150,7 @@ class ProcessPool:
             worker.proc.wait(timeout=5)
         worker.close_fds()
 
-    def _replace(self, worker: _Worker) -> None:
+    def _replace(self, worker: WorkerHandle) -> None:
         """Kill ``worker`` and start its replacement (the pool stays warm)."""
         self._discard(worker)
         with self._lock:
@@ -209,7 +158,7 @@ class ProcessPool:
                 return
         self._release(self._spawn())
 
-    def _release(self, worker: _Worker) -> None:
+    def _release(self, worker: WorkerHandle) -> None:
         worker.busy = False
         with self._lock:
             retire = self._closed or worker.retired
@@ -229,7 +178,7 @@ class ProcessPool:
         elif waiter is not None:
             _settle(waiter, result=worker, fallback=self._release)
 
-    async def _acquire(self) -> _Worker:
+    async def _acquire(self) -> WorkerHandle:
         if self._owner_pid != os.getpid():
             raise BackendError("process pool was created in another process (after fork)")
         if os.environ.get(WORKER_ENV) == "1":
@@ -245,7 +194,7 @@ class ProcessPool:
                 worker.busy = True
                 return worker
             missing = self.size - len(self._all)
-            waiter: asyncio.Future[_Worker] | None = None
+            waiter: asyncio.Future[WorkerHandle] | None = None
             if missing <= 0:
                 waiter = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
@@ -333,8 +282,8 @@ class ProcessPool:
                 )
         started = time.monotonic()
         try:
-            _write_all(worker.wfd, message)
-            data = await _read_frame(worker, timeout)
+            write_all(worker.wfd, message)
+            data = await read_frame(worker, timeout)
         except TimeoutError:
             self._replace(worker)
             return ToolResult.fail(
@@ -350,7 +299,7 @@ class ProcessPool:
             self._replace(worker)
             raise
         if data is None or worker.retired:
-            await _reap(worker, 2.0)
+            await reap(worker, 2.0)
             status = describe_exit(worker.proc.returncode)
             elapsed = time.monotonic() - started
             self._replace(worker)
@@ -420,21 +369,10 @@ class ProcessPool:
         return f"ProcessPool({str(self.config_path)!r}, {state})"
 
 
-def _hello_error(data: bytes) -> str | None:
-    try:
-        hello = json.loads(data)
-    except ValueError:
-        return "worker hello is not JSON"
-    if not isinstance(hello, dict):
-        return "worker hello is not a JSON object"
-    error = hello.get("error")
-    return None if error is None else f"worker could not build the Toolset: {error}"
-
-
 def _settle(
-    waiter: asyncio.Future[_Worker],
+    waiter: asyncio.Future[WorkerHandle],
     *,
-    result: _Worker | None = None,
+    result: WorkerHandle | None = None,
     exception: BaseException | None = None,
     fallback: Any = None,
 ) -> None:
@@ -461,59 +399,3 @@ def _settle(
         loop.call_soon_threadsafe(resolve)
     elif result is not None and fallback is not None:
         fallback(result)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except BrokenPipeError:
-            return  # the worker died; the read side reports it
-        view = view[written:]
-
-
-async def _read_frame(worker: _Worker, timeout: float | None) -> bytes | None:
-    """Wait for the worker's next frame; ``None`` at end of file (the worker died).
-
-    Raises:
-        TimeoutError: nothing complete arrived within ``timeout`` seconds.
-        ProtocolError: the worker sent a malformed frame.
-
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bytes | None] = loop.create_future()
-
-    def readable() -> None:
-        if done.done():
-            return
-        try:
-            chunk = os.read(worker.rfd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            done.set_result(None)
-            return
-        try:
-            frames = worker.reader.feed(chunk)
-        except ProtocolError as exc:
-            done.set_exception(exc)
-            return
-        if frames:
-            done.set_result(frames[0])
-
-    loop.add_reader(worker.rfd, readable)
-    try:
-        async with asyncio.timeout(timeout):
-            return await done
-    finally:
-        loop.remove_reader(worker.rfd)
-
-
-async def _reap(worker: _Worker, timeout: float) -> None:
-    """Wait (polling, without blocking the loop) until the worker has exited."""
-    deadline = time.monotonic() + timeout
-    while worker.proc.poll() is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.005)
