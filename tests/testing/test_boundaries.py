@@ -23,6 +23,7 @@ from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
 from toolproof.testing import ConformanceError, assert_frozen_replay, assert_run_conforms
 from toolproof.verify.verifier import verify_run
+from toolproof.verify.view import RunView
 
 
 def _spec(reasoner: str, **extra: Any) -> dict[str, Any]:
@@ -40,6 +41,17 @@ def test_a_claim_cannot_be_mutated_after_its_identity_is_set() -> None:
     claim = Claim(statement="x", type=ClaimType.ASSUMED, status=ClaimStatus.UNVALIDATED)
     with pytest.raises(ValidationError, match="frozen"):
         claim.statement = "y"  # type: ignore[misc]
+
+
+def test_no_canonical_model_of_a_run_can_be_mutated(tmp_path: Path) -> None:
+    outcome = run(tmp_path, base_spec(), make_toolset(Counter()))
+    view = RunView(outcome.path)
+    assert view.spec and view.plan and view.runtime and view.events and view.claims
+    models = [view.spec, view.plan, view.runtime, view.events[3], view.claims[0], outcome.report]
+    for model in models:
+        field = next(iter(type(model).model_fields))
+        with pytest.raises(ValidationError, match="Instance is frozen"):
+            setattr(model, field, None)
 
 
 def test_a_claim_mutated_after_emission_is_detected(tmp_path: Path) -> None:
