@@ -55,6 +55,7 @@ class EvidenceStore:
         self.directory = self.run_dir / "evidence"
         self.directory.mkdir(exist_ok=True)
         self._sizes: dict[str, int] = {}
+        self._stamps: dict[str, tuple[int, int]] = {}
 
     @property
     def total_bytes(self) -> int:
@@ -84,6 +85,8 @@ class EvidenceStore:
             with target.open("xb") as file:
                 file.write(data)
             self._sizes[evidence_id] = len(data)
+            stat = target.lstat()
+            self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
         return EvidenceRecord(
             id=evidence_id,
             digest=digest,
@@ -92,6 +95,23 @@ class EvidenceStore:
             path=path,
             source=source,
         )
+
+    def touched(self) -> list[str]:
+        """Evidence ids whose file changed size or mtime since it was stored (one stat each).
+
+        Something wrote into the run after the bytes were recorded (an extension that
+        re-encoded evidence); the caller re-hashes those files so the checks see it.
+        """
+        out = []
+        for evidence_id, stamp in self._stamps.items():
+            try:
+                stat = (self.run_dir / evidence_path_for(evidence_id)).lstat()
+            except OSError:
+                out.append(evidence_id)
+                continue
+            if (stat.st_size, stat.st_mtime_ns) != stamp:
+                out.append(evidence_id)
+        return out
 
     def size_of(self, evidence_id: str) -> int:
         """The size in bytes of stored evidence.

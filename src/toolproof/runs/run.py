@@ -17,11 +17,12 @@ from pathlib import Path
 
 from toolproof.bundle.rundir import RunDirectoryWriter, write_file
 from toolproof.bundle.trace import TraceWriter
+from toolproof.contract.evidence import evidence_path_for
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
 from toolproof.evidence.reasoners import ReasonerBackend, reasoner_for
 from toolproof.evidence.store import EvidenceStore
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
@@ -130,6 +131,11 @@ async def record_run(
         known["trace.jsonl"] = trace.close(sync=durable)
     for record in executor.evidence:
         known[record.path] = (record.size, record.digest)
+    for evidence_id in store.touched():  # rewritten after it was recorded: hash what is there
+        path = directory / evidence_path_for(evidence_id)
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            known[evidence_path_for(evidence_id)] = (len(data), digest(data))
     claims = canonical_json([claim.to_json() for claim in outcome.claims])
     known["claims.json"] = write_file(directory / "claims.json", claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
