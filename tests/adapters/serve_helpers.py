@@ -14,6 +14,21 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "serve"
 SERVE_CONFIG = FIXTURES / "toolproof.toml"
+SERVE_TOOLS = [
+    "add",
+    "add_args",
+    "add_retry",
+    "echo",
+    "explode",
+    "flaky",
+    "flaky_retry",
+    "segment",
+    "segment_project",
+    "segments",
+    "whoami",
+    "whoami_process",
+]
+"""Every tool and variant the fixture binds, sorted."""
 TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
 
 

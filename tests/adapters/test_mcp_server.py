@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from serve_helpers import SERVE_CONFIG
+from serve_helpers import SERVE_CONFIG, SERVE_TOOLS
 
 from toolproof import Tool, ToolResult, load_toolset
 from toolproof.adapters.mcp_server import build_server, mcp_output_schema, mcp_result
@@ -92,20 +92,7 @@ def test_every_tool_is_listed_with_its_schemas_and_annotations() -> None:
         return {tool.name: tool for tool in (await client.list_tools()).tools}
 
     tools = run(scenario)
-    assert sorted(tools) == [
-        "add",
-        "add_args",
-        "add_retry",
-        "echo",
-        "explode",
-        "flaky",
-        "flaky_retry",
-        "segment",
-        "segment_project",
-        "segments",
-        "whoami",
-        "whoami_process",
-    ]
+    assert sorted(tools) == SERVE_TOOLS
     add = tools["add"]
     assert add.input_schema == {
         "type": "object",

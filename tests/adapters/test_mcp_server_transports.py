@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
+from serve_helpers import SERVE_CONFIG, SERVE_TOOLS, TOOLPROOF, free_port, spawn
 
 from toolproof.adapters.cli.serve import parse_address
 from toolproof.errors import InputError
@@ -35,20 +35,7 @@ async def _exercise(client: Client) -> dict[str, Any]:
 
 
 EXPECTED = {
-    "names": [
-        "add",
-        "add_args",
-        "add_retry",
-        "echo",
-        "explode",
-        "flaky",
-        "flaky_retry",
-        "segment",
-        "segment_project",
-        "segments",
-        "whoami",
-        "whoami_process",
-    ],
+    "names": SERVE_TOOLS,
     "added": (False, {"result": 3}),
     "bad": (
         True,
