@@ -223,3 +223,30 @@ def test_a_marked_function_with_a_bad_name_is_quarantined(tmp_path: Path) -> Non
             "owner": f"python:{module}",
         }
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "hint"),
+    [
+        ('[[python]]\nmodul = "m"\n', "python[0].modul", "; did you mean 'module'?"),
+        (
+            '[tools.add]\nextension = ["retry"]\n',
+            "tools.add.extension",
+            "; did you mean 'extensions'?",
+        ),
+        (
+            "[[retrieval]]\ncorpus = 'c'\nmax_chunk = 9\n",
+            "retrieval[0].max_chunk",
+            "; did you mean 'max_chunk_bytes'?",
+        ),
+        ("colour = 1\n", "colour", ""),
+    ],
+)
+def test_a_misspelt_key_is_named_with_the_closest_real_one(
+    tmp_path: Path, text: str, key: str, hint: str
+) -> None:
+    error = config_error(write(tmp_path, text))
+    assert (error.key, error.rule) == (
+        key,
+        "unknown key (not part of the toolproof.toml format)" + hint,
+    )

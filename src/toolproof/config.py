@@ -28,9 +28,11 @@ the rule.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 import tomllib
+import typing
 from collections.abc import Generator
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -189,11 +191,30 @@ def _key(loc: tuple[int | str, ...]) -> str:
 
 def _rule(error: Any) -> str:
     if error["type"] == "extra_forbidden":
-        return "unknown key (not part of the toolproof.toml format)"
+        return "unknown key (not part of the toolproof.toml format)" + _did_you_mean(error)
     if error["type"] == "missing":
         return "required key is missing"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
+
+
+def _did_you_mean(error: Any) -> str:
+    """``; did you mean 'module'?`` for a misspelt key, from the model's field names."""
+    loc = tuple(error["loc"])
+    model: Any = ToolproofConfig
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            continue  # a key of a table of tables (tools.<name>)
+        annotation = field.annotation
+        inner = [a for a in typing.get_args(annotation) if isinstance(a, type)] or [annotation]
+        model = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    if model is None or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
@@ -218,7 +239,9 @@ def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     try:
         return ToolproofConfig.model_validate(raw), raw
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
+        errors = exc.errors(include_url=False)
+        # An unknown key explains a "missing" one next to it (a typo): report it first.
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         raise ConfigError(str(file), _key(tuple(first["loc"])), _rule(first)) from None
 
 

@@ -73,6 +73,14 @@ def test_the_three_questions_are_answered_by_exact_sentences(run_dir: Path) -> N
         'creation of "__dict__" and *__weakref__* (unless explicitly declared in *__slots__* or '
         "available in a parent.)",
     ]
+    assert [cited(run_dir, claim)[1] for claim in claims] == [
+        'Names listed in a "nonlocal" statement, unlike those listed in a "global" statement, '
+        "must refer to pre-existing bindings in an enclosing scope (the scope in which a new "
+        "binding should be created cannot be determined unambiguously).",
+        'When "continue" passes control out of a "try" statement with a "finally" clause, '
+        'that "finally" clause is executed before really starting the next loop cycle.',
+        claims[2]["statement"],  # the same sentence, from a second document
+    ]
     for claim in claims:
         texts = cited(run_dir, claim)
         assert texts[0] == claim["statement"]

@@ -146,8 +146,13 @@ def test_bad_spec_is_an_input_error(project: Path) -> None:
     spec = _spec(project, LOOKUP, extra='colour = "red"')
     ran = _cli("run", str(spec), "--root", str(project))
     assert ran.returncode == 1
-    assert "colour: unknown key (not part of the run spec format)" in ran.stderr
+    assert ran.stderr == f"error: {spec}: colour: unknown key (not part of the run spec format)\n"
     assert not (project / "runs").exists()
+    missing = _cli("run", str(project / "nope.toml"), "--root", str(project))
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        f"error: {project / 'nope.toml'}: (file): cannot read: No such file or directory\n"
+    )
 
 
 def test_failing_report_exits_2(project: Path) -> None:

@@ -70,13 +70,15 @@ def render_html(run_id: str, claims: list[dict[str, Any]]) -> str:
             mark = (
                 "<span class='ok'>bytes verified</span>"
                 if support["verified"]
-                else ("<span class='bad'>MISMATCH: the bytes do not match their digest</span>")
+                else f"<span class='bad'>FAILED: {escape(str(support.get('problem', '')))}</span>"
             )
             parts.append("<div class='support'>")
             parts.append(f"<div class='where'>{escape(describe_location(support))} — {mark}</div>")
+            lead = "…" if support.get("more_before") else ""
+            tail = "…" if support.get("more_after") else ""
             parts.append(
-                f"<pre>…{escape(support['before'])}<mark>{escape(support['text'])}</mark>"
-                f"{escape(support['after'])}…</pre>"
+                f"<pre>{lead}{escape(support['before'])}<mark>{escape(support['text'])}</mark>"
+                f"{escape(support['after'])}{tail}</pre>"
             )
             parts.append("</div>")
         parts.append("</div>")
@@ -92,6 +94,9 @@ def write_html(path: Path, run_id: str, claims: list[dict[str, Any]]) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # a page to share, not a secret (mkstemp makes 0600)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -17,8 +17,10 @@ Scoring, deterministic and explainable:
    contains the question's rarest term; qualifying sentences are ranked by coverage,
    then by the retrieval rank of their evidence, then by position.
 4. The best qualifying sentence is the answer; the best ``min_supports`` qualifying
-   sentences are its supports. With fewer qualifying sentences than
-   ``min_supports`` the answer is *insufficient evidence*: no claim is made.
+   sentences are its supports, distinct sentences first (the same sentence found in
+   another document fills in only when there are not enough distinct ones). With
+   fewer qualifying sentences than ``min_supports`` the answer is *insufficient
+   evidence*: no claim is made.
 """
 
 from __future__ import annotations
@@ -202,6 +204,13 @@ def answer_question(
     qualified.sort(key=lambda s: (-s.coverage, s.rank, s.evidence_id, s.start))
     if len(qualified) < min_supports:
         return None
-    supports = tuple(qualified[:min_supports])
+    # Prefer supports that say different things; the same sentence found in a second
+    # document counts only when there are not enough distinct ones.
+    distinct: dict[str, Sentence] = {}
+    for sentence in qualified:
+        distinct.setdefault(sentence.text, sentence)
+    chosen = list(distinct.values())[:min_supports]
+    chosen += [s for s in qualified if s not in chosen][: min_supports - len(chosen)]
+    supports = tuple(chosen)
     confidence = round(sum(s.coverage for s in supports) / len(supports), 4)
     return Answer(supports[0].text, supports, confidence)

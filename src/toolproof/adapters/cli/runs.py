@@ -22,7 +22,7 @@ from toolproof.config import load_toolset
 from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
-from toolproof.errors import ConfigError, InputError, ReplayRefused
+from toolproof.errors import InputError, ReplayRefused
 from toolproof.runs.diff import diff_runs
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.runs.run import RunOutcome, execute_run
@@ -87,7 +87,10 @@ def _run(
     as_json: bool = JsonOption,
 ) -> None:
     """Plan, execute and verify a spec; write the run directory under ROOT/runs/."""
-    outcome = _progress_run(spec, root, as_json)
+    try:
+        outcome = _progress_run(spec, root, as_json)
+    except InputError as exc:
+        raise fail(exc) from None
     failures = [f"[{r.check}] {f.file}: {f.message}" for r, f in outcome.report.failing()]
     if as_json:
         emit_json(
@@ -164,31 +167,21 @@ def _verify(
 
 
 async def _current_descriptor(
-    directory: Path, config: Path | None
+    config: Path | None,
 ) -> tuple[ToolsetDescriptor | None, str]:
-    """The Toolset descriptor to compare a replay against, or ``None`` and why not.
+    """The Toolset descriptor of ``--config`` to compare a replay against, or why none.
 
-    ``--config`` is loaded and any error raised. Without it, the spec's composition root
-    is tried; frozen replay needs no live tool, so a root that is missing, no longer
-    loads (its corpus or a server is gone) or loads with quarantined sources is
-    reported in the note instead of compared.
+    Frozen replay needs no live tool, so without ``--config`` it re-plans against the
+    recorded runtime descriptor (and says so); with it, the file is loaded and any
+    change of any tool refuses the replay.
     """
-    if config is not None:
-        async with load_toolset(config) as toolset:
-            return toolset.descriptor(), ""
-    spec = load_spec(directory / "spec.json").spec if (directory / "spec.json").is_file() else None
-    guess = Path(spec.toolset) if spec is not None else None
-    if guess is None or not guess.is_file():
-        return None, "no composition root found"
-    try:
-        async with load_toolset(guess) as toolset:
-            descriptor = toolset.descriptor()
-            quarantined = [item.name for item in toolset.quarantined]
-    except ConfigError as exc:
-        return None, f"composition root {guess} could not be loaded ({exc.message})"
-    if quarantined:
-        return None, f"composition root {guess} loaded with {', '.join(quarantined)} quarantined"
-    return descriptor, ""
+    if config is None:
+        return None, (
+            "replayed against the recorded tool descriptors; pass --config "
+            "toolproof.toml to also check them against the current tools"
+        )
+    async with load_toolset(config) as toolset:
+        return toolset.descriptor(), ""
 
 
 def _replay(
@@ -207,7 +200,7 @@ def _replay(
         raise fail(exc) from None
 
     async def go() -> tuple[ReplayResult, bool, str]:
-        descriptor, note = await _current_descriptor(directory, config)
+        descriptor, note = await _current_descriptor(config)
         if descriptor is None:
             return await replay_run(directory, lenient=lenient), False, note
         return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
@@ -228,10 +221,7 @@ def _replay(
         emit_json(document)
     else:
         if not compared:
-            err_console.print(
-                f"note: {escape(note)}: the runtime descriptor was not compared "
-                "(pass --config FILE to require it)"
-            )
+            err_console.print(f"note: {escape(note)}")
         for difference in result.differences:
             out_console.print(f"[yellow]difference:[/] {escape(difference)}")
         if result.identical:

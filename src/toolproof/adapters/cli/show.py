@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
-from toolproof.adapters.cli.app import emit_json, fail, out_console
+from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console
 from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
@@ -64,7 +65,8 @@ def _support_view(
 ) -> dict[str, Any]:
     rel = evidence_path_for(support.evidence)
     path = directory / rel
-    data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+    present = path.is_file() and not path.is_symlink()
+    data = path.read_bytes() if present else b""
     snippet = data[support.start : support.end]
     verified = (
         support.end <= len(data)
@@ -72,7 +74,16 @@ def _support_view(
     )
     before = data[max(0, support.start - CONTEXT_BYTES) : support.start]
     after = data[support.end : support.end + CONTEXT_BYTES]
+    if not present:
+        problem = f"{rel} is missing"
+    elif not verified:
+        problem = f"bytes [{support.start}, {support.end}) of {rel} do not match their digest"
+    else:
+        problem = ""
     return {
+        "problem": problem,
+        "more_before": support.start - CONTEXT_BYTES > 0,
+        "more_after": support.end + CONTEXT_BYTES < len(data),
         "evidence": support.evidence,
         "file": rel,
         "start": support.start,
@@ -131,12 +142,22 @@ def print_claims(claims: list[dict[str, Any]]) -> None:
         if claim["status"] == "validated":
             out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
         for support in claim["supports"]:
-            mark = "[green]ok[/]" if support["verified"] else "[bold red]MISMATCH[/]"
+            if support["verified"]:
+                mark = "[green]ok[/]"
+            else:
+                mark = f"[bold red]FAILED: {escape(support['problem'])}[/]"
             out_console.print(f"   {escape(describe_location(support))} {mark}")
-            out_console.print(
-                f"     [dim]…{escape(support['before'])}[/][bold yellow]"
-                f"{escape(support['text'])}[/][dim]{escape(support['after'])}…[/]"
+            # Without colour (a pipe, a file) the cited bytes are bracketed instead.
+            plain = not out_console.is_terminal or out_console.no_color
+            left, right = ("⟦", "⟧") if plain else ("", "")
+            snippet = (
+                ("…" if support["more_before"] else "")
+                + f"[dim]{escape(support['before'])}[/]"
+                + f"[bold yellow]{left}{escape(support['text'])}{right}[/]"
+                + f"[dim]{escape(support['after'])}[/]"
+                + ("…" if support["more_after"] else "")
             )
+            out_console.print(textwrap.indent(snippet, "     "))
 
 
 def show_command(
@@ -161,5 +182,10 @@ def show_command(
         emit_json({"run": directory.name, "claims": claims})
         return
     print_claims(claims)
-    if any(not s["verified"] for c in claims for s in c["supports"]):
+    problems = [s["problem"] for c in claims for s in c["supports"] if not s["verified"]]
+    if problems:
+        err_console.print(
+            f"error: {len(problems)} cited snippets failed: {escape(problems[0])}; "
+            "run `toolproof verify` on this run"
+        )
         raise typer.Exit(2)
