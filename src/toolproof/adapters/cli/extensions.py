@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from toolproof.adapters.cli.app import emit_json, out_console, run_async
 from toolproof.config import load_toolset
@@ -59,19 +60,19 @@ def list_extensions(
     if as_json:
         emit_json(listing)
         return
-    table = Table(title="extensions")
-    for column in ("name", "kind", "version", "reserved params", "locality", "origin", "about"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="extensions", expand=False)
+    table.add_column("name", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("about", ratio=1, overflow="fold")
     for ext in listing["extensions"]:
-        table.add_row(
-            ext["name"],
-            ext["kind"],
-            ext["version"],
-            ", ".join(ext["reserved_params"]) or "-",
-            "required" if ext["requires_body_locality"] else "-",
-            ext["origin"],
-            ext["description"],
-        )
+        notes = [f"version {ext['version']}", f"from {ext['origin']}"]
+        if ext["reserved_params"]:
+            notes.append("reserved params: " + ", ".join(ext["reserved_params"]))
+        if ext["requires_body_locality"]:
+            notes.append("requires body locality")
+        about = Text(ext["description"] or "")
+        about.append("\n" + "; ".join(notes), style="dim")
+        table.add_row(ext["name"], ext["kind"], about)
     out_console.print(table)
     if listing["quarantined"]:
         quarantine = Table(title="quarantined")
