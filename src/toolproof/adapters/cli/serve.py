@@ -21,7 +21,7 @@ from toolproof.errors import InputError
 if TYPE_CHECKING:
     from toolproof.adapters.recording import SessionRecorder
 
-__all__ = ["parse_address", "recover_command", "register"]
+__all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
 
 STDIO_GRACE_SECONDS = 1.0
 """How long a stdio server may take to stop after a signal before the process exits anyway
@@ -67,7 +67,26 @@ async def _until_stopped(serving: Coroutine[Any, Any, None], stop: asyncio.Event
     return task.done()
 
 
-async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> None:
+MCP_TOKEN_ENV = "TOOLPROOF_MCP_TOKEN"
+"""The environment variable that holds the bearer token of ``serve --http``."""
+
+
+def _mcp_token(host: str, token_file: Path | None) -> str | None:
+    from toolproof.adapters.tokens import is_loopback, resolve_token
+
+    token = resolve_token(None, token_file, MCP_TOKEN_ENV)
+    if token is None and not is_loopback(host):
+        raise InputError(
+            f"serving MCP over HTTP on {host!r} (not loopback) needs a bearer token: "
+            f"pass --token-file FILE or set {MCP_TOKEN_ENV}",
+            host=host,
+        )
+    return token
+
+
+async def _serve_mcp(
+    config: Path, http: str | None, record: Path | None, token_file: Path | None = None
+) -> None:
     try:
         from toolproof.adapters.mcp_server import build_server, serve_http, serve_stdio
     except ImportError as exc:
@@ -77,6 +96,7 @@ async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> Non
     from toolproof.adapters.recording import open_session
 
     address = parse_address(http) if http is not None else None
+    token = _mcp_token(address[0], token_file) if address is not None else None
     stop = asyncio.Event()
     _stop_on_signals(stop)
     async with load_toolset(config) as toolset:
@@ -89,7 +109,7 @@ async def _serve_mcp(config: Path, http: str | None, record: Path | None) -> Non
                 err_console.print(
                     f"toolproof: serving {len(toolset)} tools over MCP at http://{host}:{port}/mcp"
                 )
-                await serve_http(server, host, port, stop)
+                await serve_http(server, host, port, stop, token=token)
                 clean = True
             else:
                 err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
@@ -118,7 +138,7 @@ async def _end_session(session: SessionRecorder, *, discard: bool) -> None:
     done = await finalize_session(session.directory, session.root)
     err_console.print(
         f"toolproof: recorded {done.calls} calls in {done.path} "
-        f"(verify: toolproof verify {done.path})"
+        f"(verify: toolproof verify {done.path.name} --root {session.root})"
     )
 
 
@@ -140,9 +160,15 @@ def register(app: typer.Typer) -> None:
             "DIR/runs/<run_id> on SIGTERM/SIGINT.",
             metavar="DIR",
         ),
+        token_file: Path | None = typer.Option(
+            None,
+            "--token-file",
+            help="With --http: require this bearer token (the file's first line; "
+            "default $TOOLPROOF_MCP_TOKEN). Required off loopback.",
+        ),
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
-        run_async(_serve_mcp(config, http, record))
+        run_async(_serve_mcp(config, http, record, token_file))
 
     @app.command("serve-api")
     def serve_api(
