@@ -9,8 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from serve_helpers import SERVE_CONFIG, SERVE_TOOLS, TOOLPROOF, free_port, spawn
 
 from toolproof.adapters.cli.serve import parse_address
@@ -202,3 +205,52 @@ def test_bad_http_addresses_are_refused_naming_the_rule(text: str) -> None:
         f"--http {text!r}: expected HOST:PORT with a port in 1-65535 "
         "(e.g. 127.0.0.1:8000 or [::1]:8000)"
     )
+
+
+MCP_TOKEN = "mcp-token-0123456789abcdef"
+
+
+def test_streamable_http_with_a_token_refuses_requests_without_it(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(MCP_TOKEN + "\n", encoding="utf-8")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = ["serve", "--config", str(SERVE_CONFIG), "--http", f"127.0.0.1:{port}"]
+    with spawn([*args, "--token-file", str(token_file)], port):
+        bare = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})
+
+        async def scenario() -> Any:
+            headers = {"Authorization": f"Bearer {MCP_TOKEN}"}
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                return await client.call_tool("add", {"a": 1, "b": 2})
+
+        answer = asyncio.run(scenario())
+    assert (bare.status_code, bare.headers["www-authenticate"]) == (401, "Bearer")
+    assert bare.json() == {
+        "status": 401,
+        "error": "unauthorized",
+        "message": "missing bearer token (Authorization: Bearer ...)",
+    }
+    assert (wrong.status_code, wrong.json()["message"]) == (401, "wrong bearer token")
+    assert answer.structured_content == {"result": 3}
+
+
+def test_http_off_loopback_without_a_token_is_refused() -> None:
+    env = {key: value for key, value in os.environ.items() if key != "TOOLPROOF_MCP_TOKEN"}
+    done = subprocess.run(
+        [*TOOLPROOF, "serve", "--config", str(SERVE_CONFIG), "--http", f"0.0.0.0:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert (
+        "serving MCP over HTTP on '0.0.0.0' (not loopback) needs a bearer token: pass "
+        "--token-file FILE or set TOOLPROOF_MCP_TOKEN"
+    ) in done.stderr

@@ -37,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof import __version__
 from toolproof.adapters.asgi import serve_asgi
+from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
@@ -278,11 +279,17 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Server[Any], host: str, port: int, stop: asyncio.Event) -> None:
+async def serve_http(
+    server: Server[Any], host: str, port: int, stop: asyncio.Event, *, token: str | None = None
+) -> None:
     """Serve ``server`` over MCP streamable HTTP at ``http://HOST:PORT/mcp`` until ``stop`` is set.
 
     On a loopback host the SDK's DNS-rebinding protection is on (only loopback
-    ``Host``/``Origin`` headers are accepted). In-flight requests finish before it returns.
+    ``Host``/``Origin`` headers are accepted). With ``token``, every request must carry
+    ``Authorization: Bearer <token>`` (401 otherwise). In-flight requests finish before
+    it returns.
     """
-    app = server.streamable_http_app(host=host)
+    app: Any = server.streamable_http_app(host=host)
+    if token is not None:
+        app = BearerGuard(app, token)
     await serve_asgi(app, host, port, stop)

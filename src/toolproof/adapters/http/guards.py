@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolproof.adapters.http.problems import ApiProblem, problem_response
 from toolproof.adapters.http.settings import ApiSettings
+from toolproof.adapters.tokens import bearer_problem
 from toolproof.bundle.paths import confine
 from toolproof.errors import InputError
 
@@ -108,11 +108,10 @@ def require_token(
     settings = settings_of(request)
     if settings.auth_disabled:
         return
-    expected = (settings.token or "").encode("utf-8")
-    if credentials is None or credentials.scheme.lower() != "bearer":
-        raise ApiProblem(401, "unauthorized", "missing bearer token (Authorization: Bearer ...)")
-    if not hmac.compare_digest(credentials.credentials.encode("utf-8"), expected):
-        raise ApiProblem(401, "unauthorized", "wrong bearer token")
+    header = f"{credentials.scheme} {credentials.credentials}" if credentials else None
+    problem = bearer_problem(header, settings.token or "")
+    if problem is not None:
+        raise ApiProblem(401, "unauthorized", problem)
 
 
 def run_directory(settings: ApiSettings, run_id: str) -> Path:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolproof.adapters.tokens import is_loopback
+from toolproof.adapters.tokens import resolve_token as resolve_bearer
 from toolproof.errors import InputError
 
 __all__ = ["TOKEN_ENV", "ApiSettings", "is_loopback", "resolve_token"]
@@ -14,47 +14,18 @@ __all__ = ["TOKEN_ENV", "ApiSettings", "is_loopback", "resolve_token"]
 TOKEN_ENV = "TOOLPROOF_API_TOKEN"
 """The environment variable that holds the API's bearer token."""
 
-MIN_TOKEN_CHARS = 16
-"""A token shorter than this is refused: it would be guessable."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``); names never are."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
 
 def resolve_token(token: str | None, token_file: Path | None) -> str | None:
-    """The bearer token: ``token``, else ``token_file``'s first line, else the environment.
+    """The API's bearer token: ``token``, else ``token_file``'s first line, else the environment.
 
-    The environment variable is :data:`TOKEN_ENV` (``TOOLPROOF_API_TOKEN``).
-
-    Returns:
-        The token, or ``None`` when none is configured anywhere.
+    The environment variable is :data:`TOKEN_ENV` (``TOOLPROOF_API_TOKEN``); see
+    :func:`toolproof.adapters.tokens.resolve_token`.
 
     Raises:
         InputError: the token file cannot be read, or the token is shorter than 16 characters.
 
     """
-    if token is None and token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").splitlines()[0].strip()
-        except (OSError, IndexError, UnicodeDecodeError) as exc:
-            raise InputError(
-                f"--token-file {str(token_file)!r}: cannot read a token from it ({exc})",
-                path=str(token_file),
-            ) from exc
-    if token is None:
-        token = os.environ.get(TOKEN_ENV) or None
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise InputError(
-            f"the API token is {len(token)} characters long; "
-            f"use at least {MIN_TOKEN_CHARS} (e.g. `python -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))'`)"
-        )
-    return token
+    return resolve_bearer(token, token_file, TOKEN_ENV)
 
 
 @dataclass(frozen=True)
