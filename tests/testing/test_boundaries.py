@@ -157,6 +157,31 @@ def test_a_retryable_failure_recovered_is_not_flagged(tmp_path: Path) -> None:
     assert_frozen_replay(outcome.path)  # observed failures replay identically
 
 
+def test_the_builtin_retry_wrapper_declares_its_recovery(tmp_path: Path) -> None:
+    from toolproof.extensions import ComboElement, build_combo
+    from toolproof.tools.function import ToolOptions
+
+    attempts = Counter()
+
+    async def stock(item: str) -> dict[str, Any]:
+        attempts.calls += 1
+        if attempts.calls == 1:
+            raise RuntimeError("flaky")
+        return {"item": item, "count": 3}
+
+    base = Tool.from_function(stock, description="Stock.", options=ToolOptions(read_only=True))
+    [*_, (_, variant)] = build_combo(base, (ComboElement("retry", {"backoff": 0}),))
+    toolset = Toolset()
+    toolset.add(variant)
+    step = {"id": "apples", "tool": variant.name, "arguments": {"item": "apple"}}
+    spec = base_spec(steps=[step])
+    spec["reasoner"] = {"name": "tool-results"}
+    outcome = run(tmp_path, spec, toolset.seal())
+    assert outcome.report.outcome == "passed"
+    trace = (outcome.path / "trace.jsonl").read_bytes()
+    assert b'"recovered_by":"retry"' in trace and b"raised RuntimeError: flaky" in trace
+
+
 # -- evidence outside the artifact root is refused --------------------------------------
 
 

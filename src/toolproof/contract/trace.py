@@ -108,12 +108,15 @@ class FailureObserved(EventBase):
     Attributes:
         call_id: the call during which the failure was seen.
         failure: the failure, as the layer reported it.
+        recovered_by: the layer that declared it handled the failure (``retry`` ran
+            the call again), or ``""``.
 
     """
 
     type: Literal["failure_observed"] = "failure_observed"
     call_id: str
     failure: ToolFailure
+    recovered_by: str = ""
 
 
 class RunFailed(EventBase):

@@ -29,7 +29,7 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import ReplayRefused
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["CallPort", "Clock", "FrozenCalls", "FrozenClock", "LiveCalls", "LiveClock"]
@@ -44,17 +44,24 @@ class CallPort(Protocol):
         """Return the result of ``call``; ``timeout`` is seconds left in the budget."""
         ...
 
-    def observed(self, call_id: str) -> list[ToolFailure]:
-        """Failures layers reported during call ``call_id`` other than the one it returned."""
+    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
+        """What layers reported during call ``call_id`` besides the failure it returned.
+
+        Returns:
+            ``(failure, recovered_by)`` pairs, ``recovered_by`` being the layer that
+            declared it handled the failure, or ``""``.
+
+        """
         ...
 
 
-def _other_failures(seen: list[ToolFailure], result: ToolResult) -> list[ToolFailure]:
+def _other_failures(seen: Observation, result: ToolResult) -> list[tuple[ToolFailure, str]]:
     """``seen`` without repeats and without the failure ``result`` carries."""
-    out: list[ToolFailure] = []
-    for failure in seen:
-        if failure != result.failure and failure not in out:
-            out.append(failure)
+    out: list[tuple[ToolFailure, str]] = []
+    for failure in seen.failures:
+        entry = (failure, seen.recovered_by(failure))
+        if failure != result.failure and entry not in out:
+            out.append(entry)
     return out
 
 
@@ -96,7 +103,7 @@ class LiveCalls:
     def __init__(self, toolset: Toolset) -> None:
         self.toolset = toolset
         self.live_calls = 0
-        self._observed: dict[str, list[ToolFailure]] = {}
+        self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
 
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Call the tool; a call still running when ``timeout`` runs out is cancelled.
@@ -121,7 +128,7 @@ class LiveCalls:
         self._observed[call.id] = _other_failures(seen, result)
         return result
 
-    def observed(self, call_id: str) -> list[ToolFailure]:
+    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """Failures seen during call ``call_id`` besides the one it returned, in order."""
         return self._observed.get(call_id, [])
 
@@ -146,16 +153,17 @@ class FrozenCalls:
         """The refusal raised, kept so a caller that swallowed it cannot hide it."""
         self._results: dict[str, ToolResult] = {}
         self._calls_by_step: dict[str, ToolCall] = {}
-        self._observed: dict[str, list[ToolFailure]] = {}
+        self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         for event in events:
             if isinstance(event, ToolCalled):
                 self._calls_by_step[event.step] = event.call
             elif isinstance(event, ToolReturned):
                 self._results[event.call_id] = event.result
             elif isinstance(event, FailureObserved):
-                self._observed.setdefault(event.call_id, []).append(event.failure)
+                entry = (event.failure, event.recovered_by)
+                self._observed.setdefault(event.call_id, []).append(entry)
 
-    def observed(self, call_id: str) -> list[ToolFailure]:
+    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """The failures recorded as observed during call ``call_id``."""
         return self._observed.get(call_id, [])
 

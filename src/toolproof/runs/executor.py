@@ -329,8 +329,14 @@ class Executor:
                     where="output",
                 )
         self._emit(ToolReturned, step=node_id, call_id=call.id, result=result)
-        for failure in self.calls.observed(call.id):
-            self._emit(FailureObserved, step=node_id, call_id=call.id, failure=failure)
+        for failure, recovered_by in self.calls.observed(call.id):
+            self._emit(
+                FailureObserved,
+                step=node_id,
+                call_id=call.id,
+                failure=failure,
+                recovered_by=recovered_by,
+            )
         if result.failure is not None:
             reason = f"{result.failure.kind}: {result.failure.message}"
             if finish:

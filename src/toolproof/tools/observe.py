@@ -2,13 +2,15 @@
 
 A tool call passes through layers (extension wrappers, backends, nested tools); an
 outer layer may recover from an inner failure (a retry) or, misbehaving, turn it
-into plausible text. :class:`Tool` notes each failure it returns with
-:func:`note_failure`; a runtime wraps one call in :func:`observe_failures` and gets
-the list, which it records in the trace (``failure_observed``) for the
-``failure-honesty`` check. Outside :func:`observe_failures` noting does nothing.
+into plausible text. :class:`~toolproof.tools.tool.Tool` notes each failure it
+returns with :func:`note_failure`; a layer that legitimately recovers (the ``retry``
+wrapper, before it runs the call again) says so with :func:`note_recovery`. A
+runtime wraps one call in :func:`observe_failures` and records what it saw in the
+trace (``failure_observed``, with ``recovered_by``) for the ``failure-honesty``
+check. Outside :func:`observe_failures` noting does nothing.
 
 The recorder lives in a context variable: it only observes, it never changes what
-a call returns, and an ``asyncio`` task started inside the call shares the list.
+a call returns, and an ``asyncio`` task started inside the call shares it.
 """
 
 from __future__ import annotations
@@ -16,30 +18,65 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from toolproof.contract.tools import ToolFailure
 
-__all__ = ["note_failure", "observe_failures"]
+__all__ = ["Observation", "note_failure", "note_recovery", "observe_failures"]
 
-_SEEN: ContextVar[list[ToolFailure] | None] = ContextVar("toolproof_failures_seen", default=None)
+
+@dataclass
+class Observation:
+    """What one call's layers reported.
+
+    Attributes:
+        failures: every failure returned by a layer, in order (repeats included).
+        recovered: ``(failure, layer)`` for each failure a layer declared it recovered
+            from (``retry`` running the call again).
+
+    """
+
+    failures: list[ToolFailure] = field(default_factory=list)
+    recovered: list[tuple[ToolFailure, str]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[ToolFailure]:
+        """The failures, in order (so ``list(observation)`` is :attr:`failures`)."""
+        return iter(self.failures)
+
+    def __len__(self) -> int:
+        return len(self.failures)
+
+    def recovered_by(self, failure: ToolFailure) -> str:
+        """The layer that declared it recovered from ``failure``, or ``""``."""
+        return next((layer for seen, layer in self.recovered if seen == failure), "")
+
+
+_SEEN: ContextVar[Observation | None] = ContextVar("toolproof_failures_seen", default=None)
 
 
 def note_failure(failure: ToolFailure) -> None:
     """Record ``failure`` for the runtime observing the current call (if any)."""
     seen = _SEEN.get()
     if seen is not None:
-        seen.append(failure)
+        seen.failures.append(failure)
+
+
+def note_recovery(failure: ToolFailure, layer: str) -> None:
+    """Declare that ``layer`` handles ``failure`` (retries the call) instead of passing it on."""
+    seen = _SEEN.get()
+    if seen is not None:
+        seen.recovered.append((failure, layer))
 
 
 @contextmanager
-def observe_failures() -> Iterator[list[ToolFailure]]:
-    """Collect every failure noted while the block runs, in order.
+def observe_failures() -> Iterator[Observation]:
+    """Collect every failure noted while the block runs.
 
     Yields:
-        The list the failures are appended to (read it after the block).
+        The :class:`Observation` filled while the block runs (read it after the block).
 
     """
-    seen: list[ToolFailure] = []
+    seen = Observation()
     token = _SEEN.set(seen)
     try:
         yield seen

@@ -5,8 +5,9 @@ right after ``tool_returned``; see :mod:`toolproof.tools.observe`). This check
 compares them with what was returned and how the step finished:
 
 * a call that returned a value although a layer reported a failure that is **not**
-  ``retryable`` means some layer caught the failure and answered with a value as if
-  the call had succeeded (a retry recovering from a retryable failure is fine);
+  ``retryable`` and that no layer declared it recovered from (``recovered_by``, set
+  by the ``retry`` wrapper when it runs the call again) means some layer caught the
+  failure and answered with a value as if the call had succeeded;
 * a step with a failed call must not finish ``ok``.
 """
 
@@ -37,7 +38,8 @@ def check_failure_honesty(view: RunView) -> list[Finding] | None:
                 failed_steps.setdefault(event.step, event.call_id)
         elif isinstance(event, FailureObserved):
             result = returned.get(event.call_id)
-            if result is not None and result.result.ok and not event.failure.retryable:
+            honest = event.failure.retryable or event.recovered_by
+            if result is not None and result.result.ok and not honest:
                 tool = tools.get(event.call_id, "?")
                 out.append(
                     finding(

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.wrappers.common import StrictConfig, require_repeatable, wrapper_spec
+from toolproof.tools.observe import note_recovery
 from toolproof.tools.tool import Tool
 
 __all__ = ["DEFAULT_RETRY_ON", "RetryConfig", "retry_factory"]
@@ -83,6 +84,7 @@ def retry_factory(inner: Tool, *, name: str, config: Any) -> Tool:
                 return result
             if attempt >= cfg.attempts:
                 return _exhausted(result, attempt)
+            note_recovery(failure, "retry")  # handled by running the call again
             wait = min(delay, cfg.max_backoff)
             if cfg.jitter:
                 wait *= 1 + rng.uniform(-cfg.jitter, cfg.jitter)
