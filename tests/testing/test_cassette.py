@@ -94,3 +94,30 @@ def test_the_pytest_fixture_fails_a_test_that_missed(
     result.stdout.fnmatch_lines(
         ['*no recorded call stock({"item":"pear"})*', '*+    "item": "pear"']
     )
+
+
+def test_the_run_fixture_runs_a_spec_under_tmp_path(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from toolproof import Tool, Toolset
+        from toolproof.testing import assert_frozen_replay, assert_run_conforms
+
+
+        async def shelf(item: str) -> str:
+            return "A1"
+
+
+        def test_run(toolproof_run, tmp_path):
+            toolset = Toolset()
+            toolset.add(Tool.from_function(shelf, description="Shelf."))
+            outcome = toolproof_run(
+                {"task": "t", "steps": [{"id": "s", "tool": "shelf", "arguments": {"item": "x"}}]},
+                toolset.seal(),
+            )
+            assert outcome.path.parent == tmp_path / "runs"
+            assert_run_conforms(outcome.path)
+            assert_frozen_replay(outcome.path)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
