@@ -26,6 +26,7 @@ from toolproof.verify.checks import CHECK_SEQUENCE
 from toolproof.verify.verifier import verify_run
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
+pytest_plugins = ["pytester"]
 
 
 def _spec(reasoner: str = "sample-quotes", **extra: Any) -> dict[str, Any]:
@@ -211,3 +212,12 @@ def test_a_check_that_changed_or_is_gone_is_named_by_verify_and_replay(tmp_path:
         "[checks] spec.json: unknown check 'test-registered': no registered check"
     )
     assert str(failure).endswith("install it to verify this run")
+
+
+def test_the_packages_own_conformance_tests_pass(pytester: pytest.Pytester) -> None:
+    source = Path(__file__).resolve().parents[1] / "plugins" / "sample_reasoner" / "conformance"
+    pytester.makepyfile(
+        test_conformance=(source / "conformance_tests.py").read_text(encoding="utf-8")
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
