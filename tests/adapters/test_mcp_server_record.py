@@ -19,6 +19,7 @@ from toolproof.adapters.recording import open_session
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, VerificationError
+from toolproof.tools.observe import Observation
 from toolproof.verify.verifier import verify_run
 
 
@@ -265,7 +266,9 @@ def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_pat
             for a in (1, 2):
                 arguments = {"a": a}
                 token = session.call_started(toolset["add"], arguments)
-                session.call_finished(token, await toolset["add"].call(arguments), b"", [])
+                session.call_finished(
+                    token, await toolset["add"].call(arguments), b"", Observation()
+                )
             session.close()
             return session.directory
 
@@ -310,10 +313,11 @@ def test_a_failure_a_retry_recovered_from_is_recorded_as_observed(tmp_path: Path
     ]
     observed = events[3]["failure"]
     assert (observed["kind"], observed["message"], observed["retryable"]) == (
-        "unavailable",
-        "first call for 'k' fails",
-        True,
+        "tool_error",
+        "tool 'flaky' raised ConnectionError: first call for 'k' fails",
+        False,
     )
+    assert events[3]["recovered_by"] == "retry"
     assert verify_run(run).ok
     replayed = _toolproof("replay", run.name, "--root", str(tmp_path), "--json")
     assert json.loads(replayed.stdout)["identical"] is True

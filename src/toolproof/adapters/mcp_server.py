@@ -42,7 +42,7 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
 from toolproof.evidence.encoding import encode_value
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -80,7 +80,7 @@ class CallObserver(Protocol):
         ...
 
     def call_finished(
-        self, token: Any, result: ToolResult, reply: bytes, seen: list[ToolFailure]
+        self, token: Any, result: ToolResult, reply: bytes, seen: Observation
     ) -> None:
         """Note the outcome: the result and exact bytes answered, and every failure seen.
 
@@ -88,8 +88,9 @@ class CallObserver(Protocol):
             token: what ``call_started`` returned.
             result: the outcome answered.
             reply: the bytes of the answer's text block.
-            seen: every failure a layer of the tool reported during the call, in order
-                (:func:`toolproof.tools.observe.observe_failures`), the answered one included.
+            seen: what the tool's layers reported during the call
+                (:func:`toolproof.tools.observe.observe_failures`): every failure, the
+                answered one included, and which layer recovered from which.
 
         """
         ...
@@ -260,7 +261,7 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         with observe_failures() as seen:
             answer = mcp_result(tool, await tool.call(arguments))
-        observer.call_finished(token, answer.result, answer.data, list(seen))
+        observer.call_finished(token, answer.result, answer.data, seen)
         return answer.reply
 
     return Server(

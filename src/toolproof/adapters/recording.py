@@ -61,6 +61,7 @@ from toolproof.evidence.reasoners import reasoner_for
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json
 from toolproof.runs.spec import iter_refs
+from toolproof.tools.observe import Observation
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -152,13 +153,14 @@ class SessionRecorder:
         token: tuple[str, dict[str, Any]],
         result: ToolResult,
         reply: bytes,
-        seen: list[ToolFailure],
+        seen: Observation,
     ) -> None:
         """Append the call's block of events (and its result bytes as evidence), flushed.
 
         Failures layers reported besides the one answered (a retry that recovered, a
         layer that swallowed one) follow ``tool_returned`` as ``failure_observed``
-        events, deduplicated, as the runs executor records them.
+        events with the layer that declared it recovered (``recovered_by``),
+        deduplicated, as the runs executor records them.
         """
         if self.closed:
             return
@@ -170,11 +172,18 @@ class SessionRecorder:
         emit(StepStarted, step=step, kind="call")
         emit(ToolCalled, step=step, call_id=call.id, call=call)
         emit(ToolReturned, step=step, call_id=call.id, result=result)
-        others: list[ToolFailure] = []
-        for failure in seen:
-            if failure != result.failure and failure not in others:
-                others.append(failure)
-                emit(FailureObserved, step=step, call_id=call.id, failure=failure)
+        others: list[tuple[ToolFailure, str]] = []
+        for failure in seen.failures:
+            entry = (failure, seen.recovered_by(failure))
+            if failure != result.failure and entry not in others:
+                others.append(entry)
+                emit(
+                    FailureObserved,
+                    step=step,
+                    call_id=call.id,
+                    failure=entry[0],
+                    recovered_by=entry[1],
+                )
         if result.failure is not None:
             reason = f"{result.failure.kind}: {result.failure.message}"
             emit(StepFinished, step=step, status="failed", detail={"reason": reason})
