@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,6 @@ from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.testing import assert_frozen_replay, assert_retrieval_conforms
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
-
-PYTHON_DOCS = Path(__file__).resolve().parents[2] / "examples" / "python-docs"
 
 
 def _run(root: Path, runtime: object) -> RunOutcome:
@@ -76,8 +73,16 @@ def test_an_unknown_or_broken_runtime_refuses_the_run(
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []
 
 
+DOCUMENTS = {
+    "lists.txt": "A list comprehension builds a list from an iterable in one expression.",
+    "dicts.txt": "A dict maps keys to values; keys must be hashable.",
+}
+
+
 def _config(tmp_path: Path, backend: str) -> Path:
-    shutil.copytree(PYTHON_DOCS / "corpus", tmp_path / "corpus")
+    (tmp_path / "corpus").mkdir(parents=True)
+    for name, text in DOCUMENTS.items():
+        (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
     config = tmp_path / "toolproof.toml"
     config.write_text(
         f'[[retrieval]]\ncorpus = "corpus"\nbackend = "{backend}"\ncache = ".cache"\n',
