@@ -127,7 +127,7 @@ def test_bad_toml(tmp_path: Path) -> None:
         (
             '[[python]]\nmodule = "m"\nfunction = ["a"]\n',
             "python[0].function",
-            "unknown key (not part of the toolproof.toml format)",
+            "unknown key (not part of the toolproof.toml format); did you mean 'functions'?",
         ),
         ('[[python]]\nfunctions = ["a"]\n', "python[0].module", "required key is missing"),
         (
