@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 import toolproof
-from toolproof import Tool, ToolAnnotations, ToolBindError, ToolCallError, ToolFailure
+from toolproof import Tool, ToolAnnotations, ToolBindError, ToolCallError, ToolFailure, ToolResult
 
 
 class Unit(enum.Enum):
@@ -661,3 +661,13 @@ def test_plain_json_parameters_reach_the_function_as_sent() -> None:
 
 def test_parameters_that_need_conversion_still_go_through_pydantic() -> None:
     assert run(Tool.from_function(slow).call({"colour": "red"})).value == "Colour.RED"
+
+
+def reports_its_own_failure(item: str) -> dict[str, str]:
+    return ToolResult.fail("not_found", f"no {item}", where="body")  # type: ignore[return-value]
+
+
+def test_a_function_returning_a_tool_result_is_passed_through() -> None:
+    result = run(Tool.from_function(reports_its_own_failure).call({"item": "pear"}))
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.message) == ("not_found", "no pear")

@@ -373,6 +373,8 @@ def _make_body(
             value = await fn(*args, **kwargs)
         else:
             value = await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+        if type(value) is ToolResult:
+            return value  # the function reports its own outcome: passed through as it is
         if output_adapter is None and not isinstance(value, BaseModel):
             return value  # Tool checks it is plain JSON (else invalid_result)
         problem = _non_finite(value, "$")
