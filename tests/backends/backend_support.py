@@ -31,7 +31,7 @@ def alive(pid: int) -> bool:
     """Whether ``pid`` is a live (not zombie) process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except OSError:  # gone: FileNotFoundError, or ProcessLookupError while it exits
         return False
     state = stat.rsplit(")", 1)[1].split()[0]
     return state not in {"Z", "X"}

@@ -85,8 +85,11 @@ def _stop(workers: list[Worker]) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text(encoding="utf-8").split()] if path.exists() else []
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="utf-8")
+    except OSError:  # the process is gone (or going)
+        return []
+    return [int(p) for p in text.split()]
 
 
 @pytest.fixture(scope="module")

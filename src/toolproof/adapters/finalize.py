@@ -9,14 +9,13 @@ committed run is exactly what ``toolproof replay`` would produce from it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from toolproof.adapters.recording import SESSION_FILE, SESSION_TASK, discard_live
-from toolproof.bundle.rundir import RunDirectoryWriter
+from toolproof.bundle.rundir import RunDirectoryWriter, pid_alive
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.runs import ExecutionRuntime, Policy, Report, RunSpec, StepSpec, Timings
 from toolproof.contract.trace import EvidenceRegistered, StepFinished, ToolCalled, TraceEvent
@@ -97,18 +96,6 @@ def _unreferenced(live: Path, events: list[TraceEvent]) -> list[str]:
         for name in names
         if f"evidence/{name}" not in kept
     ]
-
-
-def _pid_running(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _started(header: dict[str, Any]) -> tuple[str, float]:
@@ -225,7 +212,7 @@ async def recover_session(live: Path) -> SessionOutcome:
 
     """
     header, lines, _ = _read_live(live)
-    if _pid_running(header.get("pid")):
+    if pid_alive(header.get("pid")):
         raise InputError(
             f"{live}: the server recording it (pid {header['pid']}) is still running; "
             "stop it (SIGTERM finalizes the session) instead of recovering",

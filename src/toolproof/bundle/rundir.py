@@ -28,7 +28,14 @@ from toolproof.contract.runs import Manifest
 from toolproof.errors import VerificationError
 from toolproof.identity import canonical_json, digest
 
-__all__ = ["RUNS_DIR", "TEMP_PREFIX", "CommittedRun", "RunDirectoryWriter", "write_file"]
+__all__ = [
+    "RUNS_DIR",
+    "TEMP_PREFIX",
+    "CommittedRun",
+    "RunDirectoryWriter",
+    "pid_alive",
+    "write_file",
+]
 
 RUNS_DIR = "runs"
 TEMP_PREFIX = ".tmp-run-"
@@ -68,7 +75,10 @@ def _sync_files(directory: Path, names: list[str]) -> None:
             os.fsync(file.fileno())
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether ``pid`` names a running process other than this one (``kill(pid, 0)``)."""
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -81,7 +91,7 @@ def _pid_alive(pid: int) -> bool:
 def _remove_stale(root: Path) -> None:
     for entry in root.glob(TEMP_PREFIX + "*"):
         pid_text = entry.name.removeprefix(TEMP_PREFIX).split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)) and entry.is_dir():
+        if pid_text.isdigit() and not pid_alive(int(pid_text)) and entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
 
 

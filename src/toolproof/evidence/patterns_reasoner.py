@@ -22,7 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import Citation, Claim, SupportRef
 from toolproof.errors import InputError
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+from toolproof.evidence.reasoners import (
+    PLACEHOLDER,
+    ReasonerBackend,
+    ReasonerRequest,
+    register_reasoner,
+)
 
 __all__ = ["MAX_PATTERN_CHARS", "SEARCH_TIMEOUT_SECONDS", "PatternsReasoner"]
 
@@ -30,8 +35,6 @@ MAX_PATTERN_CHARS = 500
 """The longest pattern accepted, in characters."""
 SEARCH_TIMEOUT_SECONDS = 1.0
 """The time one pattern may search one evidence file, in seconds."""
-
-_PLACEHOLDER = regex.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Template(BaseModel):
@@ -54,7 +57,7 @@ def _ordered(statement: str, keys: dict[str, Any]) -> list[str]:
     Never the mapping's own order: a spec read back from ``spec.json`` has its keys
     sorted, and frozen replay must cite in the same order as the live run.
     """
-    first = list(dict.fromkeys(p for p in _PLACEHOLDER.findall(statement) if p in keys))
+    first = list(dict.fromkeys(p for p in PLACEHOLDER.findall(statement) if p in keys))
     return first + sorted(set(keys) - set(first))
 
 
@@ -87,7 +90,7 @@ class PatternsReasoner(ReasonerBackend):
         self.compiled: list[tuple[_Template, dict[str, Any]]] = []
         for index, template in enumerate(parsed.claims):
             where = f"reasoner 'patterns' params: claims[{index}]"
-            for placeholder in _PLACEHOLDER.findall(template.statement):
+            for placeholder in PLACEHOLDER.findall(template.statement):
                 if placeholder not in template.patterns:
                     raise InputError(
                         f"{where}: placeholder {{{placeholder}}} has no entry in 'patterns'",
@@ -150,13 +153,7 @@ class PatternsReasoner(ReasonerBackend):
             citations.append(Citation(support=len(supports), text=match.group(1)))
             supports.append(request.store.support(record.id, start, end))
             values[key] = match.group(1)
-        if len(supports) < request.min_supports:
-            return self._insufficient(
-                template,
-                f"{len(supports)} supports, fewer than min_supports = {request.min_supports}",
-            )
-        statement = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template.statement)
-        return self.validated(statement, supports, citations)
+        return self.filled(template.statement, values, supports, citations, request.min_supports)
 
     def _insufficient(self, template: _Template, reason: str) -> Claim:
         return self.insufficient(template.statement, reason)

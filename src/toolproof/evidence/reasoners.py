@@ -45,6 +45,7 @@ from toolproof.identity import canonical_json, digest_json
 from toolproof.plugins.loading import load_plugin, plugin_error
 
 __all__ = [
+    "PLACEHOLDER",
     "ProviderCall",
     "ReasonerBackend",
     "ReasonerRequest",
@@ -184,6 +185,26 @@ class ReasonerBackend(ABC):
             reason=reason,
         )
 
+    def filled(
+        self,
+        statement: str,
+        values: Mapping[str, str],
+        supports: list[SupportRef],
+        citations: list[Citation],
+        min_supports: int,
+    ) -> Claim:
+        """A claim template filled in: ``{name}`` placeholders replaced by ``values``.
+
+        Validated with these supports, or ``insufficient_evidence`` (the template left
+        unfilled) when they are fewer than ``min_supports``.
+        """
+        if len(supports) < min_supports:
+            return self.insufficient(
+                statement, f"{len(supports)} supports, fewer than min_supports = {min_supports}"
+            )
+        text = PLACEHOLDER.sub(lambda m: values[m.group(1)], statement)
+        return self.validated(text, supports, citations)
+
     def insufficient(self, statement: str, reason: str) -> Claim:
         """A derived claim with status ``insufficient_evidence``: no supports, nothing asserted."""
         return Claim(
@@ -285,7 +306,8 @@ class _ToolResultParams(BaseModel):
     claims: list[_ClaimTemplate] = []
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A ``{name}`` placeholder in a claim template."""
 
 
 def _text_of(value: Any) -> str:
@@ -326,7 +348,7 @@ class ToolResultReasoner(ReasonerBackend):
         for index, template in enumerate(parsed.claims):
             for ref in template.cite.values():
                 parse_ref(ref)
-            for placeholder in _PLACEHOLDER.findall(template.statement):
+            for placeholder in PLACEHOLDER.findall(template.statement):
                 if placeholder not in template.cite:
                     raise InputError(
                         f"reasoner 'tool-results' params: claims[{index}]: placeholder "
@@ -343,7 +365,7 @@ class ToolResultReasoner(ReasonerBackend):
         supports: list[SupportRef] = []
         citations: list[Citation] = []
         values: dict[str, str] = {}
-        placeholders = list(dict.fromkeys(_PLACEHOLDER.findall(template.statement)))
+        placeholders = list(dict.fromkeys(PLACEHOLDER.findall(template.statement)))
         ordered = [p for p in placeholders if p in template.cite]
         ordered += sorted(set(template.cite) - set(ordered))
         # Statement order, never the mapping's: spec.json has sorted keys, and a frozen
@@ -371,13 +393,7 @@ class ToolResultReasoner(ReasonerBackend):
                     values[placeholder] = _text_of(part)
             if problem is not None:
                 return self._insufficient(template, problem)
-        if len(supports) < request.min_supports:
-            return self._insufficient(
-                template,
-                f"{len(supports)} supports, fewer than min_supports = {request.min_supports}",
-            )
-        statement = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template.statement)
-        return self.validated(statement, supports, citations)
+        return self.filled(template.statement, values, supports, citations, request.min_supports)
 
     def _insufficient(self, template: _ClaimTemplate, reason: str) -> Claim:
         return self.insufficient(template.statement, reason)
