@@ -9,6 +9,7 @@ committed run is exactly what ``toolproof replay`` would produce from it.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -212,7 +213,7 @@ async def recover_session(live: Path) -> SessionOutcome:
 
     """
     header, lines, _ = _read_live(live)
-    if pid_alive(header.get("pid")):
+    if header.get("pid") != os.getpid() and pid_alive(header.get("pid")):
         raise InputError(
             f"{live}: the server recording it (pid {header['pid']}) is still running; "
             "stop it (SIGTERM finalizes the session) instead of recovering",

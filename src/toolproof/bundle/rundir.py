@@ -76,8 +76,8 @@ def _sync_files(directory: Path, names: list[str]) -> None:
 
 
 def pid_alive(pid: object) -> bool:
-    """Whether ``pid`` names a running process other than this one (``kill(pid, 0)``)."""
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+    """Whether ``pid`` (a positive int) names a running process (``kill(pid, 0)``)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
