@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from toolproof import ToolContribution, bind_contribution
+from toolproof import Tool, ToolContribution, bind_contribution
 
 
-def bind(
+def declared_tool(
     declaration: dict[str, Any], invoke: Callable[[dict[str, Any]], Awaitable[Any]]
-) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
-    tool = bind_contribution(
+) -> Tool:
+    """The suite's declaration bound as a toolproof :class:`Tool`."""
+    return bind_contribution(
         ToolContribution(
             name=declaration.get("name", ""),
             description=declaration.get("description", ""),
@@ -31,6 +31,13 @@ def bind(
             invoke=invoke,
         )
     )
+
+
+def bind(
+    declaration: dict[str, Any], invoke: Callable[[dict[str, Any]], Awaitable[Any]]
+) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
+    tool = declared_tool(declaration, invoke)
 
     async def call(arguments: dict[str, Any]) -> Any:
         return (await tool.call(arguments)).unwrap()

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from toolproof import ToolContribution, bind_contribution
+from binding_adapter import declared_tool  # the suite's runner puts this folder on sys.path
+
 from toolproof.adapters.langchain import as_structured_tool
 
 
@@ -22,15 +23,7 @@ def bind(
     declaration: dict[str, Any], invoke: Callable[[dict[str, Any]], Awaitable[Any]]
 ) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     """Bind one declaration; return ``async fn(arguments) -> invoke's result``."""
-    tool = bind_contribution(
-        ToolContribution(
-            name=declaration.get("name", ""),
-            description=declaration.get("description", ""),
-            input_schema=declaration.get("input_schema"),
-            invoke=invoke,
-        )
-    )
-    structured = as_structured_tool(tool)
+    structured = as_structured_tool(declared_tool(declaration, invoke))
 
     async def call(arguments: dict[str, Any]) -> Any:
         return await structured.ainvoke(arguments)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.metadata
 import json
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,15 +20,9 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """pip-install the sample plugin (a copy, so the source tree stays clean) into this venv."""
-    source = tmp_path_factory.mktemp("plugin") / "sample_extension"
-    shutil.copytree(PLUGIN, source)
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", str(source)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=110, check=False)
-    assert done.returncode == 0, done.stderr
-    importlib.invalidate_caches()
-    yield
+def installed(install_plugin: Callable[[str], None]) -> None:
+    """The sample plugin, pip-installed into this venv."""
+    install_plugin("sample_extension")
 
 
 def test_entry_point_is_declared(installed: None) -> None:
