@@ -1,14 +1,12 @@
 """The toolproof adapter of the declared-tool binding conformance suite.
 
-Contract (``shared/cases/binding/README.md``): ``bind(declaration, invoke)`` returns
-a callable; ``await fn(arguments)`` returns what ``invoke`` returned. Binding goes
+Contract (``tests/conformance/README.md``): ``bind(declaration, invoke)`` returns a
+callable; ``await fn(arguments)`` returns what ``invoke`` returned. Binding goes
 through :func:`toolproof.bind_contribution` (a refused declaration raises
 ``ToolBindError``); a call goes through ``Tool.call`` and ``ToolResult.unwrap()``, so
 refused arguments raise ``ToolCallError`` without calling ``invoke``.
 
-Run it by hand::
-
-    python ../shared/cases/binding/runner.py tests/conformance/binding_adapter.py
+Run by ``tests/conformance/harness.py`` (``pytest tests/conformance``).
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@
 it with :func:`toolproof.adapters.langchain.as_structured_tool`; a call is
 ``await structured.ainvoke(arguments)``, so every probe checks that LangChain's
 path hands the body exactly what a direct call would (refusals raise
-``ToolException``).
-
-    python ../shared/cases/binding/runner.py tests/conformance/langchain_adapter.py
+``ToolException``). Run by ``tests/conformance/harness.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from binding_adapter import declared_tool  # the suite's runner puts this folder on sys.path
+from binding_adapter import declared_tool  # the harness puts this folder on sys.path
 
 from toolproof.adapters.langchain import as_structured_tool
 
