@@ -1,17 +1,21 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the guard that the tests leave the environment's packages as found."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import sysconfig
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "tests" / "plugins"
+PIP_SECONDS = 280  # a pip build with an isolated build environment, on a loaded machine
 
 
 @pytest.fixture
@@ -19,19 +23,91 @@ def repo_root() -> Path:
     return ROOT
 
 
-PLUGINS = ROOT / "tests" / "plugins"
+def installed_distributions() -> list[str]:
+    """``name==version`` of every distribution in this environment's site-packages, sorted.
+
+    What ``pip list --format=freeze`` lists; the paths on ``sys.path`` that a test adds
+    (a plugin built into a temporary folder) are not searched.
+    """
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    return sorted(
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in importlib.metadata.distributions(path=paths)
+    )
+
+
+_BEFORE = installed_distributions()
+
+
+@pytest.fixture
+def site_packages() -> Callable[[], list[str]]:
+    """:func:`installed_distributions`, for a test to compare before and after."""
+    return installed_distributions
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when a test installed or removed a package in this environment."""
+    after = installed_distributions()
+    if after != _BEFORE:
+        added = sorted(set(after) - set(_BEFORE))
+        removed = sorted(set(_BEFORE) - set(after))
+        sys.stderr.write(
+            f"\nthe tests changed the environment's packages: added {added}, removed {removed}\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give a test that may build a plugin (its setup runs pip) the time pip needs."""
+    for item in items:
+        if "plugin_site" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(PIP_SECONDS + 60))
 
 
 @pytest.fixture(scope="session")
-def install_plugin(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], None]:
-    """pip-install ``tests/plugins/<name>`` (a copy: the source tree stays clean) into this venv."""
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Build ``tests/plugins/<name>`` into a temporary folder, once per session.
 
-    def install(name: str) -> None:
-        source = tmp_path_factory.mktemp("plugin") / name
-        shutil.copytree(PLUGINS / name, source)
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", str(source)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=110, check=False)
-        assert done.returncode == 0, done.stderr
-        importlib.invalidate_caches()
+    ``pip install --no-deps --target DIR`` of a copy of the package (the source tree
+    stays clean): the package and its ``.dist-info`` (entry points) land in ``DIR``,
+    never in this environment's site-packages. Returns ``name -> DIR``.
+    """
+    built: dict[str, Path] = {}
 
-    return install
+    def build(name: str) -> Path:
+        if name not in built:
+            work = tmp_path_factory.mktemp(f"plugin-{name}")
+            source = work / "source"
+            shutil.copytree(PLUGINS / name, source)
+            target = work / "site"
+            command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+            command += ["--disable-pip-version-check", "--target", str(target), str(source)]
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=PIP_SECONDS, check=False
+            )
+            assert done.returncode == 0, done.stderr
+            built[name] = target
+        return built[name]
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def install_plugin(plugin_site: Callable[[str], Path]) -> Iterator[Callable[[str], None]]:
+    """Make ``tests/plugins/<name>`` importable and its entry points visible, for one module.
+
+    The built folder goes first on ``sys.path`` (``importlib.metadata`` finds the entry
+    points there) and on ``PYTHONPATH`` (so do the ``toolproof`` processes a test
+    starts). At the module's end both are restored: nothing is installed in the
+    environment. Modules already imported stay in ``sys.modules`` (importing a plugin
+    registers its extensions; a second import would register them twice).
+    """
+    with pytest.MonkeyPatch.context() as patch:
+
+        def install(name: str) -> None:
+            target = plugin_site(name)
+            patch.syspath_prepend(str(target))
+            paths = [str(target), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+            patch.setenv("PYTHONPATH", os.pathsep.join(paths))
+
+        yield install

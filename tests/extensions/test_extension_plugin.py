@@ -1,4 +1,4 @@
-"""A wrapper from a separate, pip-installed package, found through the entry point."""
+"""A wrapper from a separate, pip-built package, found through the entry point."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def installed(install_plugin: Callable[[str], None]) -> None:
-    """The sample plugin, pip-installed into this venv."""
+    """The sample plugin, built into a temporary folder on the path (nothing installed)."""
     install_plugin("sample_extension")
 
 

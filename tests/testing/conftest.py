@@ -1,4 +1,4 @@
-"""Make the shared run helpers importable; install the sample plugin package on demand."""
+"""Make the shared run helpers importable; put the sample plugin package on the path on demand."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if _RUNS not in sys.path:
 SAMPLE = Path(__file__).resolve().parent.parent / "plugins" / "sample_reasoner"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sample_plugin(install_plugin: Callable[[str], None]) -> None:
-    """tests/plugins/sample_reasoner, pip-installed into this interpreter's environment."""
+    """tests/plugins/sample_reasoner, built into a temporary folder on the path (the module's)."""
     install_plugin("sample_reasoner")
