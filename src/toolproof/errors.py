@@ -15,6 +15,7 @@ Hierarchy (split by fault)::
         │   └── ToolNameError           a bad or duplicate tool name
         ├── ToolCallError               ToolResult.unwrap() on a failure (carries it)
         ├── BackendError                a relocation engine failed (worker, broker)
+        ├── RecordingError              a run or session cannot be written (full disk)
         ├── VerificationError           a run directory failed verification (exit 2)
         └── ReplayRefused               frozen replay refused (exit 2)
 
@@ -39,6 +40,7 @@ __all__ = [
     "ExtensionError",
     "IdentityMismatchError",
     "InputError",
+    "RecordingError",
     "ReplayRefused",
     "ToolBindError",
     "ToolCallError",
@@ -199,6 +201,14 @@ class BackendError(ToolproofError):
     """An execution backend (worker pool, broker) failed outside the tool body."""
 
 
+class RecordingError(ToolproofError):
+    """A run directory or a recorded session cannot be written (full disk, read-only).
+
+    ``path`` names where. Nothing half-written is left under ``runs/``. CLI exit code
+    1, HTTP 507.
+    """
+
+
 class VerificationError(ToolproofError):
     """A run directory failed verification. CLI exit code 2."""
 
@@ -229,6 +239,7 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorMapping], ...] = (
     (InputError, ErrorMapping(1, 422, -32602)),
     (ToolCallError, ErrorMapping(1, 502, -32603)),
     (BackendError, ErrorMapping(1, 503, -32603)),
+    (RecordingError, ErrorMapping(1, 507, -32603)),
     (ToolproofError, ErrorMapping(1, 500, -32603)),
     (UsageError, ErrorMapping(1, 500, -32603)),
 )

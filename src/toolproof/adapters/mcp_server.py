@@ -42,6 +42,7 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
 from toolproof.evidence.encoding import encode_value
+from toolproof.runs.session import Admission, LiveSession
 from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -51,6 +52,7 @@ __all__ = [
     "WRAP_KEY",
     "CallObserver",
     "McpAnswer",
+    "SessionObserver",
     "build_server",
     "mcp_output_schema",
     "mcp_result",
@@ -72,7 +74,9 @@ class CallObserver(Protocol):
     ``call_started`` runs after the tool is found and before it is called, and returns
     a token handed back to ``call_finished``; it may raise :class:`ToolCallError` to
     refuse the call (the client gets that failure, the tool is not called). A call
-    cancelled in between never reaches ``call_finished``.
+    cancelled in between never reaches ``call_finished``, which may raise
+    :class:`ToolCallError` too (the call ran but cannot be recorded): the client gets
+    that failure instead of the result.
     """
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Any:
@@ -94,6 +98,38 @@ class CallObserver(Protocol):
 
         """
         ...
+
+
+class SessionObserver:
+    """The :class:`CallObserver` of ``serve --record``: every served call into a live session.
+
+    Args:
+        session: the live session (:func:`toolproof.runs.session.open_session`).
+
+    """
+
+    def __init__(self, session: LiveSession) -> None:
+        self.session = session
+
+    def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Admission:
+        """Admit the call for recording before the tool runs.
+
+        Raises:
+            ToolCallError: it cannot be recorded (see :meth:`LiveSession.admit`).
+
+        """
+        return self.session.admit(tool.name, arguments)
+
+    def call_finished(
+        self, token: Admission, result: ToolResult, reply: bytes, seen: Observation
+    ) -> None:
+        """Record the call's block before it is answered.
+
+        Raises:
+            ToolCallError: the block cannot be written (see :meth:`LiveSession.record`).
+
+        """
+        self.session.record(token, result, seen)
 
 
 def _rewrite_refs(node: Any) -> Any:
@@ -261,7 +297,10 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         with observe_failures() as seen:
             answer = mcp_result(tool, await tool.call(arguments))
-        observer.call_finished(token, answer.result, answer.data, seen)
+        try:
+            observer.call_finished(token, answer.result, answer.data, seen)
+        except ToolCallError as unrecorded:
+            return mcp_result(tool, _failed(unrecorded.failure)).reply
         return answer.reply
 
     return Server(

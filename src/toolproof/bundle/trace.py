@@ -11,7 +11,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -25,56 +25,138 @@ __all__ = ["TraceLine", "TraceWriter", "read_trace"]
 class TraceWriter:
     """Appends events to ``trace.jsonl`` with ``idx`` and ``prev`` filled in.
 
+    Lines are kept in memory until :meth:`flush` hands them to the OS in one
+    ``write(2)`` (a block of events lands together, and survives a killed process
+    once flushed); :meth:`sync` makes what was flushed durable (``fsync(2)``). A writer
+    whose write failed (a full disk: ``ENOSPC``) is *broken*: the file may end in a
+    torn line, and every later :meth:`emit` or :meth:`flush` raises the first error
+    again, so nothing is ever chained onto a torn line.
+
     Args:
         path: the file to create (it must not exist).
+        buffer_bytes: flush on its own once this many bytes are pending (``0``: only
+            on :meth:`flush` and :meth:`close`).
 
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, buffer_bytes: int = 1 << 20) -> None:
         self.path = path
-        self._file: BinaryIO = path.open("xb")
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        self._closed = False
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._buffer_bytes = buffer_bytes
         self._prev: str | None = None
         self._count = 0
         self._hash = hashlib.sha256()
         self._size = 0
-        self.events: list[TraceEvent] = []
+        self.broken: OSError | None = None
+        """The write error that broke the writer, or ``None``."""
 
     @property
     def count(self) -> int:
-        """How many events were written."""
+        """How many events were emitted (flushed or still pending)."""
         return self._count
 
+    @property
+    def fileno(self) -> int:
+        """The file descriptor of the open trace (for a syncer that fsyncs it)."""
+        return self._fd
+
     def emit(self, cls: type[Any], **fields: Any) -> TraceEvent:
-        """Build an event of class ``cls`` at the next position and write its line.
+        """Build an event of class ``cls`` at the next position and append its line.
 
         Args:
             cls: a trace event class (``StepStarted``, ``ToolCalled``...).
             **fields: its fields other than ``idx`` and ``prev``.
 
         Returns:
-            The event written.
+            The event (validated).
 
         Raises:
             CanonicalizationError: a field holds a value with no canonical JSON form.
+            OSError: the writer is broken (see the class docstring).
 
         """
         event: TraceEvent = cls(idx=self._count, prev=self._prev, **fields)
-        line = canonical_json(event.to_json())
-        self._prev = "sha256:" + hashlib.sha256(line).hexdigest()
-        self._file.write(line + b"\n")
-        self._hash.update(line + b"\n")
-        self._size += len(line) + 1
-        self._count += 1
-        self.events.append(event)
+        self.append_line(canonical_json(event.to_json()))
         return event
 
+    def next_position(self) -> tuple[int, str | None]:
+        """``(idx, prev)`` of the next event: its position and the previous line's digest."""
+        return self._count, self._prev
+
+    def append_line(self, line: bytes) -> None:
+        """Append one event's canonical JSON line (built for :meth:`next_position`).
+
+        The caller guarantees ``line`` is the canonical JSON of a valid event whose
+        ``idx`` and ``prev`` are :meth:`next_position`; :meth:`emit` is the checked
+        way. The line is pending until :meth:`flush`.
+
+        Raises:
+            OSError: the writer is broken.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        self._prev = "sha256:" + hashlib.sha256(line).hexdigest()
+        line += b"\n"
+        self._pending.append(line)
+        self._pending_bytes += len(line)
+        self._hash.update(line)
+        self._size += len(line)
+        self._count += 1
+        if self._buffer_bytes and self._pending_bytes >= self._buffer_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand every pending line to the OS in one write; they survive a killed process.
+
+        Raises:
+            OSError: the write failed (the writer is broken from now on; see the class
+                docstring) or the writer was broken before.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        if not self._pending:
+            return
+        data = memoryview(b"".join(self._pending))
+        self._pending.clear()
+        self._pending_bytes = 0
+        try:
+            while data:
+                written = os.write(self._fd, data)
+                data = data[written:]
+        except OSError as exc:
+            self.broken = exc
+            raise
+
+    def sync(self) -> None:
+        """Make every flushed line durable (``fsync(2)``); pending lines are not flushed.
+
+        Raises:
+            OSError: the fsync failed.
+
+        """
+        if not self._closed:
+            os.fsync(self._fd)
+
     def close(self, *, sync: bool = True) -> tuple[int, str]:
-        """Flush (fsync unless ``sync`` is False) and close; return size in bytes and digest."""
-        if not self._file.closed:
-            self._file.flush()
-            if sync:
-                os.fsync(self._file.fileno())
-            self._file.close()
+        """Flush (fsync unless ``sync`` is False) and close; return size in bytes and digest.
+
+        Raises:
+            OSError: the final write or fsync failed (the file is closed anyway).
+
+        """
+        if not self._closed:
+            try:
+                self.flush()
+                if sync:
+                    os.fsync(self._fd)
+            finally:
+                self._closed = True
+                os.close(self._fd)
         return self._size, "sha256:" + self._hash.hexdigest()
 
 

@@ -8,8 +8,11 @@ the document's.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from pathlib import Path
+from typing import Any
 
 from toolproof.contract.evidence import (
     EvidenceRecord,
@@ -76,25 +79,78 @@ class EvidenceStore:
             media_type: e.g. ``application/json`` or ``text/plain; charset=utf-8``.
             source: where the bytes came from.
 
+        Raises:
+            OSError: the file cannot be written (nothing is left of it).
+
         """
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        evidence_id = evidence_id_for(digest)
-        path = evidence_path_for(evidence_id)
-        if evidence_id not in self._sizes:
-            target = self.run_dir / path
-            with target.open("xb") as file:
-                file.write(data)
-            self._sizes[evidence_id] = len(data)
-            stat = target.lstat()
-            self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
+        digest, evidence_id, _ = self._store(data)
         return EvidenceRecord(
             id=evidence_id,
             digest=digest,
             size=len(data),
             media_type=media_type,
-            path=path,
+            path=evidence_path_for(evidence_id),
             source=source,
         )
+
+    def add(
+        self,
+        data: bytes,
+        *,
+        media_type: str,
+        kind: str,
+        step: str,
+        call: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> tuple[EvidenceRecord, Path | None]:
+        """:meth:`put` for the recorder's hot path: the record is built without re-validation.
+
+        Every field is computed here (id, digest and path from the bytes), so the record
+        is valid by construction.
+
+        Returns:
+            The record, and the path of the file created (``None`` when identical bytes
+            were already stored).
+
+        Raises:
+            OSError: the file cannot be written (nothing is left of it).
+
+        """
+        digest, evidence_id, created = self._store(data)
+        source = EvidenceSource.model_construct(
+            kind=kind, step=step, call=call, detail=dict(detail or {})
+        )
+        record = EvidenceRecord.model_construct(
+            id=evidence_id,
+            digest=digest,
+            size=len(data),
+            media_type=media_type,
+            path=evidence_path_for(evidence_id),
+            source=source,
+        )
+        return record, created
+
+    def _store(self, data: bytes) -> tuple[str, str, Path | None]:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        evidence_id = evidence_id_for(digest)
+        if evidence_id in self._sizes:
+            return digest, evidence_id, None
+        target = self.run_dir / evidence_path_for(evidence_id)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            stat = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+            raise
+        os.close(fd)
+        self._sizes[evidence_id] = len(data)
+        self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
+        return digest, evidence_id, target
 
     def touched(self) -> list[str]:
         """Evidence ids whose file changed size or mtime since it was stored (one stat each).

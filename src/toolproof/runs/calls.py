@@ -29,7 +29,8 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import ReplayRefused
-from toolproof.tools.observe import Observation, observe_failures
+from toolproof.runs.recorder import other_failures
+from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["CallPort", "Clock", "FrozenCalls", "FrozenClock", "LiveCalls", "LiveClock"]
@@ -53,16 +54,6 @@ class CallPort(Protocol):
 
         """
         ...
-
-
-def _other_failures(seen: Observation, result: ToolResult) -> list[tuple[ToolFailure, str]]:
-    """``seen`` without repeats and without the failure ``result`` carries."""
-    out: list[tuple[ToolFailure, str]] = []
-    for failure in seen.failures:
-        entry = (failure, seen.recovered_by(failure))
-        if failure != result.failure and entry not in out:
-            out.append(entry)
-    return out
 
 
 class Clock(Protocol):
@@ -125,7 +116,7 @@ class LiveCalls:
                     where="runtime",
                     detail={"budget": "wall_seconds"},
                 )
-        self._observed[call.id] = _other_failures(seen, result)
+        self._observed[call.id] = other_failures(seen, result)
         return result
 
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:

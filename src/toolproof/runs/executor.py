@@ -1,7 +1,9 @@
 """The executor: walks a plan in order and records every event in the hash-chained trace.
 
-Per node: ``step_started``; for a call, ``tool_called`` / ``tool_returned`` /
-``evidence_registered`` (the value's exact bytes); for ``derive``, one
+Per node: ``step_started``; for a call, the call block of
+:class:`~toolproof.runs.recorder.Recorder` (``tool_called`` / ``tool_returned`` /
+``failure_observed`` / ``evidence_registered``, the one emitter runs and sessions
+share); for ``derive``, one
 ``claim_emitted`` per claim; then ``step_finished`` with ``ok``, ``failed`` (a tool
 failure, a bad reference) or ``skipped`` (a dependency did not finish ok). A failed
 step does not stop the run; the reasoner sees it and reports insufficient evidence.
@@ -17,37 +19,29 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.evidence import (
     Claim,
     ClaimStatus,
     ClaimType,
     EvidenceRecord,
-    EvidenceSource,
     evidence_id_for,
 )
 from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind
 from toolproof.contract.tools import ToolCall, ToolResult
 from toolproof.contract.trace import (
     ClaimEmitted,
-    EvidenceRegistered,
-    FailureObserved,
     RunFailed,
     StepFinished,
     StepStarted,
-    ToolCalled,
-    ToolReturned,
-    TraceEvent,
 )
-from toolproof.errors import CanonicalizationError, InputError
-from toolproof.evidence.encoding import encode_value
+from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
-from toolproof.evidence.store import EvidenceStore
 from toolproof.runs.calls import CallPort, Clock
+from toolproof.runs.recorder import Recorder, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.verify.checks import CHECK_SEQUENCE
 
@@ -75,7 +69,7 @@ class StepContext:
         self._executor = executor
         self.node = node
         self.mode = executor.calls.mode
-        self.store = executor.store
+        self.store = executor.recorder.store
         self.values: Mapping[str, Any] = executor.values
 
     def register_evidence(
@@ -155,10 +149,8 @@ class Executor:
         calls: live or frozen tool calls.
         clock: live or frozen wall clock.
         reasoner: the reasoner of the ``derive`` node.
-        store: the run's evidence store.
-        trace: the trace writer.
+        recorder: the run's recorder (trace and evidence store).
         handlers: step handlers by node kind (``retrieve``).
-        on_event: called with every event as it is written (progress displays).
         check_ids: the check sequence recorded by the ``verify`` node (default: the
             built-in one).
 
@@ -172,27 +164,22 @@ class Executor:
         calls: CallPort,
         clock: Clock,
         reasoner: ReasonerBackend,
-        store: EvidenceStore,
-        trace: TraceWriter,
+        recorder: Recorder,
         handlers: Mapping[str, StepHandler] | None = None,
-        on_event: Callable[[TraceEvent], None] | None = None,
         check_ids: Sequence[str] = CHECK_SEQUENCE,
     ) -> None:
         self.spec, self.plan, self.calls, self.clock = spec, plan, calls, clock
         self.check_ids = tuple(check_ids)
-        self.reasoner, self.store, self.trace = reasoner, store, trace
+        self.reasoner, self.recorder = reasoner, recorder
+        self.store = recorder.store
         self.handlers = dict(handlers or {})
-        self.on_event = on_event
         self.outcome = ExecutionOutcome()
         self.values: dict[str, Any] = {}
         self.evidence: list[EvidenceRecord] = []
         self.tool_calls = 0
 
-    def _emit(self, cls: type[Any], **fields: Any) -> TraceEvent:
-        event = self.trace.emit(cls, **fields)
-        if self.on_event is not None:
-            self.on_event(event)
-        return event
+    def _emit(self, cls: type[Any], **fields: Any) -> None:
+        self.recorder.emit(cls, **fields)
 
     def _finish(self, node_id: str, status: str, **detail: Any) -> None:
         self._emit(StepFinished, step=node_id, status=status, detail=detail)
@@ -217,27 +204,30 @@ class Executor:
             _BudgetStop: the bytes would exceed the budget (the step is finished failed).
 
         """
+        self._admit(node_id, data)
+        record = self.recorder.register(node_id, data, media_type, kind, call, detail)
+        self.evidence.append(record)
+        return record
+
+    def _admit(self, node_id: str, data: bytes) -> None:
         limit = self.spec.budgets.evidence_bytes
+        if limit is None:
+            return
         used = self.store.total_bytes + len(data)
-        if limit is not None and used > limit:
+        if used > limit:
             evidence_id = evidence_id_for("sha256:" + hashlib.sha256(data).hexdigest())
             used -= len(data) if evidence_id in self.store else 0  # stored once per digest
-        if limit is not None and used > limit:
+        if used > limit:
             message = f"evidence budget of {limit} bytes exceeded ({used} bytes needed)"
             self._fail(node_id, message, budget="evidence_bytes")
             raise _BudgetStop("evidence_bytes", limit, used, message)
-        source = EvidenceSource(kind=kind, step=node_id, call=call, detail=detail)
-        record = self.store.put(data, media_type=media_type, source=source)
-        self._emit(EvidenceRegistered, step=node_id, evidence=record)
-        self.evidence.append(record)
-        return record
 
     async def run(self) -> ExecutionOutcome:
         """Run every node in plan order, then ``finalize``; return what happened."""
         for node in self.plan.nodes:
             if node.kind == StepKind.FINALIZE:
                 break
-            if self.clock.exceeded(self.trace.count):
+            if self.clock.exceeded(self.recorder.count):
                 limit = self.spec.budgets.wall_seconds or 0.0
                 message = f"wall-clock budget of {limit} s ran out before step {node.id!r}"
                 self._stop(node.id, _BudgetStop("wall_seconds", limit, limit, message))
@@ -314,38 +304,25 @@ class Executor:
                 self._fail(node_id, message, budget="tool_calls")
             raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
         call = ToolCall(tool=tool, arguments=arguments, step=node_id)
-        self._emit(ToolCalled, step=node_id, call_id=call.id, call=call)
         self.tool_calls += 1
         result = await self.calls.call(call, self.clock.remaining())
-        data, media_type = b"", ""
-        if result.ok:
-            try:
-                data, media_type = encode_value(result.value)
-            except CanonicalizationError as exc:
-                result = ToolResult.fail(
-                    "invalid_result",
-                    f"tool {call.tool!r} returned a value with no canonical JSON form: "
-                    f"{exc.message}",
-                    where="output",
-                )
-        self._emit(ToolReturned, step=node_id, call_id=call.id, result=result)
-        for failure, recovered_by in self.calls.observed(call.id):
-            self._emit(
-                FailureObserved,
-                step=node_id,
-                call_id=call.id,
-                failure=failure,
-                recovered_by=recovered_by,
-            )
-        if result.failure is not None:
-            reason = f"{result.failure.kind}: {result.failure.message}"
+        recorded = self.recorder.call_block(
+            node_id,
+            call,
+            result,
+            self.calls.observed(call.id),
+            admit=lambda data: self._admit(node_id, data),
+        )
+        if recorded.evidence is None:
+            assert recorded.result.failure is not None
+            reason = failure_reason(recorded.result.failure)
             if finish:
                 self._fail(node_id, reason, call=call.id)
             else:
                 self.outcome.failures.append({"step": node_id, "reason": reason, "call": call.id})
-            return result, None
-        record = self.register(node_id, data, media_type, "tool_result", call.id, {})
-        return result, record
+            return recorded.result, None
+        self.evidence.append(recorded.evidence)
+        return recorded.result, recorded.evidence
 
     async def _handled(self, node: PlanNode) -> None:
         handler = self.handlers.get(node.kind.value)

@@ -16,16 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from toolproof.bundle.rundir import RunDirectoryWriter, write_file
-from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.evidence import evidence_path_for
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
 from toolproof.evidence.reasoners import ReasonerBackend, reasoner_for
-from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
+from toolproof.runs.recorder import Recorder
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.runtime_plugin import RuntimePlugin, runtime_for
 from toolproof.tools.toolset import Toolset
@@ -111,8 +110,8 @@ async def record_run(
     known: dict[str, tuple[int, str]] = {}
     for name, model in (("spec.json", spec), ("plan.json", plan), ("runtime.json", runtime)):
         known[name] = write_file(directory / name, canonical_json(model.to_json()), sync=durable)
-    store = EvidenceStore(directory)
-    trace = TraceWriter(directory / "trace.jsonl")
+    recorder = Recorder(directory, on_event=on_event)
+    store = recorder.store
     try:
         executor = Executor(
             spec=spec,
@@ -120,15 +119,13 @@ async def record_run(
             calls=calls,
             clock=clock,
             reasoner=reasoner,
-            store=store,
-            trace=trace,
+            recorder=recorder,
             handlers=handlers,
-            on_event=on_event,
             check_ids=[check.id for check in checks],
         )
         outcome = await executor.run()
     finally:
-        known["trace.jsonl"] = trace.close(sync=durable)
+        known["trace.jsonl"] = recorder.close(sync=durable)
     for record in executor.evidence:
         known[record.path] = (record.size, record.digest)
     for evidence_id in store.touched():  # rewritten after it was recorded: hash what is there

@@ -19,7 +19,7 @@ from toolproof.config import load_toolset
 from toolproof.errors import InputError
 
 if TYPE_CHECKING:
-    from toolproof.adapters.recording import SessionRecorder
+    from toolproof.runs.session import LiveSession
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
 
@@ -88,12 +88,17 @@ async def _serve_mcp(
     config: Path, http: str | None, record: Path | None, token_file: Path | None = None
 ) -> None:
     try:
-        from toolproof.adapters.mcp_server import build_server, serve_http, serve_stdio
+        from toolproof.adapters.mcp_server import (
+            SessionObserver,
+            build_server,
+            serve_http,
+            serve_stdio,
+        )
     except ImportError as exc:
         raise InputError(
             f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
         ) from exc
-    from toolproof.adapters.recording import open_session
+    from toolproof.runs.session import open_session
 
     address = parse_address(http) if http is not None else None
     token = _mcp_token(address[0], token_file) if address is not None else None
@@ -103,7 +108,8 @@ async def _serve_mcp(
         session = open_session(record, toolset) if record is not None else None
         failed = True
         try:
-            server = build_server(toolset, observer=session)
+            observer = SessionObserver(session) if session is not None else None
+            server = build_server(toolset, observer=observer)
             if address is not None:
                 host, port = address
                 err_console.print(
@@ -126,10 +132,16 @@ async def _serve_mcp(
         os._exit(0)
 
 
-async def _end_session(session: SessionRecorder, *, discard: bool) -> None:
-    """Finalize a recorded session into a run; a server that failed before any call leaves none."""
-    from toolproof.adapters.finalize import finalize_session
-    from toolproof.adapters.recording import discard_live
+async def _end_session(session: LiveSession, *, discard: bool) -> None:
+    """Finalize a recorded session into a run; a server that failed before any call leaves none.
+
+    Raises:
+        RecordingError: the session or its run cannot be written (the live session is
+            kept for ``toolproof verify --recover``).
+
+    """
+    from toolproof.runs.finalize import finalize_session
+    from toolproof.runs.session import discard_live
 
     session.close()
     if discard:
@@ -235,7 +247,7 @@ def recover_command(directory: Path, as_json: bool) -> None:
     it verifies, 2 when it does not, 1 when ``directory`` is not a live session.
     """
     from toolproof.adapters.cli.app import emit_json, fail, out_console
-    from toolproof.adapters.finalize import recover_session
+    from toolproof.runs.finalize import recover_session
     from toolproof.verify.verifier import verify_run
 
     try:

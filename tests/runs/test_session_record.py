@@ -14,11 +14,11 @@ from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 
 from toolproof import load_toolset
-from toolproof.adapters.finalize import finalize_session, recover_session
-from toolproof.adapters.recording import open_session
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, VerificationError
+from toolproof.runs.finalize import finalize_session, recover_session
+from toolproof.runs.session import open_session
 from toolproof.tools.observe import Observation
 from toolproof.verify.verifier import verify_run
 
@@ -203,7 +203,7 @@ def test_recovery_refuses_a_session_whose_server_still_runs(tmp_path: Path) -> N
 
 
 def test_recovery_refuses_a_directory_that_is_not_a_live_session(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="is not a live serve session"):
+    with pytest.raises(InputError, match="is not a live session"):
         asyncio.run(recover_session(tmp_path))
 
 
@@ -234,7 +234,7 @@ def test_recover_on_a_finished_run_is_an_input_error(tmp_path: Path) -> None:
     (run,) = _runs(tmp_path)
     done = _toolproof("verify", run.name, "--root", str(tmp_path), "--recover")
     assert done.returncode == 1
-    assert "is not a live serve session" in done.stderr
+    assert "is not a live session" in done.stderr
 
 
 def test_a_server_that_cannot_listen_leaves_no_session_behind(tmp_path: Path) -> None:
@@ -265,10 +265,8 @@ def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_pat
             session = open_session(tmp_path, toolset)
             for a in (1, 2):
                 arguments = {"a": a}
-                token = session.call_started(toolset["add"], arguments)
-                session.call_finished(
-                    token, await toolset["add"].call(arguments), b"", Observation()
-                )
+                token = session.admit("add", arguments)
+                session.record(token, await toolset["add"].call(arguments), Observation())
             session.close()
             return session.directory
 

@@ -1,9 +1,23 @@
-"""Finalize a live serve session into a run directory; recover one a killed server left.
+"""Finalize a live session into a run directory; recover one a killed process left.
 
-See :mod:`toolproof.adapters.recording` for the layout. Both paths read the live
-trace, keep its longest sound prefix that ends a call block, and re-execute the
-session's calls *frozen* through the runs executor (no tool is called), so the
-committed run is exactly what ``toolproof replay`` would produce from it.
+See :mod:`toolproof.runs.session` for the layout. Finalizing (on SIGTERM/SIGINT or
+when stdin closes, for ``serve --record``) turns the live session into an ordinary
+run: the calls become the steps of a spec (``policy = "audit"``: a client's bad call
+is a warning, not a broken record), the plan is executed *frozen* from the recorded
+results (no tool is called) by the executor, which writes the call steps with the
+same recorder that wrote them live and then the ``derive``, ``verify`` and
+``finalize`` nodes, and the run directory is committed atomically to
+``ROOT/runs/<run_id>`` with its manifest; the live directory is then removed. The
+committed call steps must equal the live ones byte for byte: a live trace edited
+after it was written is not committed. The result verifies with ``toolproof verify``
+and replays with ``toolproof replay``.
+
+A process killed outright (``kill -9``) leaves the live directory, which has no
+manifest and so never verifies. :func:`recover_session` (``toolproof verify
+--recover``) keeps the events up to the last complete call block, reports what it
+dropped (events of an unfinished block, a torn last line, unreferenced evidence), and
+finalizes the rest the same way. A run that cannot be written (a full disk) is a
+:class:`~toolproof.errors.RecordingError`; the live session is kept.
 """
 
 from __future__ import annotations
@@ -15,16 +29,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from toolproof.adapters.recording import SESSION_FILE, SESSION_TASK, discard_live
-from toolproof.bundle.rundir import RunDirectoryWriter, pid_alive
+from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, pid_alive
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.runs import ExecutionRuntime, Policy, Report, RunSpec, StepSpec, Timings
 from toolproof.contract.trace import EvidenceRegistered, StepFinished, ToolCalled, TraceEvent
-from toolproof.errors import InputError, VerificationError
+from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.planner import plan_run
-from toolproof.runs.run import record_run
+from toolproof.runs.run import RecordedRun, record_run
+from toolproof.runs.session import SESSION_FILE, SESSION_TASK, discard_live
 
 __all__ = [
     "RECOVERY_FILE",
@@ -119,15 +133,45 @@ async def _commit(
     runtime = ExecutionRuntime.model_validate_json((live / "runtime.json").read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
     config = header.get("config")
-    task = SESSION_TASK if dropped is None else f"{SESSION_TASK} (recovered after an unclean stop)"
+    task = str(header.get("task", SESSION_TASK))
+    if dropped is not None:
+        task = f"{task} (recovered after an unclean stop)"
     spec = RunSpec(
         task=task,
         toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
         steps=[StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments) for e in calls],
         policy=Policy.AUDIT,
     )
-    plan = plan_run(spec, runtime.toolset)
     live_lines = (live / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
+    try:
+        committed, recorded = await _write_run(
+            live, root, spec, runtime, events, live_lines, header, dropped, len(calls)
+        )
+    except OSError as exc:
+        raise RecordingError(
+            f"session {live}: cannot write its run under {root}: {exc.strerror or exc} "
+            f"({exc.filename or root}); the live session is kept: free space and run "
+            "`toolproof verify --recover` on it",
+            path=str(exc.filename or root),
+        ) from exc
+    discard_live(live)
+    return SessionOutcome(
+        committed.run_id, committed.path, recorded.report, len(calls), list(dropped or [])
+    )
+
+
+async def _write_run(
+    live: Path,
+    root: Path,
+    spec: RunSpec,
+    runtime: ExecutionRuntime,
+    events: list[TraceEvent],
+    live_lines: list[bytes],
+    header: dict[str, Any],
+    dropped: list[str] | None,
+    calls: int,
+) -> tuple[CommittedRun, RecordedRun]:
+    plan = plan_run(spec, runtime.toolset)
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
             writer.temp,
@@ -152,21 +196,17 @@ async def _commit(
         if dropped is not None:
             writer.write_json(
                 RECOVERY_FILE,
-                {"session": live.name, "kept_calls": len(calls), "dropped": dropped},
+                {"session": live.name, "kept_calls": calls, "dropped": dropped},
             )
         started_at, seconds = _started(header)
         writer.write_json("timings.json", Timings(started_at=started_at, wall_seconds=seconds))
-        committed = writer.commit()
-    discard_live(live)
-    return SessionOutcome(
-        committed.run_id, committed.path, recorded.report, len(calls), list(dropped or [])
-    )
+        return writer.commit(), recorded
 
 
 def _read_live(live: Path) -> tuple[dict[str, Any], list[TraceLine], str | None]:
     if not is_live_session(live):
         raise InputError(
-            f"{live} is not a live serve session (no {SESSION_FILE}, or it already has a manifest)",
+            f"{live} is not a live session (no {SESSION_FILE}, or it already has a manifest)",
             path=str(live),
         )
     try:
@@ -185,6 +225,7 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
         InputError: ``live`` is not a live session.
         VerificationError: the live trace is damaged (use :func:`recover_session`) or its
             frozen re-execution differs from it.
+        RecordingError: the run cannot be written (the live session is kept).
 
     """
     header, lines, problem = _read_live(live)
@@ -210,6 +251,7 @@ async def recover_session(live: Path) -> SessionOutcome:
 
     Raises:
         InputError: ``live`` is not a live session, or its server is still running.
+        RecordingError: the run cannot be written (the live session is kept).
 
     """
     header, lines, _ = _read_live(live)

@@ -1,0 +1,456 @@
+"""The one recorder of a run's trace and evidence, and the one emitter of the call block.
+
+Every tool call that lands in a run is written here, whoever chose it: the executor
+walking a plan, an MCP client of ``serve --record``, an agent in a recorded session.
+The *call block* is, in this order::
+
+    tool_called · tool_returned · failure_observed* · evidence_registered (a value)
+
+``failure_observed`` is one event per other failure a layer reported during the call
+(a retried attempt; :func:`other_failures`), with the layer that declared it
+recovered. A value with no canonical JSON form is recorded as an ``invalid_result``
+failure. A value's exact bytes (:func:`~toolproof.evidence.encoding.encode_value`) are
+stored once under ``evidence/``. Sessions wrap the block in ``step_started`` /
+``step_finished`` (:meth:`Recorder.call_step`), exactly as the executor does for a
+``call`` step, so a session's trace is what frozen replay of it writes.
+
+Durability (:class:`Durability`):
+
+* ``commit``: the executor's runs. Lines stay in memory and land when the run
+  directory is committed (fsynced then, renamed into place); a run killed before
+  is never committed.
+* ``group``: live sessions. :meth:`Recorder.commit` writes the block in one
+  ``write(2)`` before the call is answered, so a killed process loses nothing it
+  acknowledged; a background thread fsyncs the trace, the new evidence files and the
+  evidence folder at most every :data:`SYNC_INTERVAL` seconds, so a power loss can
+  lose at most the calls acknowledged in the last 50 ms (plus the fsync itself).
+* ``each``: fsync on every commit (the comparison figure of the benchmark).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from toolproof.bundle.trace import TraceWriter
+from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel
+from toolproof.contract.evidence import EvidenceRecord
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
+from toolproof.contract.trace import (
+    ClaimEmitted,
+    EventBase,
+    EvidenceRegistered,
+    FailureObserved,
+    RunFailed,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+    TraceEvent,
+)
+from toolproof.errors import CanonicalizationError
+from toolproof.evidence.encoding import encode_value
+from toolproof.evidence.store import EvidenceStore
+from toolproof.identity import canonical_json, content_id
+from toolproof.tools.observe import Observation
+
+__all__ = [
+    "SYNC_INTERVAL",
+    "CallRecord",
+    "Durability",
+    "Recorder",
+    "failure_reason",
+    "fast_call",
+    "other_failures",
+]
+
+SYNC_INTERVAL = 0.05
+"""Seconds between two fsyncs of a ``group`` recorder, at most (the power-loss window)."""
+
+_EVENT_CLASSES: tuple[type[EventBase], ...] = (
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+    EvidenceRegistered,
+    ClaimEmitted,
+    StepFinished,
+    FailureObserved,
+    RunFailed,
+)
+
+
+def _shape(cls: type[EventBase]) -> tuple[str, dict[str, Any]]:
+    """The ``type`` of an event class and the JSON defaults of its optional fields."""
+    defaults: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if name in ("idx", "prev", "type", "schema_version") or info.is_required():
+            continue
+        defaults[name] = info.get_default(call_default_factory=True)
+    return str(cls.model_fields["type"].default), defaults
+
+
+_SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
+
+
+class Durability(StrEnum):
+    """When recorded events become durable; see the module docstring."""
+
+    COMMIT = "commit"
+    GROUP = "group"
+    EACH = "each"
+
+
+def other_failures(seen: Observation, result: ToolResult) -> list[tuple[ToolFailure, str]]:
+    """The failures of ``seen`` other than the one ``result`` carries, without repeats.
+
+    Returns:
+        ``(failure, recovered_by)`` pairs in the order seen; ``recovered_by`` is the
+        layer that declared it recovered from the failure, or ``""``.
+
+    """
+    out: list[tuple[ToolFailure, str]] = []
+    for failure in seen.failures:
+        entry = (failure, seen.recovered_by(failure))
+        if failure != result.failure and entry not in out:
+            out.append(entry)
+    return out
+
+
+def fast_call(tool: str, arguments: dict[str, Any], step: str) -> ToolCall:
+    """The :class:`ToolCall` of already-validated plain JSON ``arguments``, unvalidated.
+
+    The id is computed exactly as the model computes it (the content id of every
+    other field); a test holds the two equal.
+
+    Raises:
+        CanonicalizationError: ``arguments`` has no canonical JSON form.
+
+    """
+    plain = {"schema_version": SCHEMA_VERSION, "tool": tool, "arguments": arguments, "step": step}
+    call = ToolCall.model_construct(tool=tool, arguments=arguments, step=step)
+    object.__setattr__(call, "id", content_id(ToolCall.ID_KIND, plain))
+    return call
+
+
+def failure_reason(failure: ToolFailure) -> str:
+    """The ``reason`` a failed call step finishes with: ``"<kind>: <message>"``."""
+    return f"{failure.kind}: {failure.message}"
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One recorded call block.
+
+    Attributes:
+        call: the call (its id is ``call_<hex>``).
+        result: the result as recorded: an ``invalid_result`` failure when the value
+            had no canonical JSON form, else what the tool returned.
+        evidence: the evidence record of a value, ``None`` for a failure.
+
+    """
+
+    call: ToolCall
+    result: ToolResult
+    evidence: EvidenceRecord | None
+
+
+class _GroupSync:
+    """A thread that fsyncs what a recorder wrote, at most every ``interval`` seconds."""
+
+    def __init__(self, recorder: Recorder, interval: float) -> None:
+        self._recorder = recorder
+        self._interval = interval
+        self._cond = threading.Condition()
+        self._dirty = False
+        self._paths: list[Path] = []
+        self._closing = False
+        self.error: OSError | None = None
+        self.syncs = 0
+        self._thread = threading.Thread(target=self._loop, name="toolproof-group-sync", daemon=True)
+        self._thread.start()
+
+    def mark(self, paths: Iterable[Path]) -> None:
+        with self._cond:
+            self._dirty = True
+            self._paths.extend(paths)
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        last = -self._interval
+        while True:
+            with self._cond:
+                while not self._dirty and not self._closing:
+                    self._cond.wait()
+                if not self._dirty:
+                    return
+                wait = last + self._interval - time.monotonic()
+            if wait > 0 and not self._closing:
+                time.sleep(wait)
+            with self._cond:
+                paths, self._paths, self._dirty = self._paths, [], False
+            try:
+                self._recorder.sync_now(paths)
+            except OSError as exc:
+                self.error = self.error or exc
+            self.syncs += 1
+            last = time.monotonic()
+
+    def stop(self) -> None:
+        """Sync what is left and end the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+
+
+class Recorder:
+    """Writes one run's (or live session's) ``trace.jsonl`` and ``evidence/``.
+
+    Args:
+        directory: the run or live-session directory (``trace.jsonl`` must not exist).
+        durability: when events become durable (:class:`Durability`).
+        on_event: called with every event as it is recorded (progress displays); the
+            event is then built as a validated model, which costs time.
+        sync_interval: for ``group``: seconds between fsyncs, at most.
+
+    Attributes:
+        trace: the trace writer.
+        store: the evidence store.
+
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        durability: Durability = Durability.COMMIT,
+        on_event: Callable[[TraceEvent], None] | None = None,
+        sync_interval: float = SYNC_INTERVAL,
+    ) -> None:
+        self.directory = Path(directory)
+        self.durability = Durability(durability)
+        self.on_event = on_event
+        buffered = self.durability == Durability.COMMIT
+        self.trace = TraceWriter(
+            self.directory / "trace.jsonl", buffer_bytes=1 << 20 if buffered else 0
+        )
+        self.store = EvidenceStore(self.directory)
+        self._new_files: list[Path] = []
+        self._sync = (
+            _GroupSync(self, sync_interval) if self.durability == Durability.GROUP else None
+        )
+        self._closed = False
+
+    @property
+    def count(self) -> int:
+        """Events recorded so far."""
+        return self.trace.count
+
+    def emit(self, cls: type[EventBase], **fields: Any) -> None:
+        """Record one event of class ``cls`` (fields other than ``idx``/``prev``).
+
+        Nested models are written as their canonical JSON; the line is exactly what
+        ``cls(**fields)`` would write (a test holds every event kind to it).
+
+        Raises:
+            CanonicalizationError: a field has no canonical JSON form.
+            OSError: the trace cannot be written (see :class:`TraceWriter`).
+
+        """
+        idx, prev = self.trace.next_position()
+        if self.on_event is not None:
+            event: TraceEvent = cls(idx=idx, prev=prev, **fields)  # type: ignore[assignment]
+            self.trace.append_line(canonical_json(event.to_json()))
+            self.on_event(event)
+            return
+        kind, defaults = _SHAPES[cls]
+        plain: dict[str, Any] = {
+            **defaults,
+            "schema_version": SCHEMA_VERSION,
+            "idx": idx,
+            "prev": prev,
+            "type": kind,
+        }
+        for name, value in fields.items():
+            plain[name] = value.to_json() if isinstance(value, CanonicalModel) else value
+        self.trace.append_line(canonical_json(plain))
+
+    def call_block(
+        self,
+        step: str,
+        call: ToolCall,
+        result: ToolResult,
+        observed: Iterable[tuple[ToolFailure, str]],
+        *,
+        admit: Callable[[bytes], None] | None = None,
+    ) -> CallRecord:
+        """Record the call block of one finished call (see the module docstring).
+
+        Args:
+            step: the plan step of the call.
+            call: the call made.
+            result: what it returned.
+            observed: the other failures seen during it (:func:`other_failures`).
+            admit: called with a value's bytes before they are stored; it may raise to
+                stop (the executor's evidence budget), after ``failure_observed``.
+
+        Returns:
+            The :class:`CallRecord`.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        data, media_type = b"", ""
+        if result.ok:
+            try:
+                data, media_type = encode_value(result.value)
+            except CanonicalizationError as exc:
+                result = ToolResult.fail(
+                    "invalid_result",
+                    f"tool {call.tool!r} returned a value with no canonical JSON form: "
+                    f"{exc.message}",
+                    where="output",
+                )
+        self.emit(ToolCalled, step=step, call_id=call.id, call=call)
+        self.emit(ToolReturned, step=step, call_id=call.id, result=result)
+        for failure, recovered_by in observed:
+            self.emit(
+                FailureObserved,
+                step=step,
+                call_id=call.id,
+                failure=failure,
+                recovered_by=recovered_by,
+            )
+        if result.failure is not None:
+            return CallRecord(call, result, None)
+        if admit is not None:
+            admit(data)
+        record = self.register(step, data, media_type, "tool_result", call.id, {})
+        return CallRecord(call, result, record)
+
+    def register(
+        self,
+        step: str,
+        data: bytes,
+        media_type: str,
+        kind: str,
+        call: str | None,
+        detail: dict[str, Any],
+    ) -> EvidenceRecord:
+        """Store ``data`` exactly as evidence of ``step`` and record ``evidence_registered``.
+
+        Raises:
+            OSError: the evidence or the trace cannot be written.
+
+        """
+        record, created = self.store.add(
+            data, media_type=media_type, kind=kind, step=step, call=call, detail=detail
+        )
+        if created is not None:
+            self._new_files.append(created)
+        self.emit(EvidenceRegistered, step=step, evidence=record)
+        return record
+
+    def call_step(
+        self,
+        step: str,
+        call: ToolCall,
+        result: ToolResult,
+        observed: Iterable[tuple[ToolFailure, str]],
+    ) -> CallRecord:
+        """Record a whole call step (``step_started``, the call block, ``step_finished``).
+
+        The step finishes ``ok`` with the evidence id, or ``failed`` with the failure's
+        reason, as the executor finishes a ``call`` step. Not committed: call
+        :meth:`commit`.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        self.emit(StepStarted, step=step, kind="call")
+        recorded = self.call_block(step, call, result, observed)
+        if recorded.evidence is None:
+            assert recorded.result.failure is not None
+            reason = failure_reason(recorded.result.failure)
+            self.emit(StepFinished, step=step, status="failed", detail={"reason": reason})
+        else:
+            detail = {"evidence": recorded.evidence.id}
+            self.emit(StepFinished, step=step, status="ok", detail=detail)
+        return recorded
+
+    def commit(self) -> None:
+        """Make what was recorded since the last commit land, as :attr:`durability` says.
+
+        ``commit``: nothing (the run directory writer syncs at the end); ``group``: one
+        write to the OS now, fsync within :data:`SYNC_INTERVAL`; ``each``: write and
+        fsync now.
+
+        Raises:
+            OSError: the write (or, for ``each``, the fsync) failed, or an earlier
+                background fsync did.
+
+        """
+        if self.durability == Durability.COMMIT:
+            return
+        if self._sync is not None and self._sync.error is not None:
+            raise self._sync.error
+        self.trace.flush()
+        paths, self._new_files = self._new_files, []
+        if self._sync is not None:
+            self._sync.mark(paths)
+        else:
+            self.sync_now(paths)
+
+    def sync_now(self, paths: Iterable[Path] = ()) -> None:
+        """Fsync the evidence files ``paths``, the evidence folder (when any) and the trace.
+
+        Raises:
+            OSError: an fsync failed.
+
+        """
+        synced_files = False
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            synced_files = True
+        if synced_files:
+            fd = os.open(self.store.directory, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if not self._closed:
+            self.trace.sync()
+
+    @property
+    def syncs(self) -> int:
+        """Background fsyncs done so far (``group``), for the benchmark."""
+        return self._sync.syncs if self._sync is not None else 0
+
+    def close(self, *, sync: bool = True) -> tuple[int, str]:
+        """Stop the syncer, write what is pending, close the trace; return its size and digest.
+
+        Raises:
+            OSError: the final write or fsync failed (the trace is closed anyway).
+
+        """
+        if self._sync is not None:
+            self._sync.stop()
+        try:
+            if sync and self.durability != Durability.COMMIT and self._new_files:
+                self.sync_now(self._new_files)
+        finally:
+            self._new_files = []
+            self._closed = True
+        return self.trace.close(sync=sync)

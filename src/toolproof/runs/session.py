@@ -1,0 +1,297 @@
+"""Live sessions: runs whose calls someone else chooses, recorded as they happen.
+
+A *session* records tool calls made by an MCP client of ``toolproof serve --record``
+or by an agent in-process. It lives in ``ROOT/sessions/<stamp>-<pid>/`` until it is
+finalized (:mod:`toolproof.runs.finalize`):
+
+* ``session.json``: when it started, the task, and which ``toolproof.toml`` it serves;
+* ``runtime.json``: the :class:`ExecutionRuntime` (the Toolset descriptor);
+* ``trace.jsonl``: for every call that reached a tool, in completion order, one call
+  step written by the :class:`~toolproof.runs.recorder.Recorder` (the emitter the
+  executor uses): ``step_started``, the call block, ``step_finished``. Each call is
+  one plan step, ``call-00000001`` and up. The block is handed to the OS in one write
+  before the call is answered, and fsynced by group commit (at most every 50 ms);
+* ``evidence/``: the result bytes, named by their SHA-256.
+
+The surface is three steps per call: :meth:`LiveSession.admit` before the body runs
+(it refuses a call that cannot be recorded, so nothing runs unrecorded),
+:meth:`LiveSession.record` after it, and :meth:`LiveSession.close` at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolproof.bundle.rundir import write_file
+from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
+from toolproof.errors import InputError, RecordingError, ToolCallError
+from toolproof.evidence.reasoners import reasoner_for
+from toolproof.identity import canonical_json
+from toolproof.runs.recorder import CallRecord, Durability, Recorder, fast_call, other_failures
+from toolproof.runs.spec import iter_refs
+from toolproof.tools.observe import Observation
+from toolproof.tools.toolset import Toolset
+
+__all__ = [
+    "RESERVE_BYTES",
+    "SESSIONS_DIR",
+    "SESSION_FILE",
+    "SESSION_TASK",
+    "Admission",
+    "LiveSession",
+    "discard_live",
+    "open_session",
+    "step_id",
+]
+
+SESSIONS_DIR = "sessions"
+"""Where live sessions live under the artifact root."""
+SESSION_FILE = "session.json"
+"""The marker of a live session directory."""
+SESSION_TASK = "MCP serve session"
+"""The task of the spec a finalized serve session becomes."""
+RESERVE_BYTES = 64 * 1024
+"""Free bytes a session's filesystem must have (beyond the arguments) to admit a call."""
+
+
+def step_id(number: int) -> str:
+    """The step id of the ``number``-th recorded call (from 1): ``call-00000001``."""
+    return f"call-{number:08d}"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A call admitted for recording (returned by :meth:`LiveSession.admit`).
+
+    Attributes:
+        tool: the tool name.
+        arguments: a copy of the arguments as admitted (the body may mutate its own).
+
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
+    failure = ToolFailure(
+        kind="unrecordable", message=f"call to {tool!r} cannot be recorded: {why}", where=where
+    )
+    return ToolCallError(failure)
+
+
+def _free_bytes(directory: Path) -> int:
+    stat = os.statvfs(directory)
+    return stat.f_bavail * stat.f_frsize
+
+
+@dataclass
+class LiveSession:
+    """A live session being recorded (see the module docstring).
+
+    Attributes:
+        root: the artifact root.
+        directory: the live session directory.
+        started_at: ISO 8601 UTC start time.
+        recorder: the recorder writing its trace and evidence.
+        calls: calls recorded so far.
+        closed: no more calls are recorded.
+        broken: the write error that stopped the recording, or ``None``.
+
+    """
+
+    root: Path
+    directory: Path
+    started_at: str
+    recorder: Recorder
+    calls: int = 0
+    closed: bool = False
+    broken: OSError | None = None
+    _records: list[CallRecord] = field(default_factory=list)
+
+    def _cannot_write(self, exc: OSError) -> str:
+        where = exc.filename or self.directory / "trace.jsonl"
+        return f"cannot write the recording at {where}: {exc.strerror or exc}"
+
+    def admit(self, tool: str, arguments: Any) -> Admission:
+        """Check that a call can be recorded, before its body runs.
+
+        Args:
+            tool: the tool (or variant) name.
+            arguments: the caller's arguments object.
+
+        Returns:
+            The :class:`Admission` to hand to :meth:`record`.
+
+        Raises:
+            ToolCallError: the call is refused, nothing runs (kind ``unrecordable``): its
+                arguments hold a ``{"$ref": ...}`` object (a run spec reads it as a step
+                reference) or have no canonical JSON form (an integer beyond 2**53, RFC
+                8785); or the recording cannot be written (an earlier write failed, or
+                the filesystem has less than :data:`RESERVE_BYTES` free: the message
+                names the path and the error).
+
+        """
+        why, where = None, "runtime"
+        if self.broken is not None:
+            why = self._cannot_write(self.broken)
+        elif self.closed:
+            why = "the session is closed"
+        if why is None and isinstance(arguments, dict):
+            where = "arguments"
+            try:
+                if list(iter_refs(arguments)):
+                    why = (
+                        'its arguments hold a {"$ref": ...} object, which a run spec reads '
+                        "as a step reference"
+                    )
+            except InputError:
+                why = (
+                    'its arguments hold a malformed {"$ref": ...} object, which a run spec refuses'
+                )
+        snapshot: dict[str, Any] = {}
+        if why is None:
+            where = "arguments"
+            try:
+                call = ToolCall(tool=tool, arguments=arguments, step=step_id(1))
+                snapshot = dict(call.arguments)
+                needed = RESERVE_BYTES + 2 * len(canonical_json(snapshot))
+            except (InputError, ValidationError) as exc:
+                detail = exc.message if isinstance(exc, InputError) else str(exc)
+                why = f"its arguments have no canonical JSON form ({detail})"
+        if why is None:
+            where = "runtime"
+            try:
+                free = _free_bytes(self.directory)
+            except OSError as exc:
+                why = self._cannot_write(exc)
+            else:
+                if free < needed:
+                    error = OSError(28, os.strerror(28), str(self.directory / "trace.jsonl"))
+                    why = (
+                        f"{self._cannot_write(error)} ({free} bytes free, {needed} needed "
+                        "to record the call)"
+                    )
+        if why is not None:
+            raise _unrecordable(tool, why, where)
+        return Admission(tool, snapshot)
+
+    def record(
+        self, admission: Admission, result: ToolResult, seen: Observation | None = None
+    ) -> CallRecord:
+        """Record one finished call as the next step, written before it is answered.
+
+        Args:
+            admission: what :meth:`admit` returned for the call.
+            result: what the call returned.
+            seen: what its layers reported (:func:`~toolproof.tools.observe.observe_failures`);
+                the failures other than the returned one become ``failure_observed``.
+
+        Returns:
+            The :class:`CallRecord` (the result recorded: an ``invalid_result`` failure
+            when the value has no canonical JSON form).
+
+        Raises:
+            ToolCallError: the call ran but its block cannot be written (kind
+                ``unrecordable``, naming the path); the session records nothing more.
+
+        """
+        if self.closed or self.broken is not None:
+            raise _unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
+        self.calls += 1
+        step = step_id(self.calls)
+        call = fast_call(admission.tool, admission.arguments, step)
+        observed = other_failures(seen, result) if seen is not None else []
+        try:
+            recorded = self.recorder.call_step(step, call, result, observed)
+            self.recorder.commit()
+        except OSError as exc:
+            self.broken = exc
+            raise _unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
+        return recorded
+
+    def close(self) -> None:
+        """Stop recording and close the trace (fsynced); finalize with :mod:`.finalize`.
+
+        Raises:
+            RecordingError: the last write or fsync failed (the live directory is kept).
+
+        """
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.recorder.close()
+        except OSError as exc:
+            self.broken = self.broken or exc
+        if self.broken is not None:
+            raise RecordingError(
+                f"session {self.directory}: {self._cannot_write(self.broken)}; what was "
+                "written before is kept for `toolproof verify --recover`",
+                path=str(self.directory),
+            )
+
+
+def open_session(
+    root: Path,
+    toolset: Toolset,
+    *,
+    task: str = SESSION_TASK,
+    durability: Durability = Durability.GROUP,
+) -> LiveSession:
+    """Open a live session under ``root/sessions/`` for ``toolset``.
+
+    Args:
+        root: the artifact root (created if missing).
+        toolset: the Toolset whose calls are recorded; its descriptor is the runtime.
+        task: the task of the run the session becomes.
+        durability: when recorded calls become durable (default group commit).
+
+    Raises:
+        InputError: ``root`` exists and is not a directory.
+        RecordingError: the session directory cannot be written (a full disk, a
+            read-only filesystem); nothing is left of it.
+
+    """
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise InputError(f"--record {str(root)!r}: not a directory", path=str(root))
+    now = datetime.now(UTC)
+    name = f"{now.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    directory = root / SESSIONS_DIR / name
+    started_at = now.isoformat(timespec="milliseconds")
+    config = toolset.metadata.get("config_path")
+    header = {"started_at": started_at, "config": config, "pid": os.getpid()}
+    if task != SESSION_TASK:
+        header["task"] = task
+    reasoner = reasoner_for(ReasonerSpec())
+    runtime = ExecutionRuntime(
+        mode="live", toolset=toolset.descriptor(), reasoner=reasoner.descriptor(), seed=0
+    )
+    try:
+        directory.mkdir(parents=True)
+        write_file(directory / SESSION_FILE, json.dumps(header, sort_keys=True).encode("utf-8"))
+        write_file(directory / "runtime.json", canonical_json(runtime.to_json()))
+        recorder = Recorder(directory, durability=durability)
+    except OSError as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RecordingError(
+            f"cannot open a recorded session under {root / SESSIONS_DIR}: "
+            f"{exc.strerror or exc} ({exc.filename or directory})",
+            path=str(exc.filename or directory),
+        ) from exc
+    return LiveSession(root, directory, started_at, recorder)
+
+
+def discard_live(directory: Path) -> None:
+    """Remove a live session directory (after its run was committed)."""
+    shutil.rmtree(directory, ignore_errors=True)

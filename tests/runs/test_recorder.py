@@ -1,0 +1,214 @@
+"""The one recorder: its lines equal the validated models', its durability holds a kill."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproof.bundle.trace import TraceWriter, read_trace
+from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
+from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
+from toolproof.contract.trace import (
+    ClaimEmitted,
+    EvidenceRegistered,
+    FailureObserved,
+    RunFailed,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+)
+from toolproof.evidence.store import EvidenceStore
+from toolproof.runs.recorder import Durability, Recorder, fast_call, other_failures
+from toolproof.tools.observe import Observation
+
+
+def _events(tmp: Path) -> list[tuple[type[Any], dict[str, Any]]]:
+    call = ToolCall(tool="t", arguments={"q": "é", "n": [1, 2.5, None]}, step="s")
+    failure = ToolFailure(kind="tool_error", message="boom", retryable=True)
+    record = EvidenceStore(tmp).put(
+        b"bytes", media_type="text/plain", source=EvidenceSource(kind="chunk", step="s")
+    )
+    claim = Claim(
+        statement="x",
+        type=ClaimType.ASSUMED,
+        status=ClaimStatus.UNVALIDATED,
+        reasoner="spec",
+        reason="r",
+    )
+    return [
+        (StepStarted, {"step": "s", "kind": "call"}),
+        (ToolCalled, {"step": "s", "call_id": call.id, "call": call}),
+        (ToolReturned, {"step": "s", "call_id": call.id, "result": ToolResult.success({"a": 1})}),
+        (
+            ToolReturned,
+            {"step": "s", "call_id": call.id, "result": ToolResult(ok=False, failure=failure)},
+        ),
+        (FailureObserved, {"step": "s", "call_id": call.id, "failure": failure}),
+        (
+            FailureObserved,
+            {"step": "s", "call_id": call.id, "failure": failure, "recovered_by": "retry"},
+        ),
+        (EvidenceRegistered, {"step": "s", "evidence": record}),
+        (ClaimEmitted, {"step": "derive", "claim": claim}),
+        (StepFinished, {"step": "s", "status": "ok"}),
+        (StepFinished, {"step": "s", "status": "failed", "detail": {"reason": "x", "n": 1.5}}),
+        (RunFailed, {"step": "s", "reason": "budget", "message": "m"}),
+    ]
+
+
+def test_every_event_kind_is_written_exactly_as_its_validated_model(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    events = _events(tmp_path / "a")
+    checked = TraceWriter(tmp_path / "a" / "trace.jsonl")
+    recorder = Recorder(tmp_path / "b")
+    for cls, fields in events:
+        checked.emit(cls, **fields)
+        recorder.emit(cls, **fields)
+    checked.close()
+    recorder.close()
+    fast = (tmp_path / "b" / "trace.jsonl").read_bytes()
+    assert fast == (tmp_path / "a" / "trace.jsonl").read_bytes()
+    lines, problem = read_trace(fast)
+    assert problem is None and [line.problem for line in lines] == [None] * len(events)
+
+
+def test_a_fast_call_has_the_models_id() -> None:
+    arguments = {"text": "héllo", "nested": {"b": [1, {"c": None}], "a": True}}
+    assert fast_call("echo", arguments, "call-00000007") == ToolCall(
+        tool="echo", arguments=arguments, step="call-00000007"
+    )
+
+
+def test_evidence_records_built_on_the_hot_path_equal_validated_ones(tmp_path: Path) -> None:
+    store = EvidenceStore(tmp_path)
+    record, created = store.add(
+        b'{"a":1}', media_type="application/json", kind="tool_result", step="s", call="call_x"
+    )
+    assert created == tmp_path / record.path
+    again, created_again = store.add(
+        b'{"a":1}', media_type="application/json", kind="tool_result", step="s2", call="call_y"
+    )
+    assert created_again is None
+    validated = store.put(
+        b'{"a":1}',
+        media_type="application/json",
+        source=EvidenceSource(kind="tool_result", step="s", call="call_x"),
+    )
+    assert record.to_json() == validated.to_json()
+    assert again.source.step == "s2"
+
+
+def test_flush_hands_lines_to_the_os_before_close(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path / "trace.jsonl", buffer_bytes=0)
+    writer.emit(StepStarted, step="a", kind="call")
+    assert (tmp_path / "trace.jsonl").read_bytes() == b""
+    writer.flush()
+    assert (tmp_path / "trace.jsonl").read_bytes().count(b"\n") == 1
+    writer.close()
+
+
+def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
+    """The grammar a session writes: step_started, the block, step_finished."""
+    recorder = Recorder(tmp_path, durability=Durability.EACH)
+    call = fast_call("t", {"x": 1}, "call-00000001")
+    failure = ToolFailure(kind="tool_error", message="first", retryable=True)
+    seen = Observation(failures=[failure], recovered=[(failure, "retry")])
+    result = ToolResult.success("ok")
+    recorded = recorder.call_step("call-00000001", call, result, other_failures(seen, result))
+    recorder.commit()
+    recorder.close()
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_bytes().splitlines()]
+    assert [e["type"] for e in events] == [
+        "step_started",
+        "tool_called",
+        "tool_returned",
+        "failure_observed",
+        "evidence_registered",
+        "step_finished",
+    ]
+    assert events[3]["recovered_by"] == "retry"
+    assert recorded.evidence is not None
+    assert events[5]["detail"] == {"evidence": recorded.evidence.id}
+    assert (tmp_path / recorded.evidence.path).read_bytes() == b"ok"
+
+
+def test_a_value_with_no_canonical_form_is_recorded_as_invalid_result(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path)
+    call = fast_call("t", {}, "s")
+    recorded = recorder.call_block("s", call, ToolResult.success({"x": float("nan")}), [])
+    recorder.close()
+    assert recorded.evidence is None and recorded.result.failure is not None
+    assert recorded.result.failure.kind == "invalid_result"
+    assert recorded.result.failure.message.startswith(
+        "tool 't' returned a value with no canonical JSON form: "
+    )
+
+
+_KILLED = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from toolproof.contract.tools import ToolResult
+    from toolproof.runs.recorder import Durability, Recorder, fast_call, other_failures
+
+    recorder = Recorder(Path(sys.argv[1]), durability=Durability.GROUP, sync_interval=3600)
+    for n in range(1, 1000000):
+        step = f"call-{n:08d}"
+        recorder.call_step(step, fast_call("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.commit()
+        print(n, flush=True)  # acknowledged
+        if n >= 200:
+            time.sleep(0.01)
+    """
+)
+
+
+def test_group_commit_loses_nothing_acknowledged_when_the_process_is_killed(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL between two calls: every acknowledged call's block is in the trace.
+
+    The fsync interval is an hour, so what survives is what ``commit`` wrote to the
+    OS at once, not what a sync happened to flush.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    acknowledged = 0
+    for line in process.stdout:
+        acknowledged = int(line)
+        if acknowledged == 250:
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    process.stdout.close()
+    lines, problem = read_trace((tmp_path / "trace.jsonl").read_bytes())
+    assert problem is None
+    assert all(line.problem is None for line in lines)
+    finished = [line.event for line in lines if isinstance(line.event, StepFinished)]
+    assert len(finished) >= acknowledged == 250
+    assert len(lines) == 5 * len(finished)
+
+
+@pytest.mark.parametrize("durability", [Durability.GROUP, Durability.EACH])
+def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Durability) -> None:
+    recorder = Recorder(tmp_path, durability=durability, sync_interval=0.01)
+    for n in range(1, 4):
+        step = f"call-{n:08d}"
+        recorder.call_step(step, fast_call("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.commit()
+    size, _ = recorder.close()
+    assert size == (tmp_path / "trace.jsonl").stat().st_size
+    assert sorted(p.read_bytes() for p in (tmp_path / "evidence").iterdir()) == [b"1", b"2", b"3"]
+    if durability == Durability.GROUP:
+        assert 1 <= recorder.syncs <= 3
