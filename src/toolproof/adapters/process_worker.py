@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolproof.backends.protocol import MAX_FRAME
 from toolproof.backends.worker import serve_pipes
 from toolproof.config import build_toolset
 
@@ -19,7 +20,7 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``--config FILE`` and serve until the pool closes the pipe.
+    """Parse ``--config FILE [--max-result-bytes N]`` and serve until the pool closes the pipe.
 
     Returns:
         The exit status (see :func:`toolproof.backends.worker.serve_pipes`).
@@ -27,8 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m toolproof.adapters.process_worker")
     parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--max-result-bytes", type=int, default=MAX_FRAME)
     args = parser.parse_args(argv)
-    return serve_pipes(args.config, build_toolset)
+    return serve_pipes(args.config, build_toolset, max_result_bytes=args.max_result_bytes)
 
 
 if __name__ == "__main__":

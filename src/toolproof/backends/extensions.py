@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.backends.process import ProcessPool
-from toolproof.backends.protocol import descriptor_digest
+from toolproof.backends.protocol import MAX_FRAME, descriptor_digest
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.apply import ApplyContext
@@ -46,6 +46,8 @@ class ProcessConfig(BaseModel):
         timeout: seconds a call may run before its worker is killed (``None``: no limit).
         workers: worker processes in the pool.
         start_timeout: seconds a worker may take to build the Toolset.
+        max_result_bytes: the largest result (bytes of canonical JSON) a worker sends
+            back; a larger one is an ``invalid_result`` failure naming the limit.
 
     """
 
@@ -54,6 +56,7 @@ class ProcessConfig(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     workers: int = Field(default=2, ge=1, le=64)
     start_timeout: float = Field(default=30.0, gt=0)
+    max_result_bytes: int = Field(default=MAX_FRAME, ge=1, le=MAX_FRAME)
 
 
 class CeleryConfig(BaseModel):
@@ -134,14 +137,17 @@ def process_factory(
     """
     ctx = _needs_file(context, "process")
     toolset = ctx.toolset
-    key = (str(ctx.config_path), config.workers, config.start_timeout)
-    pools: dict[tuple[str, int, float], ProcessPool]
+    key = (str(ctx.config_path), config.workers, config.start_timeout, config.max_result_bytes)
+    pools: dict[tuple[str, int, float, int], ProcessPool]
     pools = toolset.metadata.setdefault("process_pools", {}) if toolset is not None else {}
     pool = pools.get(key)
     if pool is None:
         assert ctx.config_path is not None
         pool = ProcessPool(
-            ctx.config_path, workers=config.workers, start_timeout=config.start_timeout
+            ctx.config_path,
+            workers=config.workers,
+            start_timeout=config.start_timeout,
+            max_result_bytes=config.max_result_bytes,
         )
         pools[key] = pool
         if toolset is not None:

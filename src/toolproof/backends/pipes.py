@@ -16,6 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from toolproof.backends.containment import Cell
 from toolproof.backends.protocol import FrameReader, ProtocolError
 
 __all__ = [
@@ -45,11 +46,23 @@ def describe_exit(returncode: int | None) -> str:
 
 @dataclass(eq=False)
 class WorkerHandle:
-    """A worker process, the caller's ends of its pipes, and its state in the pool."""
+    """A worker process, the caller's ends of its pipes, and its state in the pool.
+
+    Attributes:
+        proc: the worker process.
+        rfd: the caller's (non-blocking) read end of the worker's answers.
+        wfd: the caller's write end of the worker's requests.
+        pidfd: a pidfd of the worker, readable once it ends (-1 where unsupported).
+        cell: the container of the worker and its descendants
+            (:class:`~toolproof.backends.containment.Cell`).
+
+    """
 
     proc: subprocess.Popen[bytes]
     rfd: int
     wfd: int
+    pidfd: int = -1
+    cell: Cell | None = None
     reader: FrameReader = field(default_factory=FrameReader)
     busy: bool = False
     greeted: bool = False
@@ -60,27 +73,47 @@ class WorkerHandle:
         """The worker's process id."""
         return self.proc.pid
 
+    def exited(self) -> bool:
+        """Whether the worker has ended (reaps it if so; never blocks)."""
+        return self.proc.poll() is not None
+
     def kill(self) -> None:
-        """Send ``SIGKILL`` unless the process has already ended."""
-        if self.proc.poll() is None:
+        """Kill the worker and every process its bodies started (its :class:`Cell`).
+
+        The worker's tree is searched only while it has not been reaped (its pid
+        cannot have been reused); after that, its cell still finds what it left.
+        """
+        root = self.pid if self.proc.returncode is None else None
+        if self.cell is not None:
+            self.cell.kill(root)
+        elif root is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
 
+    def sweep(self) -> None:
+        """Kill what an ended worker left behind (every other process of its cell)."""
+        if self.cell is not None:
+            self.cell.kill(None)
+
     def close_fds(self) -> None:
-        """Close the caller's ends of both pipes; idempotent."""
-        for fd in (self.rfd, self.wfd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.rfd = self.wfd = -1
+        """Close the caller's ends of both pipes and the pidfd, remove the cell; idempotent."""
+        for fd in (self.rfd, self.wfd, self.pidfd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.rfd = self.wfd = self.pidfd = -1
+        if self.cell is not None:
+            self.cell.close()
 
 
 def terminate_all(workers: set[WorkerHandle]) -> None:
-    """Kill and reap every worker (the pool's finalizer, also run at interpreter exit)."""
+    """Kill and reap every worker and what it started (the pool's finalizer, also at exit)."""
     for worker in list(workers):
         worker.kill()
     for worker in list(workers):
         with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored
             worker.proc.wait(timeout=5)
+        worker.sweep()
         worker.close_fds()
     workers.clear()
 
@@ -109,7 +142,11 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 async def read_frame(worker: WorkerHandle, timeout: float | None) -> bytes | None:
-    """Wait for the worker's next frame; ``None`` at end of file (the worker died).
+    """Wait for the worker's next frame; ``None`` when the worker died.
+
+    Death is read from the process itself (its pidfd becomes readable), not only
+    from end of file on the pipe: a process the body forked may still hold the
+    pipe's write end. Whatever the worker wrote before it ended is still read.
 
     Raises:
         TimeoutError: nothing complete arrived within ``timeout`` seconds.
@@ -119,32 +156,45 @@ async def read_frame(worker: WorkerHandle, timeout: float | None) -> bytes | Non
     loop = asyncio.get_running_loop()
     done: asyncio.Future[bytes | None] = loop.create_future()
 
+    def pull() -> bool:
+        """Read what is there; True when the future got its outcome."""
+        while True:
+            try:
+                chunk = os.read(worker.rfd, 1 << 16)
+            except BlockingIOError:
+                return False
+            except OSError:
+                chunk = b""
+            if not chunk:
+                done.set_result(None)
+                return True
+            try:
+                frames = worker.reader.feed(chunk)
+            except ProtocolError as exc:
+                done.set_exception(exc)
+                return True
+            if frames:
+                done.set_result(frames[0])
+                return True
+
     def readable() -> None:
-        if done.done():
-            return
-        try:
-            chunk = os.read(worker.rfd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
+        if not done.done():
+            pull()
+
+    def ended() -> None:
+        if not done.done() and not pull():
             done.set_result(None)
-            return
-        try:
-            frames = worker.reader.feed(chunk)
-        except ProtocolError as exc:
-            done.set_exception(exc)
-            return
-        if frames:
-            done.set_result(frames[0])
 
     loop.add_reader(worker.rfd, readable)
+    if worker.pidfd >= 0:
+        loop.add_reader(worker.pidfd, ended)
     try:
         async with asyncio.timeout(timeout):
             return await done
     finally:
         loop.remove_reader(worker.rfd)
+        if worker.pidfd >= 0:
+            loop.remove_reader(worker.pidfd)
 
 
 async def reap(worker: WorkerHandle, timeout: float) -> None:

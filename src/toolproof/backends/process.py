@@ -15,10 +15,18 @@ Faults become results, never hangs:
   the pool starts a replacement;
 * a cancelled caller: the worker running its job is killed and replaced.
 
+* a result over ``max_result_bytes``: ``kind="invalid_result"`` naming the limit;
+* an idle worker that died: replaced before a call is handed to it.
+
+Every worker lives in a :class:`~toolproof.backends.containment.Cell` (its own
+cgroup v2 where the host allows it, else a subreaper tree and an environment tag):
+killing a worker kills every process its bodies started, however they detached.
+Death is read from a pidfd of the worker, not from the pipe alone.
+
 The pool serves callers on any event loop (it registers the pipe with the running
-loop per call). :meth:`ProcessPool.close` ends every worker; workers also exit on
-their own when the caller's end of the pipe closes, so a caller killed with
-``SIGKILL`` leaves no process behind.
+loop per call). :meth:`ProcessPool.close` ends every worker and what it started;
+workers also end, with what they started, when the caller's process dies, even by
+``SIGKILL`` (see :func:`toolproof.backends.worker.serve_pipes`).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Self
 
+from toolproof.backends.containment import Cell
 from toolproof.backends.pipes import (
     WorkerHandle,
     describe_exit,
@@ -44,8 +53,14 @@ from toolproof.backends.pipes import (
     terminate_all,
     write_all,
 )
-from toolproof.backends.protocol import ProtocolError, decode_result, encode_request, frame
-from toolproof.backends.worker import WORKER_ENV
+from toolproof.backends.protocol import (
+    MAX_FRAME,
+    ProtocolError,
+    decode_result,
+    encode_request,
+    frame,
+)
+from toolproof.backends.worker import PARENT_ENV, WORKER_ENV
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import BackendError
 
@@ -63,6 +78,12 @@ class ProcessPool:
         workers: the number of worker processes (at least 1).
         start_timeout: seconds a worker may take to build its Toolset and say hello.
         python: the interpreter to run workers with (default: this one).
+        max_result_bytes: the largest result (bytes of canonical JSON) a worker sends
+            back; a larger one is an ``invalid_result`` failure naming the limit
+            (at most :data:`~toolproof.backends.protocol.MAX_FRAME`, 256 MiB).
+        use_cgroup: contain each worker in a cgroup v2 of its own where the host
+            allows it (False: the subreaper tree and tag only; see
+            :mod:`toolproof.backends.containment`).
 
     Raises:
         BackendError: (on use) the pool is closed, or runs inside a toolproof worker.
@@ -76,9 +97,17 @@ class ProcessPool:
         workers: int = 2,
         start_timeout: float = 30.0,
         python: str | None = None,
+        max_result_bytes: int = MAX_FRAME,
+        use_cgroup: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
+        if not 1 <= max_result_bytes <= MAX_FRAME:
+            raise ValueError(
+                f"max_result_bytes must be between 1 and {MAX_FRAME}, not {max_result_bytes}"
+            )
+        self.max_result_bytes = max_result_bytes
+        self.use_cgroup = use_cgroup
         self.config_path = Path(config_path).resolve()
         self.size = workers
         self.start_timeout = start_timeout
@@ -106,8 +135,14 @@ class ProcessPool:
         """
         env = dict(os.environ)
         env.pop(WORKER_ENV, None)
+        cell = Cell(use_cgroup=self.use_cgroup)
+        env.update(cell.environment())
+        env[PARENT_ENV] = str(os.getpid())
+        command = [self.python, "-m", WORKER_MODULE, "--config", str(self.config_path)]
+        if self.max_result_bytes != MAX_FRAME:
+            command += ["--max-result-bytes", str(self.max_result_bytes)]
         proc = subprocess.Popen(
-            [self.python, "-m", WORKER_MODULE, "--config", str(self.config_path)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
@@ -115,7 +150,14 @@ class ProcessPool:
             env=env,
         )
         assert proc.stdin is not None and proc.stdout is not None
-        worker = WorkerHandle(proc, os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()))
+        cell.enter(proc.pid)  # Python's start-up forks nothing: the worker is still alone
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # no pidfd: death is read from end of file only
+            pidfd = -1
+        worker = WorkerHandle(
+            proc, os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()), pidfd, cell
+        )
         proc.stdin.close()
         proc.stdout.close()
         os.set_blocking(worker.rfd, False)
@@ -141,6 +183,7 @@ class ProcessPool:
         return error
 
     def _discard(self, worker: WorkerHandle) -> None:
+        """Kill ``worker`` and everything its bodies started; reap it; close its fds."""
         worker.kill()
         with self._lock:
             self._all.discard(worker)
@@ -148,6 +191,7 @@ class ProcessPool:
                 self._idle.remove(worker)
         with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be ignored
             worker.proc.wait(timeout=5)
+        worker.sweep()
         worker.close_fds()
 
     def _replace(self, worker: WorkerHandle) -> None:
@@ -186,18 +230,31 @@ class ProcessPool:
                 "the process backend cannot start inside a toolproof worker "
                 "(rule: a relocating backend runs on the caller's side)"
             )
+        dead: list[WorkerHandle] = []
+        worker: WorkerHandle | None = None
+        waiter: asyncio.Future[WorkerHandle] | None = None
         with self._lock:
             if self._closed:
                 raise BackendError(f"process pool for {self.config_path} is closed")
-            if self._idle:
-                worker = self._idle.pop()
-                worker.busy = True
-                return worker
-            missing = self.size - len(self._all)
-            waiter: asyncio.Future[WorkerHandle] | None = None
-            if missing <= 0:
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
+            while self._idle:
+                candidate = self._idle.pop()
+                if not candidate.exited():
+                    worker = candidate
+                    worker.busy = True
+                    break
+                # An idle worker that died is replaced, never handed a call.
+                self._all.discard(candidate)
+                dead.append(candidate)
+            if worker is None:
+                missing = self.size - len(self._all)
+                if missing <= 0:
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+        for gone in dead:
+            gone.sweep()
+            gone.close_fds()
+        if worker is not None:
+            return worker
         if waiter is None:
             # Warm the whole pool at once; this call takes the first new worker.
             mine = self._spawn()
@@ -294,6 +351,16 @@ class ProcessPool:
                 retryable=True,
                 detail={"timeout_s": timeout, "pid": worker.pid},
             )
+        except ProtocolError as exc:
+            self._replace(worker)
+            return ToolResult.fail(
+                "backend",
+                f"worker process {worker.pid} broke the protocol while running tool "
+                f"{variant!r}: {exc.message}; the pool replaced it",
+                where="worker",
+                retryable=True,
+                detail={"pid": worker.pid},
+            )
         except BaseException:
             # Cancelled (or an internal error): the job must not keep running.
             self._replace(worker)
@@ -349,6 +416,7 @@ class ProcessPool:
             except subprocess.TimeoutExpired:
                 worker.kill()
                 worker.proc.wait()
+            worker.sweep()  # what a body left running (a daemon child) ends with the pool
             if not worker.busy:
                 worker.close_fds()
                 with self._lock:

@@ -17,15 +17,28 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import fcntl
 import os
+import select
 import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar, TypeVarTuple, Unpack
+from typing import NoReturn, TypeVar, TypeVarTuple, Unpack
 
+from toolproof.backends.containment import (
+    CGROUP_ENV,
+    TAG_ENV,
+    cgroup_kill,
+    kill_tree,
+    parent_pidfd,
+    set_parent_death_signal,
+    set_subreaper,
+)
 from toolproof.backends.protocol import (
+    MAX_FRAME,
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,
@@ -40,6 +53,7 @@ from toolproof.identity import canonical_json
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
+    "PARENT_ENV",
     "WORKER_ENV",
     "Builder",
     "SyncRuntime",
@@ -54,6 +68,12 @@ Ts = TypeVarTuple("Ts")
 
 WORKER_ENV = "TOOLPROOF_WORKER"
 """Set to ``"1"`` in every worker process; a relocating backend refuses to start there."""
+
+PARENT_ENV = "TOOLPROOF_WORKER_PARENT"
+"""The pid of the process that started a pool worker (the worker dies with it)."""
+
+_PARENT_DEATH_SIGNAL = signal.SIGUSR1
+_PRIVATE_FD_MIN = 200
 
 Builder = Callable[[Path], Awaitable[Toolset]]
 """``async (config_path) -> sealed Toolset``: how a worker builds its Toolset."""
@@ -200,13 +220,42 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _end_worker(code: int) -> NoReturn:
+    """Kill every process the bodies started, then end this worker at once.
+
+    With a cgroup, one ``cgroup.kill`` ends them and this worker together.
+    """
+    cgroup = os.environ.get(CGROUP_ENV)
+    if not (cgroup and cgroup_kill(Path(cgroup))):
+        kill_tree(os.getpid(), os.environ.get(TAG_ENV))
+    os._exit(code)
+
+
 def _watch_parent(parent: int) -> None:
-    # The pipe closing on parent death ends the worker; this catches the rare case of
-    # the pipe's write end leaking into another process.
-    while True:
-        time.sleep(0.5)
+    """End the worker, and everything below it, when the caller's process ends.
+
+    It waits on a pidfd of the caller (no polling); when no pidfd can be had it
+    checks :func:`os.getppid` every 0.2 s. Either way it also covers a caller that
+    died before the parent-death signal was set.
+    """
+    fd = parent_pidfd(parent)
+    if fd is None:
+        _end_worker(0)
+    try:
+        select.select([fd], [], [])
+    except OSError:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+    _end_worker(0)
+
+
+def _on_parent_death(parent: int) -> Callable[[int, object], None]:
+    def handler(signum: int, frame: object) -> None:
+        # The signal follows the caller's *thread*: act only if the process is gone.
         if os.getppid() != parent:
-            os._exit(0)
+            _end_worker(0)
+
+    return handler
 
 
 def _reader(rfd: int, inbox: asyncio.Queue[bytes]) -> Callable[[], None]:
@@ -223,18 +272,36 @@ def _reader(rfd: int, inbox: asyncio.Queue[bytes]) -> Callable[[], None]:
         if not chunk:
             # The caller closed the pipe (pool shutdown) or died: nobody will read a
             # result any more, so do not wait for a running body.
-            os._exit(0)
+            _end_worker(0)
         try:
             frames = reader.feed(chunk)
         except ProtocolError:
-            os._exit(3)
+            _end_worker(3)
         for item in frames:
             inbox.put_nowait(item)
 
     return readable
 
 
-async def _serve(config: Path, build: Builder, rfd: int, wfd: int) -> int:
+def _bounded(answer: bytes, request: bytes, limit: int) -> bytes:
+    """``answer``, or an ``invalid_result`` failure naming the limit when it is over it."""
+    if len(answer) <= limit:
+        return answer
+    try:
+        variant: object = decode_request(request).variant
+    except ProtocolError:
+        variant = "?"
+    failure = ToolResult.fail(
+        "invalid_result",
+        f"tool {variant!r} returned {len(answer)} bytes of JSON, over the process backend's "
+        f"result limit of {limit} bytes (max_result_bytes)",
+        where="output",
+        detail={"bytes": len(answer), "limit_bytes": limit},
+    )
+    return encode_result(failure)
+
+
+async def _serve(config: Path, build: Builder, rfd: int, wfd: int, limit: int) -> int:
     runtime = WorkerRuntime(config, build)
     try:
         toolset = await runtime.start()
@@ -255,33 +322,63 @@ async def _serve(config: Path, build: Builder, rfd: int, wfd: int) -> int:
     try:
         while True:
             request = await inbox.get()
-            _write_all(wfd, frame(await runtime.handle(request)))
+            answer = _bounded(await runtime.handle(request), request, limit)
+            _write_all(wfd, frame(answer))
     finally:
         await runtime.aclose()
 
 
-def serve_pipes(config: Path, build: Builder) -> int:
+def _private_fd(fd: int) -> int:
+    """A close-on-exec duplicate of ``fd`` above the low numbers a body might reuse."""
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _PRIVATE_FD_MIN)
+
+
+def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRAME) -> int:
     """Run a process-pool worker on its stdin/stdout pipes until the caller closes them.
+
+    Before anything else runs, the worker makes sure nothing it starts can outlive it
+    or hide its death (see :mod:`toolproof.backends.containment`): the protocol pipes
+    move to private close-on-exec descriptors that a forked child closes at once
+    (``os.register_at_fork``); fds 0 and 1 become ``/dev/null`` and stderr; the
+    worker becomes a child subreaper; a parent-death signal and a pidfd watch on the
+    caller end it, and every process below it, when the caller dies (even by
+    ``SIGKILL``).
 
     Args:
         config: the ``toolproof.toml`` to build the Toolset from.
         build: builds the Toolset.
+        max_result_bytes: the largest answer (bytes of canonical JSON) sent back;
+            a larger result becomes an ``invalid_result`` failure naming the limit.
 
     Returns:
         1 when the composition root could not be built (the error travels to the
         caller in the hello frame). When the caller closes the pipe or dies, the
-        process exits with status 0 at once, even in the middle of a body.
+        process kills what its bodies started and exits with status 0 at once, even
+        in the middle of a body.
 
     """
     os.environ[WORKER_ENV] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    rfd, wfd = os.dup(0), os.dup(1)
+    parent = int(os.environ.get(PARENT_ENV) or os.getppid())
+    set_subreaper()
+    signal.signal(_PARENT_DEATH_SIGNAL, _on_parent_death(parent))
+    set_parent_death_signal(_PARENT_DEATH_SIGNAL)
+    if os.getppid() != parent:  # the caller died before the signal was set
+        _end_worker(0)
+    rfd, wfd = _private_fd(0), _private_fd(1)
+
+    def close_protocol_fds() -> None:
+        for fd in (rfd, wfd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    os.register_at_fork(after_in_child=close_protocol_fds)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     os.dup2(2, 1)
     threading.Thread(
-        target=_watch_parent, args=(os.getppid(),), name="toolproof-parent-watch", daemon=True
+        target=_watch_parent, args=(parent,), name="toolproof-parent-watch", daemon=True
     ).start()
     with asyncio.Runner(loop_factory=worker_loop) as runner:
-        return runner.run(_serve(config, build, rfd, wfd))
+        return runner.run(_serve(config, build, rfd, wfd, max_result_bytes))
