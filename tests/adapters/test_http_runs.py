@@ -13,6 +13,9 @@ import httpx
 import pytest
 from serve_helpers import free_port, spawn
 
+from toolproof.bundle.attest import attest_run
+from toolproof.bundle.dsse import generate_key
+
 TOKEN = "runs-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-evidence"
@@ -180,3 +183,26 @@ def test_a_tampered_run_fails_verify_and_replay_is_refused(
     assert refused.status_code == 409
     assert refused.json()["error"] == "replay-refused"
     assert refused.json()["message"].startswith("frozen replay refused: [manifest] claims.json:")
+
+
+def test_attestations_are_served_as_stored(
+    api: tuple[httpx.Client, Path], created: dict[str, Any], tmp_path: Path
+) -> None:
+    client, root = api
+    run_id = created["run_id"]
+    assert client.get(f"/v1/runs/{run_id}/attestations").json() == {
+        "run_id": run_id,
+        "envelopes": [],
+        "keys": {},
+    }
+    key = generate_key(tmp_path / "producer")
+    path = attest_run(root / "runs" / run_id, key).path
+    answer = client.get(f"/v1/runs/{run_id}/attestations")
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "run_id": run_id,
+        "envelopes": [json.loads(path.read_bytes())],
+        "keys": {key.public.key_id: key.public.pem().decode()},
+    }
+    missing = client.get(f"/v1/runs/run_{'0' * 64}/attestations")
+    assert missing.status_code == 404

@@ -80,6 +80,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.serve",
     "toolproof.adapters.cli.runs",
     "toolproof.adapters.cli.worker",
+    "toolproof.adapters.cli.attest",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

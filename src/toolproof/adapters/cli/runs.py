@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console, run_async
+from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.bundle.paths import confine
 from toolproof.config import load_toolset
 from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
@@ -135,6 +136,15 @@ def _verify(
     recover: bool = typer.Option(
         False, "--recover", help="Finalize a live serve session a killed server left, then verify."
     ),
+    signers: list[Path] = typer.Option(
+        [], "--signer", help="A public key that must have signed the run (repeatable)."
+    ),
+    attestations: list[Path] = typer.Option(
+        [], "--attestation", help="An envelope to check (default ROOT/attestations/<run>)."
+    ),
+    require_signature: bool = typer.Option(
+        False, "--require-signature", help="Refuse a run without a valid signature."
+    ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
     try:
@@ -147,8 +157,14 @@ def _verify(
         recover_command(directory, as_json)
         return
     verification = verify_run(directory, policy=policy)
+    signatures = signature_check(directory, signers, attestations, require_signature)
+    signed_ok = signatures is None or signatures.ok
     if as_json:
-        emit_json(verification.to_json())
+        document = verification.to_json()
+        if signatures is not None:
+            document["attestations"] = signatures.to_json()
+            document["ok"] = verification.ok and signed_ok
+        emit_json(document)
     else:
         if verification.report is not None:
             table = Table(title=f"verify {verification.run_id}")
@@ -161,8 +177,11 @@ def _verify(
             out_console.print(table)
         for failure in verification.failures:
             err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
-        out_console.print("verified" if verification.ok else "verification FAILED")
-    if not verification.ok:
+        if signatures is not None:
+            print_signatures(signatures)
+        ok = verification.ok and signed_ok
+        out_console.print("verified" if ok else "verification FAILED")
+    if not verification.ok or not signed_ok:
         raise typer.Exit(2)
 
 

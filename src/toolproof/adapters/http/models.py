@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolproof.contract.runs import RunSpec
 
 __all__ = [
+    "Attestations",
     "CreateRun",
     "Health",
     "ReplayAnswer",
@@ -158,3 +159,20 @@ class Health(_Closed):
 
     status: Literal["ok"] = "ok"
     version: str
+
+
+class Attestations(_Closed):
+    """``GET /v1/runs/{run_id}/attestations``: the run's signed statements, as stored.
+
+    Attributes:
+        run_id: the run id.
+        envelopes: the run's DSSE envelopes (``payload``, ``payloadType``,
+            ``signatures``), empty when the run was never attested.
+        keys: the signers' public keys stored beside the envelope (key id -> PEM);
+            a verifier pins its own keys, these only say who claims to have signed.
+
+    """
+
+    run_id: str
+    envelopes: list[dict[str, Any]] = Field(default_factory=list)
+    keys: dict[str, str] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ from toolproof import __version__
 from toolproof.adapters.http import gateway
 from toolproof.adapters.http.guards import RunId, require_token, run_directory, settings_of
 from toolproof.adapters.http.models import (
+    Attestations,
     CreateRun,
     Health,
     ReplayAnswer,
@@ -25,6 +26,7 @@ from toolproof.adapters.http.models import (
 )
 from toolproof.adapters.http.problems import ApiProblem, Problem
 from toolproof.adapters.http.settings import ApiSettings
+from toolproof.bundle.attest import attestation_path, stored_public_keys
 from toolproof.bundle.paths import confine, path_problem
 from toolproof.errors import InputError
 
@@ -182,6 +184,25 @@ def get_trace(
                 size += len(line)
     headers = {"X-Next-Start": str(start + len(lines))} if more else {}
     return Response(b"".join(lines), media_type="application/x-ndjson", headers=headers)
+
+
+@router.get("/runs/{run_id}/attestations", tags=["runs"], responses=_RUN_ERRORS)
+def get_attestations(run_id: RunId, settings: Settings) -> Attestations:
+    """The run's DSSE envelopes (in-toto statements) and the signers' stored public keys.
+
+    Verify them offline with ``toolproof verify RUN --signer KEY.pub`` or any DSSE
+    tooling (see ``docs/attestations.md``); the server does not vouch for them.
+    """
+    directory = run_directory(settings, run_id)
+    path = attestation_path(directory)
+    envelope, _ = _read_json(path, settings.max_response_bytes)
+    if not isinstance(envelope, dict):
+        return Attestations(run_id=run_id)
+    try:
+        keys = {key.key_id: key.pem().decode("ascii") for key in stored_public_keys(path)}
+    except InputError:
+        keys = {}  # not a DSSE envelope: served as stored, a verifier refuses it
+    return Attestations(run_id=run_id, envelopes=[envelope], keys=keys)
 
 
 @router.post("/runs/{run_id}/verify", tags=["runs"], responses=_RUN_ERRORS)
