@@ -49,6 +49,7 @@ from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
 from toolproof.runs.runtime_plugin import RuntimePlugin
 from toolproof.runs.spec import load_spec
+from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
@@ -61,22 +62,26 @@ from toolproof.verify.verifier import verify_run
 __version__ = "0.1.0"
 
 __all__ = [
+    "Audio",
     "CanonicalizationError",
     "Check",
     "CheckSpec",
     "Claim",
     "ConfigError",
+    "EmbeddedResource",
     "EvidenceRecord",
     "ExecutionRuntime",
     "ExtensionError",
     "ExtensionKind",
     "Finding",
     "IdentityMismatchError",
+    "Image",
     "PluginDescriptor",
     "ReasonerBackend",
     "ReasonerRequest",
     "ReplayRefused",
     "Report",
+    "ResourceLink",
     "RetrievalBackend",
     "RunSpec",
     "RuntimePlugin",

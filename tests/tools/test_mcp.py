@@ -118,11 +118,13 @@ def test_results_map_to_structured_text_or_content_blocks(tmp_path: Path) -> Non
     async def main() -> None:
         async with load_toolset(write(tmp_path, fixture_entry("fixture"))) as toolset:
             assert (await toolset["fixture_structured"].call({})).value == {"n": 42}
-            assert (await toolset["fixture_multi"].call({})).value == [
-                {"type": "text", "text": "one"},
-                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-            ]
-            assert (await toolset["fixture_empty"].call({})).value == []
+            assert (await toolset["fixture_multi"].call({})).value == {
+                "toolproof/content": [
+                    {"type": "text", "text": "one"},
+                    {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+                ]
+            }
+            assert (await toolset["fixture_empty"].call({})).value == {"toolproof/content": []}
             failed = (await toolset["fixture_fail"].call({})).failure
             assert failed is not None
             assert (failed.kind, failed.where, failed.retryable) == ("tool_error", "body", False)

@@ -35,15 +35,30 @@ def test_structured_content_is_the_value_when_the_tool_declares_an_output_schema
     assert value(result, True) == structured
 
 
-@given(blocks)
-def test_without_output_schema_one_text_block_is_a_string_anything_else_the_blocks(
-    content: list[dict[str, Any]],
+@given(blocks, st.none() | st.dictionaries(st.text(max_size=5), json_values))
+def test_without_output_schema_one_plain_text_block_is_a_string_anything_else_the_content(
+    content: list[dict[str, Any]], structured: dict[str, Any] | None
 ) -> None:
-    result = {"content": content, "structuredContent": {"ignored": True}}
-    if len(content) == 1 and content[0]["type"] == "text":
+    result: dict[str, Any] = {"content": content}
+    if structured is not None:
+        result["structuredContent"] = structured
+    if len(content) == 1 and content[0]["type"] == "text" and structured is None:
         assert value(result, False) == content[0]["text"]
     else:
-        assert value(result, False) == content
+        expected: dict[str, Any] = {"toolproof/content": content}
+        if structured is not None:
+            expected["structuredContent"] = structured
+        assert value(result, False) == expected
+
+
+def test_annotations_and_meta_keep_a_single_text_block_a_block() -> None:
+    annotated = {"type": "text", "text": "x", "annotations": {"priority": 1}}
+    assert value({"content": [annotated]}, False) == {"toolproof/content": [annotated]}
+    plain = {"type": "text", "text": "x"}
+    assert value({"content": [plain], "_meta": {"k": 1}}, False) == {
+        "toolproof/content": [plain],
+        "_meta": {"k": 1},
+    }
 
 
 @given(blocks, st.booleans())

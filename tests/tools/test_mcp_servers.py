@@ -225,8 +225,9 @@ def test_everything_server_tools_bind_or_are_quarantined_and_answer(tmp_path: Pa
             ).unwrap()
             assert set(weather) == {"temperature", "conditions", "humidity"}
             image: Any = (await toolset["everything_get-tiny-image"].call({})).unwrap()
-            assert [block["type"] for block in image] == ["text", "image", "text"]
-            assert image[1]["mimeType"] == "image/png"
+            blocks = image["toolproof/content"]
+            assert [block["type"] for block in blocks] == ["text", "image", "text"]
+            assert blocks[1]["mimeType"] == "image/png"
 
     asyncio.run(main())
 

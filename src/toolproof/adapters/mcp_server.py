@@ -5,30 +5,15 @@ schema, its annotations and, when the tool declares or inherits one, its output
 schema. ``tools/call`` goes through exactly the path of an in-process call,
 ``await toolset[name].call(arguments)``: validation, extensions and backends apply.
 
-Wire rules (MCP specification 2025-06-18 and later):
-
-* A successful call answers one text block and, when the tool has an output schema
-  or returns a JSON object, ``structuredContent``. The text is the value itself when
-  it is a string, else its canonical JSON (RFC 8785): the *result bytes*
-  a recorded session stores as evidence.
-* MCP through 2025-11-25 requires an output schema whose root is
-  ``{"type": "object"}``. A non-object output schema ``S`` is listed wrapped as
-  ``{"type": "object", "properties": {"result": S}, "required": ["result"]}`` and the
-  structured content is ``{"result": value}``; the local ``$ref`` targets inside ``S``
-  are rewritten to point into the wrapper.
-* A :class:`~toolproof.contract.tools.ToolFailure` answers ``isError: true`` with
-  the text ``"<kind>: <message>"`` (validation messages name the argument) and the
-  failure as JSON under ``_meta["toolproof/failure"]``.
-* An unknown tool name is a JSON-RPC error (``-32602``, from
-  :func:`toolproof.errors.error_mapping`) naming the tool.
+The wire form of listings and results (content blocks, output schemas, failures)
+is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC error
+(``-32602``, from :func:`toolproof.errors.error_mapping`) naming the tool.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections.abc import Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -37,11 +22,18 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof import __version__
 from toolproof.adapters.asgi import serve_asgi
+from toolproof.adapters.mcp_content import (
+    FAILURE_META_KEY,
+    WRAP_KEY,
+    McpAnswer,
+    mcp_output_schema,
+    mcp_result,
+    mcp_tool,
+)
 from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
-from toolproof.errors import CanonicalizationError, ToolCallError, ToolNameError, error_mapping
-from toolproof.evidence.encoding import encode_value
+from toolproof.errors import ToolCallError, ToolNameError, error_mapping
 from toolproof.runs.session import Admission, LiveSession
 from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
@@ -60,13 +52,6 @@ __all__ = [
     "serve_http",
     "serve_stdio",
 ]
-
-WRAP_KEY = "result"
-"""The property that carries a non-object result in wrapped structured content."""
-
-FAILURE_META_KEY = "toolproof/failure"
-"""The ``_meta`` key of an error result that holds the :class:`ToolFailure` as JSON."""
-
 
 class CallObserver(Protocol):
     """What a served call reports to (a recorded session); both methods are synchronous.
@@ -91,7 +76,7 @@ class CallObserver(Protocol):
         Args:
             token: what ``call_started`` returned.
             result: the outcome answered.
-            reply: the bytes of the answer's text block.
+            reply: the answer's result bytes (:attr:`McpAnswer.data`).
             seen: what the tool's layers reported during the call
                 (:func:`toolproof.tools.observe.observe_failures`): every failure, the
                 answered one included, and which layer recovered from which.
@@ -130,117 +115,6 @@ class SessionObserver:
 
         """
         self.session.record(token, result, seen)
-
-
-def _rewrite_refs(node: Any) -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#"):
-                out[key] = f"#/properties/{WRAP_KEY}{value[1:]}"
-            else:
-                out[key] = _rewrite_refs(value)
-        return out
-    if isinstance(node, list):
-        return [_rewrite_refs(item) for item in node]
-    return node
-
-
-def _wraps(schema: Mapping[str, Any] | None) -> bool:
-    return schema is not None and schema.get("type") != "object"
-
-
-def mcp_output_schema(schema: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, bool]:
-    """The output schema to list for a tool, and whether it is wrapped.
-
-    Args:
-        schema: the tool's output schema (``None`` when it has none).
-
-    Returns:
-        ``(schema, wrapped)``: an object schema is returned as is (a deep copy) and
-        ``wrapped`` is False; any other schema ``S`` becomes ``{"type": "object",
-        "properties": {"result": S'}, "required": ["result"]}`` where ``S'`` has its
-        local ``$ref`` targets rewritten (unless ``S`` sets its own ``$id``) and its
-        ``$schema`` moved to the wrapper. ``(None, False)`` when there is no schema.
-
-    """
-    if schema is None:
-        return None, False
-    inner = copy.deepcopy(dict(schema))
-    if not _wraps(inner):
-        return inner, False
-    dialect = inner.pop("$schema", None)
-    if "$id" not in inner:
-        inner = _rewrite_refs(inner)
-    wrapped: dict[str, Any] = {
-        "type": "object",
-        "properties": {WRAP_KEY: inner},
-        "required": [WRAP_KEY],
-    }
-    if dialect is not None:
-        wrapped = {"$schema": dialect, **wrapped}
-    return wrapped, True
-
-
-def mcp_tool(tool: Tool) -> types.Tool:
-    """The MCP ``Tool`` listing of ``tool``: name, description, schemas, annotations."""
-    spec = tool.spec
-    output_schema, _ = mcp_output_schema(spec.output_schema)
-    hints = spec.annotations.model_dump(exclude_none=True, exclude={"schema_version"})
-    return types.Tool(
-        name=spec.name,
-        title=hints.get("title"),
-        description=spec.description or None,
-        input_schema=copy.deepcopy(spec.input_schema),
-        output_schema=output_schema,
-        annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
-    )
-
-
-class McpAnswer(NamedTuple):
-    """What a served call answers.
-
-    Attributes:
-        result: the outcome answered: the tool's result, or an ``invalid_result``
-            failure when its value has no canonical JSON form.
-        reply: the MCP ``CallToolResult``.
-        data: the UTF-8 bytes of the reply's text block; for a value, its evidence
-            bytes (:func:`toolproof.evidence.encoding.encode_value`: a string's UTF-8,
-            else its canonical JSON).
-
-    """
-
-    result: ToolResult
-    reply: types.CallToolResult
-    data: bytes
-
-
-def mcp_result(tool: Tool, result: ToolResult) -> McpAnswer:
-    """Translate a :class:`ToolResult` of ``tool`` into the MCP answer (see the module rules)."""
-    failure = result.failure
-    if failure is not None:
-        text = f"{failure.kind}: {failure.message}"
-        reply = types.CallToolResult(
-            content=[types.TextContent(text=text)],
-            is_error=True,
-            _meta={FAILURE_META_KEY: failure.to_json()},
-        )
-        return McpAnswer(result, reply, text.encode("utf-8"))
-    try:
-        data, _ = encode_value(result.value)
-    except CanonicalizationError as exc:
-        problem = f"tool {tool.name!r} returned a value with no canonical JSON form: {exc.message}"
-        return mcp_result(tool, ToolResult.fail("invalid_result", problem, where="output"))
-    structured: Any = None
-    if _wraps(tool.spec.output_schema):
-        structured = {WRAP_KEY: result.value}
-    elif tool.spec.output_schema is not None or isinstance(result.value, dict):
-        structured = result.value
-    content: list[types.ContentBlock] = [types.TextContent(text=data.decode("utf-8"))]
-    if structured is None:
-        return McpAnswer(result, types.CallToolResult(content=content), data)
-    reply = types.CallToolResult(content=content, structured_content=structured)
-    return McpAnswer(result, reply, data)
 
 
 def _failed(failure: ToolFailure) -> ToolResult:

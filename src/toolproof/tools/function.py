@@ -32,6 +32,7 @@ from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
+from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.declared import declarable_field
 from toolproof.tools.schema import strip_titles
 from toolproof.tools.tool import Tool
@@ -251,7 +252,7 @@ def tool_from_function(
     ret = hints.get("return", inspect.Signature.empty)
     output_adapter: TypeAdapter[Any] | None = None
     output_schema = None
-    if ret not in (inspect.Signature.empty, None, type(None)):
+    if ret not in (inspect.Signature.empty, None, type(None)) and not mentions_content(ret):
         output_adapter = TypeAdapter(ret)
         output_schema = _json_schema(output_adapter, tool_name, "return annotation")
     spec = ToolSpec(
@@ -375,6 +376,14 @@ def _make_body(
             value = await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
         if type(value) is ToolResult:
             return value  # the function reports its own outcome: passed through as it is
+        try:
+            rich = rich_value(value)
+        except TypeError as exc:
+            return ToolResult.fail(
+                "invalid_result", f"tool {tool_name!r} returned {exc}", where="output"
+            )
+        if rich is not None:
+            return rich  # Image, Audio, ... or a list of them: the MCP content value
         if output_adapter is None and not isinstance(value, BaseModel):
             return value  # Tool checks it is plain JSON (else invalid_result)
         problem = _non_finite(value, "$")

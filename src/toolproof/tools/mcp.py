@@ -13,8 +13,12 @@ Result mapping of one ``tools/call`` (MCP spec 2025-06-18, "Tools"):
   the text content blocks joined by newlines; ``detail.content`` the blocks.
 * success, the tool declares ``outputSchema`` -> the ``structuredContent`` object
   (validated against ``outputSchema`` by the Tool).
-* success otherwise: exactly one ``text`` block -> that string; any other content
-  (none, several, images, resources) -> the list of content blocks in wire form.
+* success otherwise: exactly one plain ``text`` block (no annotations, no ``_meta``,
+  no ``structuredContent``) -> that string; anything else (no block, several, images,
+  audio, resources, resource links) -> the content value
+  (:mod:`toolproof.tools.content`): ``{"toolproof/content": <the blocks in wire form>}``
+  with the result's ``structuredContent`` and ``_meta`` when present, which
+  ``toolproof serve`` answers as the same blocks.
 * no answer within ``call_timeout`` -> ``timeout`` (where ``transport``, retryable);
   the server died or the connection broke -> ``transport``; a JSON-RPC error
   answer -> ``tool_error`` with ``detail.code``; the SDK refusing structured content
@@ -33,6 +37,7 @@ from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
+from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
 from toolproof.tools.mcp_session import McpConnection
@@ -67,7 +72,8 @@ def result_value(result: dict[str, Any], *, server: str, tool: str, structured: 
         structured: whether the tool declares an ``outputSchema``.
 
     Returns:
-        ``structuredContent``, a string, or a list of content blocks.
+        ``structuredContent``, a string, or a content value
+        (:func:`toolproof.tools.content.content_value`).
 
     Raises:
         ToolCallError: ``isError`` was true (failure kind ``tool_error``).
@@ -88,9 +94,16 @@ def result_value(result: dict[str, Any], *, server: str, tool: str, structured: 
         )
     if structured and "structuredContent" in result:
         return result["structuredContent"]
-    if len(content) == 1 and content[0].get("type") == "text":
+    meta = result.get("_meta")
+    if (
+        len(content) == 1
+        and content[0].keys() <= {"type", "text"}
+        and content[0].get("type") == "text"
+        and "structuredContent" not in result
+        and not meta
+    ):
         return content[0].get("text", "")
-    return content
+    return content_value(content, structured=result.get("structuredContent"), meta=meta)
 
 
 def _annotations(tool: dict[str, Any]) -> ToolAnnotations | None:
