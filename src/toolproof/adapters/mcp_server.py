@@ -53,6 +53,7 @@ __all__ = [
     "serve_stdio",
 ]
 
+
 class CallObserver(Protocol):
     """What a served call reports to (a recorded session); both methods are synchronous.
 
