@@ -29,7 +29,8 @@ from pathlib import Path
 
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
-from toolproof.evidence.retrieval import RetrievalRuntime, query_terms
+from toolproof.evidence.terms import query_terms
+from toolproof.tools.retrieval import RetrievalRuntime
 
 QUERIES = [
     "What does the nonlocal statement do?",

@@ -42,7 +42,6 @@ from toolproof.errors import (
     VerificationError,
 )
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
-from toolproof.evidence.retrieval_seam import RetrievalBackend
 from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
 from toolproof.identity import canonical_json, content_id, digest
 from toolproof.runs.replay import replay_run
@@ -53,6 +52,7 @@ from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
+from toolproof.tools.retrieval_seam import RetrievalBackend
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check

@@ -318,8 +318,8 @@ def bind_retrieval_source(
     from toolproof.errors import InputError
     from toolproof.evidence.chunking import ChunkConfig
     from toolproof.evidence.corpus import load_corpus
-    from toolproof.evidence.retrieval import IndexConfig, RetrievalRuntime
-    from toolproof.evidence.retrieval_seam import retrieval_plugin
+    from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
+    from toolproof.tools.retrieval_seam import retrieval_plugin
 
     try:
         corpus = load_corpus(file.parent / source.corpus)

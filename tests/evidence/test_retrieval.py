@@ -6,8 +6,9 @@ import pytest
 from toolproof.errors import InputError
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
-from toolproof.evidence.retrieval import IndexConfig, RetrievalRuntime, query_terms
+from toolproof.evidence.terms import query_terms
 from toolproof.identity import digest
+from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from runs_support import Counter, base_spec, make_toolset
 from toolproof import load_toolset
 from toolproof.contract.runs import ExecutionRuntime, RunSpec
 from toolproof.errors import ConfigError, InputError
-from toolproof.evidence.retrieval_seam import retrieval_plugin
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.testing import assert_frozen_replay, assert_retrieval_conforms
+from toolproof.tools.retrieval_seam import retrieval_plugin
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
 

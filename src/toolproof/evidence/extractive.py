@@ -6,7 +6,7 @@ sentence inside an evidence file, so each citation can be checked byte for byte.
 
 Scoring, deterministic and explainable:
 
-1. The question's content words (:func:`toolproof.evidence.retrieval.query_terms`)
+1. The question's content words (:func:`toolproof.evidence.terms.query_terms`)
    are matched against each sentence's words by a light stem (plural and verb
    endings folded).
 2. Unless at least ``min_term_share`` of the question's content words occur in the
@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolproof.evidence.retrieval import query_terms
+from toolproof.evidence.terms import query_terms
 
 __all__ = ["Answer", "EvidenceText", "Sentence", "answer_question", "split_sentences"]
 
