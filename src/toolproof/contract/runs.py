@@ -20,6 +20,7 @@ from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.identity import content_id, digest_json
 
 __all__ = [
+    "MODEL_PROVIDER_KIND",
     "RESERVED_STEP_IDS",
     "RUN_ID_RE",
     "STEP_ID_RE",
@@ -294,6 +295,11 @@ class PluginDescriptor(CanonicalModel):
     version: str
     config_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     origin: str = "toolproof"
+
+
+MODEL_PROVIDER_KIND = "model"
+"""The ``kind`` of a model provider in ``ExecutionRuntime.providers``: a tool a reasoner
+calls through its port (``llm.chat``), not a tool of the Toolset; its calls vary."""
 
 
 class ExecutionRuntime(ContentModel):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -38,6 +38,7 @@ from toolproof.contract.evidence import (
 )
 from toolproof.contract.runs import ReasonerDescriptor, ReasonerSpec
 from toolproof.contract.tools import ToolResult
+from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import locate, parse_ref
 from toolproof.evidence.store import EvidenceStore
@@ -47,6 +48,7 @@ from toolproof.plugins.loading import load_plugin, plugin_error
 __all__ = [
     "PLACEHOLDER",
     "ProviderCall",
+    "ProviderNeed",
     "ReasonerBackend",
     "ReasonerRequest",
     "StepOutput",
@@ -80,6 +82,30 @@ class StepOutput:
 ProviderCall = Callable[[str, dict[str, Any]], Awaitable[tuple[ToolResult, EvidenceRecord | None]]]
 """``await call_tool(tool, arguments)``: a recorded call of a Toolset tool (a model,
 a clock); returns the result and, on success, the evidence record of its value."""
+
+
+@dataclass(frozen=True)
+class ProviderNeed:
+    """A provider a reasoner reaches through ``call_tool``, built for it by the runtime.
+
+    The reasoner layer cannot build tools (it sits below them); it declares what it
+    needs and the run assembles the tool (:mod:`toolproof.runs.providers`), records its
+    identity in ``runtime.json`` (``providers``, kind ``model``) and serves its calls
+    frozen on replay like every other call.
+
+    Attributes:
+        name: the tool name the reasoner calls (``llm.chat``); must not be a tool of
+            the run's Toolset.
+        kind: what to build: ``openai-chat`` (an OpenAI-compatible Chat Completions
+            endpoint, :mod:`toolproof.tools.chat_provider`).
+        config: the builder's settings (``base_url``, ``api_key_env`` — the variable's
+            name, never the key —, ``timeout_seconds``, ``max_retries``).
+
+    """
+
+    name: str
+    kind: str
+    config: Mapping[str, Any]
 
 
 async def _no_provider(tool: str, arguments: dict[str, Any]) -> tuple[ToolResult, None]:
@@ -148,9 +174,34 @@ class ReasonerBackend(ABC):
                 reasoner=self.name,
             )
 
+    def providers(self) -> tuple[ProviderNeed, ...]:
+        """The providers this reasoner calls through ``call_tool`` (default: none)."""
+        return ()
+
+    def config(self) -> dict[str, Any]:
+        """What the descriptor's ``config_digest`` covers: ``min_supports`` and ``params``.
+
+        Override to add what the parameters only point at (the digest of a prompt
+        file), so that a change of it changes the run's identity.
+        """
+        return {"min_supports": self.spec.min_supports, "params": dict(self.spec.params)}
+
+    def describe_change(self, events: Sequence[TraceEvent]) -> str:
+        """Why this reasoner's configuration differs from the recorded run's (replay's message).
+
+        Args:
+            events: the recorded trace, where a reasoner's provider calls show what it
+                sent.
+
+        Returns:
+            The differing fields, or ``""`` when the reasoner cannot tell (the default).
+
+        """
+        return ""
+
     def descriptor(self) -> ReasonerDescriptor:
-        """Name, version and the digest of ``min_supports`` and ``params``."""
-        config = {"min_supports": self.spec.min_supports, "params": dict(self.spec.params)}
+        """Name, version and the digest of :meth:`config`."""
+        config = self.config()
         return ReasonerDescriptor(
             name=self.name,
             version=self.version,
@@ -241,6 +292,7 @@ def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
 _BUILTIN_MODULES = (
     "toolproof.evidence.extractive_reasoner",
     "toolproof.evidence.patterns_reasoner",
+    "toolproof.evidence.llm_reasoner",
 )
 """Modules of built-in reasoners defined outside this module, imported on first lookup."""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
@@ -143,11 +143,12 @@ class FrozenCalls:
         self.refused: ReplayRefused | None = None
         """The refusal raised, kept so a caller that swallowed it cannot hide it."""
         self._results: dict[str, ToolResult] = {}
-        self._calls_by_step: dict[str, ToolCall] = {}
+        self._calls_by_step: dict[str, list[ToolCall]] = {}
+        self._asked: dict[str, int] = {}
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         for event in events:
             if isinstance(event, ToolCalled):
-                self._calls_by_step[event.step] = event.call
+                self._calls_by_step.setdefault(event.step, []).append(event.call)
             elif isinstance(event, ToolReturned):
                 self._results[event.call_id] = event.result
             elif isinstance(event, FailureObserved):
@@ -166,18 +167,21 @@ class FrozenCalls:
                 whether the arguments or the tool changed.
 
         """
+        step = call.step or ""
+        occurrence = self._asked.get(step, 0)
+        self._asked[step] = occurrence + 1
         recorded = self._results.get(call.id)
         if recorded is not None:
             return recorded
-        before = self._calls_by_step.get(call.step or "")
+        made = self._calls_by_step.get(step, [])
+        before = made[min(occurrence, len(made) - 1)] if made else None
         if before is None:
             why = f"step {call.step!r} made no tool call in the recorded run"
         elif before.tool != call.tool:
             why = f"step {call.step!r} now calls {call.tool!r}, recorded {before.tool!r}"
         else:
-            why = (
-                f"step {call.step!r} calls {call.tool!r} with changed arguments "
-                f"{dict(call.arguments)} (recorded {dict(before.arguments)})"
+            why = f"step {call.step!r} calls {call.tool!r} with changed arguments " + _changed(
+                dict(before.arguments), dict(call.arguments)
             )
         message = f"unrecorded call {call.id}: {why}; a live call would be a new run"
         if not self.lenient:
@@ -187,6 +191,42 @@ class FrozenCalls:
             raise self.refused
         self.differences.append(message)
         return ToolResult.fail("unrecorded", message, where="runtime")
+
+
+_SHORT_ARGUMENTS = 300
+"""Up to this many characters, a changed call shows both argument objects whole."""
+
+
+def _pointer_differences(before: Any, now: Any, at: str, out: list[str]) -> None:
+    if len(out) >= 3:
+        return
+    if isinstance(before, dict) and isinstance(now, dict):
+        for key in sorted(set(before) | set(now)):
+            here = f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            _pointer_differences(before.get(key, _ABSENT), now.get(key, _ABSENT), here, out)
+    elif isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
+        for index, (old, new) in enumerate(zip(before, now, strict=True)):
+            _pointer_differences(old, new, f"{at}/{index}", out)
+    elif before != now or type(before) is not type(now):
+        out.append(f"{at or '/'}: recorded {_shown(before)}, now {_shown(now)}")
+
+
+_ABSENT: Any = type("_Absent", (), {"__repr__": lambda self: "(absent)"})()
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _changed(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """Both argument objects when short; else the first (up to 3) differing JSON pointers."""
+    whole = f"{now} (recorded {before})"
+    if len(whole) <= _SHORT_ARGUMENTS:
+        return whole
+    out: list[str] = []
+    _pointer_differences(before, now, "", out)
+    return "at " + "; ".join(out)
 
 
 class FrozenClock:

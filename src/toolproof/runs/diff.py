@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.bundle.manifest import MANIFEST_FILE
-from toolproof.contract.runs import ExecutionRuntime, Manifest
+from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manifest
 from toolproof.errors import InputError
 
 __all__ = ["RunDiff", "diff_runs", "first_trace_difference", "varying_sources"]
@@ -118,7 +118,8 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
 
     Returns:
         ``{"tool <name>": varies, "reasoner <name>": varies}`` for every tool and the
-        reasoner whose descriptor says ``deterministic = false``.
+        reasoner whose descriptor says ``deterministic = false``, and ``{"tool <name>":
+        ["model"]}`` for every model provider a reasoner called (``llm.chat``).
 
     """
     out = {
@@ -126,6 +127,9 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
         for tool in runtime.toolset.tools
         if not tool.deterministic
     }
+    for provider in runtime.providers:
+        if provider.kind == MODEL_PROVIDER_KIND:
+            out[f"tool {provider.name}"] = ["model"]
     if not runtime.reasoner.deterministic:
         out[f"reasoner {runtime.reasoner.name}"] = list(runtime.reasoner.varies)
     return out

@@ -366,6 +366,7 @@ class Executor:
             ),
             mode=self.calls.mode,
         )
+        failed_before = len(self.outcome.failures)
         try:
             claims += await self.reasoner.derive(request)
         except InputError as exc:
@@ -378,7 +379,12 @@ class Executor:
             self._emit(ClaimEmitted, step=node.id, claim=claim)
         self.outcome.claims.extend(claims)
         self.outcome.outputs[node.id] = StepOutput(node.id, True)
-        self._finish(node.id, "ok", claims=len(claims))
+        provider_failures = self.outcome.failures[failed_before:]
+        if provider_failures:  # a failed call fails its step (failure-honesty)
+            reason = provider_failures[0]["reason"]
+            self._finish(node.id, "failed", claims=len(claims), reason=reason)
+        else:
+            self._finish(node.id, "ok", claims=len(claims))
 
     def _finalize(self) -> None:
         self._emit(StepStarted, step="finalize", kind="finalize")

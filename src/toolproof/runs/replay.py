@@ -152,11 +152,15 @@ async def replay_run(
     except InputError as exc:
         raise _refuse(f"the recorded reasoner cannot be built: {exc.message}") from None
     if reasoner.descriptor() != runtime.reasoner:
-        differ(
-            f"the reasoner changed: recorded {runtime.reasoner.name}/"
-            f"{runtime.reasoner.version}, now {reasoner.label}",
-            rule="reasoner",
-        )
+        then = f"{runtime.reasoner.name}/{runtime.reasoner.version}"
+        if then == reasoner.label:
+            why = reasoner.describe_change(events) or (
+                f"its configuration digest was {runtime.reasoner.config_digest}, "
+                f"now {reasoner.descriptor().config_digest}"
+            )
+            differ(f"the reasoner {then} changed: {why}", rule="reasoner")
+        else:
+            differ(f"the reasoner changed: recorded {then}, now {reasoner.label}", rule="reasoner")
     try:
         checks, check_descriptors = check_sequence(spec.checks)
     except InputError as exc:

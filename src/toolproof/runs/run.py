@@ -24,6 +24,7 @@ from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
+from toolproof.runs.providers import ProviderCalls, build_providers, provider_descriptors
 from toolproof.runs.recorder import Recorder
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.runtime_plugin import RuntimePlugin, runtime_for
@@ -171,8 +172,9 @@ async def execute_run(
 
     Raises:
         InputError: the spec cannot be planned (unknown tool, cycle...), the reasoner
-            parameters are invalid, or a reasoner or check plugin is unknown or broken (the
-            message names it and the reason); nothing is written.
+            parameters are invalid (or a provider it needs reuses a tool's name), or a
+            reasoner or check plugin is unknown or broken (the message names it and the
+            reason); nothing is written.
 
     """
     if handlers is None:
@@ -180,6 +182,8 @@ async def execute_run(
     reasoner = reasoner_for(spec.reasoner)
     checks, check_descriptors = check_sequence(spec.checks)
     plugin, origin = runtime_for(runtime) if isinstance(runtime, str) else (runtime, "registered")
+    needs = reasoner.providers()
+    providers = build_providers(needs, taken=toolset.names())
     descriptor = toolset.descriptor()
     plan = plan_run(spec, descriptor, step_kinds=step_kinds(handlers))
     if on_plan is not None:
@@ -191,11 +195,17 @@ async def execute_run(
         reasoner=reasoner.descriptor(),
         seed=spec.seed,
         checks=check_descriptors,
-        providers=[plugin.descriptor(origin)] if plugin is not None else [],
+        providers=sorted(
+            ([plugin.descriptor(origin)] if plugin is not None else [])
+            + provider_descriptors(needs),
+            key=lambda d: (d.kind, d.name),
+        ),
     )
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     started = time.monotonic()
-    calls = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
+    calls: CallPort = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
+    if providers:
+        calls = ProviderCalls(calls, providers)
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
             writer.temp,

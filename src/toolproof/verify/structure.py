@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from toolproof.contract.runs import Finding, Severity, StepKind
+from toolproof.contract.runs import MODEL_PROVIDER_KIND, Finding, Severity, StepKind
 from toolproof.contract.trace import (
     ClaimEmitted,
     EvidenceRegistered,
@@ -197,7 +197,10 @@ def check_call_linkage(view: RunView) -> list[Finding] | None:
     if view.events is None:
         return None
     out: list[Finding] = []
-    tools = {tool.name for tool in view.runtime.toolset.tools} if view.runtime else None
+    tools = None
+    if view.runtime is not None:
+        tools = {tool.name for tool in view.runtime.toolset.tools}
+        tools |= {p.name for p in view.runtime.providers if p.kind == MODEL_PROVIDER_KIND}
     pending: ToolCalled | None = None
     called: set[str] = set()
 

@@ -1,0 +1,100 @@
+"""A scripted OpenAI-compatible endpoint on 127.0.0.1 (a real HTTP server, in a thread).
+
+Used to cause what a real model server cannot be made to do on demand: a 429 with
+``Retry-After``, a 500, a body that is not JSON, a refusal, a slow answer. Each queued
+reply is served once, in order; the last one repeats. Every request is kept
+(path, headers, parsed body) so tests can check what was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def chat_reply(content: str, *, refusal: str | None = None, finish: str = "stop") -> Reply:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        message["refusal"] = refusal
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return Reply(body=json.dumps(body).encode())
+
+
+def answer_reply(answer: str | None, quotes: list[tuple[str, str]]) -> Reply:
+    payload = {"answer": answer, "quotes": [{"evidence": e, "text": t} for e, t in quotes]}
+    return chat_reply(json.dumps(payload))
+
+
+@dataclass
+class Scripted:
+    base_url: str
+    replies: list[Reply]
+    requests: list[dict[str, Any]]
+
+    def script(self, *replies: Reply) -> None:
+        self.replies[:] = list(replies)
+
+
+@contextmanager
+def scripted_model(*replies: Reply) -> Iterator[Scripted]:
+    queue: list[Reply] = list(replies)
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length)
+            seen.append(
+                {
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": json.loads(raw) if raw else None,
+                }
+            )
+            reply = queue.pop(0) if len(queue) > 1 else queue[0]
+            if reply.delay:
+                time.sleep(reply.delay)
+            try:
+                self.send_response(reply.status)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(reply.body)))
+                self.end_headers()
+                self.wfile.write(reply.body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Scripted(f"http://127.0.0.1:{server.server_address[1]}/v1", queue, seen)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
