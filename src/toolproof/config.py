@@ -43,7 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 import toolproof.backends  # noqa: F401 - registers the process and celery backends
 from toolproof.errors import ConfigError, ToolBindError, ToolNameError
 from toolproof.extensions.config import configure_extensions
-from toolproof.tools.function import TOOL_MARK, ToolOptions, tool_from_function
+from toolproof.tools.function import TOOL_MARK, ToolOptions
+from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
@@ -294,7 +295,7 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
         options: ToolOptions = getattr(fn, TOOL_MARK, None) or ToolOptions()
         name = options.name or attr
         try:
-            toolset.add(tool_from_function(fn, name=name, options=options), owner=owner)
+            toolset.add(Tool.from_function(fn, name=name, options=options), owner=owner)
         except ToolBindError as exc:
             toolset.quarantine(name, exc.fields["field"], exc.fields["rule"], owner=owner)
         except ToolNameError as exc:

@@ -10,10 +10,9 @@ from pathlib import Path
 from runs_support import Counter, make_toolset, run
 
 import toolproof
-from toolproof import Toolset
+from toolproof import Tool, Toolset
 from toolproof.runs.diff import diff_runs
 from toolproof.testing import assert_frozen_replay
-from toolproof.tools.function import tool_from_function
 
 _ticks = itertools.count(1000)
 
@@ -28,7 +27,7 @@ def _toolset() -> Toolset:
     base = make_toolset(Counter())
     toolset = Toolset()
     toolset.add(base["stock"])
-    toolset.add(tool_from_function(clock))
+    toolset.add(Tool.from_function(clock))
     return toolset.seal()
 
 

@@ -17,15 +17,15 @@ once, at the composition root:
 from __future__ import annotations
 
 import inspect
-import keyword
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolSpec
 from toolproof.errors import ToolBindError, ToolNameError
+from toolproof.tools.fields import declarable_field
 from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
 from toolproof.tools.refs import field_path
 from toolproof.tools.schema import Validator, compile_validator
@@ -41,34 +41,6 @@ __all__ = [
 
 Invoke = Callable[[dict[str, Any]], Awaitable[Any]]
 """``async invoke(arguments) -> str | JSON``."""
-
-_BASEMODEL_NAMES = frozenset(
-    name for name in (*dir(BaseModel), *dir(type(BaseModel))) if not name.startswith("_")
-)
-"""Public attributes of ``pydantic.BaseModel`` and of its metaclass (``register``, ``mro``)."""
-
-
-def declarable_field(name: Any) -> bool:
-    """Whether ``name`` can be held as it is by a generated Python args model or signature.
-
-    True for a string that is a Python identifier, not a keyword (``class``,
-    ``from``), without a leading underscore (pydantic refuses those), outside the
-    ``model_`` namespace pydantic reserves, and not an attribute of
-    ``pydantic.BaseModel`` or its metaclass (``json``, ``schema``, ``copy``,
-    ``register``, ``mro``...), which a field would shadow. Adapters hold every other
-    property name under an alias and send the original name on the wire: a name is
-    never renamed, and never breaks a binding.
-
-    Args:
-        name: a property name from a declared schema (any value; non-strings are False).
-
-    Returns:
-        Whether a Python parameter and a pydantic field can carry that name unchanged.
-
-    """
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        return False
-    return not name.startswith(("_", "model_")) and name not in _BASEMODEL_NAMES
 
 
 @dataclass(frozen=True)

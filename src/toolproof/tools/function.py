@@ -20,7 +20,7 @@ import math
 import types
 import typing
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, overload
 
@@ -33,11 +33,10 @@ from pydantic_core import PydanticSerializationError
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
 from toolproof.tools.content import mentions_content, rich_value
-from toolproof.tools.declared import declarable_field
+from toolproof.tools.fields import declarable_field
 from toolproof.tools.schema import strip_titles
-from toolproof.tools.tool import Tool
 
-__all__ = ["TOOL_MARK", "ToolOptions", "tool", "tool_from_function"]
+__all__ = ["TOOL_MARK", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
 
 TOOL_MARK = "__toolproof_tool__"
 """The attribute ``@toolproof.tool`` sets on a function to mark it as a tool."""
@@ -192,7 +191,29 @@ def _json_schema(adapter: TypeAdapter[Any] | type[BaseModel], tool_name: str, wh
     return strip_titles(schema) if isinstance(schema, dict) else schema
 
 
-def tool_from_function(
+@dataclass(frozen=True)
+class FunctionBinding:
+    """What binding a Python function produces: the parts of its :class:`~toolproof.Tool`.
+
+    ``Tool.from_function`` builds the tool from them (``tool.py`` imports this module,
+    never the other way round).
+
+    Attributes:
+        spec: the tool's wire description.
+        body: the async body (validated arguments object -> JSON value).
+        source: ``python:<module>.<qualname>``.
+        deterministic: False when identical calls may give different results.
+        varies: what varies when not deterministic.
+    """
+
+    spec: ToolSpec
+    body: Callable[[dict[str, Any]], Awaitable[Any]]
+    source: str
+    deterministic: bool
+    varies: tuple[str, ...]
+
+
+def bind_function(
     fn: Callable[..., Any],
     *,
     name: str | None = None,
@@ -200,8 +221,8 @@ def tool_from_function(
     version: str = "0",
     options: ToolOptions | None = None,
     localns: dict[str, Any] | None = None,
-) -> Tool:
-    """Bind ``fn`` (sync or async) as a :class:`Tool`.
+) -> FunctionBinding:
+    """Bind ``fn`` (sync or async): the parts of its tool (``Tool.from_function`` builds it).
 
     Args:
         fn: the function. Sync functions run in a worker thread (``asyncio.to_thread``)
@@ -214,7 +235,7 @@ def tool_from_function(
             another function's body).
 
     Returns:
-        The tool. Its input schema has no ``title`` keywords, carries
+        The tool's parts. Its input schema has no ``title`` keywords, carries
         ``additionalProperties: false`` (an unknown argument is refused), and
         per-argument ``description`` from ``Annotated[..., Field(description=...)]``,
         ``Annotated[..., "text"]`` or the docstring, in that order.
@@ -269,12 +290,12 @@ def tool_from_function(
     body = _make_body(tool_name, fn, model, params, output_adapter, direct=direct)
     module = getattr(fn, "__module__", "?")
     qualname = getattr(fn, "__qualname__", tool_name)
-    return Tool(
+    return FunctionBinding(
         spec,
         body,
         source=f"python:{module}.{qualname}",
         deterministic=opts.deterministic,
-        varies=opts.varies,
+        varies=tuple(opts.varies),
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
+from toolproof.tools.function import ToolOptions, bind_function
 from toolproof.tools.observe import note_failure
 from toolproof.tools.schema import (
     Validator,
@@ -17,9 +18,6 @@ from toolproof.tools.schema import (
     json_problem,
     validation_errors,
 )
-
-if TYPE_CHECKING:
-    from toolproof.tools.function import ToolOptions
 
 __all__ = ["Body", "Tool"]
 
@@ -286,17 +284,22 @@ class Tool:
     ) -> Tool:
         """Bind a Python function (sync or async) as a tool.
 
-        See :func:`toolproof.tools.function.tool_from_function` for the rules.
+        See :func:`toolproof.tools.function.bind_function` for the rules and ``Raises:``.
         """
-        from toolproof.tools.function import tool_from_function
-
-        return tool_from_function(
+        bound = bind_function(
             fn,
             name=name,
             description=description,
             version=version,
             options=options,
             localns=localns,
+        )
+        return cls(
+            bound.spec,
+            bound.body,
+            source=bound.source,
+            deterministic=bound.deterministic,
+            varies=bound.varies,
         )
 
     def __repr__(self) -> str:
