@@ -30,7 +30,11 @@ def test_the_readme_names_what_the_tests_need_and_where_it_comes_from() -> None:
     # every service .ci/services provides, and the variable that points the tests at it
     assert "redis-server" in SERVICES and "`127.0.0.1:6379`" in section
     variables = sorted(set(re.findall(r"TOOLPROOF_[A-Z0-9_]+", SERVICES)))
-    assert variables == ["TOOLPROOF_MCP1_VENV", "TOOLPROOF_MCP_EVERYTHING"]
+    assert variables == [
+        "TOOLPROOF_MCP1_VENV",
+        "TOOLPROOF_MCP_CONFORMANCE",
+        "TOOLPROOF_MCP_EVERYTHING",
+    ]
     for variable in variables:
         assert f"`{variable}`" in section, variable
     for folder in re.findall(r"\.ci-cache/[a-z0-9-]+", SERVICES):
