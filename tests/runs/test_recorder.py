@@ -25,8 +25,8 @@ from toolproof.contract.trace import (
     ToolCalled,
     ToolReturned,
 )
-from toolproof.evidence.store import EvidenceStore
-from toolproof.runs.recorder import Durability, Recorder, fast_call, other_failures
+from toolproof.evidence.store import EvidenceStore, record_from_json
+from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
 from toolproof.tools.observe import Observation
 
 
@@ -81,11 +81,13 @@ def test_every_event_kind_is_written_exactly_as_its_validated_model(tmp_path: Pa
     assert problem is None and [line.problem for line in lines] == [None] * len(events)
 
 
-def test_a_fast_call_has_the_models_id() -> None:
+def test_a_plain_call_is_the_models_json_with_its_id() -> None:
     arguments = {"text": "héllo", "nested": {"b": [1, {"c": None}], "a": True}}
-    assert fast_call("echo", arguments, "call-00000007") == ToolCall(
-        tool="echo", arguments=arguments, step="call-00000007"
-    )
+    model = ToolCall(tool="echo", arguments=arguments, step="call-00000007")
+    assert call_json("echo", arguments, "call-00000007") == model.to_json()
+    copied = call_json("echo", arguments, "call-00000007", copy=True)
+    assert copied == model.to_json()
+    assert copied["arguments"]["nested"] is not arguments["nested"]
 
 
 def test_evidence_records_built_on_the_hot_path_equal_validated_ones(tmp_path: Path) -> None:
@@ -93,7 +95,7 @@ def test_evidence_records_built_on_the_hot_path_equal_validated_ones(tmp_path: P
     record, created = store.add(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s", call="call_x"
     )
-    assert created == tmp_path / record.path
+    assert created == str(tmp_path / record["path"])
     again, created_again = store.add(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s2", call="call_y"
     )
@@ -103,8 +105,9 @@ def test_evidence_records_built_on_the_hot_path_equal_validated_ones(tmp_path: P
         media_type="application/json",
         source=EvidenceSource(kind="tool_result", step="s", call="call_x"),
     )
-    assert record.to_json() == validated.to_json()
-    assert again.source.step == "s2"
+    assert record == validated.to_json()
+    assert record_from_json(record) == validated
+    assert again["source"]["step"] == "s2"
 
 
 def test_flush_hands_lines_to_the_os_before_close(tmp_path: Path) -> None:
@@ -119,7 +122,7 @@ def test_flush_hands_lines_to_the_os_before_close(tmp_path: Path) -> None:
 def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
     """The grammar a session writes: step_started, the block, step_finished."""
     recorder = Recorder(tmp_path, durability=Durability.EACH)
-    call = fast_call("t", {"x": 1}, "call-00000001")
+    call = call_json("t", {"x": 1}, "call-00000001")
     failure = ToolFailure(kind="tool_error", message="first", retryable=True)
     seen = Observation(failures=[failure], recovered=[(failure, "retry")])
     result = ToolResult.success("ok")
@@ -143,7 +146,7 @@ def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
 
 def test_a_value_with_no_canonical_form_is_recorded_as_invalid_result(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path)
-    call = fast_call("t", {}, "s")
+    call = call_json("t", {}, "s")
     recorded = recorder.call_block("s", call, ToolResult.success({"x": float("nan")}), [])
     recorder.close()
     assert recorded.evidence is None and recorded.result.failure is not None
@@ -158,12 +161,12 @@ _KILLED = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from toolproof.contract.tools import ToolResult
-    from toolproof.runs.recorder import Durability, Recorder, fast_call, other_failures
+    from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
 
     recorder = Recorder(Path(sys.argv[1]), durability=Durability.GROUP, sync_interval=3600)
     for n in range(1, 1000000):
         step = f"call-{n:08d}"
-        recorder.call_step(step, fast_call("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
         recorder.commit()
         print(n, flush=True)  # acknowledged
         if n >= 200:
@@ -205,7 +208,7 @@ def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Dura
     recorder = Recorder(tmp_path, durability=durability, sync_interval=0.01)
     for n in range(1, 4):
         step = f"call-{n:08d}"
-        recorder.call_step(step, fast_call("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
         recorder.commit()
     size, _ = recorder.close()
     assert size == (tmp_path / "trace.jsonl").stat().st_size

@@ -21,6 +21,9 @@ from toolproof.identity import canonical_json
 
 __all__ = ["TraceLine", "TraceWriter", "read_trace"]
 
+_SHA256 = hashlib.sha256()
+"""An empty hash to copy: cheaper than a new OpenSSL context per line."""
+
 
 class TraceWriter:
     """Appends events to ``trace.jsonl`` with ``idx`` and ``prev`` filled in.
@@ -57,6 +60,11 @@ class TraceWriter:
     def count(self) -> int:
         """How many events were emitted (flushed or still pending)."""
         return self._count
+
+    @property
+    def size(self) -> int:
+        """Bytes of the trace so far (written or pending)."""
+        return self._size
 
     @property
     def fileno(self) -> int:
@@ -99,7 +107,9 @@ class TraceWriter:
         """
         if self.broken is not None:
             raise self.broken
-        self._prev = "sha256:" + hashlib.sha256(line).hexdigest()
+        line_hash = _SHA256.copy()
+        line_hash.update(line)
+        self._prev = "sha256:" + line_hash.hexdigest()
         line += b"\n"
         self._pending.append(line)
         self._pending_bytes += len(line)
@@ -129,8 +139,8 @@ class TraceWriter:
                 written = os.write(self._fd, data)
                 data = data[written:]
         except OSError as exc:
-            self.broken = exc
-            raise
+            self.broken = OSError(exc.errno, exc.strerror, str(self.path))  # name the file
+            raise self.broken from exc
 
     def sync(self) -> None:
         """Make every flushed line durable (``fsync(2)``); pending lines are not flushed.
@@ -154,6 +164,10 @@ class TraceWriter:
                 self.flush()
                 if sync:
                     os.fsync(self._fd)
+            except OSError as exc:
+                if exc.filename is None:
+                    raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+                raise
             finally:
                 self._closed = True
                 os.close(self._fd)

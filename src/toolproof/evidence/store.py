@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import (
     EvidenceRecord,
     EvidenceSource,
@@ -23,7 +24,18 @@ from toolproof.contract.evidence import (
 )
 from toolproof.errors import InputError
 
-__all__ = ["EvidenceStore", "span_ref"]
+__all__ = ["EvidenceStore", "record_from_json", "span_ref"]
+
+
+def record_from_json(plain: dict[str, Any]) -> EvidenceRecord:
+    """The :class:`EvidenceRecord` of a record built by :meth:`EvidenceStore.add`, unvalidated.
+
+    Only for records this store built (valid by construction); anything read from
+    outside goes through ``EvidenceRecord.model_validate``.
+    """
+    fields = dict(plain)
+    fields["source"] = EvidenceSource.from_trusted(dict(fields["source"]))
+    return EvidenceRecord.from_trusted(fields)
 
 
 def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
@@ -57,6 +69,7 @@ class EvidenceStore:
         self.run_dir = Path(run_dir)
         self.directory = self.run_dir / "evidence"
         self.directory.mkdir(exist_ok=True)
+        self._root = str(self.run_dir)
         self._sizes: dict[str, int] = {}
         self._stamps: dict[str, tuple[int, int]] = {}
 
@@ -102,51 +115,57 @@ class EvidenceStore:
         step: str,
         call: str | None = None,
         detail: dict[str, Any] | None = None,
-    ) -> tuple[EvidenceRecord, Path | None]:
-        """:meth:`put` for the recorder's hot path: the record is built without re-validation.
+    ) -> tuple[dict[str, Any], str | None]:
+        """:meth:`put` for the recorder's hot path: the record as plain JSON, no model.
 
         Every field is computed here (id, digest and path from the bytes), so the record
-        is valid by construction.
+        is valid by construction; :func:`record_from_json` turns it into the model, and a
+        test holds it equal to the validated model's JSON.
 
         Returns:
-            The record, and the path of the file created (``None`` when identical bytes
-            were already stored).
+            The record's plain JSON, and the path of the file created (``None`` when
+            identical bytes were already stored).
 
         Raises:
             OSError: the file cannot be written (nothing is left of it).
 
         """
         digest, evidence_id, created = self._store(data)
-        source = EvidenceSource.model_construct(
-            kind=kind, step=step, call=call, detail=dict(detail or {})
-        )
-        record = EvidenceRecord.model_construct(
-            id=evidence_id,
-            digest=digest,
-            size=len(data),
-            media_type=media_type,
-            path=evidence_path_for(evidence_id),
-            source=source,
-        )
+        source = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": kind,
+            "step": step,
+            "call": call,
+            "detail": dict(detail or {}),
+        }
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "id": evidence_id,
+            "digest": digest,
+            "size": len(data),
+            "media_type": media_type,
+            "path": evidence_path_for(evidence_id),
+            "source": source,
+        }
         return record, created
 
-    def _store(self, data: bytes) -> tuple[str, str, Path | None]:
+    def _store(self, data: bytes) -> tuple[str, str, str | None]:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         evidence_id = evidence_id_for(digest)
         if evidence_id in self._sizes:
             return digest, evidence_id, None
-        target = self.run_dir / evidence_path_for(evidence_id)
+        target = os.path.join(self._root, evidence_path_for(evidence_id))
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             stat = os.fstat(fd)
-        except OSError:
+        except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(target)
-            raise
+            raise OSError(exc.errno, exc.strerror, target) from exc
         os.close(fd)
         self._sizes[evidence_id] = len(data)
         self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)

@@ -41,7 +41,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
 from toolproof.runs.calls import CallPort, Clock
-from toolproof.runs.recorder import Recorder, failure_reason
+from toolproof.runs.recorder import Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.verify.checks import CHECK_SEQUENCE
 
@@ -303,17 +303,18 @@ class Executor:
             if finish:
                 self._fail(node_id, message, budget="tool_calls")
             raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
-        call = ToolCall(tool=tool, arguments=arguments, step=node_id)
+        plain = call_json(tool, arguments, node_id, copy=True)  # the body may mutate its own
+        call = ToolCall.model_construct(**plain)
         self.tool_calls += 1
         result = await self.calls.call(call, self.clock.remaining())
         recorded = self.recorder.call_block(
             node_id,
-            call,
+            plain,
             result,
             self.calls.observed(call.id),
             admit=lambda data: self._admit(node_id, data),
         )
-        if recorded.evidence is None:
+        if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)
             if finish:
@@ -321,8 +322,10 @@ class Executor:
             else:
                 self.outcome.failures.append({"step": node_id, "reason": reason, "call": call.id})
             return recorded.result, None
-        self.evidence.append(recorded.evidence)
-        return recorded.result, recorded.evidence
+        record = recorded.evidence
+        assert record is not None
+        self.evidence.append(record)
+        return recorded.result, record
 
     async def _handled(self, node: PlanNode) -> None:
         handler = self.handlers.get(node.kind.value)

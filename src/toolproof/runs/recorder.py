@@ -29,17 +29,20 @@ Durability (:class:`Durability`):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.trace import TraceWriter
-from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel
+from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
@@ -56,8 +59,8 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import encode_value
-from toolproof.evidence.store import EvidenceStore
-from toolproof.identity import canonical_json, content_id
+from toolproof.evidence.store import EvidenceStore, record_from_json
+from toolproof.identity import canonical_json
 from toolproof.tools.observe import Observation
 
 __all__ = [
@@ -65,8 +68,8 @@ __all__ = [
     "CallRecord",
     "Durability",
     "Recorder",
+    "call_json",
     "failure_reason",
-    "fast_call",
     "other_failures",
 ]
 
@@ -96,6 +99,8 @@ def _shape(cls: type[EventBase]) -> tuple[str, dict[str, Any]]:
 
 
 _SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""Field values written as they are; anything else is a model, written as ``to_json()``."""
 
 
 class Durability(StrEnum):
@@ -122,20 +127,31 @@ def other_failures(seen: Observation, result: ToolResult) -> list[tuple[ToolFail
     return out
 
 
-def fast_call(tool: str, arguments: dict[str, Any], step: str) -> ToolCall:
-    """The :class:`ToolCall` of already-validated plain JSON ``arguments``, unvalidated.
+def call_json(
+    tool: str, arguments: dict[str, Any], step: str | None, *, copy: bool = False
+) -> dict[str, Any]:
+    """The plain JSON of a :class:`ToolCall` (its ``id`` included), built without a model.
 
     The id is computed exactly as the model computes it (the content id of every
     other field); a test holds the two equal.
+
+    Args:
+        tool: the tool name.
+        arguments: plain JSON arguments.
+        step: the plan step.
+        copy: return a deep copy of ``arguments`` (parsed back from the canonical
+            bytes), so a body that mutates its own arguments cannot change the record.
 
     Raises:
         CanonicalizationError: ``arguments`` has no canonical JSON form.
 
     """
     plain = {"schema_version": SCHEMA_VERSION, "tool": tool, "arguments": arguments, "step": step}
-    call = ToolCall.model_construct(tool=tool, arguments=arguments, step=step)
-    object.__setattr__(call, "id", content_id(ToolCall.ID_KIND, plain))
-    return call
+    data = canonical_json(plain)
+    if copy:
+        plain = json.loads(data)
+    plain["id"] = f"{ToolCall.ID_KIND}_{hashlib.sha256(data).hexdigest()}"
+    return plain
 
 
 def failure_reason(failure: ToolFailure) -> str:
@@ -148,16 +164,32 @@ class CallRecord:
     """One recorded call block.
 
     Attributes:
-        call: the call (its id is ``call_<hex>``).
+        call_json: the call's plain JSON (``id`` included).
         result: the result as recorded: an ``invalid_result`` failure when the value
             had no canonical JSON form, else what the tool returned.
-        evidence: the evidence record of a value, ``None`` for a failure.
+        evidence_json: the evidence record's plain JSON for a value, ``None`` for a
+            failure.
 
     """
 
-    call: ToolCall
+    call_json: dict[str, Any]
     result: ToolResult
-    evidence: EvidenceRecord | None
+    evidence_json: dict[str, Any] | None
+
+    @property
+    def call_id(self) -> str:
+        """The call id, ``call_<hex>``."""
+        return str(self.call_json["id"])
+
+    @cached_property
+    def call(self) -> ToolCall:
+        """The call as a model (built on first use)."""
+        return ToolCall.model_validate(self.call_json)
+
+    @cached_property
+    def evidence(self) -> EvidenceRecord | None:
+        """The evidence record of a value as a model (built on first use), else ``None``."""
+        return None if self.evidence_json is None else record_from_json(self.evidence_json)
 
 
 class _GroupSync:
@@ -168,14 +200,14 @@ class _GroupSync:
         self._interval = interval
         self._cond = threading.Condition()
         self._dirty = False
-        self._paths: list[Path] = []
+        self._paths: list[str] = []
         self._closing = False
         self.error: OSError | None = None
         self.syncs = 0
         self._thread = threading.Thread(target=self._loop, name="toolproof-group-sync", daemon=True)
         self._thread.start()
 
-    def mark(self, paths: Iterable[Path]) -> None:
+    def mark(self, paths: Iterable[str]) -> None:
         with self._cond:
             self._dirty = True
             self._paths.extend(paths)
@@ -241,7 +273,7 @@ class Recorder:
             self.directory / "trace.jsonl", buffer_bytes=1 << 20 if buffered else 0
         )
         self.store = EvidenceStore(self.directory)
-        self._new_files: list[Path] = []
+        self._new_files: list[str] = []
         self._sync = (
             _GroupSync(self, sync_interval) if self.durability == Durability.GROUP else None
         )
@@ -278,13 +310,13 @@ class Recorder:
             "type": kind,
         }
         for name, value in fields.items():
-            plain[name] = value.to_json() if isinstance(value, CanonicalModel) else value
+            plain[name] = value if type(value) in _PLAIN else value.to_json()
         self.trace.append_line(canonical_json(plain))
 
     def call_block(
         self,
         step: str,
-        call: ToolCall,
+        call: dict[str, Any],
         result: ToolResult,
         observed: Iterable[tuple[ToolFailure, str]],
         *,
@@ -294,7 +326,8 @@ class Recorder:
 
         Args:
             step: the plan step of the call.
-            call: the call made.
+            call: the call made, as plain JSON with its ``id`` (``ToolCall.to_json()``
+                or :func:`call_json`).
             result: what it returned.
             observed: the other failures seen during it (:func:`other_failures`).
             admit: called with a value's bytes before they are stored; it may raise to
@@ -308,23 +341,33 @@ class Recorder:
 
         """
         data, media_type = b"", ""
+        call_id = call["id"]
         if result.ok:
             try:
                 data, media_type = encode_value(result.value)
             except CanonicalizationError as exc:
                 result = ToolResult.fail(
                     "invalid_result",
-                    f"tool {call.tool!r} returned a value with no canonical JSON form: "
+                    f"tool {call['tool']!r} returned a value with no canonical JSON form: "
                     f"{exc.message}",
                     where="output",
                 )
-        self.emit(ToolCalled, step=step, call_id=call.id, call=call)
-        self.emit(ToolReturned, step=step, call_id=call.id, result=result)
+        self.emit(ToolCalled, step=step, call_id=call_id, call=call)
+        if result.failure is None:  # the model's JSON, without a model_dump: value is plain JSON
+            plain_result: Any = {
+                "schema_version": SCHEMA_VERSION,
+                "ok": True,
+                "value": result.value,
+                "failure": None,
+            }
+        else:
+            plain_result = result
+        self.emit(ToolReturned, step=step, call_id=call_id, result=plain_result)
         for failure, recovered_by in observed:
             self.emit(
                 FailureObserved,
                 step=step,
-                call_id=call.id,
+                call_id=call_id,
                 failure=failure,
                 recovered_by=recovered_by,
             )
@@ -332,7 +375,7 @@ class Recorder:
             return CallRecord(call, result, None)
         if admit is not None:
             admit(data)
-        record = self.register(step, data, media_type, "tool_result", call.id, {})
+        record = self.register_json(step, data, media_type, "tool_result", call_id, {})
         return CallRecord(call, result, record)
 
     def register(
@@ -345,6 +388,26 @@ class Recorder:
         detail: dict[str, Any],
     ) -> EvidenceRecord:
         """Store ``data`` exactly as evidence of ``step`` and record ``evidence_registered``.
+
+        Returns:
+            The evidence record.
+
+        Raises:
+            OSError: the evidence or the trace cannot be written.
+
+        """
+        return record_from_json(self.register_json(step, data, media_type, kind, call, detail))
+
+    def register_json(
+        self,
+        step: str,
+        data: bytes,
+        media_type: str,
+        kind: str,
+        call: str | None,
+        detail: dict[str, Any],
+    ) -> dict[str, Any]:
+        """:meth:`register` returning the record's plain JSON (no model is built).
 
         Raises:
             OSError: the evidence or the trace cannot be written.
@@ -361,7 +424,7 @@ class Recorder:
     def call_step(
         self,
         step: str,
-        call: ToolCall,
+        call: dict[str, Any],
         result: ToolResult,
         observed: Iterable[tuple[ToolFailure, str]],
     ) -> CallRecord:
@@ -377,12 +440,12 @@ class Recorder:
         """
         self.emit(StepStarted, step=step, kind="call")
         recorded = self.call_block(step, call, result, observed)
-        if recorded.evidence is None:
+        if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)
             self.emit(StepFinished, step=step, status="failed", detail={"reason": reason})
         else:
-            detail = {"evidence": recorded.evidence.id}
+            detail = {"evidence": recorded.evidence_json["id"]}
             self.emit(StepFinished, step=step, status="ok", detail=detail)
         return recorded
 
@@ -409,7 +472,7 @@ class Recorder:
         else:
             self.sync_now(paths)
 
-    def sync_now(self, paths: Iterable[Path] = ()) -> None:
+    def sync_now(self, paths: Iterable[str] = ()) -> None:
         """Fsync the evidence files ``paths``, the evidence folder (when any) and the trace.
 
         Raises:
