@@ -57,12 +57,20 @@ def write_file(path: Path, data: bytes, *, sync: bool = True) -> tuple[int, str]
         data: its bytes.
         sync: fsync the file (False for scratch files nobody must find after a crash).
 
+    Raises:
+        OSError: the file cannot be written; ``filename`` names it.
+
     """
-    with path.open("xb") as file:
-        file.write(data)
-        if sync:
-            file.flush()
-            os.fsync(file.fileno())
+    try:
+        with path.open("xb") as file:
+            file.write(data)
+            if sync:
+                file.flush()
+                os.fsync(file.fileno())
+    except OSError as exc:
+        if exc.filename is None:  # a write or fsync error: name the file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     return len(data), digest(data)
 
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolproof.bundle.rundir import RunDirectoryWriter, write_file
+from toolproof.bundle.rundir import RUNS_DIR, CommittedRun, RunDirectoryWriter, write_file
 from toolproof.contract.evidence import evidence_path_for
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
+from toolproof.errors import RecordingError
 from toolproof.evidence.reasoners import ReasonerBackend, reasoner_for
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
@@ -175,6 +176,9 @@ async def execute_run(
             parameters are invalid (or a provider it needs reuses a tool's name), or a
             reasoner or check plugin is unknown or broken (the message names it and the
             reason); nothing is written.
+        RecordingError: the run cannot be written (a full disk: the message names the
+            path and the error); the temporary directory is removed, nothing lands under
+            ``runs/``.
 
     """
     if handlers is None:
@@ -206,12 +210,56 @@ async def execute_run(
     calls: CallPort = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
     if providers:
         calls = ProviderCalls(calls, providers)
+    try:
+        committed, recorded = await _record_and_commit(
+            root,
+            spec,
+            plan,
+            recorded_runtime,
+            calls,
+            reasoner,
+            handlers,
+            on_event,
+            checks,
+            started_at,
+            started,
+        )
+    except OSError as exc:
+        raise RecordingError(
+            f"run not recorded: {exc.strerror or exc}: {exc.filename or root}; nothing was "
+            f"written under {Path(root) / RUNS_DIR}",
+            path=str(exc.filename or root),
+        ) from exc
+    return RunOutcome(
+        committed.run_id,
+        committed.path,
+        recorded.report,
+        committed.reused,
+        recorded.outcome,
+        int(getattr(calls, "live_calls", 0)),
+    )
+
+
+async def _record_and_commit(
+    root: Path,
+    spec: RunSpec,
+    plan: Plan,
+    runtime: ExecutionRuntime,
+    calls: CallPort,
+    reasoner: ReasonerBackend,
+    handlers: Mapping[str, StepHandler] | None,
+    on_event: Callable[[TraceEvent], None] | None,
+    checks: tuple[Check, ...],
+    started_at: str,
+    started: float,
+) -> tuple[CommittedRun, RecordedRun]:
+    """Record the run in a temporary directory and commit it (removed on any error)."""
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
             writer.temp,
             spec=spec,
             plan=plan,
-            runtime=recorded_runtime,
+            runtime=runtime,
             calls=calls,
             clock=LiveClock(spec.budgets.wall_seconds),
             reasoner=reasoner,
@@ -226,12 +274,4 @@ async def execute_run(
             steps=recorded.outcome.step_seconds,
         )
         writer.write_json("timings.json", timings)
-        committed = writer.commit()
-    return RunOutcome(
-        committed.run_id,
-        committed.path,
-        recorded.report,
-        committed.reused,
-        recorded.outcome,
-        int(getattr(calls, "live_calls", 0)),
-    )
+        return writer.commit(), recorded

@@ -20,10 +20,13 @@ The surface is three steps per call: :meth:`LiveSession.admit` before the body r
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import resource
 import shutil
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
-from toolproof.runs.recorder import CallRecord, Durability, Recorder, fast_call, other_failures
+from toolproof.runs.recorder import CallRecord, Durability, Recorder, call_json, other_failures
 from toolproof.runs.spec import iter_refs
 from toolproof.tools.observe import Observation
 from toolproof.tools.toolset import Toolset
@@ -89,9 +92,12 @@ def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
     return ToolCallError(failure)
 
 
-def _free_bytes(directory: Path) -> int:
+def _room(directory: str, written: int) -> tuple[int, int]:
+    """The filesystem's free bytes, and the room ``RLIMIT_FSIZE`` leaves the trace."""
     stat = os.statvfs(directory)
-    return stat.f_bavail * stat.f_frsize
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    below_limit = sys.maxsize if limit == resource.RLIM_INFINITY else limit - written
+    return stat.f_bavail * stat.f_frsize, below_limit
 
 
 @dataclass
@@ -116,7 +122,10 @@ class LiveSession:
     calls: int = 0
     closed: bool = False
     broken: OSError | None = None
-    _records: list[CallRecord] = field(default_factory=list)
+    _where: str = ""
+
+    def __post_init__(self) -> None:
+        self._where = str(self.directory)
 
     def _cannot_write(self, exc: OSError) -> str:
         where = exc.filename or self.directory / "trace.jsonl"
@@ -136,9 +145,10 @@ class LiveSession:
             ToolCallError: the call is refused, nothing runs (kind ``unrecordable``): its
                 arguments hold a ``{"$ref": ...}`` object (a run spec reads it as a step
                 reference) or have no canonical JSON form (an integer beyond 2**53, RFC
-                8785); or the recording cannot be written (an earlier write failed, or
-                the filesystem has less than :data:`RESERVE_BYTES` free: the message
-                names the path and the error).
+                8785); or the recording cannot be written (an earlier write failed; the
+                filesystem has less than :data:`RESERVE_BYTES` plus twice the arguments'
+                size free; or the file-size limit ``RLIMIT_FSIZE`` leaves less: the
+                message names the path and the error).
 
         """
         why, where = None, "runtime"
@@ -162,24 +172,33 @@ class LiveSession:
         if why is None:
             where = "arguments"
             try:
-                call = ToolCall(tool=tool, arguments=arguments, step=step_id(1))
-                snapshot = dict(call.arguments)
-                needed = RESERVE_BYTES + 2 * len(canonical_json(snapshot))
+                if not isinstance(arguments, dict):
+                    ToolCall(tool=tool, arguments=arguments, step=step_id(1))  # the refusal
+                data = canonical_json({"arguments": arguments})
+                snapshot = json.loads(data)["arguments"]
+                needed = RESERVE_BYTES + 2 * len(data)
             except (InputError, ValidationError) as exc:
                 detail = exc.message if isinstance(exc, InputError) else str(exc)
                 why = f"its arguments have no canonical JSON form ({detail})"
         if why is None:
             where = "runtime"
             try:
-                free = _free_bytes(self.directory)
+                free, below_limit = _room(self._where, self.recorder.trace.size)
             except OSError as exc:
                 why = self._cannot_write(exc)
             else:
+                trace = str(self.directory / "trace.jsonl")
                 if free < needed:
-                    error = OSError(28, os.strerror(28), str(self.directory / "trace.jsonl"))
+                    error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), trace)
                     why = (
                         f"{self._cannot_write(error)} ({free} bytes free, {needed} needed "
                         "to record the call)"
+                    )
+                elif below_limit < needed:
+                    error = OSError(errno.EFBIG, os.strerror(errno.EFBIG), trace)
+                    why = (
+                        f"{self._cannot_write(error)} (the process's file-size limit "
+                        f"RLIMIT_FSIZE leaves {below_limit} bytes, {needed} needed)"
                     )
         if why is not None:
             raise _unrecordable(tool, why, where)
@@ -209,7 +228,7 @@ class LiveSession:
             raise _unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
         self.calls += 1
         step = step_id(self.calls)
-        call = fast_call(admission.tool, admission.arguments, step)
+        call = call_json(admission.tool, admission.arguments, step)
         observed = other_failures(seen, result) if seen is not None else []
         try:
             recorded = self.recorder.call_step(step, call, result, observed)
