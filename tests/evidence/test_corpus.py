@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,32 @@ def test_empty_or_missing_folder_is_refused(tmp_path: Path) -> None:
         load_corpus(tmp_path)
     with pytest.raises(InputError, match="does not exist"):
         load_corpus(tmp_path / "nope")
+
+
+def test_a_fifo_or_socket_in_a_corpus_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    import socket
+
+    (tmp_path / "a.txt").write_bytes(b"alpha text.\n")
+    os.mkfifo(tmp_path / "pipe.txt")  # opening it for reading would block until a writer came
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(tmp_path / "sock.md"))
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolproof.corpus"):
+            corpus = load_corpus(tmp_path)
+    finally:
+        sock.close()
+    assert [doc.path for doc in corpus.documents] == ["a.txt"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"corpus: skipped {tmp_path / 'pipe.txt'}: not a regular file (a FIFO)",
+        f"corpus: skipped {tmp_path / 'sock.md'}: not a regular file (a socket)",
+    ]
+
+
+def test_a_symlink_to_a_fifo_inside_the_corpus_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"alpha text.\n")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "pipe")
+    assert [doc.path for doc in load_corpus(tmp_path).documents] == ["a.txt"]

@@ -10,12 +10,16 @@ covers every document's path and digests, so any change to any document changes 
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from toolproof.errors import InputError
 from toolproof.identity import digest, digest_json
+
+logger = logging.getLogger("toolproof.corpus")
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
@@ -101,18 +105,60 @@ def html_to_text(html: bytes) -> bytes:
     return ("\n".join(out).strip() + "\n").encode("utf-8")
 
 
+def _read_regular(file: Path) -> bytes | None:
+    """The bytes of ``file`` when it is a regular file, else ``None`` (with a warning).
+
+    A FIFO, socket or device would block or never end; it is opened without blocking
+    and checked on the open descriptor, so a file swapped for one after the walk saw
+    it is caught too.
+    """
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if not stat.S_ISREG(os.stat(file).st_mode):  # a socket cannot be opened at all
+            logger.warning("corpus: skipped %s: not a regular file (a socket)", file)
+            return None
+        raise InputError(
+            f"corpus document {file}: cannot read it ({exc.strerror or exc})", path=str(file)
+        ) from exc
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "a special file")
+            logger.warning("corpus: skipped %s: not a regular file (%s)", file, kind)
+            return None
+        size = os.fstat(fd).st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise InputError(
+                f"corpus document {file} is {size} bytes; the limit is {MAX_DOCUMENT_BYTES} bytes",
+                path=str(file),
+                rule="document size limit",
+            )
+        return handle.read(MAX_DOCUMENT_BYTES + 1)
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+}
+
+
 def _read_document(folder: Path, file: Path) -> Document | None:
     suffix = file.suffix.lower()
     if suffix not in DOCUMENT_SUFFIXES and suffix not in (".html", ".htm"):
         return None
-    size = file.stat().st_size
-    if size > MAX_DOCUMENT_BYTES:
+    raw = _read_regular(file)
+    if raw is None:
+        return None
+    if len(raw) > MAX_DOCUMENT_BYTES:  # it grew while being read
         raise InputError(
-            f"corpus document {file} is {size} bytes; the limit is {MAX_DOCUMENT_BYTES} bytes",
+            f"corpus document {file} is over the limit of {MAX_DOCUMENT_BYTES} bytes",
             path=str(file),
             rule="document size limit",
         )
-    raw = file.read_bytes()
     rel = PurePosixPath(file.relative_to(folder).as_posix()).as_posix()
     if suffix in (".html", ".htm"):
         data = html_to_text(raw)
@@ -135,7 +181,9 @@ def load_corpus(folder: str | Path) -> Corpus:
     """Read every text, Markdown, reStructuredText and HTML file under ``folder``.
 
     Files are visited in sorted order; symbolic links that leave the folder and
-    hidden files or folders (a leading ``.``) are skipped.
+    hidden files or folders (a leading ``.``) are skipped. A document name that is
+    not a regular file (a FIFO, a socket, a device) is skipped with a warning on the
+    ``toolproof.corpus`` logger: reading it would block or never end.
 
     Raises:
         InputError: the folder is missing, holds no document, or a document is not
