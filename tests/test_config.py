@@ -168,6 +168,70 @@ def test_module_that_fails_to_import(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        ("import sys\nsys.exit(3)\n", "SystemExit(3)"),
+        ("raise SystemExit\n", "SystemExit(None)"),
+        ("raise SystemExit('bye')\n", "SystemExit('bye')"),
+    ],
+)
+def test_a_module_that_exits_at_import_is_a_config_error_naming_it(
+    tmp_path: Path, source: str, shown: str
+) -> None:
+    module = unique_module(tmp_path, source)
+    path = write(tmp_path, f'[[python]]\nmodule = "{module}"\n')
+    assert str(config_error(path)) == (
+        f"{path}: python[0].module: cannot import module '{module}': "
+        f"{shown}: the module called sys.exit() while being imported"
+    )
+
+
+def test_a_module_that_raises_keyboardinterrupt_at_import_is_a_config_error(
+    tmp_path: Path,
+) -> None:
+    module = unique_module(tmp_path, "raise KeyboardInterrupt\n")
+    path = write(tmp_path, f'[[python]]\nmodule = "{module}"\n')
+    assert str(config_error(path)) == (
+        f"{path}: python[0].module: cannot import module '{module}': "
+        "KeyboardInterrupt: the import was interrupted (SIGINT or a raise)"
+    )
+
+
+def test_an_extension_module_that_exits_at_import_is_quarantined_naming_it(
+    tmp_path: Path,
+) -> None:
+    module = unique_module(tmp_path, "import sys\nsys.exit(3)\n")
+    tools = unique_module(tmp_path)
+    path = write(
+        tmp_path, f'[[python]]\nmodule = "{tools}"\n[extensions]\nmodules = ["{module}"]\n'
+    )
+    [item] = [q for q in load(path).quarantined if q.name == module]
+    assert (item.field, item.rule) == (
+        "extensions.modules[0]",
+        f"cannot import extension module '{module}': SystemExit(3): the module called "
+        "sys.exit() while being imported",
+    )
+
+
+_DURATION = (
+    "is not a duration: seconds must be a finite number above 0 and at most 604800 (7 days)"
+)
+_MCP = '[[mcp]]\nname = "s"\ncommand = "x"\n'
+
+
+@pytest.mark.parametrize("value", ["1e308", "nan", "inf", "-inf", "-1", "0", "604801"])
+@pytest.mark.parametrize("key", ["startup_timeout", "call_timeout"])
+def test_an_absurd_mcp_timeout_is_refused_at_load_naming_key_and_rule(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    path = write(tmp_path, f"{_MCP}{key} = {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    shown = repr(float(value))
+    assert (caught.value.key, caught.value.rule) == (f"mcp[0].{key}", f"{shown} {_DURATION}")
+
+
 def test_listed_function_that_does_not_exist(tmp_path: Path) -> None:
     module = unique_module(tmp_path)
     path = write(tmp_path, f'[[python]]\nmodule = "{module}"\nfunctions = ["greet", "nope"]\n')
@@ -249,4 +313,46 @@ def test_a_misspelt_key_is_named_with_the_closest_real_one(
     assert (error.key, error.rule) == (
         key,
         "unknown key (not part of the toolproof.toml format)" + hint,
+    )
+
+
+@pytest.mark.parametrize(
+    ("extension", "key", "value", "rule"),
+    [
+        ("timeout", "seconds", "inf", f"inf {_DURATION}"),
+        ("timeout", "seconds", "1e308", f"1e+308 {_DURATION}"),
+        ("process", "start_timeout", "-1", f"-1.0 {_DURATION}"),
+        ("process", "timeout", "nan", f"nan {_DURATION}"),
+        ("cache", "ttl", "0", f"0.0 {_DURATION}"),
+        ("cache", "max_entries", "10000000000", "Input should be less than or equal to 1000000000"),
+        (
+            "retry",
+            "backoff",
+            "1e308",
+            "1e+308 is not a delay: seconds must be a finite number from 0 to 604800 (7 days)",
+        ),
+        ("retry", "multiplier", "inf", "Input should be less than or equal to 100"),
+        (
+            "rate_limit",
+            "rate",
+            "nan",
+            "nan is not a rate: per second, a finite number above 0 and at most 1e+06",
+        ),
+        ("rate_limit", "burst", "10000000000", "Input should be less than or equal to 1000000000"),
+    ],
+)
+def test_an_absurd_extension_number_quarantines_the_variant_naming_key_and_rule(
+    tmp_path: Path, extension: str, key: str, value: str, rule: str
+) -> None:
+    module = unique_module(tmp_path)
+    base = "rate = 1, " if extension == "rate_limit" and key != "rate" else ""
+    path = write(
+        tmp_path,
+        f'[[python]]\nmodule = "{module}"\n[tools.greet]\n'
+        f'extensions = [{{name = "{extension}", config = {{{base}{key} = {value}}}}}]\n',
+    )
+    [item] = [q for q in load(path).quarantined if q.name == f"greet_{extension}"]
+    assert item.rule == (
+        f"cannot apply combo [{extension}] to tool 'greet': invalid config for extension "
+        f"{extension!r}: {key}: {rule}"
     )

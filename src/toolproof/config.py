@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import toolproof.backends  # noqa: F401 - registers the process and celery backends
-from toolproof.errors import ConfigError, ToolBindError, ToolNameError
+from toolproof.contract.bounds import Seconds
+from toolproof.errors import (
+    FOREIGN_CODE_ERRORS,
+    ConfigError,
+    ToolBindError,
+    ToolNameError,
+    foreign_failure,
+)
 from toolproof.extensions.config import configure_extensions
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.tool import Tool
@@ -93,8 +100,8 @@ class McpSource(_Closed):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     prefix: str | None = None
-    startup_timeout: float = Field(default=30.0, gt=0)
-    call_timeout: float = Field(default=60.0, gt=0)
+    startup_timeout: Seconds = 30.0
+    call_timeout: Seconds = 60.0
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
@@ -252,9 +259,9 @@ def _import(module: str, file: Path, key: str, search_path: Path) -> ModuleType:
         sys.path.insert(0, entry)
     try:
         return importlib.import_module(module)
-    except Exception as exc:
+    except FOREIGN_CODE_ERRORS as exc:
         raise ConfigError(
-            str(file), key, f"cannot import module {module!r}: {type(exc).__name__}: {exc}"
+            str(file), key, f"cannot import module {module!r}: {foreign_failure(exc)}"
         ) from exc
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "FOREIGN_CODE_ERRORS",
     "BackendError",
     "CanonicalizationError",
     "ConfigError",
@@ -50,6 +51,7 @@ __all__ = [
     "UsageError",
     "VerificationError",
     "error_mapping",
+    "foreign_failure",
 ]
 
 
@@ -259,3 +261,26 @@ def error_mapping(error: BaseException) -> ErrorMapping:
         if isinstance(error, cls):
             return mapping
     return ErrorMapping(1, 500, -32603)
+
+
+FOREIGN_CODE_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+"""What importing or loading user code (a tool module, an extension or plugin entry point)
+may raise and must be reported as a load error naming the module, never pass through:
+a ``sys.exit()`` at import would end the process silently (exit code 3, 130...)."""
+
+
+def foreign_failure(exc: BaseException) -> str:
+    """``"RuntimeError: database is down"``; for an exit, ``"SystemExit(3): ..."``.
+
+    Args:
+        exc: what importing user code raised (one of :data:`FOREIGN_CODE_ERRORS`).
+
+    Returns:
+        One line naming the exception type and its message.
+
+    """
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}): the module called sys.exit() while being imported"
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt: the import was interrupted (SIGINT or a raise)"
+    return f"{type(exc).__name__}: {exc}"

@@ -72,7 +72,8 @@ def test_rate_limit_cancelled_waiter_gives_its_token_back() -> None:
 def test_rate_limit_config_is_checked() -> None:
     assert refusal(make_tool(), ("rate_limit", {"rate": 0})) == (
         "cannot apply combo [rate_limit] to tool 'add': invalid config for extension "
-        "'rate_limit': rate: Input should be greater than 0"
+        "'rate_limit': rate: 0.0 is not a rate: per second, a finite number above 0 and at "
+        "most 1e+06"
     )
 
 

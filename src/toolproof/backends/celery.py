@@ -38,6 +38,8 @@ from typing import Any
 from celery import Celery
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolproof.contract.bounds import Seconds
+
 __all__ = [
     "DEFAULT_BROKER",
     "DEFAULT_QUEUE",
@@ -88,8 +90,8 @@ class CelerySettings(BaseModel):
     result_backend: str | None = None
     queue: str = Field(default=DEFAULT_QUEUE, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
     connect_timeout: float = Field(default=5.0, gt=0, le=300)
-    visibility_timeout: float = Field(default=3600.0, gt=0)
-    result_expires: float = Field(default=3600.0, gt=0)
+    visibility_timeout: Seconds = 3600.0
+    result_expires: Seconds = 3600.0
 
     def broker_url(self) -> str:
         """The broker URL after the environment fallbacks."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME, descriptor_digest
+from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.apply import ApplyContext
@@ -53,9 +54,9 @@ class ProcessConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: Seconds | None = None
     workers: int = Field(default=2, ge=1, le=64)
-    start_timeout: float = Field(default=30.0, gt=0)
+    start_timeout: Seconds = 30.0
     max_result_bytes: int = Field(default=MAX_FRAME, ge=1, le=MAX_FRAME)
 
 
@@ -70,7 +71,7 @@ class CeleryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout: float = Field(default=300.0, gt=0)
+    timeout: Seconds = 300.0
     queue: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
-from toolproof.errors import ExtensionError
+from toolproof.errors import FOREIGN_CODE_ERRORS, ExtensionError, foreign_failure
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.identity import digest_json
 from toolproof.tools.tool import Tool
@@ -251,8 +251,8 @@ class ExtensionRegistry:
         """
         try:
             loaded: ModuleType = self._transaction(lambda: importlib.import_module(module))
-        except Exception as exc:
-            rule = f"cannot import extension module {module!r}: {type(exc).__name__}: {exc}"
+        except FOREIGN_CODE_ERRORS as exc:
+            rule = f"cannot import extension module {module!r}: {foreign_failure(exc)}"
             raise ExtensionError(rule, extension=module, rule=rule) from exc
         return loaded
 
@@ -285,12 +285,12 @@ class ExtensionRegistry:
             for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
                 try:
                     self._load_entry_point(ep)
-                except Exception as exc:
+                except FOREIGN_CODE_ERRORS as exc:
                     self._entry_point_failures.append(
                         LoadFailure(
                             ep.name,
                             f"entry point {ENTRY_POINT_GROUP}:{ep.name} = {ep.value}",
-                            f"cannot load: {type(exc).__name__}: {exc}",
+                            f"cannot load: {foreign_failure(exc)}",
                         )
                     )
         return tuple(self._entry_point_failures)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from toolproof.errors import InputError
+from toolproof.errors import FOREIGN_CODE_ERRORS, InputError, foreign_failure
 
 __all__ = ["ENTRY_POINT_GROUPS", "load_plugin", "plugin_error"]
 
@@ -77,7 +77,7 @@ def load_plugin(kind: str, name: str) -> tuple[object, str] | None:
     origin = f"{dist}:{entry.value}"
     try:
         value = entry.load()
-    except Exception as exc:  # any import-time failure of foreign code is reported
-        rule = f"loading entry point {entry.value!r} raised {type(exc).__name__}: {exc}"
+    except FOREIGN_CODE_ERRORS as exc:  # any import-time failure of foreign code is reported
+        rule = f"loading entry point {entry.value!r} raised {foreign_failure(exc)}"
         raise plugin_error(kind, name, origin, rule) from exc
     return value, origin

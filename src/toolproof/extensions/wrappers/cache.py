@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, Self
 
 from pydantic import Field, model_validator
 
+from toolproof.contract.bounds import MAX_COUNT, Seconds
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.wrappers.common import (
     StrictConfig,
@@ -41,10 +42,10 @@ class CacheConfig(StrictConfig):
 
     """
 
-    ttl: float | None = Field(None, gt=0)
+    ttl: Seconds | None = None
     store: Literal["memory", "sqlite"] = "memory"
     path: str | None = None
-    max_entries: int = Field(1024, ge=1)
+    max_entries: int = Field(1024, ge=1, le=MAX_COUNT)
     force: bool = False
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from toolproof.contract.bounds import MAX_COUNT, Rate
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.wrappers.common import StrictConfig, wrapper_spec
 from toolproof.tools.tool import Tool
@@ -24,8 +25,8 @@ class RateLimitConfig(StrictConfig):
 
     """
 
-    rate: float = Field(gt=0)
-    burst: int = Field(1, ge=1)
+    rate: Rate
+    burst: int = Field(1, ge=1, le=MAX_COUNT)
 
 
 class TokenBucket:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from toolproof.contract.bounds import Delay
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.wrappers.common import StrictConfig, require_repeatable, wrapper_spec
 from toolproof.tools.observe import note_recovery
@@ -35,9 +36,9 @@ class RetryConfig(StrictConfig):
     """
 
     attempts: int = Field(3, ge=1, le=100)
-    backoff: float = Field(0.1, ge=0)
-    multiplier: float = Field(2.0, ge=1)
-    max_backoff: float = Field(10.0, ge=0)
+    backoff: Delay = 0.1
+    multiplier: float = Field(2.0, ge=1, le=100)
+    max_backoff: Delay = 10.0
     jitter: float = Field(0.1, ge=0, le=1)
     seed: int | None = None
     retry_on: tuple[str, ...] = DEFAULT_RETRY_ON

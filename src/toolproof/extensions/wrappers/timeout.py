@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import Field
-
+from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.forms import call_next_for
 from toolproof.extensions.wrappers.common import StrictConfig, wrapper_spec
@@ -32,7 +31,7 @@ class TimeoutConfig(StrictConfig):
 
     """
 
-    seconds: float = Field(gt=0)
+    seconds: Seconds
 
 
 def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:

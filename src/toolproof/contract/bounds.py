@@ -1,0 +1,58 @@
+"""Bounded numbers for configuration keys: durations in seconds and counts.
+
+Every numeric key of ``toolproof.toml`` (``[[mcp]] startup_timeout``, extension and
+backend configs) uses one of these types, so an absurd value — ``nan``, ``inf``,
+``1e308``, a negative or zero duration — is refused when the file is loaded, with a
+message naming the rule, instead of overflowing a timer later. The limits are stated
+in ``docs/mcp.md`` and ``docs/extensions.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+__all__ = ["MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "Delay", "Rate", "Seconds"]
+
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest duration any key accepts: 604800 seconds (7 days)."""
+MAX_COUNT = 1_000_000_000
+"""The largest count a key without a smaller limit accepts (entries, burst)."""
+MAX_RATE = 1_000_000.0
+"""The largest rate accepted, per second."""
+
+
+def _seconds(value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise ValueError(
+            f"{value!r} is not a duration: seconds must be a finite number above 0 "
+            f"and at most {MAX_SECONDS} (7 days)"
+        )
+    return value
+
+
+def _delay(value: float) -> float:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SECONDS:
+        raise ValueError(
+            f"{value!r} is not a delay: seconds must be a finite number from 0 "
+            f"to {MAX_SECONDS} (7 days)"
+        )
+    return value
+
+
+def _rate(value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_RATE:
+        raise ValueError(
+            f"{value!r} is not a rate: per second, a finite number above 0 and at most {MAX_RATE:g}"
+        )
+    return value
+
+
+Seconds = Annotated[float, AfterValidator(_seconds)]
+"""A duration in seconds: finite, above 0, at most :data:`MAX_SECONDS`."""
+Delay = Annotated[float, AfterValidator(_delay)]
+"""A wait in seconds: finite, from 0 to :data:`MAX_SECONDS`."""
+Rate = Annotated[float, AfterValidator(_rate)]
+"""Events per second: finite, above 0, at most 1e6."""
