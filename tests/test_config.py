@@ -214,9 +214,7 @@ def test_an_extension_module_that_exits_at_import_is_quarantined_naming_it(
     )
 
 
-_DURATION = (
-    "is not a duration: seconds must be a finite number above 0 and at most 604800 (7 days)"
-)
+_DURATION = "is not a duration: seconds must be a finite number above 0 and at most 604800 (7 days)"
 _MCP = '[[mcp]]\nname = "s"\ncommand = "x"\n'
 
 

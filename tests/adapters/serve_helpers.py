@@ -38,26 +38,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_listening(process: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
+def wait_listening(
+    process: subprocess.Popen[bytes], port: int, timeout: float = 30.0, host: str = "127.0.0.1"
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             err = process.stderr.read().decode() if process.stderr else ""
             raise AssertionError(f"server exited with {process.returncode}: {err}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise AssertionError(f"server did not listen on 127.0.0.1:{port} within {timeout} s")
+    raise AssertionError(f"server did not listen on {host}:{port} within {timeout} s")
 
 
 @contextmanager
 def spawn(
-    args: list[str], port: int, env: dict[str, str] | None = None
+    args: list[str], port: int, env: dict[str, str] | None = None, host: str = "127.0.0.1"
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``toolproof ARGS`` until it listens on ``port``; SIGTERM it on exit."""
+    """Run ``toolproof ARGS`` until it listens on ``host:port``; SIGTERM it on exit."""
     process = subprocess.Popen(
         [*TOOLPROOF, *args],
         stdin=subprocess.DEVNULL,
@@ -66,7 +68,7 @@ def spawn(
         env={**os.environ, **(env or {})},
     )
     try:
-        wait_listening(process, port)
+        wait_listening(process, port, host=host)
         yield process
     finally:
         if process.poll() is None:

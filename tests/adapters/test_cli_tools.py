@@ -150,8 +150,39 @@ def test_unknown_tool_is_a_one_line_error() -> None:
             },
             "{file}: python[0].functions[0]: module 'tp_cli_tools' has no function 'nope'",
         ),
+        (
+            {
+                "toolproof.toml": "[[python]]\nmodule = 'tp_cli_exits'\n",
+                "tp_cli_exits.py": "import sys\nsys.exit(3)\n",
+            },
+            "{file}: python[0].module: cannot import module 'tp_cli_exits': "
+            "SystemExit(3): the module called sys.exit() while being imported",
+        ),
+        (
+            {
+                "toolproof.toml": "[[python]]\nmodule = 'tp_cli_interrupts'\n",
+                "tp_cli_interrupts.py": "raise KeyboardInterrupt\n",
+            },
+            "{file}: python[0].module: cannot import module 'tp_cli_interrupts': "
+            "KeyboardInterrupt: the import was interrupted (SIGINT or a raise)",
+        ),
+        (
+            {"toolproof.toml": "[[mcp]]\nname = 's'\ncommand = 'x'\nstartup_timeout = 1e308\n"},
+            "{file}: mcp[0].startup_timeout: 1e+308 is not a duration: seconds must be a "
+            "finite number above 0 and at most 604800 (7 days)",
+        ),
     ],
-    ids=["missing", "bad-toml", "unknown-key", "no-module-key", "import-fails", "no-function"],
+    ids=[
+        "missing",
+        "bad-toml",
+        "unknown-key",
+        "no-module-key",
+        "import-fails",
+        "no-function",
+        "sys-exit-at-import",
+        "keyboardinterrupt-at-import",
+        "absurd-startup-timeout",
+    ],
 )
 def test_bad_config_exits_1_with_one_line(
     tmp_path: Path, files: dict[str, str], expected: str

@@ -146,6 +146,33 @@ def test_an_invalid_body_is_a_422_problem_naming_the_field(api: tuple[str, Path]
     assert unknown.json()["message"] == "body.spec.stepz: Extra inputs are not permitted"
 
 
+@pytest.mark.parametrize(
+    "body", [b"not json at all", b"{", b"\xff\xfe", b"{" + b" " * 70000 + b"}"]
+)
+def test_a_body_without_a_token_is_401_before_it_is_parsed(
+    api: tuple[str, Path], body: bytes
+) -> None:
+    answer = httpx.post(
+        f"{api[0]}/v1/runs", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert (answer.status_code, answer.headers["www-authenticate"]) == (401, "Bearer")
+    assert answer.json() == {
+        "status": 401,
+        "error": "unauthorized",
+        "message": "missing bearer token (Authorization: Bearer ...)",
+        "fields": {},
+    }
+
+
+def test_a_non_json_body_with_the_token_is_400(api: tuple[str, Path]) -> None:
+    answer = httpx.post(
+        f"{api[0]}/v1/runs",
+        content=b"not json",
+        headers={**AUTH, "Content-Type": "application/json"},
+    )
+    assert answer.status_code in (400, 422)
+
+
 def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> None:
     document = httpx.get(f"{api[0]}/openapi.json").json()
     operations = sorted(
@@ -184,9 +211,9 @@ def _serve_api(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
     done = _serve_api("--root", str(tmp_path), "--host", "0.0.0.0", "--no-auth")
     assert done.returncode == 1
-    assert "--no-auth is only allowed on a loopback host (127.0.0.1 or ::1), not '0.0.0.0'" in (
-        done.stderr
-    )
+    assert (
+        "--no-auth is only allowed on a loopback address (127.0.0.0/8 or ::1), not '0.0.0.0'"
+    ) in done.stderr
 
 
 def test_serving_without_any_token_is_refused(tmp_path: Path) -> None:
@@ -199,7 +226,45 @@ def test_serving_without_any_token_is_refused(tmp_path: Path) -> None:
 def test_a_short_token_is_refused(tmp_path: Path) -> None:
     done = _serve_api("--root", str(tmp_path), "--token", "short")
     assert done.returncode == 1
-    assert "the API token is 5 characters long; use at least 16" in done.stderr
+    assert "the bearer token from --token is 5 characters long; use at least 16" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("how", "value", "message"),
+    [
+        (
+            "env",
+            " " * 20,
+            "the bearer token from $TOOLPROOF_API_TOKEN is blank (20 whitespace characters)",
+        ),
+        ("env", "\t\t\t", "the bearer token from $TOOLPROOF_API_TOKEN is blank (3 whitespace"),
+        ("file", " " * 20 + "\n", "the bearer token from --token-file"),
+        ("file", "\n", "is blank (0 whitespace characters)"),
+        ("option", " " * 24, "the bearer token from --token is blank (24 whitespace characters)"),
+        (
+            "env",
+            "token with spaces inside it",
+            "the bearer token from $TOOLPROOF_API_TOKEN holds a character a Bearer header "
+            "cannot carry",
+        ),
+    ],
+)
+def test_a_blank_or_unsendable_token_is_refused(
+    tmp_path: Path, how: str, value: str, message: str
+) -> None:
+    env = {key: val for key, val in os.environ.items() if key != "TOOLPROOF_API_TOKEN"}
+    args = ["--root", str(tmp_path), "--port", str(free_port())]
+    if how == "env":
+        env["TOOLPROOF_API_TOKEN"] = value
+    elif how == "file":
+        (tmp_path / "token").write_text(value, encoding="utf-8")
+        args += ["--token-file", str(tmp_path / "token")]
+    else:
+        args += ["--token", value]
+    done = _serve_api(*args, env=env)
+    assert done.returncode == 1, done.stderr
+    assert message in done.stderr
+    assert done.stderr.count("\n") <= 3  # one error, wrapped at most
 
 
 def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:

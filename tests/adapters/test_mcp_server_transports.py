@@ -234,6 +234,7 @@ def test_streamable_http_with_a_token_refuses_requests_without_it(tmp_path: Path
         "status": 401,
         "error": "unauthorized",
         "message": "missing bearer token (Authorization: Bearer ...)",
+        "fields": {},
     }
     assert (wrong.status_code, wrong.json()["message"]) == (401, "wrong bearer token")
     assert answer.structured_content == {"result": 3}

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from toolproof import __version__
@@ -30,6 +31,7 @@ from toolproof.adapters.mcp_content import (
     mcp_result,
     mcp_tool,
 )
+from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
@@ -199,12 +201,20 @@ async def serve_http(
 ) -> None:
     """Serve ``server`` over MCP streamable HTTP at ``http://HOST:PORT/mcp`` until ``stop`` is set.
 
-    On a loopback host the SDK's DNS-rebinding protection is on (only loopback
-    ``Host``/``Origin`` headers are accepted). With ``token``, every request must carry
-    ``Authorization: Bearer <token>`` (401 otherwise). In-flight requests finish before
-    it returns.
+    On a loopback host (``127.0.0.0/8``, ``::1`` in any spelling, ``localhost``) only
+    requests whose ``Host`` and ``Origin`` name the bound address and port are served
+    (:class:`~toolproof.adapters.rebinding.HostGuard`, the guard ``serve-api`` uses: 421
+    or 403 otherwise); the SDK's own, narrower check is off. With ``token``, every
+    request must carry ``Authorization: Bearer <token>`` (401 otherwise). In-flight
+    requests finish before it returns.
     """
-    app: Any = server.streamable_http_app(host=host)
+    app: Any = server.streamable_http_app(
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     if token is not None:
         app = BearerGuard(app, token)
+    names = loopback_names(host, port)
+    if names is not None:
+        app = HostGuard(app, names)
     await serve_asgi(app, host, port, stop)

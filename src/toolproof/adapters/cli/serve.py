@@ -231,6 +231,7 @@ async def _serve_api(
         token=None if no_auth else resolve_token(token, token_file),
         auth_disabled=no_auth,
         host=host,
+        port=port,
         max_body_bytes=max_body,
     )
     stop = asyncio.Event()

@@ -9,14 +9,23 @@ from toolproof.adapters.http.guards import BodyLimit
 from toolproof.adapters.http.problems import install_problem_handlers
 from toolproof.adapters.http.routes import public, router
 from toolproof.adapters.http.settings import ApiSettings
+from toolproof.adapters.rebinding import HostGuard, loopback_names
+from toolproof.adapters.tokens import BearerGuard
 
-__all__ = ["create_app"]
+__all__ = ["PUBLIC_PATHS", "create_app"]
+
+PUBLIC_PATHS = frozenset(
+    {"/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+)
+"""Paths served without a token: the health check and the OpenAPI documents."""
 
 DESCRIPTION = """\
 Create, inspect, verify and replay toolproof runs stored under one artifact root.
 
 Every endpoint but `/v1/health` needs `Authorization: Bearer <token>` (the token is
-configured with `--token-file` or `TOOLPROOF_API_TOKEN`). Request bodies larger than
+configured with `--token-file` or `TOOLPROOF_API_TOKEN`), checked before the body is
+read. On a loopback address, a `Host` or `Origin` that does not name the bound address
+is refused (421 / 403: DNS-rebinding protection). Request bodies larger than
 the configured limit are refused with 413; run ids must match `^run_[0-9a-f]{64}$`;
 every path the API touches is confined to the artifact root. Errors answer a
 `Problem` document.
@@ -31,6 +40,9 @@ def create_app(settings: ApiSettings) -> FastAPI:
 
     Returns:
         The ASGI app; its OpenAPI document is at ``/openapi.json``, docs at ``/docs``.
+        On a loopback ``settings.host`` it answers only requests whose ``Host`` and
+        ``Origin`` name that address and ``settings.port``
+        (:class:`~toolproof.adapters.rebinding.HostGuard`).
 
     """
     app = FastAPI(
@@ -43,5 +55,11 @@ def create_app(settings: ApiSettings) -> FastAPI:
     install_problem_handlers(app)
     app.include_router(public)
     app.include_router(router)
+    # Middleware added last runs first: Host/Origin, then the token, then the body limit.
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if not settings.auth_disabled and settings.token is not None:
+        app.add_middleware(BearerGuard, token=settings.token, public=PUBLIC_PATHS)
+    names = loopback_names(settings.host, settings.port)
+    if names is not None:
+        app.add_middleware(HostGuard, names=names)
     return app

@@ -38,7 +38,9 @@ class ApiSettings:
         token: the bearer token every request (but ``/v1/health`` and the OpenAPI
             documents) must carry; ``None`` only with ``auth_disabled``.
         auth_disabled: serve without a token (allowed only on a loopback host).
-        host: the host the API is bound to (checked against ``auth_disabled``).
+        host: the host the API is bound to (checked against ``auth_disabled``); on a
+            loopback address only requests whose ``Host``/``Origin`` name it are served.
+        port: the port it is bound to (``None``: requests naming any port are served).
         max_body_bytes: the largest request body accepted (bytes); larger is a 413.
         max_response_bytes: the largest document or trace page answered (bytes).
         max_page: the largest ``limit`` of a paged listing.
@@ -53,6 +55,7 @@ class ApiSettings:
     token: str | None = None
     auth_disabled: bool = False
     host: str = "127.0.0.1"
+    port: int | None = None
     max_body_bytes: int = 1024 * 1024
     max_response_bytes: int = 16 * 1024 * 1024
     max_page: int = 1000
@@ -60,14 +63,14 @@ class ApiSettings:
     def __post_init__(self) -> None:
         if self.auth_disabled and not is_loopback(self.host):
             raise InputError(
-                "--no-auth is only allowed on a loopback host (127.0.0.1 or ::1), "
+                "--no-auth is only allowed on a loopback address (127.0.0.0/8 or ::1), "
                 f"not {self.host!r}",
                 host=self.host,
             )
         if not self.auth_disabled and self.token is None:
             raise InputError(
                 f"the HTTP API needs a bearer token: pass --token-file FILE or set {TOKEN_ENV} "
-                "(or --no-auth on 127.0.0.1/::1)"
+                "(or --no-auth on a loopback address)"
             )
         if self.max_body_bytes <= 0 or self.max_response_bytes <= 0 or self.max_page <= 0:
             raise InputError("the API's size and page limits must be positive")
