@@ -88,6 +88,7 @@ API_ROUTES = [
     ("GET", "/v1/runs/run_" + "0" * 64 + "/files/trace.jsonl", None),
     ("POST", "/v1/runs/run_" + "0" * 64 + "/verify", None),
     ("POST", "/v1/runs/run_" + "0" * 64 + "/replay", None),
+    ("GET", "/v1/runs/run_" + "0" * 64 + "/attestations", None),
     ("GET", "/openapi.json", None),
     ("GET", "/docs", None),
 ]
