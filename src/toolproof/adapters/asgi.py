@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import uvicorn
@@ -27,7 +27,14 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> None:
+async def serve_asgi(
+    app: Any,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    *,
+    ready: Callable[[], None] | None = None,
+) -> None:
     """Serve ``app`` on ``host:port`` until ``stop`` is set; return after a graceful shutdown.
 
     Args:
@@ -35,6 +42,8 @@ async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> Non
         host: the address to bind (``127.0.0.1``, ``::1``, ``0.0.0.0``).
         port: the TCP port (0 is not supported: callers pick the port).
         stop: set it to shut the server down.
+        ready: called once the socket listens (to announce the server: a client that
+            reads the announcement can connect at once).
 
     Raises:
         InputError: the address cannot be bound, or the app failed to start.
@@ -54,7 +63,14 @@ async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> Non
         await stop.wait()
         server.should_exit = True
 
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        if ready is not None:
+            ready()
+
     watcher = asyncio.create_task(watch())
+    announcer = asyncio.create_task(announce())
     try:
         await server.serve()
     except SystemExit as exc:
@@ -66,5 +82,6 @@ async def serve_asgi(app: Any, host: str, port: int, stop: asyncio.Event) -> Non
         ) from None
     finally:
         watcher.cancel()
+        announcer.cancel()
     if not server.started and not stop.is_set():
         raise InputError(f"cannot serve on {host}:{port}: the server did not start", host=host)

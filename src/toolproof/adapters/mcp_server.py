@@ -13,6 +13,7 @@ is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC err
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -197,7 +198,13 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 
 async def serve_http(
-    server: Server[Any], host: str, port: int, stop: asyncio.Event, *, token: str | None = None
+    server: Server[Any],
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    *,
+    token: str | None = None,
+    ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``server`` over MCP streamable HTTP at ``http://HOST:PORT/mcp`` until ``stop`` is set.
 
@@ -206,7 +213,7 @@ async def serve_http(
     (:class:`~toolproof.adapters.rebinding.HostGuard`, the guard ``serve-api`` uses: 421
     or 403 otherwise); the SDK's own, narrower check is off. With ``token``, every
     request must carry ``Authorization: Bearer <token>`` (401 otherwise). In-flight
-    requests finish before it returns.
+    requests finish before it returns; ``ready`` is called once the socket listens.
     """
     app: Any = server.streamable_http_app(
         host=host,
@@ -217,4 +224,4 @@ async def serve_http(
     names = loopback_names(host, port)
     if names is not None:
         app = HostGuard(app, names)
-    await serve_asgi(app, host, port, stop)
+    await serve_asgi(app, host, port, stop, ready=ready)

@@ -112,10 +112,18 @@ async def _serve_mcp(
             server = build_server(toolset, observer=observer)
             if address is not None:
                 host, port = address
-                err_console.print(
-                    f"toolproof: serving {len(toolset)} tools over MCP at http://{host}:{port}/mcp"
+                shown = f"[{host}]" if ":" in host else host
+                count = len(toolset)
+                await serve_http(
+                    server,
+                    host,
+                    port,
+                    stop,
+                    token=token,
+                    ready=lambda: err_console.print(
+                        f"toolproof: serving {count} tools over MCP at http://{shown}:{port}/mcp"
+                    ),
                 )
-                await serve_http(server, host, port, stop, token=token)
                 clean = True
             else:
                 err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
@@ -237,8 +245,15 @@ async def _serve_api(
     stop = asyncio.Event()
     _stop_on_signals(stop)
     shown = f"[{host}]" if ":" in host else host
-    err_console.print(f"toolproof: serving the runs API on http://{shown}:{port}/v1")
-    await serve_asgi(create_app(settings), host, port, stop)
+    await serve_asgi(
+        create_app(settings),
+        host,
+        port,
+        stop,
+        ready=lambda: err_console.print(
+            f"toolproof: serving the runs API on http://{shown}:{port}/v1"
+        ),
+    )
 
 
 def recover_command(directory: Path, as_json: bool) -> None:
