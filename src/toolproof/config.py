@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-import toolproof.backends  # noqa: F401 - registers the process and celery backends
+from toolproof.backends import register_backends
 from toolproof.contract.bounds import Seconds
 from toolproof.errors import (
     FOREIGN_CODE_ERRORS,
@@ -50,6 +50,7 @@ from toolproof.errors import (
     foreign_failure,
 )
 from toolproof.extensions.config import configure_extensions
+from toolproof.extensions.registry import ExtensionRegistry, default_registry
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -353,6 +354,23 @@ def bind_retrieval_source(
     toolset.on_close(close)
 
 
+def extension_registry() -> ExtensionRegistry:
+    """The registry a ``toolproof.toml`` binds its combos from.
+
+    The process-wide registry (the built-ins, and what the forms registered) with the
+    ``process`` and ``celery`` backends registered into it here, at the composition
+    root, not by importing a package for its side effect. ``[extensions] modules``
+    and the ``toolproof.extensions`` entry points are loaded into it when a Toolset
+    is built.
+
+    Returns:
+        The registry (the same object on every call).
+    """
+    registry = default_registry()
+    register_backends(registry)
+    return registry
+
+
 async def build_toolset(path: str | Path) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
@@ -400,6 +418,7 @@ async def build_toolset(path: str | Path) -> Toolset:
                 if section.extensions is not None
             },
             backends=config.backends,
+            registry=extension_registry(),
         )
     except BaseException:
         await toolset.aclose()

@@ -12,11 +12,13 @@ from typing import Any, TypeVar
 
 import pytest
 
-import toolproof.backends  # noqa: F401 - registers the process and celery backends
+from toolproof.backends import register_backends
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backends"
 CONFIG = FIXTURES / "toolproof.toml"
 REDIS_URL = "redis://127.0.0.1:6379/15"
+
+register_backends()  # the tests build process/celery combos without a toolproof.toml
 
 T = TypeVar("T")
 

@@ -1,8 +1,10 @@
 """Execution backends (DESIGN.md section 6): relocate a tool body to a worker process.
 
-Importing this package registers the ``process`` and ``celery`` BACKEND extensions
-in the default extension registry (``load_toolset`` imports it). Celery itself is
-imported only when a ``celery`` variant is built.
+:data:`PROCESS` and :data:`CELERY` are the BACKEND extensions; importing this package
+registers nothing. The composition root (:func:`toolproof.config.extension_registry`,
+used by ``load_toolset``) registers them into the registry it binds from, with
+:func:`register_backends`. Celery itself is imported only when a ``celery`` variant
+is built.
 """
 
 from toolproof.backends.extensions import (
@@ -49,6 +51,3 @@ def register_backends(registry: ExtensionRegistry | None = None) -> None:
     target = registry or default_registry()
     for ext in (PROCESS, CELERY):
         target.register(ext)
-
-
-register_backends()

@@ -5,6 +5,7 @@ from toolproof.extensions.backend import BackendClient, backend
 from toolproof.extensions.config import configure_extensions, normalize_combos
 from toolproof.extensions.forms import (
     CallNext,
+    ExtensionOptions,
     call_next_for,
     extension,
     register_extension,
@@ -28,6 +29,7 @@ __all__ = [
     "ComboElement",
     "Extension",
     "ExtensionKind",
+    "ExtensionOptions",
     "ExtensionRegistry",
     "LoadFailure",
     "apply_combos",

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, Unpack, runtime_checkable
 
 from pydantic import BaseModel
 
 from toolproof.contract.tools import ToolResult
-from toolproof.extensions.forms import register_extension
+from toolproof.extensions.forms import ExtensionOptions, checked_options, register_extension
 from toolproof.extensions.kinds import ExtensionKind
-from toolproof.extensions.registry import Extension, ExtensionRegistry
+from toolproof.extensions.registry import Extension
 from toolproof.identity import digest_json
 from toolproof.tools.tool import Tool
 
@@ -61,15 +61,7 @@ def _client(make: MakeClient, ext_name: str, config: Any, context: Any) -> Backe
     return client
 
 
-def backend(
-    *,
-    name: str,
-    config: type[BaseModel] | None = None,
-    version: str = "0",
-    description: str = "",
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
-) -> Callable[[MakeClient], Extension]:
+def backend(*, name: str, **options: Unpack[ExtensionOptions]) -> Callable[[MakeClient], Extension]:
     """Register ``make(config, context) -> BackendClient`` as a backend extension.
 
     The variant presents the inner tool's schema; its body awaits
@@ -77,10 +69,18 @@ def backend(
     ``backend`` failure (retryable, ``where="backend"``), never a fabricated success;
     cancellation propagates.
 
+    Args:
+        name: the registered name.
+        **options: see :class:`~toolproof.extensions.forms.ExtensionOptions`.
+
     Returns:
         A decorator producing the registered :class:`Extension`.
 
+    Raises:
+        TypeError: an option no form takes.
+
     """
+    checked_options("backend", options)
 
     def decorate(make: MakeClient) -> Extension:
         def factory(inner: Tool, *, name: str, config: Any, context: Any = None) -> Tool:
@@ -107,15 +107,7 @@ def backend(
         factory.__module__ = getattr(make, "__module__", factory.__module__)
         factory.__doc__ = make.__doc__
         return register_extension(
-            factory,
-            kind=ExtensionKind.BACKEND,
-            name=name,
-            config=config,
-            version=version,
-            description=description,
-            wants_context=True,
-            registry=registry,
-            register=register,
+            factory, kind=ExtensionKind.BACKEND, name=name, wants_context=True, **options
         )
 
     return decorate

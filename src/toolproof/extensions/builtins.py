@@ -6,9 +6,8 @@ the same registry (see ``docs/extensions.md``).
 
 from __future__ import annotations
 
-from toolproof.extensions.forms import register_extension
+from toolproof.extensions.extension import Extension
 from toolproof.extensions.kinds import ExtensionKind
-from toolproof.extensions.registry import Extension
 from toolproof.extensions.transformers import (
     ArgsConfig,
     ProjectConfig,
@@ -38,77 +37,70 @@ _WRAPPER = ExtensionKind.WRAPPER
 _TRANSFORMER = ExtensionKind.TRANSFORMER
 
 BUILTINS: tuple[Extension, ...] = (
-    register_extension(
-        retry_factory,
+    Extension(
+        factory=retry_factory,
         kind=_WRAPPER,
         name="retry",
         config=RetryConfig,
         version=BUILTIN_VERSION,
         description="Retry listed failure kinds with exponential backoff and jitter.",
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        timeout_factory,
+    Extension(
+        factory=timeout_factory,
         kind=_WRAPPER,
         name="timeout",
         config=TimeoutConfig,
         reserved_params=TIMEOUT_RESERVED,
         version=BUILTIN_VERSION,
         description="Cancel the body after 'seconds'; a caller may lower it with timeout_s.",
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        cache_factory,
+    Extension(
+        factory=cache_factory,
         kind=_WRAPPER,
         name="cache",
         config=CacheConfig,
         version=BUILTIN_VERSION,
         description="Serve repeated successful calls from memory or a SQLite file.",
         wants_context=True,
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        rate_limit_factory,
+    Extension(
+        factory=rate_limit_factory,
         kind=_WRAPPER,
         name="rate_limit",
         config=RateLimitConfig,
         version=BUILTIN_VERSION,
         description="Token bucket per variant: calls over the rate wait, none is dropped.",
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        audit_factory,
+    Extension(
+        factory=audit_factory,
         kind=_WRAPPER,
         name="audit",
         config=AuditConfig,
         version=BUILTIN_VERSION,
         description="Append one JSON line per call to a file, with argument redaction.",
         wants_context=True,
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        args_factory,
+    Extension(
+        factory=args_factory,
         kind=_TRANSFORMER,
         name="args",
         config=ArgsConfig,
         version=BUILTIN_VERSION,
         description="Rename, hide (pin), default or describe parameters, like a partial.",
-        register=False,
         origin="builtin",
     ),
-    register_extension(
-        project_factory,
+    Extension(
+        factory=project_factory,
         kind=_TRANSFORMER,
         name="project",
         config=ProjectConfig,
         version=BUILTIN_VERSION,
         description="Reshape the result with a JMESPath expression; declares its output schema.",
-        register=False,
         origin="builtin",
     ),
 )

@@ -19,12 +19,13 @@ unless ``registry=`` names another one (or ``register=False``) and returns the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, TypedDict, Unpack, overload
 
 from pydantic import BaseModel
 
-from toolproof.contract.tools import ToolResult, ToolSpec
+from toolproof.contract.tools import ToolSpec
 from toolproof.extensions.kinds import ExtensionKind
+from toolproof.extensions.layer import CallNext, call_next_for
 from toolproof.extensions.registry import (
     Extension,
     ExtensionRegistry,
@@ -32,11 +33,12 @@ from toolproof.extensions.registry import (
     default_registry,
     normalize_reserved,
 )
-from toolproof.extensions.schema import add_reserved, is_flat_object_schema
+from toolproof.extensions.schema import add_reserved
 from toolproof.tools.tool import Tool
 
 __all__ = [
     "CallNext",
+    "ExtensionOptions",
     "WrapperFunction",
     "call_next_for",
     "extension",
@@ -45,13 +47,53 @@ __all__ = [
     "wrapper",
 ]
 
-CallNext: TypeAlias = Callable[[dict[str, Any]], Awaitable[ToolResult]]
-"""``await call_next(arguments) -> ToolResult``: run the next layer inward."""
-
 WrapperFunction: TypeAlias = Callable[[CallNext, dict[str, Any], Any], Awaitable[Any]]
 """``async (call_next, arguments, config) -> ToolResult | JSON``: a wrapper's behaviour."""
 
 Reserved: TypeAlias = Mapping[str, Mapping[str, Any]] | Sequence[str]
+
+
+class ExtensionOptions(TypedDict, total=False):
+    """The options every extension form takes: one definition, shared by all of them.
+
+    ``register_extension``, ``@extension``, ``@wrapper``, ``@transformer`` and
+    ``@backend`` each take what only they need (a kind, a name, a wrapper's
+    ``reserved_params``, a transformer's schemas) and then these, as keywords.
+
+    Attributes:
+        config: the pydantic model config tables are validated with (absent or
+            ``None``: the extension takes no config).
+        version: recorded in each variant's stack, so a new version changes
+            fingerprints (default ``"0"``).
+        description: one line for ``toolproof extensions list`` (default: the first
+            line of the factory's docstring); a transformer's variant also takes it as
+            its description.
+        requires_body_locality: the layer must sit inside (before) any relocating
+            (backend) extension of a combo (default False).
+        registry: where to register (default: the process-wide
+            :func:`~toolproof.extensions.registry.default_registry`).
+        register: False to build the :class:`Extension` without registering it.
+        origin: where it comes from, for listings (default: the factory's module).
+    """
+
+    config: type[BaseModel] | None
+    version: str
+    description: str
+    requires_body_locality: bool
+    registry: ExtensionRegistry | None
+    register: bool
+    origin: str
+
+
+_OPTION_NAMES = frozenset(ExtensionOptions.__annotations__)
+
+
+def checked_options(form: str, options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``options`` after refusing a key no form takes (as Python refuses a keyword)."""
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise TypeError(f"{form}() got an unexpected keyword argument {unknown[0]!r}")
+    return options
 
 
 def register_extension(
@@ -59,15 +101,9 @@ def register_extension(
     *,
     kind: ExtensionKind | str,
     name: str,
-    config: type[BaseModel] | None = None,
     reserved_params: Reserved = (),
-    requires_body_locality: bool = False,
-    version: str = "0",
-    description: str = "",
     wants_context: bool = False,
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
-    origin: str = "",
+    **options: Unpack[ExtensionOptions],
 ) -> Extension:
     """Register ``factory`` as the extension ``name`` (the function form of :func:`extension`).
 
@@ -76,39 +112,34 @@ def register_extension(
             named ``name``.
         kind: the :class:`ExtensionKind`.
         name: the registered name; variants are named ``<tool>_<name>``.
-        config: the pydantic model config tables are validated with (``None``: no config).
         reserved_params: parameter name -> JSON Schema (or just names) of parameters a
             wrapper adds to the variant's schema for itself.
-        requires_body_locality: must sit inside any relocating (backend) extension.
-        version: recorded in each variant's stack (so a new version changes fingerprints).
-        description: one line for ``toolproof extensions list``.
         wants_context: the factory also receives ``context=`` (an ``ApplyContext``).
-        registry: where to register (default: the process-wide registry).
-        register: False to build the :class:`Extension` without registering it.
-        origin: where it comes from, for listings (default: the factory's module).
+        **options: see :class:`ExtensionOptions`.
 
     Returns:
         The :class:`Extension`.
 
     Raises:
         ExtensionError: a bad name, misplaced reserved params, or the name is taken.
+        TypeError: an option no form takes.
 
     """
-    module = origin or getattr(factory, "__module__", "") or ""
+    given = checked_options("register_extension", options)
     ext = Extension(
         name=name,
         kind=ExtensionKind(kind),
         factory=factory,
-        config=config,
+        config=given.get("config"),
         reserved_params=normalize_reserved(reserved_params),
-        requires_body_locality=requires_body_locality,
-        version=version,
-        description=description or _first_line(factory),
+        requires_body_locality=given.get("requires_body_locality", False),
+        version=given.get("version", "0"),
+        description=given.get("description") or _first_line(factory),
         wants_context=wants_context,
-        origin=module,
+        origin=given.get("origin") or getattr(factory, "__module__", "") or "",
     )
-    if register:
-        (registry or default_registry()).register(ext)
+    if given.get("register", True):
+        (given.get("registry") or default_registry()).register(ext)
     return ext
 
 
@@ -121,52 +152,28 @@ def extension(
     *,
     kind: ExtensionKind | str,
     name: str,
-    config: type[BaseModel] | None = None,
     reserved_params: Reserved = (),
-    requires_body_locality: bool = False,
-    version: str = "0",
-    description: str = "",
     wants_context: bool = False,
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
+    **options: Unpack[ExtensionOptions],
 ) -> Callable[[Factory], Extension]:
-    """Decorator form of :func:`register_extension` over a factory ``(inner, *, name, config)``."""
+    """Decorator form of :func:`register_extension` over a factory ``(inner, *, name, config)``.
+
+    Raises:
+        TypeError: an option no form takes.
+    """
+    checked_options("extension", options)
 
     def decorate(factory: Factory) -> Extension:
         return register_extension(
             factory,
             kind=kind,
             name=name,
-            config=config,
             reserved_params=reserved_params,
-            requires_body_locality=requires_body_locality,
-            version=version,
-            description=description,
             wants_context=wants_context,
-            registry=registry,
-            register=register,
+            **options,
         )
 
     return decorate
-
-
-def call_next_for(inner: Tool, reserved: Sequence[str] | Mapping[str, Any] = ()) -> CallNext:
-    """The ``call_next`` a wrapper layer uses: run ``inner`` on already-validated arguments.
-
-    Without reserved params this is ``inner.run_validated`` itself (the outermost
-    variant validated against the identical schema). With reserved params they are
-    stripped first; the inner layer skips re-validation only when its schema is flat
-    (:func:`~toolproof.extensions.schema.is_flat_object_schema`), else it validates.
-    """
-    drop = frozenset(reserved)
-    if not drop:
-        return inner.run_validated
-    run = inner.run_validated if is_flat_object_schema(inner.spec.input_schema) else inner.call
-
-    def call_next(arguments: dict[str, Any]) -> Awaitable[ToolResult]:
-        return run({k: v for k, v in arguments.items() if k not in drop})
-
-    return call_next
 
 
 @overload
@@ -177,13 +184,8 @@ def wrapper(fn: WrapperFunction, /) -> Extension: ...
 def wrapper(
     *,
     name: str | None = None,
-    config: type[BaseModel] | None = None,
     reserved_params: Reserved = (),
-    requires_body_locality: bool = False,
-    version: str = "0",
-    description: str = "",
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
+    **options: Unpack[ExtensionOptions],
 ) -> Callable[[WrapperFunction], Extension]: ...
 
 
@@ -192,13 +194,8 @@ def wrapper(
     /,
     *,
     name: str | None = None,
-    config: type[BaseModel] | None = None,
     reserved_params: Reserved = (),
-    requires_body_locality: bool = False,
-    version: str = "0",
-    description: str = "",
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
+    **options: Unpack[ExtensionOptions],
 ) -> Any:
     """Register ``async fn(call_next, arguments, config)`` as a wrapper extension.
 
@@ -208,10 +205,20 @@ def wrapper(
     (usually ``call_next``'s) or a JSON value. Use bare (``@wrapper``, named after
     the function) or with options.
 
+    Args:
+        fn: the wrapper function (bare use), or omitted (use with options).
+        name: the registered name (default: the function's ``__name__``).
+        reserved_params: parameter name -> JSON Schema (or just names) the variant adds.
+        **options: see :class:`ExtensionOptions`.
+
     Returns:
         The :class:`Extension` (or a decorator producing it).
 
+    Raises:
+        TypeError: an option no form takes.
+
     """
+    checked_options("wrapper", options)
 
     def decorate(func: WrapperFunction) -> Extension:
         reserved = normalize_reserved(reserved_params)
@@ -232,13 +239,8 @@ def wrapper(
             factory,
             kind=ExtensionKind.WRAPPER,
             name=name or str(getattr(func, "__name__", "wrapper")),
-            config=config,
             reserved_params=reserved,
-            requires_body_locality=requires_body_locality,
-            version=version,
-            description=description,
-            registry=registry,
-            register=register,
+            **options,
         )
 
     return decorate(fn) if fn is not None else decorate
@@ -260,11 +262,7 @@ def transformer(
     input_schema: SchemaOf,
     output: Callable[[Any, Any], Any] | None = None,
     output_schema: SchemaOf | None = None,
-    description: str = "",
-    config: type[BaseModel] | None = None,
-    version: str = "0",
-    registry: ExtensionRegistry | None = None,
-    register: bool = True,
+    **options: Unpack[ExtensionOptions],
 ) -> Callable[[ArgumentMap], Extension]:
     """Register an argument mapping ``fn(arguments, config) -> inner arguments`` as a transformer.
 
@@ -273,14 +271,15 @@ def transformer(
         input_schema: the variant's own input schema, or ``(inner_spec, config) -> schema``.
         output: optional ``(value, config) -> value`` reshaping a successful result.
         output_schema: the schema of ``output``'s values (or a callable as above).
-        description: the variant's description (default: the inner tool's).
-        config: the config model.
-        version: recorded in the stack.
-        registry: where to register (default: the process-wide registry).
-        register: False to only build the :class:`Extension`.
+        **options: see :class:`ExtensionOptions`; ``description`` is also the
+            variant's description (default: the inner tool's).
 
     The inner tool re-validates the mapped arguments (the mapping is arbitrary code).
+
+    Raises:
+        TypeError: an option no form takes.
     """
+    description = checked_options("transformer", options).get("description", "")
 
     def decorate(fn: ArgumentMap) -> Extension:
         def factory(inner: Tool, *, name: str, config: Any) -> Tool:
@@ -304,15 +303,6 @@ def transformer(
 
         factory.__module__ = getattr(fn, "__module__", factory.__module__)
         factory.__doc__ = fn.__doc__
-        return register_extension(
-            factory,
-            kind=ExtensionKind.TRANSFORMER,
-            name=name,
-            config=config,
-            version=version,
-            description=description,
-            registry=registry,
-            register=register,
-        )
+        return register_extension(factory, kind=ExtensionKind.TRANSFORMER, name=name, **options)
 
     return decorate

@@ -10,8 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolproof.adapters.cli.app import emit_json, out_console, run_async
-from toolproof.config import load_toolset
-from toolproof.extensions.registry import default_registry
+from toolproof.config import extension_registry, load_toolset
 
 __all__ = ["extensions_app", "register"]
 
@@ -37,7 +36,7 @@ def _listing(config: Path | None) -> dict[str, Any]:
                 ]
 
         failures = run_async(load())
-    registry = default_registry()
+    registry = extension_registry()
     for failure in registry.load_entry_points():
         record = {"name": failure.name, "field": failure.field, "rule": failure.rule}
         if not any(item["name"] == failure.name for item in failures):

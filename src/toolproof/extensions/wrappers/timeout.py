@@ -7,7 +7,7 @@ from typing import Any
 
 from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
-from toolproof.extensions.forms import call_next_for
+from toolproof.extensions.layer import call_next_for
 from toolproof.extensions.wrappers.common import StrictConfig, wrapper_spec
 from toolproof.tools.tool import Tool
 
