@@ -50,13 +50,17 @@ class Block:
 
 
 def blocks_of(path: Path) -> list[Block]:
-    """The Python blocks of one Markdown file, in order.
+    """The Python blocks of one Markdown file of the repository, in order."""
+    return parse_blocks(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+
+
+def parse_blocks(text: str, page: str) -> list[Block]:
+    """The Python blocks of Markdown ``text`` (named ``page`` in messages), in order.
 
     Raises:
         AssertionError: a Python fence is never closed, or a marker is malformed.
     """
-    lines = path.read_text(encoding="utf-8").splitlines()
-    page = path.relative_to(ROOT).as_posix()
+    lines = text.splitlines()
     found: list[Block] = []
     index = 0
     while index < len(lines):
@@ -78,12 +82,12 @@ def blocks_of(path: Path) -> list[Block]:
     return found
 
 
-def chains() -> list[list[Block]]:
+def chains(pages: list[list[Block]]) -> list[list[Block]]:
     """The scripts to run: each a block followed by the blocks that continue it."""
     scripts: list[list[Block]] = []
-    for path in PAGES:
+    for blocks in pages:
         previous: list[Block] | None = None
-        for block in blocks_of(path):
+        for block in blocks:
             if block.marker == "skip":
                 previous = None
             elif block.marker == "continues":
@@ -107,7 +111,7 @@ def script_of(chain: list[Block]) -> str:
     return text
 
 
-CHAINS = chains()
+CHAINS = chains([blocks_of(path) for path in PAGES])
 
 
 def test_every_block_runs_or_is_skipped_with_a_reason() -> None:
@@ -122,6 +126,60 @@ def test_every_block_runs_or_is_skipped_with_a_reason() -> None:
     run = sum(len(chain) for chain in CHAINS)
     assert run + len(skipped) == len(every)
     assert run >= 20
+
+
+SAMPLE = """Intro.
+
+```python
+x = 1
+```
+
+Text.
+
+<!-- docs: continues -->
+```python
+y = x + 1
+```
+
+<!-- docs: skip needs an API key -->
+```python
+call_the_api()
+```
+
+```python
+z = 3
+```
+"""
+
+
+def test_markers_chain_and_skip_blocks() -> None:
+    blocks = parse_blocks(SAMPLE, "sample.md")
+    assert [(b.line, b.marker, b.reason) for b in blocks] == [
+        (3, "", ""),
+        (10, "continues", ""),
+        (15, "skip", "needs an API key"),
+        (19, "", ""),
+    ]
+    [first, second] = chains([blocks])
+    assert [b.line for b in first] == [3, 10] and [b.line for b in second] == [19]
+    script = script_of(first)
+    assert script.splitlines()[3] == "x = 1" and script.splitlines()[10] == "y = x + 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("```python\nx = 1\n", "sample.md:1: the python fence is never closed"),
+        ("<!-- docs: continue -->\n```python\nx\n```\n", "sample.md:1: unknown marker"),
+        (
+            "<!-- docs: continues -->\n```python\nx\n```\n",
+            "sample.md:2: marked as continuing, but no runnable Python block comes before it",
+        ),
+    ],
+)
+def test_a_malformed_page_is_refused_naming_the_line(text: str, message: str) -> None:
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        chains([parse_blocks(text, "sample.md")])
 
 
 @pytest.mark.parametrize("chain", CHAINS, ids=[f"{c[0].page}:{c[0].line}" for c in CHAINS])
