@@ -13,9 +13,14 @@ is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC err
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import io
+import os
+import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -48,6 +53,7 @@ __all__ = [
     "CallObserver",
     "McpAnswer",
     "SessionObserver",
+    "StdioWire",
     "build_server",
     "mcp_output_schema",
     "mcp_result",
@@ -191,9 +197,66 @@ def build_server(
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes."""
-    async with stdio_server() as (read_stream, write_stream):
+class StdioWire:
+    """The process's stdin and stdout, claimed for the MCP protocol alone.
+
+    Claiming moves the protocol onto private descriptors (duplicates above 2, closed
+    on exec) and points fd 0 at the null device and fd 1 at stderr. From then on
+    whatever else writes to "stdout" — ``print`` in a tool module at import or in a
+    tool body, ``os.write(1, ...)``, a C extension, a child process inheriting fd 1 —
+    lands on stderr, never on the JSON-RPC stream, and nothing else can read the
+    client's requests. Claim it **before** loading the Toolset (imports run user
+    code); :meth:`release` puts fds 0 and 1 back.
+
+    Raises:
+        OSError: (on construction) the descriptors cannot be duplicated.
+
+    """
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self.stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        self.stdout_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+        os.dup2(2, 1)
+        self._released = False
+
+    def streams(self) -> tuple[Any, Any]:
+        """The protocol's text streams (UTF-8), as ``stdio_server(stdin, stdout)`` takes them."""
+        reader = io.TextIOWrapper(
+            os.fdopen(self.stdin_fd, "rb", closefd=False), encoding="utf-8", errors="replace"
+        )
+        writer = io.TextIOWrapper(
+            os.fdopen(self.stdout_fd, "wb", closefd=False), encoding="utf-8", newline="\n"
+        )
+        return anyio.wrap_file(reader), anyio.wrap_file(writer)
+
+    def release(self) -> None:
+        """Point fds 0 and 1 back at the protocol's stdin and stdout; idempotent."""
+        if self._released:
+            return
+        self._released = True
+        sys.stdout.flush()
+        os.dup2(self.stdout_fd, 1)
+        os.dup2(self.stdin_fd, 0)
+
+
+async def serve_stdio(server: Server[Any], wire: StdioWire | None = None) -> None:
+    """Serve ``server`` over this process's stdin/stdout until stdin closes.
+
+    Args:
+        server: the MCP server.
+        wire: the claimed stdin/stdout (:class:`StdioWire`); without it the SDK claims
+            them itself, but only from now on: output written earlier, while the
+            Toolset loaded, would have reached the client.
+
+    """
+    stdin, stdout = wire.streams() if wire is not None else (None, None)
+    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

@@ -19,6 +19,7 @@ from toolproof.config import load_toolset
 from toolproof.errors import InputError
 
 if TYPE_CHECKING:
+    from toolproof.adapters.mcp_server import StdioWire
     from toolproof.runs.session import LiveSession
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
@@ -88,22 +89,49 @@ async def _serve_mcp(
     config: Path, http: str | None, record: Path | None, token_file: Path | None = None
 ) -> None:
     try:
-        from toolproof.adapters.mcp_server import (
-            SessionObserver,
-            build_server,
-            serve_http,
-            serve_stdio,
-        )
+        from toolproof.adapters.mcp_server import StdioWire
     except ImportError as exc:
         raise InputError(
             f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
         ) from exc
-    from toolproof.runs.session import open_session
 
     address = parse_address(http) if http is not None else None
     token = _mcp_token(address[0], token_file) if address is not None else None
     stop = asyncio.Event()
     _stop_on_signals(stop)
+    # stdio: fd 1 carries JSON-RPC only, from before the first user module is imported
+    wire = StdioWire() if address is None else None
+    try:
+        clean = await _serve_loaded(config, address, token, record, stop, wire)
+    finally:
+        if wire is not None:
+            wire.release()
+    if not clean:
+        # A stdio read blocked on an open stdin cannot be cancelled, and asyncio would wait
+        # for it forever; the session manifest and the Toolset's workers are closed by now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+async def _serve_loaded(
+    config: Path,
+    address: tuple[str, int] | None,
+    token: str | None,
+    record: Path | None,
+    stop: asyncio.Event,
+    wire: StdioWire | None,
+) -> bool:
+    """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
+    from toolproof.adapters.mcp_server import (
+        SessionObserver,
+        build_server,
+        serve_http,
+        serve_stdio,
+    )
+    from toolproof.runs.session import open_session
+
+    clean = True
     async with load_toolset(config) as toolset:
         session = open_session(record, toolset) if record is not None else None
         failed = True
@@ -127,17 +155,12 @@ async def _serve_mcp(
                 clean = True
             else:
                 err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
-                clean = await _until_stopped(serve_stdio(server), stop)
+                clean = await _until_stopped(serve_stdio(server, wire), stop)
             failed = False
         finally:
             if session is not None:
                 await _end_session(session, discard=failed and session.calls == 0)
-    if not clean:
-        # A stdio read blocked on an open stdin cannot be cancelled, and asyncio would wait
-        # for it forever; the session manifest and the Toolset's workers are closed by now.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    return clean
 
 
 async def _end_session(session: LiveSession, *, discard: bool) -> None:
