@@ -22,6 +22,10 @@ and relative paths are relative to the file::
     [backends.celery]
     broker = "redis://127.0.0.1:6379/0"
 
+    [lock]                      # toolproof.lock beside the file (see docs/lock.md)
+    on_drift = "quarantine"     # | "refuse" | "warn"
+    file = "toolproof.lock"     # optional: another lock file
+
 Every error is a :class:`toolproof.errors.ConfigError` naming the file, the key and
 the rule.
 """
@@ -52,6 +56,7 @@ from toolproof.errors import (
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry, default_registry
 from toolproof.tools.function import TOOL_MARK, ToolOptions
+from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -60,6 +65,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
 
 __all__ = [
     "ExtensionsSection",
+    "LockSection",
     "McpSource",
     "PythonSource",
     "RetrievalSource",
@@ -68,6 +74,7 @@ __all__ = [
     "ToolsetLoader",
     "load_config",
     "load_toolset",
+    "lock_path_of",
 ]
 
 
@@ -177,6 +184,18 @@ class ToolSection(_Closed):
     extensions: Any = None
 
 
+class LockSection(_Closed):
+    """``[lock]``: how loading treats tools that differ from ``toolproof.lock``.
+
+    ``on_drift``: ``quarantine`` (default), ``refuse`` or ``warn`` (see
+    :class:`toolproof.tools.lock.OnDrift`); ``file``: the lock, relative to the toml
+    file (default ``toolproof.lock`` beside it). Without a lock file nothing is checked.
+    """
+
+    on_drift: OnDrift = OnDrift.QUARANTINE
+    file: str = LOCK_FILE
+
+
 class ToolproofConfig(_Closed):
     """The parsed ``toolproof.toml``."""
 
@@ -186,6 +205,7 @@ class ToolproofConfig(_Closed):
     extensions: ExtensionsSection = Field(default_factory=ExtensionsSection)
     tools: dict[str, ToolSection] = Field(default_factory=dict)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    lock: LockSection = Field(default_factory=LockSection)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:
@@ -371,15 +391,26 @@ def extension_registry() -> ExtensionRegistry:
     return registry
 
 
-async def build_toolset(path: str | Path) -> Toolset:
+def lock_path_of(file: Path, config: ToolproofConfig) -> Path:
+    """The lock file of the composition root ``file``: ``[lock] file``, relative to it."""
+    return file.parent / config.lock.file
+
+
+async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
-    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``;
-    extensions apply last. On any error every resource already opened (MCP sessions)
-    is closed.
+    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
+    the base tools are checked against the lock (when one exists); extensions apply
+    last. On any error every resource already opened (MCP sessions) is closed.
+
+    Args:
+        path: the ``toolproof.toml`` file.
+        lock: ``True``: the ``[lock]`` file when it exists; a path: that lock (it must
+            exist); ``False``: no lock check (``toolproof lock`` itself).
 
     Raises:
-        ConfigError: the file or one of its entries is invalid.
+        ConfigError: the file or one of its entries is invalid, the lock cannot be
+            read, or ``[lock] on_drift = "refuse"`` and a tool drifted.
 
     """
     file = Path(path)
@@ -408,6 +439,9 @@ async def build_toolset(path: str | Path) -> Toolset:
                 first[entry.name] = position
             servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
+        lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
+        if lock is not False and (isinstance(lock, Path) or lock_file.is_file()):
+            check_toolset_lock(toolset, lock_file, config.lock.on_drift)
         configure_extensions(
             toolset,
             file=file,
@@ -434,15 +468,16 @@ class ToolsetLoader:
     to the caller.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock: Path | bool = True) -> None:
         self.path = Path(path)
+        self.lock = lock
         self._toolset: Toolset | None = None
 
     def __await__(self) -> Generator[Any, None, Toolset]:
-        return build_toolset(self.path).__await__()
+        return build_toolset(self.path, lock=self.lock).__await__()
 
     async def __aenter__(self) -> Toolset:
-        self._toolset = await build_toolset(self.path)
+        self._toolset = await build_toolset(self.path, lock=self.lock)
         return self._toolset
 
     async def __aexit__(
@@ -455,11 +490,12 @@ class ToolsetLoader:
             await self._toolset.aclose()
 
 
-def load_toolset(path: str | Path) -> ToolsetLoader:
+def load_toolset(path: str | Path, *, lock: Path | bool = True) -> ToolsetLoader:
     """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
 
     Args:
         path: the ``toolproof.toml`` file.
+        lock: as :func:`build_toolset`: the default checks ``toolproof.lock`` when present.
 
     Returns:
         A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
@@ -469,4 +505,4 @@ def load_toolset(path: str | Path) -> ToolsetLoader:
         ConfigError: (when awaited or entered) the file or an entry is invalid.
 
     """
-    return ToolsetLoader(path)
+    return ToolsetLoader(path, lock=lock)

@@ -117,9 +117,8 @@ def run_predicate(directory: Path) -> dict[str, Any]:
         "policy": report.policy.value,
         "verdict": report.outcome,
     }
-    lock = runtime.toolset.model_dump().get("lock")
-    if isinstance(lock, str) and lock:
-        predicate["lock"] = lock
+    if runtime.toolset.lock is not None:
+        predicate["lock"] = runtime.toolset.lock
     return predicate
 
 

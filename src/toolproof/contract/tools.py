@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, Field, JsonValue, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel, ContentModel
 from toolproof.errors import ToolCallError
@@ -295,12 +302,23 @@ class ToolsetDescriptor(ContentModel):
     """The descriptor of a sealed Toolset: every tool's descriptor, sorted by name.
 
     Its ``id`` (``toolset_<hex>``) and :attr:`digest` are identical across processes
-    and Python hash seeds for the same composition root.
+    and Python hash seeds for the same composition root. ``lock`` is the digest of the
+    ``toolproof.lock`` the tools were checked against (absent without a lock), so a
+    run names the lock it ran under.
     """
 
     ID_KIND = "toolset"
 
     tools: list[ToolDescriptor]
+    lock: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_lock(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a Toolset without a lock keeps the descriptor (and run ids) it had before locks
+        data: dict[str, Any] = handler(self)
+        if data.get("lock") is None:
+            data.pop("lock", None)
+        return data
 
     @property
     def digest(self) -> str:

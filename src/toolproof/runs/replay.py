@@ -77,10 +77,12 @@ class ReplayResult:
 
 
 def describe_descriptor_change(old: ToolsetDescriptor, new: ToolsetDescriptor) -> str:
-    """Which tools were added, removed or changed between two Toolset descriptors."""
+    """Which tools were added, removed or changed between two descriptors, and their locks."""
     before = {tool.name: tool.fingerprint for tool in old.tools}
     after = {tool.name: tool.fingerprint for tool in new.tools}
     parts = []
+    if old.lock != new.lock:
+        parts.append(f"the tool lock changed ({old.lock or 'no lock'} -> {new.lock or 'no lock'})")
     for label, names in (
         ("removed", sorted(set(before) - set(after))),
         ("added", sorted(set(after) - set(before))),

@@ -203,6 +203,11 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
     for index, (connection, outcome) in enumerate(zip(connections, outcomes, strict=True)):
         server = connection.server
         entry = _record(toolset, server)
+        entry["transport"] = (
+            {"command": [server.command, *server.args]}
+            if server.command is not None
+            else {"url": server.url}
+        )
         owner = f"mcp:{server.name}"
         if isinstance(outcome, BaseException):
             if not isinstance(outcome, McpStartError):
@@ -227,3 +232,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
                 toolset.quarantine(name, "annotations", problem, owner=owner)
         bound = bind_contributions(toolset, contributions, owner=owner)
         entry["tools"] = [tool.name for tool in bound]
+        entry["names"] = {
+            bound_name(server, str(tool.get("name", ""))): str(tool.get("name", ""))
+            for tool in connection.tools
+        }

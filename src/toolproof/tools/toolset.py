@@ -44,6 +44,8 @@ class Quarantined:
         field: the offending field (``input_schema.properties.x``, ``extensions[1]``).
         rule: the rule it broke.
         owner: where it came from (``mcp:git``, ``python:mod``, ``extension combo``).
+        drift: for a tool that differs from ``toolproof.lock``: ``{"kind", "changes":
+            [{"pointer", "old", "new"}...]}``; ``None`` otherwise.
 
     """
 
@@ -51,10 +53,19 @@ class Quarantined:
     field: str
     rule: str
     owner: str = ""
+    drift: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, str]:
-        """The record as a JSON object."""
-        return {"name": self.name, "field": self.field, "rule": self.rule, "owner": self.owner}
+    def to_json(self) -> dict[str, Any]:
+        """The record as a JSON object (with ``drift`` when the lock quarantined it)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "field": self.field,
+            "rule": self.rule,
+            "owner": self.owner,
+        }
+        if self.drift is not None:
+            out["drift"] = self.drift
+        return out
 
 
 class Toolset:
@@ -115,6 +126,30 @@ class Toolset:
         if self._sealed:
             raise ToolsetSealedError(name)
         self._quarantined.append(Quarantined(name, field, rule, owner))
+
+    def withdraw(
+        self,
+        name: str,
+        field: str,
+        rule: str,
+        *,
+        owner: str = "",
+        drift: dict[str, Any] | None = None,
+    ) -> None:
+        """Remove the bound tool ``name`` again and quarantine it (before sealing).
+
+        Used when a later check (the lock) refuses a tool that bound; without a tool of
+        that name it only records the quarantine.
+
+        Raises:
+            ToolsetSealedError: the Toolset is sealed.
+
+        """
+        if self._sealed:
+            raise ToolsetSealedError(name)
+        self._tools.pop(name, None)
+        owner = self._owners.pop(name, "") or owner
+        self._quarantined.append(Quarantined(name, field, rule, owner, drift))
 
     def on_close(self, callback: Callable[[], Awaitable[Any]]) -> None:
         """Register an async clean-up run when the Toolset closes (last registered, first run)."""
@@ -180,7 +215,11 @@ class Toolset:
         """
         if self._descriptor is not None:
             return self._descriptor
-        descriptor = ToolsetDescriptor(tools=[tool.descriptor() for tool in self])
+        lock = self.metadata.get("lock_digest")
+        descriptor = ToolsetDescriptor(
+            tools=[tool.descriptor() for tool in self],
+            lock=lock if isinstance(lock, str) else None,
+        )
         if self._sealed:
             self._descriptor = descriptor
         return descriptor

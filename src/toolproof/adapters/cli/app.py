@@ -81,6 +81,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.runs",
     "toolproof.adapters.cli.worker",
     "toolproof.adapters.cli.attest",
+    "toolproof.adapters.cli.lock",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console, run_async
+from toolproof.adapters.cli.lock import run_lock
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.bundle.paths import confine
 from toolproof.config import load_toolset
@@ -161,6 +162,7 @@ def _verify(
     signed_ok = signatures is None or signatures.ok
     if as_json:
         document = verification.to_json()
+        document["lock"] = run_lock(directory)
         if signatures is not None:
             document["attestations"] = signatures.to_json()
             document["ok"] = verification.ok and signed_ok
@@ -177,6 +179,8 @@ def _verify(
             out_console.print(table)
         for failure in verification.failures:
             err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
+        lock = run_lock(directory)
+        out_console.print(f"tool lock: {lock}" if lock else "tool lock: none (no toolproof.lock)")
         if signatures is not None:
             print_signatures(signatures)
         ok = verification.ok and signed_ok

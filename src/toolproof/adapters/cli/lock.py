@@ -1,0 +1,103 @@
+"""``toolproof lock``: pin the tool inventory of a composition root in ``toolproof.lock``.
+
+``lock --config FILE`` writes the lock (refusing to replace one that differs),
+``lock --check`` exits 0 when nothing drifted and 2 when something did (printing the
+diffs), ``lock --update`` accepts the current tools and prints what it accepted.
+Exit 1: the config or the lock cannot be read. See ``docs/lock.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+
+from toolproof.adapters.cli.app import emit_json, fail, out_console, run_async
+from toolproof.config import ToolproofConfig, load_toolset, lock_path_of
+from toolproof.contract.runs import ExecutionRuntime
+from toolproof.errors import InputError
+from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
+
+__all__ = ["print_drifts", "register", "run_lock"]
+
+
+def run_lock(directory: Path) -> str | None:
+    """The lock digest the run in ``directory`` recorded (``runtime.json``), or ``None``."""
+    try:
+        runtime = ExecutionRuntime.model_validate_json((directory / "runtime.json").read_bytes())
+    except (OSError, ValidationError, InputError):
+        return None
+    return runtime.toolset.lock
+
+
+def print_drifts(drifts: list[Drift]) -> None:
+    """Print each drift and its field-level diff, for people."""
+    for drift in drifts:
+        out_console.print(f"[bold]{escape(drift.name)}[/] {drift.kind}")
+        for change in drift.changes:
+            out_console.print(f"  {escape(str(change))}")
+
+
+async def _current(config: Path) -> tuple[Lockfile, Path]:
+    async with load_toolset(config, lock=False) as toolset:
+        parsed: ToolproofConfig = toolset.metadata["config"]
+        return build_lock(toolset), lock_path_of(config, parsed)
+
+
+def _lock(
+    config: Path = typer.Option(
+        Path("toolproof.toml"), "--config", "-c", help="The composition root (toolproof.toml)."
+    ),
+    check: bool = typer.Option(False, "--check", help="Exit 2 when a tool drifted from the lock."),
+    update: bool = typer.Option(False, "--update", help="Accept the current tools into the lock."),
+    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+) -> None:
+    """Write toolproof.lock: every tool's source, spec digest and fingerprint."""
+    if check and update:
+        raise fail(InputError("--check and --update exclude each other"))
+    current, path = run_async(_current(config))
+    exists = path.is_file()
+    if check and not exists:
+        raise fail(InputError(f"no lock at {path}: write one with toolproof lock", path=str(path)))
+    try:
+        old = read_lock(path) if exists else None
+    except InputError as exc:
+        raise fail(exc) from None
+    drifts = diff_locks(old, current) if old is not None else []
+    written = False
+    if not check and (old is None or update):
+        write_lock(path, current)
+        written = True
+    refused = bool(drifts) and not update
+    document: dict[str, Any] = {
+        "lock": str(path),
+        "digest": current.digest if written or not drifts else old.digest if old else None,
+        "written": written,
+        "drift": [drift.to_json() for drift in drifts],
+    }
+    if as_json:
+        emit_json(document)
+    else:
+        print_drifts(drifts)
+        if written and update and drifts:
+            out_console.print(f"accepted {len(drifts)} changes into {path}")
+        if written:
+            out_console.print(f"wrote {path} ({len(current.tools)} tools), lock {current.digest}")
+        elif not drifts:
+            out_console.print(f"{path} is up to date, lock {current.digest}")
+        elif check:
+            out_console.print(f"{len(drifts)} tools drifted from {path}")
+        else:
+            out_console.print(
+                f"{len(drifts)} tools differ from {path}: review, then toolproof lock --update"
+            )
+    if refused:
+        raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``lock`` to ``app``."""
+    app.command("lock")(_lock)
