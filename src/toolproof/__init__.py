@@ -49,6 +49,7 @@ from toolproof.runs.run import execute_run
 from toolproof.runs.runtime_plugin import RuntimePlugin
 from toolproof.runs.spec import load_spec
 from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
+from toolproof.tools.context import Context
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
@@ -68,6 +69,7 @@ __all__ = [
     "CheckSpec",
     "Claim",
     "ConfigError",
+    "Context",
     "EmbeddedResource",
     "EvidenceRecord",
     "ExecutionRuntime",

@@ -17,6 +17,7 @@ import fcntl
 import io
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -37,12 +38,14 @@ from toolproof.adapters.mcp_content import (
     mcp_result,
     mcp_tool,
 )
+from toolproof.adapters.mcp_relay import LogLevels, RequestChannel
 from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, error_mapping
 from toolproof.runs.session import Admission, LiveSession
+from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -168,10 +171,20 @@ def build_server(
     ) -> types.ListToolsResult:
         return listing
 
+    levels = LogLevels()
+
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        levels.set(ctx.session, params.level)
+        return types.EmptyResult()
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = toolset.get(params.name)
         if tool is None:
             raise _unknown_tool(toolset, params.name)
+        with call_channel(RequestChannel(ctx, levels)):
+            return await _call(tool, params)
+
+    async def _call(tool: Tool, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments: Any = params.arguments if params.arguments is not None else {}
         if observer is None:
             return mcp_result(tool, await tool.call(arguments)).reply
@@ -187,14 +200,17 @@ def build_server(
             return mcp_result(tool, _failed(unrecorded.failure)).reply
         return answer.reply
 
-    return Server(
-        name,
-        version=__version__,
-        instructions=instructions,
-        get_tool_input_schema=schemas.get,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    with warnings.catch_warnings():  # logging/setLevel: deprecated by 2026-07-28 (SEP-2577)
+        warnings.simplefilter("ignore")
+        return Server(
+            name,
+            version=__version__,
+            instructions=instructions,
+            get_tool_input_schema=schemas.get,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_level,
+        )
 
 
 class StdioWire:

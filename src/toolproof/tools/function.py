@@ -33,6 +33,7 @@ from pydantic_core import PydanticSerializationError
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
 from toolproof.tools.content import mentions_content, rich_value
+from toolproof.tools.context import Context
 from toolproof.tools.fields import declarable_field
 from toolproof.tools.schema import strip_titles
 
@@ -138,6 +139,10 @@ def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
     return annotation, []
 
 
+CONTEXT_FIELD = "<context>"
+"""The field name that marks a :class:`Context` parameter (not a schema field)."""
+
+
 def _declarable(name: str) -> bool:
     # not "json", "schema", "copy"... (a field would shadow BaseModel) nor "_x"/"model_x":
     # such parameters are held under an alias and keep their name in the schema
@@ -150,6 +155,13 @@ def _parameter_fields(
     fields: dict[str, Any] = {}
     params: list[tuple[str, str, inspect._ParameterKind]] = []
     for index, param in enumerate(inspect.signature(fn).parameters.values()):
+        if _split_annotated(hints.get(param.name))[0] is Context:
+            if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolBindError(
+                    tool_name, f"parameter {param.name!r}", "a Context parameter is passed by name"
+                )
+            params.append((param.name, CONTEXT_FIELD, param.kind))  # given, never sent
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolBindError(
                 tool_name,
@@ -284,7 +296,9 @@ def bind_function(
         output_schema=copy.deepcopy(output_schema),
         annotations=opts.annotations(),
     )
-    direct = all(_json_native(hints.get(name, Any)) for name, _, _ in params)
+    direct = all(
+        _json_native(hints.get(name, Any)) for name, field, _ in params if field != CONTEXT_FIELD
+    )
     if output_adapter is not None and _json_native(ret):
         output_adapter = None  # a plain JSON value: Tool checks it against the output schema
     body = _make_body(tool_name, fn, model, params, output_adapter, direct=direct)
@@ -364,6 +378,8 @@ def _make_body(
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
     )
+    contexts = [param for param, field, _ in params if field == CONTEXT_FIELD]
+    params = [entry for entry in params if entry[1] != CONTEXT_FIELD]
     positional = [field for _, field, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY]
     keyword = [
         (param, field) for param, field, kind in params if kind != inspect.Parameter.POSITIONAL_ONLY
@@ -391,6 +407,8 @@ def _make_body(
                 )
             args = [getattr(parsed, field) for field in positional]
             kwargs = {param: getattr(parsed, field) for param, field in keyword}
+        for name in contexts:
+            kwargs[name] = Context()  # asked for by type: the running call's context
         if is_async:
             value = await fn(*args, **kwargs)
         else:

@@ -27,6 +27,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from toolproof.errors import ToolCallError
+from toolproof.tools.context import CallChannel, current_channel
 from toolproof.tools.mcp_common import (
     CONNECTION_CLOSED,
     SDK_ERRORS,
@@ -45,6 +47,11 @@ logger = logging.getLogger("toolproof.mcp")
 
 MAX_LIST_PAGES = 1000
 """``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
+_mcp_types: Any = importlib.import_module("mcp.types")
+INVALID_REQUEST = -32600
+"""JSON-RPC: the request cannot be served (a relayed request with no single caller)."""
+INTERNAL_ERROR = -32603
+"""JSON-RPC: the relayed request failed on the caller's side."""
 _CLOSE_GRACE = 8.0
 """Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
 
@@ -70,6 +77,7 @@ class McpConnection:
         self._failure: BaseException | None = None
         self.initialize: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []
+        self._inflight: list[CallChannel] = []  # the channels of the calls in flight
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -141,6 +149,8 @@ class McpConnection:
                         ClientSession(
                             read,
                             write,
+                            sampling_callback=self._on_sampling,
+                            elicitation_callback=self._on_elicitation,
                             logging_callback=self._on_log,
                             message_handler=self._on_message,
                         )
@@ -170,10 +180,39 @@ class McpConnection:
             result = await _list_page(session, cursor)
         raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
 
+    def _caller(self) -> CallChannel | None:
+        """The channel of the one call in flight; ``None`` when there are none or several."""
+        return self._inflight[0] if len(self._inflight) == 1 else None
+
     async def _on_log(self, params: Any) -> None:
         level = getattr(params, "level", "info")
         data = getattr(params, "data", None)
+        channel = self._caller()
+        if channel is not None:
+            await channel.log(str(level), data, getattr(params, "logger", None))
+            return
         logger.debug("MCP server %r log [%s]: %s", self.server.name, level, data)
+
+    async def _relay(self, method: str, params: Any, result_type: Any) -> Any:
+        channel = self._caller()
+        if channel is None:
+            why = (
+                "no call of this server is in flight"
+                if not self._inflight
+                else (f"{len(self._inflight)} calls of this server are in flight (ambiguous)")
+            )
+            return _mcp_types.ErrorData(code=INVALID_REQUEST, message=f"{method}: {why}")
+        try:
+            ask = channel.sample if method == "sampling/createMessage" else channel.elicit
+            return result_type.model_validate(await ask(wire(params)))
+        except ToolCallError as exc:
+            return _mcp_types.ErrorData(code=INTERNAL_ERROR, message=exc.failure.message)
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        return await self._relay("sampling/createMessage", params, _mcp_types.CreateMessageResult)
+
+    async def _on_elicitation(self, context: Any, params: Any) -> Any:
+        return await self._relay("elicitation/create", params, _mcp_types.ElicitResult)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -196,9 +235,14 @@ class McpConnection:
             why = f" ({type(self._failure).__name__}: {self._failure})" if self._failure else ""
             raise McpCallError("transport", f"MCP server {name!r} is not connected{why}")
         timeout = self.server.call_timeout
+        channel = current_channel()
+        if channel is not None:
+            self._inflight.append(channel)
         try:
             with anyio.fail_after(timeout):
-                result = await session.call_tool(tool, arguments)
+                result = await session.call_tool(
+                    tool, arguments, progress_callback=channel.progress if channel else None
+                )
         except TimeoutError:
             raise McpCallError(
                 "timeout", f"MCP server {name!r} did not answer within {timeout:g} s"
@@ -222,6 +266,9 @@ class McpConnection:
             raise McpCallError(
                 "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
             ) from exc
+        finally:
+            if channel is not None:
+                self._inflight.remove(channel)
         return wire(result)
 
     def stderr(self) -> str:

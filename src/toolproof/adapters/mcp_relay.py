@@ -1,0 +1,127 @@
+"""The call channel of one served MCP request: log, progress, sampling and elicitation.
+
+``toolproof serve`` runs every ``tools/call`` inside :func:`toolproof.tools.context.
+call_channel` with a :class:`RequestChannel` bound to that request, so whatever the
+call produces on the way (a Python body's :class:`~toolproof.tools.context.Context`,
+an imported server's notifications and requests) reaches **the client session that
+made the call**, on the request's own stream:
+
+* log messages are ``notifications/message`` related to the request, sent when their
+  level is at least the session's ``logging/setLevel`` level (default: all);
+* progress is ``notifications/progress`` against the request's ``progressToken``
+  (nothing when the client sent none);
+* sampling and elicitation are ``sampling/createMessage`` and ``elicitation/create``
+  requests to that client; a JSON-RPC error answer becomes a failure of kind
+  ``tool_error`` naming the method, and a client that declared no such capability
+  gets none (failure kind ``unavailable``).
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from pydantic import ValidationError
+
+from toolproof.contract.tools import ToolFailure
+from toolproof.errors import ToolCallError
+from toolproof.tools.context import LOG_LEVELS
+
+__all__ = ["LogLevels", "RequestChannel"]
+
+
+def _connection(session: Any) -> Any:
+    # the SDK hands each request its own ServerSession over one connection object
+    return getattr(session, "_connection", session)
+
+
+class LogLevels:
+    """The ``logging/setLevel`` level of each client connection (weakly keyed)."""
+
+    def __init__(self) -> None:
+        self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+    def set(self, session: Any, level: str) -> None:
+        """Remember ``level`` (one of :data:`~toolproof.tools.context.LOG_LEVELS`)."""
+        self._levels[_connection(session)] = LOG_LEVELS.index(level)
+
+    def allows(self, session: Any, level: str) -> bool:
+        """Whether a message at ``level`` goes to the connection of ``session``."""
+        rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS)
+        return rank >= self._levels.get(_connection(session), 0)
+
+
+def _failure(kind: str, message: str) -> ToolCallError:
+    return ToolCallError(ToolFailure(kind=kind, message=message, where="body"))
+
+
+class RequestChannel:
+    """The :class:`~toolproof.tools.context.CallChannel` of one request (see the module).
+
+    Args:
+        ctx: the SDK's request context of the ``tools/call``.
+        levels: the sessions' log levels.
+
+    """
+
+    def __init__(self, ctx: Any, levels: LogLevels) -> None:
+        self._ctx = ctx
+        self._levels = levels
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send ``notifications/message`` on the request's stream (level permitting)."""
+        session = self._ctx.session
+        if not self._levels.allows(session, level):
+            return
+        with warnings.catch_warnings():  # deprecated by protocol 2026-07-28 (SEP-2577)
+            warnings.simplefilter("ignore")
+            await session.send_log_message(
+                level, data, logger=logger, related_request_id=self._ctx.request_id
+            )
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Send ``notifications/progress`` against the caller's token (none: nothing)."""
+        await self._ctx.session.report_progress(progress, total, message)
+
+    def _capable(self, capability: types.ClientCapabilities, method: str) -> None:
+        if not self._ctx.session.check_client_capability(capability):
+            raise _failure(
+                "unavailable", f"the client did not declare the capability {method} needs"
+            )
+
+    async def _ask(self, method: str, request: Any, result_type: Any) -> dict[str, Any]:
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = await self._ctx.session.send_request(
+                    request, result_type, metadata=metadata
+                )
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]["msg"]
+            raise _failure(
+                "tool_error", f"the client's {method} answer is malformed: {problem}"
+            ) from exc
+        except MCPError as exc:
+            raise _failure("tool_error", f"the client refused {method}: {exc}") from exc
+        dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+
+    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send ``sampling/createMessage`` to the client; its ``CreateMessageResult``."""
+        self._capable(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
+        params = types.CreateMessageRequestParams.model_validate(request)
+        message = types.CreateMessageRequest(params=params)
+        return await self._ask("sampling/createMessage", message, types.CreateMessageResult)
+
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send ``elicitation/create`` to the client; its ``ElicitResult``."""
+        capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        self._capable(capability, "elicitation")
+        params = types.ElicitRequestFormParams.model_validate(request)
+        message = types.ElicitRequest(params=params)
+        return await self._ask("elicitation/create", message, types.ElicitResult)

@@ -1,0 +1,188 @@
+"""The call context: what a tool body can ask of whoever called it (log, progress, ask).
+
+A Python tool asks for it by type, ``def f(x: int, ctx: toolproof.Context)``: that
+parameter is never part of the input schema and no caller can send it; the body gets
+a :class:`Context` for the running call. Its methods go to the **call channel** of
+the call, set by the face that received it: ``toolproof serve`` sets one per MCP
+request (log messages, progress notifications against the caller's progress token,
+``sampling/createMessage`` and ``elicitation/create`` sent to that client), and an
+imported MCP tool relays its server's progress, log messages, sampling and
+elicitation requests to the same channel. Without a channel (an in-process call, a
+run, a body in a ``process`` or ``celery`` worker), log messages go to the
+``toolproof.tool`` logger, progress is dropped, and sampling and elicitation fail
+with kind ``unavailable``.
+
+The channel travels in a context variable (like ``contextvars`` carry a request in
+asyncio servers): it is information about the call, not control flow, and it reaches
+sync bodies too (``asyncio.to_thread`` copies the context).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from toolproof.contract.tools import ToolFailure
+from toolproof.errors import ToolCallError
+
+__all__ = ["LOG_LEVELS", "CallChannel", "Context", "call_channel", "current_channel"]
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""MCP log levels (RFC 5424 severities), least severe first."""
+
+logger = logging.getLogger("toolproof.tool")
+_PY_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40}
+
+
+class CallChannel(Protocol):
+    """Where a call's log, progress and questions go (one per served request).
+
+    Requests and results are MCP wire form (camelCase JSON): ``sample`` takes
+    ``CreateMessageRequestParams`` and returns a ``CreateMessageResult``; ``elicit``
+    takes ``ElicitRequestParams`` and returns an ``ElicitResult``. Both raise
+    :class:`~toolproof.errors.ToolCallError` when the client cannot answer.
+    """
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send one log message (``level`` one of :data:`LOG_LEVELS`)."""
+        ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Report progress (a no-op when the caller asked for none)."""
+        ...
+
+    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the caller's model (``sampling/createMessage``)."""
+        ...
+
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the caller's user (``elicitation/create``)."""
+        ...
+
+
+_CHANNEL: ContextVar[CallChannel | None] = ContextVar("toolproof_call_channel", default=None)
+
+
+@contextmanager
+def call_channel(channel: CallChannel) -> Iterator[None]:
+    """Make ``channel`` the channel of the calls made inside the ``with`` block."""
+    token = _CHANNEL.set(channel)
+    try:
+        yield
+    finally:
+        _CHANNEL.reset(token)
+
+
+def current_channel() -> CallChannel | None:
+    """The channel of the running call, or ``None`` outside a served call."""
+    return _CHANNEL.get()
+
+
+def _unavailable(what: str) -> ToolCallError:
+    return ToolCallError(
+        ToolFailure(
+            kind="unavailable",
+            message=f"{what} needs a client to ask: this call was not made through "
+            "toolproof serve (or runs in a worker process)",
+            where="body",
+        )
+    )
+
+
+class Context:
+    """What a tool body asks for by type to log, report progress and ask the caller.
+
+    Every method is async and reads the running call's channel when it is called.
+    """
+
+    async def log(self, data: Any, level: str = "info", logger_name: str | None = None) -> None:
+        """Send a log message to the caller (MCP ``notifications/message``).
+
+        Args:
+            data: the message: a string or any JSON value.
+            level: one of :data:`LOG_LEVELS`.
+            logger_name: the MCP ``logger`` field, or ``None``.
+
+        Raises:
+            ValueError: ``level`` is not an MCP log level.
+
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        channel = current_channel()
+        if channel is None:
+            logger.log(_PY_LEVELS.get(level, 50), "%s", data)
+            return
+        await channel.log(level, data, logger_name)
+
+    async def info(self, data: Any) -> None:
+        """``log(data, "info")``."""
+        await self.log(data, "info")
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress to the caller (``notifications/progress``, when it asked for it).
+
+        Args:
+            progress: how far the work is (increasing from call to call).
+            total: the amount ``progress`` counts up to, or ``None`` when unknown.
+            message: a human-readable note, or ``None``.
+
+        """
+        channel = current_channel()
+        if channel is not None:
+            await channel.progress(progress, total, message)
+
+    async def sample(
+        self, prompt: str, *, max_tokens: int = 100, system_prompt: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the caller's model (MCP ``sampling/createMessage``) one user message.
+
+        Args:
+            prompt: the user message's text.
+            max_tokens: the most tokens the answer may take.
+            system_prompt: a system prompt, or ``None``.
+
+        Returns:
+            The ``CreateMessageResult`` in wire form (``role``, ``content``, ``model``...).
+
+        Raises:
+            ToolCallError: kind ``unavailable`` outside a served call; the client's
+                refusal or error otherwise.
+
+        """
+        request: dict[str, Any] = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "maxTokens": max_tokens,
+        }
+        if system_prompt is not None:
+            request["systemPrompt"] = system_prompt
+        channel = current_channel()
+        if channel is None:
+            raise _unavailable("sampling")
+        return await channel.sample(request)
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the caller's user to fill in a form (MCP ``elicitation/create``, form mode).
+
+        Args:
+            message: what to show the user.
+            schema: the requested schema (a flat object of primitive properties).
+
+        Returns:
+            The ``ElicitResult`` in wire form: ``action`` (``accept``, ``decline`` or
+            ``cancel``) and, when accepted, ``content``.
+
+        Raises:
+            ToolCallError: kind ``unavailable`` outside a served call; the client's
+                refusal or error otherwise.
+
+        """
+        channel = current_channel()
+        if channel is None:
+            raise _unavailable("elicitation")
+        return await channel.elicit({"message": message, "requestedSchema": schema})
