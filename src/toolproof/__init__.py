@@ -7,6 +7,7 @@ private to its folder. Optional adapters (LangChain, FastAPI, Celery) are never
 imported here.
 """
 
+from toolproof.adapters.agent_session import Session, record_session, replay_session
 from toolproof.config import load_toolset
 from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef
 from toolproof.contract.runs import (
@@ -88,6 +89,7 @@ __all__ = [
     "RunSpec",
     "RuntimePlugin",
     "SchemaLimits",
+    "Session",
     "Severity",
     "SupportRef",
     "Tool",
@@ -117,9 +119,11 @@ __all__ = [
     "extension",
     "load_spec",
     "load_toolset",
+    "record_session",
     "register_check",
     "register_reasoner",
     "replay_run",
+    "replay_session",
     "tool",
     "transformer",
     "verify_run",

@@ -290,6 +290,7 @@ def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
 
 
 _BUILTIN_MODULES = (
+    "toolproof.evidence.answer",
     "toolproof.evidence.extractive_reasoner",
     "toolproof.evidence.patterns_reasoner",
     "toolproof.evidence.llm_reasoner",

@@ -31,7 +31,15 @@ from typing import Any
 
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, pid_alive
 from toolproof.bundle.trace import TraceLine, read_trace
-from toolproof.contract.runs import ExecutionRuntime, Policy, Report, RunSpec, StepSpec, Timings
+from toolproof.contract.runs import (
+    ExecutionRuntime,
+    Policy,
+    ReasonerSpec,
+    Report,
+    RunSpec,
+    StepSpec,
+    Timings,
+)
 from toolproof.contract.trace import EvidenceRegistered, StepFinished, ToolCalled, TraceEvent
 from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.reasoners import reasoner_for
@@ -48,6 +56,8 @@ __all__ = [
     "recover_session",
 ]
 
+ANSWER_FILE = "answer.json"
+"""The live session file of an agent's answer (``{"answer", "citations"}``), if any."""
 RECOVERY_FILE = "recovery.json"
 """The file a recovered session's run carries: what recovery kept and dropped."""
 
@@ -136,11 +146,25 @@ async def _commit(
     task = str(header.get("task", SESSION_TASK))
     if dropped is not None:
         task = f"{task} (recovered after an unclean stop)"
+    reasoner = ReasonerSpec()
+    answer_path = live / ANSWER_FILE
+    if answer_path.is_file():  # an agent's answer: its quotes become the claim
+        answer = json.loads(answer_path.read_bytes())
+        params = {**answer, "calls": [e.call.tool for e in calls]}
+        reasoner = ReasonerSpec(name="answer", params=params)
+        runtime = ExecutionRuntime.model_validate(
+            {
+                **runtime.to_json(),
+                "reasoner": reasoner_for(reasoner).descriptor().to_json(),
+                "id": "",
+            }
+        )
     spec = RunSpec(
         task=task,
         toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
         steps=[StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments) for e in calls],
         policy=Policy.AUDIT,
+        reasoner=reasoner,
     )
     live_lines = (live / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
     try:

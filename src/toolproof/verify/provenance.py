@@ -68,6 +68,16 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                         "mark it insufficient_evidence or cite more evidence",
                     )
                 )
+        elif claim.status == ClaimStatus.UNVALIDATED and claim.type == ClaimType.DERIVED:
+            # a derivation that failed its own grounding (an answer quoting text that no
+            # recorded result holds): the run's claim is not supported
+            out.append(
+                finding(
+                    Severity.ERROR,
+                    "claims.json",
+                    f"{label} is derived but not validated: {claim.reason or 'no reason given'}",
+                )
+            )
         elif claim.status == ClaimStatus.INSUFFICIENT_EVIDENCE:
             # Saying "not enough evidence" is the honest outcome, not a defect: reported
             # as info. A failed step behind it is flagged by the required-steps check.

@@ -1,0 +1,419 @@
+"""Agent sessions: record an in-process agent's tool calls and answer as a run; replay it frozen.
+
+:func:`record_session` opens a live session (:mod:`toolproof.runs.session`, the
+recorder ``serve --record`` uses) over a Toolset and yields a :class:`Session`; the
+agent reaches the tools through the session's adapters
+(:meth:`Session.pydantic_ai_toolset`, :attr:`Session.toolset`), every call recorded
+as a call step before its result is handed back. :meth:`Session.answer` gives the
+final answer, whose quotes are checked byte for byte (:mod:`toolproof.evidence.answer`).
+When the ``async with`` block ends, the session is finalized into
+``ROOT/runs/<run_id>`` (:attr:`Session.run_id`), verifiable with ``toolproof verify``.
+
+:func:`replay_session` runs the same agent code against the recording: tool calls
+are matched by tool, canonical arguments and occurrence (so concurrent and repeated
+identical calls replay), served from the recorded results, and no tool body runs; the
+first divergence refuses with :class:`~toolproof.errors.ReplayRefused` naming the
+recorded event index and a unified diff of recorded vs asked.
+
+Not yet recorded (see docs/agents.md): model turns; a live model is called again on
+replay unless the agent's model is itself deterministic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolproof.config import load_toolset
+from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
+from toolproof.contract.trace import StepFinished, ToolCalled, ToolReturned
+from toolproof.errors import InputError, ReplayRefused, ToolCallError
+from toolproof.evidence.answer import QuoteCitation
+from toolproof.identity import canonical_json
+from toolproof.runs.finalize import ANSWER_FILE, finalize_session
+from toolproof.runs.replay import describe_descriptor_change
+from toolproof.runs.session import LiveSession, discard_live, open_session
+from toolproof.tools.observe import observe_failures
+from toolproof.tools.toolset import Toolset
+from toolproof.verify.verifier import verify_run
+from toolproof.verify.view import RunView
+
+__all__ = [
+    "ANSWER_FILE",
+    "AgentReplay",
+    "Session",
+    "SessionTool",
+    "record_session",
+    "replay_session",
+]
+
+
+@dataclass(frozen=True)
+class SessionTool:
+    """One tool as a session presents it: its exact spec, and a recorded call.
+
+    Attributes:
+        spec: the tool's (or variant's) spec, schemas exactly as bound.
+
+    """
+
+    spec: ToolSpec
+    _session: Session
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.spec.name
+
+    async def call(self, arguments: dict[str, Any]) -> ToolResult:
+        """Call the tool through the session (recorded, or served frozen)."""
+        return await self._session.call(self.spec.name, arguments)
+
+
+@dataclass
+class _Frozen:
+    """Recorded calls to serve, by (tool, canonical arguments), in recorded order."""
+
+    calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]]
+    pending: list[tuple[int, str, bytes]]
+    answer: dict[str, Any] | None
+    specs: tuple[ToolSpec, ...] = ()
+    descriptor: ToolsetDescriptor | None = None
+    served: dict[tuple[str, bytes], int] = field(default_factory=dict)
+    end: int = 0
+
+
+def _diff(recorded: str, asked: str) -> str:
+    lines = difflib.unified_diff(
+        recorded.splitlines(), asked.splitlines(), "recorded", "asked", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def _call_text(tool: str, canonical_arguments: bytes) -> str:
+    arguments = json.loads(canonical_arguments)
+    return json.dumps({"tool": tool, "arguments": arguments}, indent=2, sort_keys=True)
+
+
+class Session:
+    """An agent's session: tools that record (or replay frozen) and the final answer.
+
+    Build it with :func:`record_session` (live) or let :func:`replay_session` build a
+    frozen one; pass it to the agent code.
+
+    Attributes:
+        run_id: the committed run's id, once the ``record_session`` block has ended.
+        live_calls: tool bodies run (always 0 when frozen).
+
+    """
+
+    def __init__(
+        self, toolset: Toolset | None, live: LiveSession | None, frozen: _Frozen | None = None
+    ) -> None:
+        self._toolset = toolset
+        self._live = live
+        self._frozen = frozen
+        self.run_id: str | None = None
+        self.live_calls = 0
+        self.answered: dict[str, Any] | None = None
+
+    @property
+    def frozen(self) -> bool:
+        """Whether results are served from a recording (no tool body runs)."""
+        return self._frozen is not None
+
+    @property
+    def toolset(self) -> Mapping[str, SessionTool]:
+        """Every tool and variant of the Toolset, by name, as recorded callables."""
+        return {spec.name: SessionTool(spec, self) for spec in self.tool_specs()}
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The specs of every tool and variant, in the Toolset's order."""
+        if self._toolset is None:  # frozen without a Toolset: the recorded names
+            assert self._frozen is not None
+            return list(self._frozen.specs)
+        return [tool.spec for tool in self._toolset]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call tool ``name`` with the caller's ``arguments``, recorded before it returns.
+
+        Returns:
+            The tool's result; a failure (``invalid_arguments``, ``unrecordable``...) is
+            a result, not an exception.
+
+        Raises:
+            ReplayRefused: frozen, and this call was not recorded (the message names the
+                recorded event index and has a unified diff of recorded vs asked).
+
+        """
+        if self._frozen is not None:
+            return self._serve(name, arguments)
+        assert self._live is not None and self._toolset is not None
+        tool = self._toolset.get(name)
+        if tool is None:
+            known = ", ".join(self._toolset.names())
+            return ToolResult.fail(
+                "unknown_tool", f"no tool {name!r} in this session (known: {known})"
+            )
+        try:
+            admission = self._live.admit(name, arguments)
+        except ToolCallError as refused:
+            return ToolResult(ok=False, failure=refused.failure)
+        self.live_calls += 1
+        with observe_failures() as seen:
+            result = await tool.call(arguments)
+        try:
+            recorded = self._live.record(admission, result, seen)
+        except ToolCallError as unrecorded:
+            return ToolResult(ok=False, failure=unrecorded.failure)
+        return recorded.result
+
+    def _serve(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        frozen = self._frozen
+        assert frozen is not None
+        try:
+            key = (name, canonical_json(arguments))
+        except InputError as exc:
+            raise ReplayRefused(
+                f"frozen replay refused: the agent called {name!r} with arguments that have "
+                f"no canonical JSON form ({exc.message})",
+                rule="arguments",
+            ) from None
+        taken = frozen.served.get(key, 0)
+        recorded = frozen.calls.get(key, [])
+        if taken < len(recorded):
+            frozen.served[key] = taken + 1
+            index, result = recorded[taken]
+            frozen.pending = [p for p in frozen.pending if p[0] != index]
+            return result
+        if frozen.pending:
+            index, tool, raw = frozen.pending[0]
+            expected = _call_text(tool, raw)
+        else:
+            index, expected = frozen.end, ""
+        asked = _call_text(name, key[1])
+        what = "an extra call" if key in frozen.calls else "an unrecorded call"
+        raise ReplayRefused(
+            f"frozen replay refused at event {index}: the agent made {what} to {name!r} "
+            f"(occurrence {taken + 1}); a live call would be a new run\n"
+            f"{_diff(expected, asked)}",
+            event=index,
+            rule="call",
+        )
+
+    def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
+        """Give the agent's final answer; its quotes become the run's claim.
+
+        Args:
+            text: the answer. Without ``citations``, quotes are read from it in the
+                syntax ``"quote" [call_N]`` (N: the N-th recorded call, from 1).
+            citations: explicit ``{"call": "call_N", "quote": ...}`` or ``{"tool":
+                name, "occurrence": n, "quote": ...}`` objects.
+
+        Raises:
+            InputError: a malformed citation, or a second answer.
+
+        """
+        if self.answered is not None:
+            raise InputError("the session already has an answer", rule="one answer")
+        try:
+            checked = [QuoteCitation.model_validate(c).model_dump() for c in citations or []]
+        except ValueError as exc:
+            raise InputError(f"bad citation: {exc}", rule="citation") from None
+        self.answered = {"answer": text, "citations": checked}
+        if self._live is not None:
+            data = canonical_json(self.answered)
+            (self._live.directory / ANSWER_FILE).write_bytes(data)
+
+    def pydantic_ai_toolset(self) -> Any:
+        """The session's tools as a pydantic-ai ``AbstractToolset`` (needs ``pydantic-ai``).
+
+        Raises:
+            InputError: pydantic-ai is not installed (``pip install 'toolproof[pydantic-ai]'``).
+
+        """
+        try:
+            from toolproof.adapters.pydantic_ai_session import SessionToolset
+        except ImportError as exc:
+            raise InputError(
+                f"session.pydantic_ai_toolset() needs pydantic-ai: pip install "
+                f"'toolproof[pydantic-ai]' ({exc})"
+            ) from exc
+        return SessionToolset(self)
+
+
+@asynccontextmanager
+async def _toolset_of(source: Toolset | str | Path) -> AsyncIterator[Toolset]:
+    if isinstance(source, Toolset):
+        yield source
+        return
+    async with load_toolset(Path(source)) as toolset:
+        yield toolset
+
+
+@asynccontextmanager
+async def record_session(
+    source: Toolset | str | Path,
+    *,
+    root: str | Path,
+    task: str,
+    approver: Any = None,
+) -> AsyncIterator[Session]:
+    """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
+
+    Args:
+        source: a sealed Toolset, or the path of a ``toolproof.toml``.
+        root: the artifact root (the run lands in ``root/runs/<run_id>``).
+        task: what the agent was asked (the run spec's task).
+        approver: reserved for approvals (DESIGN §13); must be ``None`` for now.
+
+    Yields:
+        The live :class:`Session`; after the block, :attr:`Session.run_id` is set.
+
+    Raises:
+        InputError: ``approver`` given, or a bad root.
+        RecordingError: the session or its run cannot be written.
+
+    """
+    if approver is not None:
+        raise InputError("record_session(approver=...) is not supported yet", rule="approver")
+    async with _toolset_of(source) as toolset:
+        live = open_session(Path(root), toolset, task=task)
+        session = Session(toolset, live)
+        try:
+            yield session
+        except BaseException:
+            live.close()
+            if live.calls == 0:
+                discard_live(live.directory)
+            raise
+        live.close()
+        outcome = await finalize_session(live.directory, Path(root))
+        session.run_id = outcome.run_id
+
+
+@dataclass(frozen=True)
+class AgentReplay:
+    """What :func:`replay_session` found.
+
+    Attributes:
+        run_id: the replayed run.
+        identical: every recorded call was asked for again (tool, arguments,
+            occurrence) and the answer is the recorded one.
+        calls: tool calls served from the recording.
+        live_calls: tool bodies run: always 0.
+        verified: the recorded run re-verifies.
+
+    """
+
+    run_id: str
+    identical: bool
+    calls: int
+    live_calls: int
+    verified: bool
+
+
+def _recorded(directory: Path) -> _Frozen:
+    verification = verify_run(directory)
+    if not verification.ok:
+        first = verification.failures[0]
+        raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
+    view = RunView(directory)
+    events = view.events or []
+    calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]] = {}
+    pending: list[tuple[int, str, bytes]] = []
+    called: dict[str, tuple[int, str, bytes]] = {}
+    for event in events:
+        if isinstance(event, ToolCalled):
+            raw = canonical_json(dict(event.call.arguments))
+            called[event.call_id] = (event.idx, event.call.tool, raw)
+        elif isinstance(event, ToolReturned) and event.call_id in called:
+            index, tool, raw = called[event.call_id]
+            calls.setdefault((tool, raw), []).append((index, event.result))
+            pending.append((index, tool, raw))
+    end = next(
+        (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"), len(events)
+    )
+    answer = None
+    if view.spec is not None and view.spec.reasoner.name == "answer":
+        answer = dict(view.spec.reasoner.params)
+    specs: tuple[ToolSpec, ...] = ()
+    if view.runtime is not None:  # names only: without a Toolset the schemas are not known
+        specs = tuple(
+            ToolSpec(name=tool.name, input_schema={"type": "object"})
+            for tool in view.runtime.toolset.tools
+        )
+    frozen = _Frozen(calls, pending, answer, specs=specs, end=end)
+    frozen.descriptor = view.runtime.toolset if view.runtime is not None else None
+    return frozen
+
+
+async def replay_session(
+    run_dir: str | Path,
+    agent: Callable[[Session], Coroutine[Any, Any, None]],
+    *,
+    toolset: Toolset | str | Path | None = None,
+) -> AgentReplay:
+    """Run ``agent`` against a recorded session, frozen: no tool body runs.
+
+    The run is verified first. Tool calls are matched by tool, canonical arguments
+    and occurrence; the answer must equal the recorded one.
+
+    Args:
+        run_dir: the run directory (``ROOT/runs/<run_id>``).
+        agent: the agent code, ``async (Session) -> None``.
+        toolset: the current Toolset (or ``toolproof.toml``) whose specs the agent
+            sees; its descriptor must equal the recorded one. ``None``: the recorded
+            tool names with an open ``{"type": "object"}`` schema. No tool of it is
+            ever called.
+
+    Returns:
+        The :class:`AgentReplay`.
+
+    Raises:
+        ReplayRefused: the run does not verify, the Toolset's descriptor changed, or
+            the agent diverged: an unrecorded
+            or extra call (naming the recorded event index, with a unified diff), a
+            recorded call it never made, or a different answer.
+
+    """
+    directory = Path(run_dir)
+    frozen = _recorded(directory)
+    if toolset is None:
+        session = Session(None, None, frozen)
+        await agent(session)
+    else:
+        async with _toolset_of(toolset) as current:
+            recorded = frozen.descriptor
+            if recorded is not None and current.descriptor().id != recorded.id:
+                change = describe_descriptor_change(recorded, current.descriptor())
+                raise ReplayRefused(
+                    f"frozen replay refused: the runtime descriptor changed: {change}",
+                    rule="runtime descriptor",
+                )
+            session = Session(current, None, frozen)
+            await agent(session)
+    if frozen.pending:
+        index, tool, raw = frozen.pending[0]
+        raise ReplayRefused(
+            f"frozen replay refused at event {index}: the agent never made the recorded "
+            f"call to {tool!r}\n{_diff(_call_text(tool, raw), '')}",
+            event=index,
+            rule="missing call",
+        )
+    recorded_answer = (frozen.answer or {}).get("answer")
+    asked = (session.answered or {}).get("answer")
+    if recorded_answer != asked:
+        raise ReplayRefused(
+            f"frozen replay refused at event {frozen.end}: the answer differs\n"
+            f"{_diff(str(recorded_answer or ''), str(asked or ''))}",
+            event=frozen.end,
+            rule="answer",
+        )
+    served = sum(frozen.served.values())
+    return AgentReplay(directory.name, True, served, session.live_calls, True)

@@ -1,0 +1,178 @@
+"""An agent's answer and its quotes: each quote checked byte for byte in a recorded result.
+
+Citation syntax in the answer text (what to ask a model for)::
+
+    The README was added by Jane Doe "Initial commit" [call_2].
+
+A quote is a double-quoted string immediately followed (spaces allowed) by
+``[call_N]``: the ``N``-th recorded tool call of the session (from 1; step
+``call-0000000N``). Explicit citations (``session.answer(text, citations=[...])``)
+name the call by ``call`` (``"call_2"``) or by ``tool`` and ``occurrence`` (from 1)
+and give the ``quote``.
+
+The ``answer`` reasoner turns the answer into one claim: ``derived`` and
+``validated`` when every quote occurs in its call's stored result bytes — byte-exact
+(UTF-8), or with only whitespace runs differing (:func:`~toolproof.evidence.quotes.
+locate_quote`; the support and the citation text are then the *original* bytes) —
+each becoming a :class:`SupportRef` and a :class:`Citation`; ``derived`` and
+``unvalidated`` when a quote is found nowhere (its ``reason`` names the quote and
+the call: the ``grounding`` check fails the run), ``observed`` and ``unvalidated``
+when the answer cites nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
+from toolproof.errors import InputError
+from toolproof.evidence.quotes import locate_quote
+from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+
+__all__ = ["CITATION_RE", "AnswerReasoner", "QuoteCitation", "parse_citations", "step_of"]
+
+CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[call_([1-9][0-9]*)\]')
+"""``"quote" [call_N]`` in an answer's text."""
+
+
+class QuoteCitation(BaseModel):
+    """One quote an answer attributes to a recorded call.
+
+    Attributes:
+        call: ``call_N`` (the N-th recorded call, from 1), or ``None`` with ``tool``.
+        tool: the tool name, with ``occurrence`` (its N-th call, from 1).
+        occurrence: which call of ``tool``.
+        quote: the exact text quoted.
+
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    call: str | None = None
+    tool: str | None = None
+    occurrence: int = 1
+    quote: str
+
+
+def step_of(call: str) -> str:
+    """The step id of ``call_N``: ``call-0000000N``.
+
+    Raises:
+        InputError: not ``call_N`` with N >= 1.
+
+    """
+    match = re.fullmatch(r"call_([1-9][0-9]*)", call)
+    if match is None:
+        raise InputError(f"citation call {call!r}: expected call_N with N >= 1", call=call)
+    return f"call-{int(match.group(1)):08d}"
+
+
+def parse_citations(text: str) -> list[QuoteCitation]:
+    """The quotes of an answer in the inline syntax ``"quote" [call_N]``, in order."""
+    return [
+        QuoteCitation(call=f"call_{match.group(2)}", quote=match.group(1))
+        for match in CITATION_RE.finditer(text)
+    ]
+
+
+@register_reasoner
+class AnswerReasoner(ReasonerBackend):
+    """``answer``: the claim of an agent's final answer, its quotes checked byte-exact.
+
+    Params: ``answer`` (the text) and ``citations`` (a list of :class:`QuoteCitation`
+    objects as JSON; empty: taken from the text's inline syntax). ``tool`` citations
+    are resolved against ``calls``, the tool name of each recorded call in order.
+    """
+
+    name = "answer"
+    version = "1"
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Check ``answer`` (str), ``citations`` (list) and ``calls`` (list of tool names).
+
+        Raises:
+            InputError: a missing or malformed parameter.
+
+        """
+        unknown = sorted(set(params) - {"answer", "citations", "calls"})
+        if unknown or not isinstance(params.get("answer"), str):
+            raise InputError(
+                f"reasoner 'answer' takes answer (a string), citations and calls (got "
+                f"{sorted(params)})",
+                reasoner=self.name,
+            )
+        try:
+            self.citations = [QuoteCitation.model_validate(c) for c in params.get("citations", [])]
+        except ValidationError as exc:
+            raise InputError(f"reasoner 'answer': bad citation: {exc}", reasoner=self.name) from exc
+        self.calls = [str(name) for name in params.get("calls", [])]
+
+    def _step(self, citation: QuoteCitation) -> str | None:
+        if citation.call is not None:
+            return step_of(citation.call)
+        seen = 0
+        for number, tool in enumerate(self.calls, start=1):
+            if tool == citation.tool:
+                seen += 1
+                if seen == citation.occurrence:
+                    return f"call-{number:08d}"
+        return None
+
+    async def derive(self, request: ReasonerRequest) -> list[Claim]:
+        """One claim for the answer; see the module docstring."""
+        text = str(self.spec.params["answer"])
+        citations = self.citations or parse_citations(text)
+        if not citations:
+            return [
+                Claim(
+                    statement=text,
+                    type=ClaimType.OBSERVED,
+                    status=ClaimStatus.UNVALIDATED,
+                    reasoner=self.name,
+                    reason="the answer quotes no tool result",
+                )
+            ]
+        supports: list[SupportRef] = []
+        quoted: list[Citation] = []
+        missing: list[str] = []
+        for citation in citations:
+            label = citation.call or f"{citation.tool}#{citation.occurrence}"
+            step = self._step(citation)
+            output = request.outputs.get(step or "")
+            if output is None or not output.ok or not output.evidence:
+                missing.append(f"quote {citation.quote!r}: {label} returned no result to quote")
+                continue
+            record = output.evidence[0]
+            data = request.store.read(record.id)
+            match = locate_quote(data, citation.quote)
+            if match is None:
+                missing.append(f"quote {citation.quote!r} is not in the result of {label}")
+                continue
+            original = data[match.start : match.end].decode("utf-8")
+            quoted.append(Citation(support=len(supports), text=original))
+            supports.append(request.store.support(record.id, match.start, match.end))
+        if missing:
+            return [
+                Claim(
+                    statement=text,
+                    type=ClaimType.DERIVED,
+                    status=ClaimStatus.UNVALIDATED,
+                    supports=supports,
+                    citations=quoted,
+                    reasoner=self.name,
+                    reason="; ".join(missing),
+                )
+            ]
+        return [
+            Claim(
+                statement=text,
+                type=ClaimType.DERIVED,
+                status=ClaimStatus.VALIDATED,
+                supports=supports,
+                citations=quoted,
+                reasoner=self.name,
+            )
+        ]
