@@ -11,7 +11,7 @@ the model sees why and may try again.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.tools import ToolDefinition
@@ -19,10 +19,21 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.toolsets.external import TOOL_SCHEMA_VALIDATOR
 
-if TYPE_CHECKING:
-    from toolproof.adapters.agent_session import Session
+from toolproof.contract.tools import ToolResult, ToolSpec
 
-__all__ = ["SessionToolset"]
+__all__ = ["SessionLike", "SessionToolset"]
+
+
+class SessionLike(Protocol):
+    """What the toolset needs of a session (:class:`toolproof.Session` is one)."""
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The specs of every tool and variant."""
+        ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """One recorded (or frozen) call."""
+        ...
 
 
 class SessionToolset(AbstractToolset[Any]):
@@ -34,7 +45,7 @@ class SessionToolset(AbstractToolset[Any]):
 
     """
 
-    def __init__(self, session: Session, *, max_retries: int = 2) -> None:
+    def __init__(self, session: SessionLike, *, max_retries: int = 2) -> None:
         self._session = session
         self._max_retries = max_retries
 
