@@ -11,9 +11,12 @@ A ten-line wrapper::
             return toolproof.ToolResult.success(result.value.upper())
         return result
 
-Each form registers into :func:`~toolproof.extensions.registry.default_registry`
-unless ``registry=`` names another one (or ``register=False``) and returns the
-:class:`~toolproof.extensions.registry.Extension`.
+Each form takes its own few keywords and the shared :class:`ExtensionOptions`,
+registers into :func:`~toolproof.extensions.registry.default_registry` unless
+``registry=`` names another one (or ``register=False``), and returns the
+:class:`~toolproof.extensions.extension.Extension`; a module of extensions listed in
+``[extensions] modules`` has its module-level ones registered into the registry the
+composition root passes, whichever registry the decorator used.
 """
 
 from __future__ import annotations
