@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -171,3 +173,83 @@ def test_a_changed_toolset_descriptor_refuses_the_replay(tmp_path: Path) -> None
         asyncio.run(toolproof.replay_session(run, _agent(GOOD), toolset=changed))
     same = asyncio.run(toolproof.replay_session(run, _agent(GOOD), toolset=_toolset([])))
     assert same.identical is True
+
+
+AGENT_MODULE = """
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+
+def _script(item):
+    def respond(messages, info):
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            return ModelResponse(parts=[ToolCallPart("lookup", {"item": item})])
+        return ModelResponse(parts=[TextPart('It is "pear" [call_1].')])
+
+    return FunctionModel(respond)
+
+
+def _agent(item):
+    async def agent(session):
+        runner = Agent(_script(item), toolsets=[session.pydantic_ai_toolset()])
+        session.answer((await runner.run("What is it?")).output)
+
+    return agent
+
+
+agent = _agent("pear")
+changed = _agent("plum")
+"""
+
+
+def test_the_cli_replays_an_agent_run_and_refuses_a_changed_agent(tmp_path: Path) -> None:
+    (tmp_path / "my_agent.py").write_text(AGENT_MODULE, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import my_agent  # type: ignore[import-not-found]
+
+        async def go() -> str:
+            async with toolproof.record_session(
+                _toolset([]), root=tmp_path / "root", task="What is it?"
+            ) as session:
+                await my_agent.agent(session)
+            assert session.run_id is not None
+            return session.run_id
+
+        run_id = asyncio.run(go())
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("my_agent", None)
+    toolproof_cli = [str(Path(sys.executable).parent / "toolproof")]
+    base = [*toolproof_cli, "replay", run_id, "--root", str(tmp_path / "root"), "--agent"]
+    done = subprocess.run(
+        [*base, "my_agent:agent", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert (document["identical"], document["calls"], document["live_calls"]) == (True, 1, 0)
+    refused = subprocess.run(
+        [*base, "my_agent:changed"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "error: frozen replay refused at event " in refused.stderr
+    assert "an unrecorded call to 'lookup' (occurrence 1)" in refused.stderr
+    assert '-    "item": "pear"' in refused.stderr and '+    "item": "plum"' in refused.stderr
+    bad = subprocess.run(
+        [*base, "my_agent"], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False
+    )
+    assert (bad.returncode, bad.stderr.strip()) == (
+        1,
+        "error: --agent 'my_agent': expected MODULE:FUNCTION",
+    )

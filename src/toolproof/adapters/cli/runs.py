@@ -8,6 +8,9 @@ a run id (looked up in ``<root>/runs/``) or a relative POSIX path inside ``--roo
 from __future__ import annotations
 
 import asyncio
+import importlib
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolproof.adapters.agent_session import replay_session
 from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console, run_async
 from toolproof.adapters.cli.lock import run_lock
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
@@ -214,6 +218,13 @@ def _replay(
         None, "--config", help="The composition root to compare (default: the spec's toolset)."
     ),
     lenient: bool = typer.Option(False, "--lenient", help="Report differences, don't refuse."),
+    agent: str | None = typer.Option(
+        None,
+        "--agent",
+        help="Replay a recorded agent session by running MODULE:FUNCTION, an async "
+        "(Session) -> None, against it (docs/agents.md).",
+        metavar="MODULE:FUNCTION",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Replay a run frozen (recorded results, no live call) and compare the traces."""
@@ -221,6 +232,9 @@ def _replay(
         directory = resolve_run(root, run)
     except InputError as exc:
         raise fail(exc) from None
+    if agent is not None:
+        _replay_agent(directory, agent, config, as_json)
+        return
 
     async def go() -> tuple[ReplayResult, bool, str]:
         descriptor, note = await _current_descriptor(config)
@@ -254,6 +268,67 @@ def _replay(
             out_console.print(f"replay DIFFERS: {escape(why)}")
     if not result.identical:
         raise typer.Exit(2)
+
+
+def _load_agent(reference: str) -> Any:
+    """The function ``MODULE:FUNCTION`` names (the working directory is importable).
+
+    Raises:
+        InputError: not ``MODULE:FUNCTION``, the module cannot be imported, or it has no
+            such callable.
+
+    """
+    module_name, sep, name = reference.partition(":")
+    if not sep or not module_name or not name:
+        raise InputError(f"--agent {reference!r}: expected MODULE:FUNCTION", rule="agent")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: report it, naming it
+        raise InputError(
+            f"--agent {reference!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}",
+            rule="agent",
+        ) from exc
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise InputError(
+            f"--agent {reference!r}: {module_name!r} has no callable {name!r}", rule="agent"
+        )
+    return function
+
+
+def _replay_agent(directory: Path, reference: str, config: Path | None, as_json: bool) -> None:
+    """``toolproof replay RUN --agent MODULE:FUNCTION``: exit 0 identical, 2 refused."""
+    try:
+        function = _load_agent(reference)
+        result = asyncio.run(replay_session(directory, function, toolset=config))
+    except ReplayRefused as exc:
+        first, *diff = exc.message.splitlines()
+        if as_json:
+            emit_json({"refused": True, "message": exc.message, "live_calls": 0})
+        else:
+            for line in diff:
+                err_console.print(escape(line), highlight=False)
+        raise fail(ReplayRefused(first, **exc.fields)) from None
+    except InputError as exc:
+        raise fail(exc) from None
+    document = {
+        "refused": False,
+        "agent": reference,
+        "run_id": result.run_id,
+        "identical": result.identical,
+        "calls": result.calls,
+        "live_calls": result.live_calls,
+        "verified": result.verified,
+    }
+    if as_json:
+        emit_json(document)
+    else:
+        out_console.print(
+            f"agent replay identical: {result.calls} tool calls served from the recording, "
+            f"{result.live_calls} live calls; the run verifies"
+        )
 
 
 def _diff(
