@@ -55,6 +55,7 @@ from toolproof.errors import (
 )
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry, default_registry
+from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
 from toolproof.tools.tool import Tool
@@ -83,11 +84,17 @@ class _Closed(BaseModel):
 
 
 class PythonSource(_Closed):
-    """A ``[[python]]`` entry: a module whose ``@toolproof.tool`` functions become tools."""
+    """A ``[[python]]`` entry: a module whose ``@toolproof.tool`` functions become tools.
+
+    ``include``/``exclude`` are globs over the tool names (see
+    :mod:`toolproof.tools.filters`).
+    """
 
     module: str = Field(min_length=1)
     functions: list[str] | None = None
     path: str | None = None
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
 
 
 class McpSource(_Closed):
@@ -97,7 +104,8 @@ class McpSource(_Closed):
     (streamable HTTP: with ``headers``) is given. Tool names become
     ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and ``prefix = ""`` keeps
     the server's names. ``startup_timeout`` and ``call_timeout`` are seconds.
-    See ``docs/mcp.md``.
+    ``include``/``exclude`` are globs over the server's tool names (see
+    :mod:`toolproof.tools.filters`). See ``docs/mcp.md``.
     """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -110,6 +118,8 @@ class McpSource(_Closed):
     prefix: str | None = None
     startup_timeout: Seconds = 30.0
     call_timeout: Seconds = 60.0
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
@@ -149,6 +159,8 @@ class McpSource(_Closed):
             prefix=self.prefix,
             startup_timeout=self.startup_timeout,
             call_timeout=self.call_timeout,
+            include=tuple(self.include) if self.include is not None else None,
+            exclude=tuple(self.exclude),
         )
 
 
@@ -319,9 +331,20 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
                 )
             chosen.append((fname, fn))
     owner = f"python:{source.module}"
-    for attr, fn in chosen:
+    named = [
+        ((getattr(fn, TOOL_MARK, None) or ToolOptions()).name or attr, attr, fn)
+        for attr, fn in chosen
+    ]
+    chooser = ToolFilter(
+        owner, tuple(source.include) if source.include is not None else None, tuple(source.exclude)
+    )
+    kept = set(chooser.select([name for name, _, _ in named]))
+    if chooser.active:
+        toolset.metadata.setdefault("filters", []).append(chooser.to_json())
+    for name, _attr, fn in named:
+        if name not in kept:
+            continue
         options: ToolOptions = getattr(fn, TOOL_MARK, None) or ToolOptions()
-        name = options.name or attr
         try:
             toolset.add(Tool.from_function(fn, name=name, options=options), owner=owner)
         except ToolBindError as exc:

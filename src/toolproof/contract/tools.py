@@ -304,20 +304,24 @@ class ToolsetDescriptor(ContentModel):
     Its ``id`` (``toolset_<hex>``) and :attr:`digest` are identical across processes
     and Python hash seeds for the same composition root. ``lock`` is the digest of the
     ``toolproof.lock`` the tools were checked against (absent without a lock), so a
-    run names the lock it ran under.
+    run names the lock it ran under; ``filters`` the include/exclude filters of the
+    sources (absent when none), so changing a filter changes run ids.
     """
 
     ID_KIND = "toolset"
 
     tools: list[ToolDescriptor]
     lock: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    filters: list[dict[str, JsonValue]] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _drop_absent_lock(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # a Toolset without a lock keeps the descriptor (and run ids) it had before locks
+        # a Toolset without a lock or filters keeps the descriptor (and run ids) it had
         data: dict[str, Any] = handler(self)
         if data.get("lock") is None:
             data.pop("lock", None)
+        if not data.get("filters"):
+            data.pop("filters", None)
         return data
 
     @property

@@ -39,6 +39,7 @@ from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
+from toolproof.tools.filters import ToolFilter
 from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
 from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.toolset import Toolset
@@ -222,8 +223,15 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
             server_info=connection.initialize.get("serverInfo"),
             protocol_version=connection.initialize.get("protocolVersion"),
         )
+        chosen = ToolFilter(owner, server.include, server.exclude)
+        offered = [str(tool.get("name", "")) for tool in connection.tools]
+        kept = set(chosen.select(offered))
+        if chosen.active:
+            toolset.metadata.setdefault("filters", []).append(chosen.to_json())
         contributions = []
         for tool in connection.tools:
+            if str(tool.get("name", "")) not in kept:
+                continue
             try:
                 contributions.append(contribution_for(connection, tool))
             except ValidationError as exc:  # annotations our model cannot hold

@@ -53,6 +53,9 @@ class McpServer:
             keeps the server's names.
         startup_timeout: seconds allowed from launch to the ``tools/list`` answer.
         call_timeout: seconds allowed for one ``tools/call``.
+        include: globs over the server's tool names; only matching tools bind
+            (``None``: all).
+        exclude: globs over the server's tool names; matching tools do not bind.
 
     """
 
@@ -66,6 +69,8 @@ class McpServer:
     prefix: str | None = None
     startup_timeout: float = 30.0
     call_timeout: float = 60.0
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
 
 
 class McpStartError(Exception):

@@ -216,9 +216,11 @@ class Toolset:
         if self._descriptor is not None:
             return self._descriptor
         lock = self.metadata.get("lock_digest")
+        filters = self.metadata.get("filters") or []
         descriptor = ToolsetDescriptor(
             tools=[tool.descriptor() for tool in self],
             lock=lock if isinstance(lock, str) else None,
+            filters=list(filters),
         )
         if self._sealed:
             self._descriptor = descriptor
