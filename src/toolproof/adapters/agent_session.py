@@ -22,6 +22,7 @@ replay unless the agent's model is itself deterministic.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -229,6 +230,36 @@ class Session:
         if self._live is not None:
             data = canonical_json(self.answered)
             (self._live.directory / ANSWER_FILE).write_bytes(data)
+
+    def langchain_tools(self) -> list[Any]:
+        """The session's tools as coroutine-only LangChain ``StructuredTool`` s (needs langchain).
+
+        Each keeps the tool's exact declared schema and hands the caller's arguments
+        unchanged to :meth:`call` (recorded, or served frozen); a failure raises
+        ``ToolException`` (:mod:`toolproof.adapters.langchain`).
+
+        Raises:
+            InputError: langchain-core is not installed, or a frozen replay was started
+                without ``toolset=`` (the tools' schemas are needed).
+
+        """
+        if self._toolset is None:
+            raise InputError(
+                "session.langchain_tools() in a frozen replay needs the Toolset: pass "
+                "replay_session(..., toolset=...)",
+                rule="toolset",
+            )
+        try:
+            from toolproof.adapters.langchain import as_structured_tool
+        except ImportError as exc:
+            raise InputError(
+                f"session.langchain_tools() needs langchain: pip install "
+                f"'toolproof[langchain]' ({exc})"
+            ) from exc
+        return [
+            as_structured_tool(tool, call=functools.partial(self.call, tool.name))
+            for tool in self._toolset
+        ]
 
     def pydantic_ai_toolset(self) -> Any:
         """The session's tools as a pydantic-ai ``AbstractToolset`` (needs ``pydantic-ai``).

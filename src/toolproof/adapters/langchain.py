@@ -25,12 +25,14 @@ the ``langchain`` extra (``langchain-core``).
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from toolproof.adapters.params import Param, object_schema, params_of
+from toolproof.contract.tools import ToolResult
 from toolproof.errors import ToolCallError
 from toolproof.tools.tool import Tool
 
@@ -128,11 +130,15 @@ def args_model(tool: Tool) -> type[BaseModel]:
     return model
 
 
-def as_structured_tool(tool: Tool) -> ToolproofStructuredTool:
+def as_structured_tool(
+    tool: Tool, *, call: Callable[[dict[str, Any]], Awaitable[ToolResult]] | None = None
+) -> ToolproofStructuredTool:
     """Present ``tool`` as a coroutine-only LangChain ``StructuredTool``.
 
     Args:
         tool: a bound toolproof tool (from a function, a contribution, a variant).
+        call: what a call runs instead of ``tool.call`` (a recorded session's call of
+            the tool), given the same arguments object.
 
     Returns:
         The ``StructuredTool``; ``await st.ainvoke(arguments)`` returns the tool's JSON
@@ -143,9 +149,10 @@ def as_structured_tool(tool: Tool) -> ToolproofStructuredTool:
             (its ``__cause__`` is the :class:`~toolproof.ToolCallError`).
 
     """
+    invoke = call if call is not None else tool.call
 
-    async def call(arguments: dict[str, Any]) -> Any:
-        result = await tool.call(arguments)
+    async def run(arguments: dict[str, Any]) -> Any:
+        result = await invoke(arguments)
         if result.failure is not None:
             raise ToolException(result.failure.message) from ToolCallError(result.failure)
         return result.value
@@ -154,6 +161,6 @@ def as_structured_tool(tool: Tool) -> ToolproofStructuredTool:
         name=tool.name,
         description=tool.spec.description or tool.name,
         args_schema=args_model(tool),
-        coroutine=call,
+        coroutine=run,
         declared_schema=tool.spec.input_schema,
     )
