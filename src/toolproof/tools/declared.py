@@ -130,8 +130,10 @@ def bind_contribution(
     prepared = prepare_schema(name, "input_schema", contribution.input_schema, bounds)
     validator = _compile(name, "input_schema", prepared.schema)
     output: dict[str, Any] | None = None
+    output_fanout = 1
     if contribution.output_schema is not None:
-        output = prepare_schema(name, "output_schema", contribution.output_schema, bounds).schema
+        prepared_output = prepare_schema(name, "output_schema", contribution.output_schema, bounds)
+        output, output_fanout = prepared_output.schema, prepared_output.fanout
         _compile(name, "output_schema", output)
     try:
         spec = ToolSpec(
@@ -153,6 +155,8 @@ def bind_contribution(
         deterministic=contribution.deterministic,
         varies=contribution.varies,
         validator=validator,
+        fanout=prepared.fanout,
+        output_fanout=output_fanout,
     )
 
 

@@ -195,6 +195,7 @@ def path_expansion(walker: RefWalker, limit: int) -> int | None:
             continue
         if target_id is not None:
             if on_path.get(target_id):
+                walker.recursive = True
                 continue
             on_path[target_id] = 1
             push(target_id)
@@ -226,6 +227,8 @@ def expansion_size(walker: RefWalker, limit: int) -> Expansion:
     """
     kids, refs = _discover(walker)
     cyclic = _recursive(kids, refs)
+    if any(cyclic):
+        walker.recursive = True
     cap = limit + 1
     size = [0] * len(kids)
     done = [False] * len(kids)

@@ -27,15 +27,19 @@ from typing import Any
 from toolproof.errors import CanonicalizationError, ToolBindError
 from toolproof.identity import canonical_json
 from toolproof.tools.expansion import expansion_size, path_expansion
+from toolproof.tools.fanout import applications_per_value
 from toolproof.tools.refs import RefWalker, dialect_of, field_path
+from toolproof.tools.schema import MAX_ARGUMENT_DEPTH
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "INLINE_FANOUT",
     "MAX_REF_EXPANSION",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
     "PreparedSchema",
     "SchemaLimits",
+    "measure_fanout",
     "prepare_schema",
 ]
 
@@ -47,13 +51,19 @@ MAX_SCHEMA_DEPTH = 64
 the root object being level 1. A nested object property costs two levels
 (``properties`` and the property), an array item one (``items``)."""
 
+INLINE_FANOUT = 64
+"""A schema whose plain count of subschemas (or reference expansion) is at most this
+is not measured further: no value can have more applied to it. Past it the exact
+per-value bound is computed, and calls of a tool whose bound is still past it count
+their values before validating (see :data:`toolproof.tools.tool.MAX_VALIDATION_WORK`)."""
+
 MAX_REF_EXPANSION = 10_000
 """Default limit on the subschemas a schema expands to once every ``$ref`` to a
 non-recursive target is inlined (a recursive target counts once): the work a validator
 compiler may have to do."""
 
 _REF_MARKERS = (b'"$ref"', b'"$dynamicRef"', b'"$recursiveRef"')
-_ANCHOR_MARKERS = (b'"$anchor"', b'"$dynamicAnchor"')
+_ANCHOR_MARKERS = (b'"$anchor"', b'"$dynamicAnchor"', b'"$recursiveAnchor"')
 
 
 @dataclass(frozen=True)
@@ -93,12 +103,16 @@ class PreparedSchema:
         schema: the copy (plain ``dict``/``list``/scalars, declaration order kept).
         draft: the draft it declares (2020 for 2020-12, 2019, 7, 6 or 4).
         size: its canonical JSON size in bytes.
+        fanout: an upper bound of the subschemas a validator applies to one JSON value
+            of an instance (references and recursion included); the work of validating
+            a call is at most ``fanout`` times the values in its arguments.
 
     """
 
     schema: dict[str, Any]
     draft: int
     size: int
+    fanout: int = 1
 
 
 def _too_deep(value: Any, limit: int) -> bool:
@@ -181,16 +195,51 @@ def prepare_schema(
     # that keeps declaration order and number forms (1.0 stays a float)
     copy: dict[str, Any] = json.loads(json.dumps(schema, ensure_ascii=False))
     draft = dialect_of(copy, tool=tool, field=field)
+    fanout = measure_fanout(tool, field, copy, data, draft, limits)
+    return PreparedSchema(copy, draft, len(data), fanout)
+
+
+def measure_fanout(
+    tool: str,
+    field: str,
+    schema: dict[str, Any],
+    data: bytes,
+    draft: int,
+    limits: SchemaLimits = DEFAULT_LIMITS,
+) -> int:
+    """Bound the subschemas a validator of ``schema`` applies to one JSON value.
+
+    Args:
+        tool: the tool's name, for errors.
+        field: the field holding the schema, for errors.
+        schema: the schema (plain JSON, within ``limits.max_depth``).
+        data: its canonical JSON (:func:`~toolproof.identity.canonical_json`).
+        draft: its dialect (:func:`~toolproof.tools.refs.dialect_of`).
+        limits: the bounds to apply (``max_expansion``).
+
+    Returns:
+        The bound (at least 1): the subschemas of a schema without references, the
+        expansion of a non-recursive one, and for a recursive one the most that can
+        apply together at one location of arguments up to ``MAX_ARGUMENT_DEPTH`` deep
+        (:func:`~toolproof.tools.fanout.applications_per_value`).
+
+    Raises:
+        ToolBindError: a remote, unresolvable or non-unique reference target, a cycle
+            of in-place references, or a bound over ``limits.max_expansion``.
+
+    """
     if any(marker in data for marker in _REF_MARKERS):
-        walker = RefWalker(copy, tool=tool, field=field, draft=draft)
+        walker = RefWalker(schema, tool=tool, field=field, draft=draft)
         id_markers = (b'"id"',) if draft == 4 else (b'"$id"',)
         if any(marker in data for marker in (*id_markers, *_ANCHOR_MARKERS)):
             walker.index()
         else:  # no $id or anchor anywhere: the root is the only resource
             walker.has_ids = False
         expansion = None
-        if path_expansion(walker, limits.max_expansion) is None:  # the bound is too high
+        fanout = path_expansion(walker, limits.max_expansion)
+        if fanout is None:  # the bound is too high
             expansion = expansion_size(walker, limits.max_expansion)
+            fanout = expansion.size
         if expansion is not None and expansion.size > limits.max_expansion:
             raise ToolBindError(
                 tool,
@@ -200,4 +249,32 @@ def prepare_schema(
                 "non-recursive target counts as the subschemas it expands to, so exponential "
                 "fan-out is refused)",
             )
-    return PreparedSchema(copy, draft, len(data))
+    else:
+        walker = None
+        fanout = data.count(b"{")  # no reference: at most every object is applied once
+    dynamic = b'"$dynamicRef"' in data or b'"$recursiveRef"' in data
+    if fanout > INLINE_FANOUT or dynamic or (walker is not None and walker.recursive):
+        # recursion may reach one definition along several paths at once (a dynamic
+        # reference may reach any dynamic anchor in scope); and a large
+        # schema's count of every subschema says little about one value: measure
+        if walker is None:
+            walker = RefWalker(schema, tool=tool, field=field, draft=draft)
+            walker.has_ids = False
+        fanout = applications_per_value(
+            walker,
+            limit=limits.max_expansion,
+            max_depth=MAX_ARGUMENT_DEPTH,
+            tool=tool,
+            field=field,
+        )
+        if fanout > limits.max_expansion:
+            raise ToolBindError(
+                tool,
+                field,
+                f"validating one value of the arguments could apply more than "
+                f"{limits.max_expansion} subschemas (rule: SchemaLimits.max_expansion, "
+                "default MAX_REF_EXPANSION, also bounds the subschemas applied to one "
+                "value; recursive references that reach a definition along several "
+                "paths multiply with the depth of the arguments)",
+            )
+    return max(fanout, 1)

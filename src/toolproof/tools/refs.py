@@ -165,8 +165,11 @@ class RefWalker:
         self.anchors: dict[tuple[str, str], Any] = {}
         self.bases: dict[int, str] = {}
         self._resolved: dict[tuple[str, str], tuple[Any, str]] = {}
+        self._recursive: list[tuple[Any, str]] = []
         self.has_ids = True
         """Whether a subschema may carry ``$id``; False skips base-URI tracking."""
+        self.recursive = False
+        """Set by the expansion walks once a reference re-enters a target it is inside."""
         root_base = self.base_of(schema, DEFAULT_BASE_URI)
         self.root_base = root_base
         self.resources[root_base] = schema
@@ -177,31 +180,92 @@ class RefWalker:
         """The base URI inside ``node``, given the base URI around it (its ``$id`` applied)."""
         key = "id" if self.draft == 4 else "$id"
         ident = node.get(key)
-        if type(ident) is not str or (self.draft <= 7 and ident.startswith("#")):
-            return base
+        if type(ident) is not str or (
+            self.draft <= 7 and (ident.startswith("#") or "$ref" in node)
+        ):
+            return base  # up to draft-07 every sibling of $ref is ignored, $id included
         return resolve_uri(base, ident).partition("#")[0]
 
     def index(self) -> None:
-        """Record every embedded resource (``$id``) and anchor, with its base URI."""
-        stack: list[tuple[Any, str]] = [(self.schema, DEFAULT_BASE_URI)]
+        """Record every embedded resource (``$id``) and anchor, with its base URI.
+
+        Raises:
+            ToolBindError: an identifier is not unique: two subschemas with the same
+                ``$id`` (or one equal to the root's), or two with the same ``$anchor`` /
+                ``$dynamicAnchor`` name in one resource. Validators disagree on which
+                one a reference means, so the limits could not be computed on the
+                resolution the validator uses; ``field`` names the second one.
+            ToolBindError: an embedded resource declares another ``$schema`` dialect.
+
+        """
+        stack: list[tuple[Any, str, Any]] = [(self.schema, DEFAULT_BASE_URI, None)]
         id_key = "id" if self.draft == 4 else "$id"
+        owners: dict[str, Any] = {DEFAULT_BASE_URI: None}
+        if self.root_base != DEFAULT_BASE_URI:
+            owners[self.root_base] = None
+        anchor_owners: dict[tuple[str, str], Any] = {}
         while stack:
-            node, base = stack.pop()
+            node, base, where = stack.pop()
             if type(node) is not dict:
                 continue
             self.bases[id(node)] = base
             ident = node.get(id_key)
-            if type(ident) is str:
+            if type(ident) is str and not (self.draft <= 7 and "$ref" in node):
                 if self.draft <= 7 and ident.startswith("#"):
-                    self.anchors[(base, ident[1:])] = node
+                    self._add_anchor(anchor_owners, (base, ident[1:]), node, (where, id_key))
+                elif node is self.schema:
+                    base = self.root_base
                 else:
                     base = resolve_uri(base, ident).partition("#")[0]
-                    self.resources.setdefault(base, node)
+                    if base in owners:
+                        self._duplicate(f"{id_key} {ident!r}", (where, id_key), owners[base])
+                    owners[base] = where
+                    self.resources[base] = node
+                    self._check_dialect(node, where)
             for anchor_key in ("$anchor", "$dynamicAnchor"):
                 anchor = node.get(anchor_key)
                 if type(anchor) is str:
-                    self.anchors.setdefault((base, anchor), node)
-            stack.extend((child, base) for child in _children(node))
+                    self._add_anchor(anchor_owners, (base, anchor), node, (where, anchor_key))
+            if node.get("$recursiveAnchor") is True:
+                self._recursive.append((node, base))
+            stack.extend((child, base, at) for child, at in _children_at(node, where))
+
+    def recursive_roots(self) -> list[tuple[Any, str]]:
+        """``(node, base URI)`` of each subschema with ``"$recursiveAnchor": true``."""
+        return list(self._recursive)
+
+    def _add_anchor(
+        self, owners: dict[tuple[str, str], Any], key: tuple[str, str], node: Any, where: Any
+    ) -> None:
+        known = self.anchors.get(key)
+        if known is not None and known is not node:
+            self._duplicate(f"anchor {key[1]!r}", where, owners[key])
+        self.anchors[key] = node
+        owners.setdefault(key, where)
+
+    def _duplicate(self, what: str, where: Any, first: Any) -> None:
+        first_text = field_path(self.field, flatten(first))
+        raise ToolBindError(
+            self.tool,
+            field_path(self.field, flatten(where)),
+            f"{what} is not unique: {first_text} has it too (rule: every $id, $anchor and "
+            "$dynamicAnchor must be unique in the schema, since validators disagree on which "
+            "one a reference names and the limits must be computed on the validator's "
+            "resolution)",
+        )
+
+    def _check_dialect(self, node: dict[str, Any], where: Any) -> None:
+        declared = node.get("$schema")
+        if declared is None:
+            return
+        if isinstance(declared, str) and DIALECTS.get(declared.rstrip("#")) == self.draft:
+            return
+        raise ToolBindError(
+            self.tool,
+            field_path(self.field, (*flatten(where), "$schema")),
+            f"embedded resource declares dialect {declared!r} (rule: one dialect per "
+            "declaration, the root's; resolution differs between drafts)",
+        )
 
     def lookup(self, base: str, reference: str, where: Any) -> tuple[Any, str]:
         """Return ``(target, base URI at the target)`` of ``reference`` written at ``where``.
@@ -274,17 +338,16 @@ def flatten(where: Any) -> tuple[str | int, ...]:
     return tuple(reversed(parts))
 
 
-def _children(node: dict[str, Any]) -> list[Any]:
-    out: list[Any] = []
+def _children_at(node: dict[str, Any], where: Any) -> list[tuple[Any, Any]]:
+    """The subschemas directly under ``node``, each with its linked path."""
+    out: list[tuple[Any, Any]] = []
     for key, value in node.items():
-        if key in SUBSCHEMA_KEYWORDS:
+        at = (where, key)
+        if key in SUBSCHEMA_KEYWORDS or key in SUBSCHEMA_LIST_KEYWORDS:
             if type(value) is list:
-                out.extend(value)
-            else:
-                out.append(value)
-        elif key in SUBSCHEMA_LIST_KEYWORDS:
-            if type(value) is list:
-                out.extend(value)
+                out.extend((item, (at, index)) for index, item in enumerate(value))
+            elif key in SUBSCHEMA_KEYWORDS:
+                out.append((value, at))
         elif (key in MAP_KEYWORDS or key == "dependencies") and type(value) is dict:
-            out.extend(value.values())
+            out.extend((item, (at, name)) for name, item in value.items())
     return out

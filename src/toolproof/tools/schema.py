@@ -12,6 +12,8 @@ from typing import Any
 
 import jsonschema_rs
 
+from toolproof.identity import MAX_DEPTH
+
 _fast_encode: Callable[[object], bytes | None] | None
 try:
     from toolproof._jcs import encode as _fast_encode
@@ -20,16 +22,24 @@ except ImportError:  # pragma: no cover - no C compiler at install time
 
 __all__ = [
     "MAP_KEYWORDS",
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_REGEX_BACKTRACK",
     "SUBSCHEMA_KEYWORDS",
     "SUBSCHEMA_LIST_KEYWORDS",
     "ArgumentError",
     "Validator",
     "compile_validator",
+    "count_values",
     "is_plain_json",
     "json_problem",
     "strip_titles",
     "validation_errors",
 ]
+
+MAX_ARGUMENT_DEPTH = MAX_DEPTH
+"""How deeply arrays and objects may nest in a call's arguments or result (the
+top-level value is depth 0): the depth canonical JSON accepts. Deeper values are
+refused before the validator sees them (its recursion would overflow the stack)."""
 
 Validator = Any
 """A compiled jsonschema-rs validator (``is_valid(x) -> bool``, ``iter_errors(x)``)."""
@@ -101,7 +111,23 @@ def compile_validator(schema: Any) -> Validator:
             resolved inside it (message from jsonschema-rs).
 
     """
-    return jsonschema_rs.validator_for(schema, validate_formats=False, retriever=_refuse_retrieval)
+    return jsonschema_rs.validator_for(
+        schema,
+        validate_formats=False,
+        retriever=_refuse_retrieval,
+        pattern_options=_PATTERNS,
+    )
+
+
+MAX_REGEX_BACKTRACK = 10_000
+"""Backtracking steps one ``pattern`` match may take (``patternProperties`` too).
+
+jsonschema-rs matches a pattern with the linear-time ``regex`` crate, and one with
+look-around or a back-reference with ``fancy-regex``, which backtracks: ``^(a|a)*\\1$``
+against 5,000 ``a`` takes 0.12 s per match at its default limit of 1,000,000 steps. A
+match that needs more steps than this counts as not matching, so the value is refused."""
+
+_PATTERNS = jsonschema_rs.FancyRegexOptions(backtrack_limit=MAX_REGEX_BACKTRACK)
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -138,25 +164,80 @@ def json_problem(value: Any, path: str = "$") -> str | None:
     """Describe the first item of ``value`` that is not plain JSON, or return ``None``.
 
     Plain JSON is ``dict`` (``str`` keys), ``list``, ``str``, ``int``, finite
-    ``float``, ``bool`` and ``None`` exactly (no subclasses, no tuples).
+    ``float``, ``bool`` and ``None`` exactly (no subclasses, no tuples), with arrays
+    and objects nested at most :data:`MAX_ARGUMENT_DEPTH` deep (the top-level value is
+    depth 0, as in :func:`toolproof.identity.canonical_json`). The walk is iterative
+    and linear in the size of ``value``; it stops at the first container past the depth
+    limit, so a value nested a million deep costs no more than one 257 deep.
+
+    Args:
+        value: the value to check.
+        path: how the top-level value is named in the description (``$``).
+
+    Returns:
+        ``"<path>: <what is wrong>"`` (``$.a[2]: tuple is not a JSON value``), or ``None``.
+
     """
-    stack: list[tuple[Any, str]] = [(value, path)]
+    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
     while stack:
-        item, where = stack.pop()
+        item, where, depth = stack.pop()
         kind = type(item)
-        if kind is dict:
-            for key, child in item.items():
-                if type(key) is not str:
-                    return f"{where}: key {key!r} is {type(key).__name__}, not str"
-                stack.append((child, f"{where}.{key}"))
-        elif kind is list:
-            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+        if kind is dict or kind is list:
+            if depth >= MAX_ARGUMENT_DEPTH:
+                return (
+                    f"{_where(path, where)}: nested deeper than {MAX_ARGUMENT_DEPTH} levels "
+                    "(rule: MAX_ARGUMENT_DEPTH, arrays and objects in arrays and objects)"
+                )
+            if kind is dict:
+                for key, child in item.items():
+                    if type(key) is not str:
+                        return (
+                            f"{_where(path, where)}: key {key!r} is {type(key).__name__}, not str"
+                        )
+                    stack.append((child, (where, key), depth + 1))
+            else:
+                stack.extend((child, (where, index), depth + 1) for index, child in enumerate(item))
         elif kind is float:
             if not math.isfinite(item):
-                return f"{where}: {item!r} is not a JSON number"
-        elif kind not in (str, int, bool) and item is not None:
-            return f"{where}: {kind.__module__}.{kind.__qualname__} is not a JSON value"
+                return f"{_where(path, where)}: {item!r} is not a JSON number"
+        elif kind not in _SCALARS and item is not None:
+            return (
+                f"{_where(path, where)}: {kind.__module__}.{kind.__qualname__} is not a JSON value"
+            )
     return None
+
+
+_SCALARS = (str, int, bool)
+
+
+def _where(path: str, where: Any) -> str:
+    """``$.a[2]`` from a linked path (``(parent, key)`` pairs, ``None`` at the top)."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if type(key) is int else f".{key}")
+    parts.reverse()
+    if len(parts) > 12:  # a path hundreds of levels deep: its ends say where
+        parts[6:-6] = [f"...({len(parts) - 12} levels)..."]
+    return path + "".join(parts)
+
+
+def count_values(value: Any) -> int:
+    """The JSON values in ``value``, itself included (``{"a": [1, 2]}`` holds 4).
+
+    Iterative; call it on plain JSON (see :func:`json_problem`), whose depth is bounded.
+    """
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return count
 
 
 def _walk_subschemas(schema: Any) -> Iterator[dict[str, Any]]:

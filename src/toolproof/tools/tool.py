@@ -10,16 +10,28 @@ from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, Too
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
 from toolproof.tools.function import ToolOptions, bind_function
+from toolproof.tools.limits import INLINE_FANOUT, measure_fanout
 from toolproof.tools.observe import note_failure
+from toolproof.tools.refs import dialect_of
 from toolproof.tools.schema import (
     Validator,
     compile_validator,
+    count_values,
     is_plain_json,
     json_problem,
     validation_errors,
 )
 
-__all__ = ["Body", "Tool"]
+__all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool"]
+
+MAX_VALIDATION_WORK = 1_000_000
+"""The most subschema applications (fanout x values in the arguments) one call of a
+tool whose fanout exceeds :data:`INLINE_FANOUT` may take; a call over it is refused as
+``invalid_arguments`` without being validated (about 50 ms of validation at most)."""
+
+MAX_DETAILED_WORK = 20_000
+"""Up to this much work, an invalid call reports up to 8 errors; past it, one (collecting
+every error of an ``anyOf`` evaluates all its branches, about 3 us per application)."""
 
 
 def _noted(result: ToolResult) -> ToolResult:
@@ -58,15 +70,26 @@ class Tool:
         stack: for a variant, its extension layers, innermost first.
         deterministic: False when identical calls may give different results.
         varies: what varies when not deterministic (``clock``, ``network``...).
+        validator: the compiled input validator, when the caller already has one.
+        fanout: an upper bound of the subschemas the validator applies to one JSON
+            value (:attr:`~toolproof.tools.limits.PreparedSchema.fanout`; measured
+            with :func:`~toolproof.tools.limits.measure_fanout` when ``None``); past
+            :data:`INLINE_FANOUT` a call whose arguments would cost more than
+            :data:`MAX_VALIDATION_WORK` applications is refused before validation.
+        output_fanout: the same bound for ``output_schema``; a result over the limit
+            is ``invalid_result``.
 
     Raises:
-        ToolBindError: the input or output schema does not compile.
+        ToolBindError: the input or output schema does not compile, or breaks a rule
+            of :func:`~toolproof.tools.limits.measure_fanout`.
 
     """
 
     __slots__ = (
         "_body",
         "_descriptor",
+        "_fanout",
+        "_output_fanout",
         "_output_validator",
         "_validator",
         "base",
@@ -88,6 +111,8 @@ class Tool:
         deterministic: bool = True,
         varies: Sequence[str] = (),
         validator: Validator | None = None,
+        fanout: int | None = None,
+        output_fanout: int | None = None,
     ) -> None:
         self.spec = spec
         self._body = body
@@ -97,16 +122,22 @@ class Tool:
         self.deterministic = deterministic
         self.varies = tuple(varies)
         self._descriptor: ToolDescriptor | None = None
-        for field, schema in (
-            ("input_schema", spec.input_schema),
-            ("output_schema", spec.output_schema),
+        measured: list[int] = []
+        for field, schema, known in (
+            ("input_schema", spec.input_schema, fanout),
+            ("output_schema", spec.output_schema, output_fanout),
         ):
             try:
-                canonical_json(schema)  # a schema holding NaN (a float default) is not JSON
+                data = canonical_json(schema)  # a schema holding NaN (a float default) is not JSON
             except CanonicalizationError as exc:
                 raise ToolBindError(
                     spec.name, field + exc.path[1:], f"not JSON: {exc.rule}"
                 ) from exc
+            if known is None and type(schema) is dict:
+                draft = dialect_of(schema, tool=spec.name, field=field)
+                known = measure_fanout(spec.name, field, schema, data, draft)
+            measured.append(known or 1)
+        self._fanout, self._output_fanout = measured
         try:
             self._validator = validator or compile_validator(spec.input_schema)
         except Exception as exc:
@@ -148,6 +179,17 @@ class Tool:
         # plain JSON first: jsonschema-rs raises ValueError on a set, bytes or an object
         plain = is_plain_json(arguments)
         problem = None if plain else json_problem(arguments)
+        work = self._work(arguments) if plain and self._fanout > INLINE_FANOUT else 0
+        if work > MAX_VALIDATION_WORK:
+            return ToolResult.fail(
+                "invalid_arguments",
+                f"invalid arguments for tool {self.spec.name!r}: validating them could apply "
+                f"{work} subschemas, over the limit of {MAX_VALIDATION_WORK} (rule: "
+                "MAX_VALIDATION_WORK; the schema applies up to "
+                f"{self._fanout} subschemas to each of the {work // self._fanout} values)",
+                where="arguments",
+                detail={"errors": [{"pointer": "", "message": "validation work over the limit"}]},
+            )
         if plain:
             try:
                 if self._validator.is_valid(arguments):
@@ -158,7 +200,10 @@ class Tool:
             text = f"{problem} (arguments must be plain JSON)"
             detail = [{"pointer": "", "message": text}]
         else:
-            errors = validation_errors(self._validator, arguments)
+            # every error is collected only while that work is small: collecting them
+            # evaluates each anyOf/oneOf branch under the failing locations
+            limit = 8 if work <= MAX_DETAILED_WORK else 1
+            errors = validation_errors(self._validator, arguments, limit)
             text = "; ".join(error.describe() for error in errors)
             detail = [error.to_json() for error in errors]
         return ToolResult.fail(
@@ -167,6 +212,10 @@ class Tool:
             where="arguments",
             detail={"errors": detail},
         )
+
+    def _work(self, arguments: Any) -> int:
+        """Subschema applications validating ``arguments`` may take, at most."""
+        return self._fanout * count_values(arguments)
 
     async def call(self, arguments: Any) -> ToolResult:
         """Validate ``arguments`` and run the body.
@@ -181,6 +230,7 @@ class Tool:
         try:
             valid = (
                 type(arguments) is dict
+                and self._fanout <= INLINE_FANOUT  # else check_arguments bounds the work
                 and is_plain_json(arguments)  # first: jsonschema-rs raises on a set or bytes
                 and self._validator.is_valid(arguments)
             )  # the hot path: one C walk, one C validation
@@ -235,8 +285,23 @@ class Tool:
                     )
                 )
         validator = self._output_validator
-        if validator is not None and not validator.is_valid(value):
-            errors = validation_errors(validator, value)
+        if validator is None:
+            return ToolResult.success(value)
+        work = (
+            self._output_fanout * count_values(value) if self._output_fanout > INLINE_FANOUT else 0
+        )
+        if work > MAX_VALIDATION_WORK:
+            return _noted(
+                ToolResult.fail(
+                    "invalid_result",
+                    f"tool {self.spec.name!r} returned a value whose validation could apply "
+                    f"{work} subschemas of its output schema, over the limit of "
+                    f"{MAX_VALIDATION_WORK} (rule: MAX_VALIDATION_WORK)",
+                    where="output",
+                )
+            )
+        if not validator.is_valid(value):
+            errors = validation_errors(validator, value, 8 if work <= MAX_DETAILED_WORK else 1)
             text = "; ".join(f"{error.pointer or '/'}: {error.message}" for error in errors)
             return _noted(
                 ToolResult.fail(
@@ -269,6 +334,10 @@ class Tool:
             deterministic=self.deterministic,
             varies=self.varies,
             validator=self._validator if same else None,
+            # a variant's schema is the inner one reshaped (reserved params added,
+            # properties renamed or hidden): the inner bounds carry over
+            fanout=self._fanout,
+            output_fanout=self._output_fanout,
         )
 
     @classmethod
