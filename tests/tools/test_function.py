@@ -17,7 +17,16 @@ import pytest
 from pydantic import BaseModel, Field
 
 import toolproof
-from toolproof import Tool, ToolAnnotations, ToolBindError, ToolCallError, ToolFailure, ToolResult
+from toolproof import (
+    Tool,
+    ToolAnnotations,
+    ToolBindError,
+    ToolCallError,
+    ToolContribution,
+    ToolFailure,
+    ToolResult,
+    bind_contribution,
+)
 
 
 class Unit(enum.Enum):
@@ -671,3 +680,98 @@ def test_a_function_returning_a_tool_result_is_passed_through() -> None:
     result = run(Tool.from_function(reports_its_own_failure).call({"item": "pear"}))
     assert result.failure is not None
     assert (result.failure.kind, result.failure.message) == ("not_found", "no pear")
+
+
+class _Counts(BaseModel):
+    k: int
+    ks: list[int]
+
+
+def _kinds(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _kinds(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_kinds(item) for item in value]
+    return type(value).__name__
+
+
+def _int_n(n: int) -> Any:
+    return _kinds(n)
+
+
+def _int_list(n: list[int]) -> Any:
+    return _kinds(n)
+
+
+def _int_dict(n: dict[str, int]) -> Any:
+    return _kinds(n)
+
+
+def _int_optional(n: int | None = None) -> Any:
+    return _kinds(n)
+
+
+def _int_model(n: _Counts) -> Any:
+    return [_kinds(n.k), _kinds(n.ks)]
+
+
+def _int_literal(n: Literal[1, 2]) -> Any:
+    return _kinds(n)
+
+
+def _int_positional(n: int, /, k: int) -> Any:
+    return [_kinds(n), _kinds(k)]
+
+
+async def _int_async(n: Annotated[int, Field(ge=0)]) -> Any:
+    return _kinds(n)
+
+
+def _float_n(n: float) -> Any:
+    return _kinds(n)
+
+
+@pytest.mark.parametrize(
+    ("fn", "arguments", "kinds"),
+    [
+        (_int_n, {"n": 1.0}, "int"),
+        (_int_list, {"n": [1.0, 2]}, ["int", "int"]),
+        (_int_dict, {"n": {"a": 1.0}}, {"a": "int"}),
+        (_int_optional, {"n": 1.0}, "int"),
+        (_int_model, {"n": {"k": 1.0, "ks": [2.0]}}, ["int", ["int"]]),
+        (_int_literal, {"n": 1.0}, "int"),
+        (_int_positional, {"n": 1.0, "k": 2.0}, ["int", "int"]),
+        (_int_async, {"n": 3.0}, "int"),
+        (_float_n, {"n": 1.0}, "float"),
+    ],
+)
+def test_an_integral_float_reaches_an_int_parameter_as_an_int(
+    fn: Any, arguments: dict[str, Any], kinds: Any
+) -> None:
+    # JSON Schema's "integer" accepts 1.0 (issue 12 item 10); the annotation says int
+    result = asyncio.run(Tool.from_function(fn).call(arguments))
+    assert result.ok, result.failure
+    assert result.value == kinds
+
+
+def test_an_int_parameter_gets_the_exact_value_of_a_large_integral_float() -> None:
+    result = asyncio.run(Tool.from_function(_int_n).call({"n": 2.0**60}))
+    assert result.value == "int"
+    refused = asyncio.run(Tool.from_function(_int_n).call({"n": 1.5}))
+    assert refused.failure is not None
+    assert refused.failure.message == (
+        "invalid arguments for tool '_int_n': argument 'n': 1.5 is not of type \"integer\""
+    )
+
+
+def test_a_declared_tool_still_receives_the_float_it_was_sent() -> None:
+    seen: list[Any] = []
+
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        seen.append(arguments)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tool = bind_contribution(ToolContribution("d", "D.", schema, invoke))
+    assert asyncio.run(tool.call({"n": 1.0})).ok
+    assert seen == [{"n": 1.0}] and type(seen[0]["n"]) is float  # DESIGN section 4

@@ -35,7 +35,7 @@ from toolproof.errors import ToolBindError
 from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
 from toolproof.tools.fields import declarable_field
-from toolproof.tools.schema import strip_titles
+from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, strip_titles
 
 __all__ = ["TOOL_MARK", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
 
@@ -296,12 +296,20 @@ def bind_function(
         output_schema=copy.deepcopy(output_schema),
         annotations=opts.annotations(),
     )
+    # int parameters take int(1.0) on the direct path; an int inside a container (list[int],
+    # dict[str, int], a Literal) needs pydantic's conversion: no direct path then
+    int_params = [name for name, _, _ in params if _top_level_int(hints.get(name, Any))]
     direct = all(
-        _json_native(hints.get(name, Any)) for name, field, _ in params if field != CONTEXT_FIELD
+        _json_native(hints.get(name, Any))
+        and (name in int_params or not _holds_int(hints.get(name, Any)))
+        for name, field, _ in params
+        if field != CONTEXT_FIELD
     )
     if output_adapter is not None and _json_native(ret):
         output_adapter = None  # a plain JSON value: Tool checks it against the output schema
-    body = _make_body(tool_name, fn, model, params, output_adapter, direct=direct)
+    body = _make_body(
+        tool_name, fn, model, params, output_adapter, direct=direct, int_params=int_params
+    )
     module = getattr(fn, "__module__", "?")
     qualname = getattr(fn, "__qualname__", tool_name)
     return FunctionBinding(
@@ -314,26 +322,70 @@ def bind_function(
 
 
 def _non_finite(value: Any, path: str) -> str | None:
-    """Where ``value`` holds NaN or an infinity (inside containers and models), or None."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
-    if isinstance(value, BaseModel):
-        items: Any = value.__dict__.items()
-    elif isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
-        problem = _non_finite(item, where)
-        if problem is not None:
-            return problem
+    """Where ``value`` holds NaN or an infinity (inside containers and models), or None.
+
+    Iterative, and a container nested past ``MAX_ARGUMENT_DEPTH`` is reported as such:
+    a returned value is as untrusted as the arguments (issue 12 item 9).
+    """
+    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{_path(path, where)}: {item!r} is not a JSON number"
+            continue
+        if isinstance(item, BaseModel):
+            items: Any = item.__dict__.items()
+        elif isinstance(item, dict):
+            items = item.items()
+        elif isinstance(item, (list, tuple)):
+            items = enumerate(item)
+        else:
+            continue
+        if depth >= MAX_ARGUMENT_DEPTH:
+            return f"{_path(path, where)}: nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        stack.extend((child, (where, key), depth + 1) for key, child in items)
     return None
 
 
+def _path(path: str, where: Any) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return path + "".join(reversed(parts))
+
+
 _JSON_SCALARS = (int, float, str, bool, type(None))
+_NOT_FLOAT = (int, str, type(None))
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """The alternatives of ``annotation`` (``Annotated`` unwrapped; one for a non-union)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return tuple(member for item in get_args(annotation) for member in _members(item))
+    return (annotation,)
+
+
+def _top_level_int(annotation: Any) -> bool:
+    """Whether ``annotation`` is ``int``, possibly with ``None`` or ``str`` (``Optional[int]``).
+
+    JSON Schema's ``integer`` accepts ``1.0``, so such a parameter is handed
+    ``int(value)`` when the caller sent an integral float.
+    """
+    members = _members(annotation)
+    return int in members and all(member in _NOT_FLOAT for member in members)
+
+
+def _holds_int(annotation: Any) -> bool:
+    """Whether an ``int`` (or an integer ``Literal``) occurs anywhere in ``annotation``."""
+    if annotation is int:
+        return True
+    if get_origin(annotation) is typing.Literal:
+        return any(type(item) is int for item in get_args(annotation))
+    return any(_holds_int(item) for item in get_args(annotation))
 
 
 def _json_native(annotation: Any) -> bool:
@@ -374,6 +426,7 @@ def _make_body(
     output_adapter: TypeAdapter[Any] | None,
     *,
     direct: bool = False,
+    int_params: list[str] | None = None,
 ) -> Callable[[dict[str, Any]], Any]:
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
@@ -388,6 +441,9 @@ def _make_body(
     positional_names = [
         param for param, _, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY
     ]
+    integers = set(int_params or ())
+    int_keywords = tuple(name for name in integers if name not in positional_names)
+    int_positions = tuple(i for i, name in enumerate(positional_names) if name in integers)
 
     async def body(arguments: dict[str, Any]) -> Any:
         if direct and all(name in arguments for name in positional_names):
@@ -395,6 +451,13 @@ def _make_body(
             # conversion: call as Python would, its own defaults filling the rest.
             args = [arguments[name] for name in positional_names]
             kwargs = {k: v for k, v in arguments.items() if k not in positional_names}
+            # the schema's "integer" takes 1.0 (JSON Schema); the annotation says int
+            for name in int_keywords:
+                if type(kwargs.get(name)) is float:
+                    kwargs[name] = int(kwargs[name])
+            for index in int_positions:
+                if type(args[index]) is float:
+                    args[index] = int(args[index])
         else:
             try:
                 parsed = model.model_validate(arguments)
