@@ -11,8 +11,16 @@
 Anything that has no JSON form is refused with :class:`CanonicalizationError`
 naming where in the value it sits (``$.steps[2].args``): NaN and infinities,
 non-string keys, bytes, sets, tuples' look-alikes of other types, lone surrogates,
-and integers outside the IEEE 754 exact range (``|i| > 2**53 - 1``; RFC 8785 §3.2.2.3
-and I-JSON, RFC 7493 §2.2), which a double cannot hold exactly.
+containers nested deeper than :data:`MAX_DEPTH`, and integers of more than
+:data:`MAX_INTEGER_DIGITS` digits.
+
+One extension of RFC 8785: an ``int`` outside the IEEE 754 exact range
+(``|i| > 2**53 - 1``) is written as its exact decimal digits (``9223372036854775807``),
+not rounded to the nearest double as RFC 8785 §3.2.2.3 would (which makes
+``2**63 - 1`` and ``2**63`` the same bytes). Real tool schemas declare int64 bounds
+(``"maximum": 9223372036854775807``) and ids; their bytes, fingerprints and digests stay
+exact and distinct, and a float stays a float (``2.0**63`` is ``9223372036854776000``,
+the ECMAScript form). Inside the exact range the bytes are RFC 8785's.
 
 Two encoders produce the bytes. The exact one is pure Python and decides every
 refusal. The fast one, the C extension ``toolproof._jcs`` built with the package,
@@ -35,6 +43,7 @@ from toolproof.errors import CanonicalizationError
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INTEGER_DIGITS",
     "MAX_SAFE_INTEGER",
     "SPEEDUPS",
     "canonical_json",
@@ -50,7 +59,11 @@ MAX_DEPTH = 256
 """How deeply arrays and objects may nest (the top-level value is depth 0); deeper is refused."""
 
 MAX_SAFE_INTEGER = 2**53 - 1
-"""The largest integer an IEEE 754 double holds exactly (ECMAScript ``Number.MAX_SAFE_INTEGER``)."""
+"""The largest integer an IEEE 754 double holds exactly (ECMAScript ``Number.MAX_SAFE_INTEGER``);
+past it an ``int`` is written as its exact digits (see the module docstring)."""
+
+MAX_INTEGER_DIGITS = 4300
+"""The most decimal digits an integer may have (Python's own limit on ``int`` to ``str``)."""
 
 _fast_encode: Callable[[object], bytes | None] | None
 try:
@@ -98,6 +111,20 @@ def _format_float(value: float, path: str) -> str:
         head = digits[0] + ("." + digits[1:] if k > 1 else "")
         body = f"{head}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
     return sign + body
+
+
+def _big_integer(value: int, path: str) -> str:
+    """The exact decimal digits of an ``int`` (outside the double range too)."""
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return str(value)
+    if value.bit_length() > 14_286:  # more than 4300 digits for sure (log2(10) * 4300)
+        raise CanonicalizationError(path, f"integer of more than {MAX_INTEGER_DIGITS} digits")
+    try:
+        return str(value)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        raise CanonicalizationError(
+            path, f"integer of more than {MAX_INTEGER_DIGITS} digits"
+        ) from None
 
 
 def _utf16_key(key: str) -> bytes:
@@ -174,13 +201,7 @@ def _encode(value: Any, out: list[str], path: str, depth: int) -> None:
             raise CanonicalizationError(path, f"nested deeper than {MAX_DEPTH} levels")
         _encode_list(value, out, path, depth)
     elif kind is int:
-        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            raise CanonicalizationError(
-                path,
-                f"integer {value} is outside the IEEE 754 exact range "
-                f"(|i| <= 2**53 - 1, RFC 8785 §3.2.2.3)",
-            )
-        out.append(str(value))
+        out.append(_big_integer(value, path))
     elif kind is bool:
         out.append("true" if value else "false")
     elif value is None:
@@ -198,7 +219,9 @@ def canonical_json(value: Any) -> bytes:
 
     Args:
         value: plain JSON: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``
-            (``|i| <= 2**53 - 1``), finite ``float``, ``bool`` or ``None``.
+            (beyond ``|i| <= 2**53 - 1`` as exact digits, up to
+            :data:`MAX_INTEGER_DIGITS`), finite ``float``, ``bool`` or ``None``,
+            nested at most :data:`MAX_DEPTH` deep.
             Subclasses of these (e.g. ``StrEnum`` members) are refused: convert first.
 
     Returns:

@@ -68,14 +68,20 @@ def test_the_text_block_holds_the_evidence_bytes_of_the_value() -> None:
 
 def test_a_value_without_canonical_json_answers_an_invalid_result_failure() -> None:
     tool = Tool.from_function(lambda: None, name="t")
-    result, reply, data = mcp_result(tool, ToolResult.success({"big": 2**60}))
+    result, reply, data = mcp_result(tool, ToolResult.success({"big": 10**4300}))
     assert result.failure is not None
     assert (result.failure.kind, reply.is_error) == ("invalid_result", True)
     assert data.decode("utf-8") == (
         "invalid_result: tool 't' returned a value with no canonical JSON form: cannot "
-        "canonicalize value at $.big: integer 1152921504606846976 is outside the IEEE 754 "
-        "exact range (|i| <= 2**53 - 1, RFC 8785 \u00a73.2.2.3)"
+        "canonicalize value at $.big: integer of more than 4300 digits"
     )
+
+
+def test_an_integer_beyond_the_double_range_is_answered_exactly() -> None:
+    tool = Tool.from_function(lambda: None, name="t")
+    result, reply, data = mcp_result(tool, ToolResult.success({"big": 2**63 - 1}))
+    assert (result.ok, reply.is_error) == (True, False)
+    assert data == b'{"big":9223372036854775807}'
 
 
 async def _with_client(scenario: Any) -> Any:

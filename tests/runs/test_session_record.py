@@ -54,15 +54,12 @@ def test_a_stdio_session_is_finalized_into_a_run_that_verifies(tmp_path: Path) -
 
     async def scenario() -> list[Any]:
         async with Client(params) as client:
-            return [*await _calls(client), await client.call_tool("add", {"a": 2**60})]
+            return [*await _calls(client), await client.call_tool("add", {"a": 2**63, "b": 1})]
 
     answers = asyncio.run(scenario())
-    assert answers[5].is_error is True
-    assert answers[5].content[0].text == (
-        "unrecordable: call to 'add' cannot be recorded: its arguments have no canonical "
-        "JSON form (cannot canonicalize value at $.arguments.a: integer 1152921504606846976 is "
-        "outside the IEEE 754 exact range (|i| <= 2**53 - 1, RFC 8785 \u00a73.2.2.3))"
-    )
+    # an integer beyond 2**53 is recorded exactly (issue 12 item 15) and the run verifies
+    assert answers[5].is_error is False
+    assert answers[5].content[0].text == "9223372036854775809"
     assert answers[3].is_error is True
     assert (
         answers[3]
@@ -86,12 +83,14 @@ def test_a_stdio_session_is_finalized_into_a_run_that_verifies(tmp_path: Path) -
         ("call-00000002", "add", {"a": "x"}),
         ("call-00000003", "echo", {"text": "héllo"}),
         ("call-00000004", "segment", {"x": 3}),
+        ("call-00000005", "add", {"a": 2**63, "b": 1}),
     ]
     evidence = {path.read_bytes() for path in (run / "evidence").iterdir()}
     assert evidence == {
         answers[0].content[0].text.encode(),
         answers[2].content[0].text.encode(),
         answers[4].content[0].text.encode(),
+        b"9223372036854775809",
     }
     required = next(r for r in verification.report.results if r.check == "required-steps")
     assert [finding.message for finding in required.findings] == [
