@@ -400,3 +400,32 @@ def test_malformed_contribution_fields_are_refused_by_name(
 def test_a_missing_description_binds_as_empty() -> None:
     contribution = ToolContribution("t", None, {}, _invoke)  # type: ignore[arg-type]
     assert bind_contribution(contribution).spec.description == ""
+
+
+def _int64_tool(maximum: int) -> Any:
+    async def invoke(arguments: dict[str, Any]) -> Any:
+        return {"id": arguments["id"] + 1}
+
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer", "minimum": -(2**63), "maximum": maximum}},
+        "required": ["id"],
+    }
+    return bind_contribution(ToolContribution("ids", "By id.", schema, invoke))
+
+
+def test_int64_bounds_bind_validate_exactly_and_fingerprint_distinctly() -> None:
+    # issue 12 item 15: "maximum": 9223372036854775807 quarantined the tool before
+    tool = _int64_tool(2**63 - 1)
+    assert asyncio.run(tool.call({"id": 2**63 - 2})).value == {"id": 2**63 - 1}
+    refused = asyncio.run(tool.call({"id": 2**63}))
+    assert refused.failure is not None
+    assert refused.failure.message == (
+        "invalid arguments for tool 'ids': argument 'id': 9223372036854775808 is greater than "
+        "the maximum of 9223372036854775807"
+    )
+    fingerprint = tool.descriptor().fingerprint
+    assert _int64_tool(2**63 - 1).descriptor().fingerprint == fingerprint  # stable
+    assert _int64_tool(2**63).descriptor().fingerprint != fingerprint  # 2**63 - 1 != 2**63
+    spec_bytes = toolproof.canonical_json(tool.spec.model_dump(mode="json"))
+    assert b'"maximum":9223372036854775807' in spec_bytes
