@@ -418,6 +418,27 @@ def _json_native(annotation: Any) -> bool:
     return False
 
 
+def _direct_arguments(
+    arguments: dict[str, Any],
+    positional_names: list[str],
+    int_keywords: tuple[str, ...],
+    int_positions: tuple[int, ...],
+) -> tuple[list[Any], dict[str, Any]]:
+    """``(args, kwargs)`` of a direct call; an ``int`` parameter sent ``1.0`` gets ``1``.
+
+    JSON Schema's ``"integer"`` accepts an integral float, the annotation says ``int``.
+    """
+    args = [arguments[name] for name in positional_names]
+    kwargs = {k: v for k, v in arguments.items() if k not in positional_names}
+    for name in int_keywords:
+        if type(kwargs.get(name)) is float:
+            kwargs[name] = int(kwargs[name])
+    for index in int_positions:
+        if type(args[index]) is float:
+            args[index] = int(args[index])
+    return args, kwargs
+
+
 def _make_body(
     tool_name: str,
     fn: Callable[..., Any],
@@ -449,15 +470,9 @@ def _make_body(
         if direct and all(name in arguments for name in positional_names):
             # The schema already checked every value and these annotations need no
             # conversion: call as Python would, its own defaults filling the rest.
-            args = [arguments[name] for name in positional_names]
-            kwargs = {k: v for k, v in arguments.items() if k not in positional_names}
-            # the schema's "integer" takes 1.0 (JSON Schema); the annotation says int
-            for name in int_keywords:
-                if type(kwargs.get(name)) is float:
-                    kwargs[name] = int(kwargs[name])
-            for index in int_positions:
-                if type(args[index]) is float:
-                    args[index] = int(args[index])
+            args, kwargs = _direct_arguments(
+                arguments, positional_names, int_keywords, int_positions
+            )
         else:
             try:
                 parsed = model.model_validate(arguments)
