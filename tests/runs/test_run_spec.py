@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runs_support import Counter, base_spec, make_toolset
@@ -10,7 +11,7 @@ from runs_support import Counter, base_spec, make_toolset
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import ConfigError, InputError
 from toolproof.runs.planner import PLANNER, plan_run
-from toolproof.runs.spec import load_spec, parse_spec, resolve_refs
+from toolproof.runs.spec import iter_refs, load_spec, parse_spec, resolve_refs
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-evidence" / "spec.toml"
 
@@ -155,3 +156,28 @@ def test_retrieve_step_needs_a_handler() -> None:
     raw = base_spec(steps=[{"id": "search", "kind": "retrieve", "params": {"query": "x"}}])
     with pytest.raises(InputError, match="no retrieve runtime is configured"):
         _plan(raw)
+
+
+def _deep(depth: int) -> Any:
+    value: Any = {"$ref": "steps.a.value.x"}
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_references_are_found_and_resolved_however_deep() -> None:
+    # iterative walks: a million levels is a loop, never a RecursionError (issue 12 item 9)
+    deep = _deep(1_000_000)
+    assert list(iter_refs({"q": deep})) == ["steps.a.value.x"]
+    resolved = resolve_refs({"q": _deep(5000)}, {"a": {"x": 7}})
+    for _ in range(5000):
+        (resolved,) = resolved if isinstance(resolved, list) else resolved["q"]
+    assert resolved == 7
+
+
+def test_a_spec_file_nested_too_deeply_to_parse_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_spec(path)
+    assert str(info.value).endswith("nested too deeply to parse (arrays or tables thousands deep)")

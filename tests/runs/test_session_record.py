@@ -16,7 +16,7 @@ from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 from toolproof import load_toolset
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
-from toolproof.errors import InputError, VerificationError
+from toolproof.errors import InputError, ToolCallError, VerificationError
 from toolproof.runs.finalize import finalize_session, recover_session
 from toolproof.runs.session import open_session
 from toolproof.tools.observe import Observation
@@ -318,3 +318,27 @@ def test_a_failure_a_retry_recovered_from_is_recorded_as_observed(tmp_path: Path
     assert verify_run(run).ok
     replayed = _toolproof("replay", run.name, "--root", str(tmp_path), "--json")
     assert json.loads(replayed.stdout)["identical"] is True
+
+
+def test_arguments_nested_100000_deep_are_unrecordable_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = [deep]
+
+    async def record() -> str:
+        async with load_toolset(SERVE_CONFIG) as toolset:
+            session = open_session(tmp_path, toolset)
+            try:
+                with pytest.raises(ToolCallError) as info:
+                    session.admit("add", {"a": deep})
+            finally:
+                session.close()
+            return info.value.failure.message
+
+    message = asyncio.run(record())
+    assert message.startswith(
+        "call to 'add' cannot be recorded: its arguments have no canonical JSON form"
+    )
+    assert "recursion_depth_exceeded" in message  # pydantic's own bound on ToolCall

@@ -104,6 +104,10 @@ def load_spec(path: str | Path) -> LoadedSpec:
     except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         kind = "JSON" if file.suffix == ".json" else "TOML"
         raise ConfigError(str(file), "(file)", f"not valid {kind}: {exc}") from None
+    except RecursionError:  # the parsers recurse per nesting level
+        raise ConfigError(
+            str(file), "(file)", "nested too deeply to parse (arrays or tables thousands deep)"
+        ) from None
     spec = parse_spec(raw, str(file))
     return LoadedSpec(spec, file, file.parent / spec.toolset)
 
@@ -115,26 +119,30 @@ class RefError(InputError):
 def iter_refs(value: Any) -> Iterator[str]:
     """Every reference string inside ``value``, depth first.
 
+    Iterative: arguments nested however deep (an untrusted caller's) cost a loop, never
+    a ``RecursionError``.
+
     Raises:
         InputError: an object has ``$ref`` next to other keys, or a malformed reference.
 
     """
-    if isinstance(value, dict):
-        if "$ref" in value:
-            ref = value["$ref"]
-            if len(value) != 1 or not isinstance(ref, str):
-                raise InputError(
-                    "a reference is an object with exactly one key, '$ref', whose value is a "
-                    f"string; got keys {sorted(value)}"
-                )
-            parse_ref(ref)
-            yield ref
-            return
-        for item in value.values():
-            yield from iter_refs(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from iter_refs(item)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "$ref" in item:
+                ref = item["$ref"]
+                if len(item) != 1 or not isinstance(ref, str):
+                    raise InputError(
+                        "a reference is an object with exactly one key, '$ref', whose value "
+                        f"is a string; got keys {sorted(item)}"
+                    )
+                parse_ref(ref)
+                yield ref
+                continue
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
 
 
 def _follow(value: Any, path: list[str], ref: str) -> Any:
@@ -159,14 +167,28 @@ def resolve_refs(value: Any, values: Mapping[str, Any]) -> Any:
         RefError: the step has no value or the path does not exist in it.
 
     """
-    if isinstance(value, dict):
-        if "$ref" in value and len(value) == 1:
-            ref = value["$ref"]
-            step, path = parse_ref(ref)
-            if step not in values:
-                raise RefError(f"reference {ref!r}: step {step!r} has no value", ref=ref)
-            return _follow(values[step], path, ref)
-        return {key: resolve_refs(item, values) for key, item in value.items()}
-    if isinstance(value, list):
-        return [resolve_refs(item, values) for item in value]
-    return value
+    if not isinstance(value, dict | list):
+        return value
+    root: list[Any] = [None]
+    # (source, the container to fill, the key or index to fill in it)
+    work: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while work:
+        item, into, slot = work.pop()
+        if isinstance(item, dict):
+            if "$ref" in item and len(item) == 1:
+                ref = item["$ref"]
+                step, path = parse_ref(ref)
+                if step not in values:
+                    raise RefError(f"reference {ref!r}: step {step!r} has no value", ref=ref)
+                into[slot] = _follow(values[step], path, ref)
+                continue
+            copy: dict[str, Any] = dict.fromkeys(item)
+            into[slot] = copy
+            work.extend((child, copy, key) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            items: list[Any] = [None] * len(item)
+            into[slot] = items
+            work.extend((child, items, index) for index, child in reversed(list(enumerate(item))))
+        else:
+            into[slot] = item
+    return root[0]
