@@ -12,7 +12,6 @@ import json
 import time
 from typing import Any
 
-import jsonschema_rs
 import pytest
 
 from toolproof import ToolBindError, ToolContribution, bind_contribution

@@ -144,8 +144,8 @@ class LiveSession:
         Raises:
             ToolCallError: the call is refused, nothing runs (kind ``unrecordable``): its
                 arguments hold a ``{"$ref": ...}`` object (a run spec reads it as a step
-                reference) or have no canonical JSON form (an integer beyond 2**53, RFC
-                8785); or the recording cannot be written (an earlier write failed; the
+                reference) or have no canonical JSON form (nested past 256 levels, an
+                integer of more than 4300 digits); or the recording cannot be written (an earlier write failed; the
                 filesystem has less than :data:`RESERVE_BYTES` plus twice the arguments'
                 size free; or the file-size limit ``RLIMIT_FSIZE`` leaves less: the
                 message names the path and the error).

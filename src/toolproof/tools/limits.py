@@ -4,8 +4,8 @@ A declaration is untrusted input (DESIGN.md section 9): before anything compiles
 it, :func:`prepare_schema` refuses, with an error naming the tool, the field and
 the limit, a schema that is
 
-* not plain JSON (RFC 8785 canonical form: no NaN, no non-string keys, no
-  tuples, no integers past 2**53 - 1),
+* not plain JSON (canonical form, :func:`toolproof.identity.canonical_json`: no
+  NaN, no non-string keys, no tuples; integers past 2**53 - 1 are exact digits),
 * larger than :data:`MAX_SCHEMA_BYTES` bytes of canonical JSON,
 * nested deeper than :data:`MAX_SCHEMA_DEPTH` JSON levels,
 * of an unknown ``$schema`` dialect, or with a remote or unresolvable ``$ref``,
