@@ -145,10 +145,10 @@ class LiveSession:
             ToolCallError: the call is refused, nothing runs (kind ``unrecordable``): its
                 arguments hold a ``{"$ref": ...}`` object (a run spec reads it as a step
                 reference) or have no canonical JSON form (nested past 256 levels, an
-                integer of more than 4300 digits); or the recording cannot be written (an earlier write failed; the
-                filesystem has less than :data:`RESERVE_BYTES` plus twice the arguments'
-                size free; or the file-size limit ``RLIMIT_FSIZE`` leaves less: the
-                message names the path and the error).
+                integer of more than 4300 digits); or the recording cannot be written (an
+                earlier write failed; the filesystem has less than :data:`RESERVE_BYTES`
+                plus twice the arguments' size free; or the file-size limit
+                ``RLIMIT_FSIZE`` leaves less: the message names the path and the error).
 
         """
         why, where = None, "runtime"
