@@ -85,6 +85,8 @@ class _Frozen:
     answer: dict[str, Any] | None
     specs: tuple[ToolSpec, ...] = ()
     descriptor: ToolsetDescriptor | None = None
+    refused: ReplayRefused | None = None
+    """The first refusal, kept so a framework that wraps or swallows it cannot hide it."""
     served: dict[tuple[str, bytes], int] = field(default_factory=dict)
     end: int = 0
 
@@ -199,13 +201,14 @@ class Session:
             index, expected = frozen.end, ""
         asked = _call_text(name, key[1])
         what = "an extra call" if key in frozen.calls else "an unrecorded call"
-        raise ReplayRefused(
+        frozen.refused = ReplayRefused(
             f"frozen replay refused at event {index}: the agent made {what} to {name!r} "
             f"(occurrence {taken + 1}); a live call would be a new run\n"
             f"{_diff(expected, asked)}",
             event=index,
             rule="call",
         )
+        raise frozen.refused
 
     def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
         """Give the agent's final answer; its quotes become the run's claim.
@@ -260,6 +263,22 @@ class Session:
             as_structured_tool(tool, call=functools.partial(self.call, tool.name))
             for tool in self._toolset
         ]
+
+    def openai_agents_tools(self) -> list[Any]:
+        """The session's tools as OpenAI Agents SDK ``FunctionTool`` s (needs ``openai-agents``).
+
+        Raises:
+            InputError: the SDK is not installed (``pip install 'toolproof[openai-agents]'``).
+
+        """
+        try:
+            from toolproof.adapters.openai_agents_session import session_function_tools
+        except ImportError as exc:
+            raise InputError(
+                f"session.openai_agents_tools() needs the OpenAI Agents SDK: pip install "
+                f"'toolproof[openai-agents]' ({exc})"
+            ) from exc
+        return session_function_tools(self)
 
     def pydantic_ai_toolset(self) -> Any:
         """The session's tools as a pydantic-ai ``AbstractToolset`` (needs ``pydantic-ai``).
@@ -384,6 +403,20 @@ def _recorded(directory: Path) -> _Frozen:
     return frozen
 
 
+async def _run_frozen(
+    agent: Callable[[Session], Coroutine[Any, Any, None]], session: Session, frozen: _Frozen
+) -> None:
+    """Run the agent; a refusal it caused wins over whatever a framework made of it."""
+    try:
+        await agent(session)
+    except Exception:
+        if frozen.refused is not None:
+            raise frozen.refused from None
+        raise
+    if frozen.refused is not None:  # the agent (or its framework) swallowed it
+        raise frozen.refused
+
+
 async def replay_session(
     run_dir: str | Path,
     agent: Callable[[Session], Coroutine[Any, Any, None]],
@@ -417,7 +450,7 @@ async def replay_session(
     frozen = _recorded(directory)
     if toolset is None:
         session = Session(None, None, frozen)
-        await agent(session)
+        await _run_frozen(agent, session, frozen)
     else:
         async with _toolset_of(toolset) as current:
             recorded = frozen.descriptor
@@ -428,7 +461,7 @@ async def replay_session(
                     rule="runtime descriptor",
                 )
             session = Session(current, None, frozen)
-            await agent(session)
+            await _run_frozen(agent, session, frozen)
     if frozen.pending:
         index, tool, raw = frozen.pending[0]
         raise ReplayRefused(
