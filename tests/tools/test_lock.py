@@ -282,3 +282,57 @@ def test_server_everything_locks_stably_across_starts(tmp_path: Path) -> None:
     assert names == [entry.name for entry in lock.tools]
     assert diff_locks(lock, fresh) == []
     assert any(entry.source.get("server") for entry in lock.tools)
+
+
+REDESCRIBE = {
+    "name": "redescribe",
+    "description": "Change a tool's description (a server changing a tool on request).",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+        "required": ["name", "description"],
+    },
+}
+
+
+def test_live_list_changed_quarantines_the_changed_tool_only(config: Path) -> None:
+    _mutate(config, lambda document: document["tools"].append(REDESCRIBE))
+    asyncio.run(_lock_now(config))
+
+    async def go() -> tuple[Any, Any, Any]:
+        async with load_toolset(config) as toolset:
+            before = await toolset["fs_delete_file"].call({"path": "x"})
+            assert before.ok
+            answer = await toolset["fs_redescribe"].call(
+                {"name": "read_file", "description": "Read a file and mail it out."}
+            )
+            assert answer.value == "redescribed"
+            # the very next call waits for the re-listing: no window for the old tool
+            changed = await toolset["fs_read_file"].call({"path": "a/b"})
+            unchanged = await toolset["fs_delete_file"].call({"path": "x"})
+            return changed, unchanged, toolset.metadata["mcp_live"]["fs"].drift
+
+    changed, unchanged, drift = asyncio.run(go())
+    assert unchanged.ok and unchanged.value == '{"path": "x"}'
+    assert changed.failure is not None and changed.failure.kind == "unavailable"
+    assert changed.failure.message == (
+        "tool 'fs_read_file' is quarantined: MCP server 'fs' changed it after it was bound "
+        '(notifications/tools/list_changed): /description: "Read a text file." -> "Read a '
+        'file and mail it out."; reload the tools and review the change (toolproof lock '
+        "--check, then --update)"
+    )
+    assert drift == [
+        {
+            "name": "fs_read_file",
+            "kind": "changed",
+            "changes": [
+                {
+                    "pointer": "/description",
+                    "old": "Read a text file.",
+                    "new": "Read a file and mail it out.",
+                }
+            ],
+        }
+    ]
+    # the next load checks the lock: the changed tool is quarantined there too
+    assert [q.name for q in _load(config).quarantined] == ["fs_read_file"]

@@ -283,7 +283,7 @@ def test_no_server_process_outlives_the_toolset(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_list_changed_is_logged_and_bound_tools_do_not_move(
+def test_list_changed_quarantines_changed_and_vanished_tools_at_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     state = tmp_path / "state"
@@ -291,19 +291,29 @@ def test_list_changed_is_logged_and_bound_tools_do_not_move(
 
     async def main() -> dict[str, Any]:
         async with load_toolset(path) as toolset:
-            echo_schema = toolset["fixture_echo"].spec.input_schema
             assert (await toolset["fixture_mutate"].call({})).value == "mutated"
             for _ in range(100):
                 if toolset.metadata["mcp"]["fixture"]["list_changed"]:
                     break
                 await asyncio.sleep(0.02)
             assert toolset.metadata["mcp"]["fixture"]["list_changed"] == 1
-            assert toolset.names() == FIXTURE_TOOLS
-            assert toolset["fixture_echo"].spec.input_schema == echo_schema
-            assert (await toolset["fixture_echo"].call({"a": 1})).value == '{"a": 1}'
-            refused = (await toolset["fixture_echo"].call({"a": "x"})).failure
-            assert refused is not None
-            assert refused.kind == "invalid_arguments"
+            assert toolset.names() == FIXTURE_TOOLS  # the sealed inventory does not move
+            changed = (await toolset["fixture_echo"].call({"a": 1})).failure
+            assert changed is not None and changed.kind == "unavailable"
+            assert changed.message == (
+                "tool 'fixture_echo' is quarantined: MCP server 'fixture' changed it after it "
+                "was bound (notifications/tools/list_changed): /inputSchema/properties/a: "
+                '{"default":5,"type":["integer","null"]} -> (absent); /inputSchema/properties/b: '
+                '{"type":"string"} -> (absent); /inputSchema/properties/c: (absent) -> '
+                '{"type":"string"}; /inputSchema/properties/odd key: {"type":"string"} -> '
+                "(absent); reload the tools and review the change (toolproof lock --check, "
+                "then --update)"
+            )
+            gone = (await toolset["fixture_sleep"].call({"seconds": 0})).failure
+            assert gone is not None
+            assert "the server no longer lists it" in gone.message
+            guard = toolset.metadata["mcp_live"]["fixture"]
+            assert set(FIXTURE_TOOLS) <= set(guard.revoked)  # echo changed, the rest vanished
         async with load_toolset(path) as reloaded:
             return {
                 "names": reloaded.names(),
@@ -316,11 +326,15 @@ def test_list_changed_is_logged_and_bound_tools_do_not_move(
         "names": ["fixture_added", "fixture_echo"],
         "echo": {"type": "object", "properties": {"c": {"type": "string"}}},
     }
-    assert [r.getMessage() for r in caplog.records if r.name == "toolproof.mcp"] == [
-        "MCP server 'fixture' sent notifications/tools/list_changed; its bound tools keep the "
-        "server, names and schemas they were bound with; the change takes effect at the "
-        "next load"
-    ]
+    messages = [r.getMessage() for r in caplog.records if r.name == "toolproof.mcp"]
+    assert messages[0] == (
+        "MCP server 'fixture' sent notifications/tools/list_changed; re-listing its tools: a "
+        "bound tool that changed is quarantined, new tools bind at the next load"
+    )
+    assert messages[1].startswith(
+        "MCP server 'fixture' changed its tools (notifications/tools/list_changed): "
+        "quarantined fixture_"
+    )
 
 
 def test_a_json_rpc_error_answer_is_a_tool_error(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
+from toolproof.tools.mcp_live import LiveGuard
 from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.toolset import Toolset
 
@@ -121,12 +122,15 @@ def bound_name(server: McpServer, tool: str) -> str:
     return f"{prefix}_{tool}" if prefix else tool
 
 
-def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolContribution:
+def contribution_for(
+    connection: McpConnection, tool: dict[str, Any], guard: LiveGuard | None = None
+) -> ToolContribution:
     """The :class:`ToolContribution` of one listed tool (wire form) of ``connection``.
 
     The contribution's name is ``<prefix>_<tool name>`` (or the bare name when the
     prefix is ``""``); its ``invoke`` sends the arguments unchanged to this server
-    and this tool name, fixed now (a later ``tools/list_changed`` changes nothing).
+    and this tool name, fixed now. With ``guard``, a later ``tools/list_changed`` that
+    changes or drops this tool quarantines it (:mod:`toolproof.tools.mcp_live`).
     """
     server = connection.server
     raw = str(tool.get("name", ""))
@@ -134,7 +138,13 @@ def contribution_for(connection: McpConnection, tool: dict[str, Any]) -> ToolCon
     structured = output_schema is not None
     info = connection.initialize.get("serverInfo") or {}
 
+    name = bound_name(server, raw)
+    if guard is not None:
+        guard.bind(name, tool)
+
     async def invoke(arguments: dict[str, Any]) -> Any:
+        if guard is not None:
+            await guard.admit(name)
         try:
             result = await connection.call_tool(raw, arguments)
         except McpCallError as exc:
@@ -169,15 +179,15 @@ def _record(toolset: Toolset, server: McpServer) -> dict[str, Any]:
     return entry
 
 
-def _list_changed(toolset: Toolset, server: McpServer) -> None:
+def _list_changed(toolset: Toolset, server: McpServer, guard: LiveGuard) -> None:
     entry = _record(toolset, server)
     entry["list_changed"] += 1
     logger.warning(
-        "MCP server %r sent notifications/tools/list_changed; its bound tools keep the "
-        "server, names and schemas they were bound with; the change takes effect at the "
-        "next load",
+        "MCP server %r sent notifications/tools/list_changed; re-listing its tools: a bound "
+        "tool that changed is quarantined, new tools bind at the next load",
         server.name,
     )
+    guard.changed()
 
 
 async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> None:
@@ -195,9 +205,13 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
 
     """
     connections: list[McpConnection] = []
+    guards: dict[str, LiveGuard] = {}
     for server in servers:
         _record(toolset, server)
-        connection = McpConnection(server, partial(_list_changed, toolset, server))
+        guards[server.name] = guard = LiveGuard(server.name)
+        toolset.metadata.setdefault("mcp_live", {})[server.name] = guard
+        connection = McpConnection(server, partial(_list_changed, toolset, server, guard))
+        guard.connection = connection
         toolset.on_close(connection.aclose)
         connections.append(connection)
     outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
@@ -233,7 +247,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
             if str(tool.get("name", "")) not in kept:
                 continue
             try:
-                contributions.append(contribution_for(connection, tool))
+                contributions.append(contribution_for(connection, tool, guards[server.name]))
             except ValidationError as exc:  # annotations our model cannot hold
                 name = bound_name(server, str(tool.get("name", "")))
                 problem = exc.errors(include_url=False)[0]["msg"]

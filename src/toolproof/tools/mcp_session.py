@@ -180,6 +180,26 @@ class McpConnection:
             result = await _list_page(session, cursor)
         raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
 
+    async def relist(self) -> list[dict[str, Any]]:
+        """List the server's tools again (wire form), after a ``list_changed``.
+
+        Raises:
+            McpCallError: the server is not connected, or did not answer within
+                ``call_timeout`` seconds.
+
+        """
+        session = self._session
+        name = self.server.name
+        if session is None:
+            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+        try:
+            with anyio.fail_after(self.server.call_timeout):
+                return await self._list_tools(session)
+        except TimeoutError:
+            raise McpCallError(
+                "timeout", f"MCP server {name!r} did not answer tools/list in time"
+            ) from None
+
     def _caller(self) -> CallChannel | None:
         """The channel of the one call in flight; ``None`` when there are none or several."""
         return self._inflight[0] if len(self._inflight) == 1 else None

@@ -1,0 +1,136 @@
+"""Live ``notifications/tools/list_changed``: re-list, diff, quarantine changed tools at once.
+
+When a connected server says its tool list changed, :class:`LiveGuard` lists its tools
+again and compares each bound tool's definition (``name``, ``title``, ``description``,
+``inputSchema``, ``outputSchema``, ``annotations``, as the server lists them) with the
+one it was bound with, which loading already checked against ``toolproof.lock``. A
+tool whose definition changed, or that the server no longer lists, stops answering:
+every later call fails (kind ``unavailable``) naming the diff, by JSON pointer. Calls
+made while the re-listing is under way wait for it. Unchanged tools keep working; a
+newly listed tool is not bound (it binds, or is quarantined by the lock, at the next
+load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolproof.contract.tools import ToolFailure
+from toolproof.errors import ToolCallError
+from toolproof.tools.lock import diff_json
+from toolproof.tools.mcp_common import McpCallError
+from toolproof.tools.mcp_session import McpConnection
+
+__all__ = ["WIRE_FIELDS", "LiveGuard"]
+
+logger = logging.getLogger("toolproof.mcp")
+
+WIRE_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+"""The fields of a listed tool that a live re-listing compares."""
+
+
+def _definition(tool: dict[str, Any]) -> dict[str, Any]:
+    return {key: tool[key] for key in WIRE_FIELDS if key in tool}
+
+
+@dataclass
+class LiveGuard:
+    """The live state of one server's bound tools.
+
+    Attributes:
+        server: the server's config name.
+        bound: bound name -> the server's tool name.
+        definitions: the server's tool name -> its definition when it was bound.
+        revoked: bound name -> why it stopped answering (the diff).
+        drift: what each re-listing found, as JSON (``[{"name", "kind", "changes"}]``).
+        connection: the server's connection (set once it is created).
+
+    """
+
+    server: str
+    bound: dict[str, str] = field(default_factory=dict)
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    revoked: dict[str, str] = field(default_factory=dict)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    connection: McpConnection | None = None
+    _pending: asyncio.Task[None] | None = None
+
+    def bind(self, name: str, tool: dict[str, Any]) -> None:
+        """Remember the definition the tool ``name`` was bound with."""
+        raw = str(tool.get("name", ""))
+        self.bound[name] = raw
+        self.definitions[raw] = _definition(tool)
+
+    def changed(self) -> None:
+        """Schedule a re-listing (called for each ``list_changed``, in the receive loop)."""
+        connection = self.connection
+        if connection is None:
+            return
+        previous = self._pending
+        self._pending = asyncio.get_running_loop().create_task(
+            self._recheck(connection, previous), name=f"toolproof-relist-{self.server}"
+        )
+
+    async def _recheck(
+        self, connection: McpConnection, previous: asyncio.Task[None] | None
+    ) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            listed = {str(tool.get("name", "")): tool for tool in await connection.relist()}
+        except McpCallError as exc:
+            why = f"re-listing after notifications/tools/list_changed failed: {exc}"
+            for name in self.bound:
+                self.revoked.setdefault(name, why)
+            logger.warning("MCP server %r: %s; its tools are quarantined", self.server, why)
+            return
+        for name, raw in self.bound.items():
+            if name in self.revoked:
+                continue
+            if raw not in listed:
+                self.revoked[name] = "the server no longer lists it"
+                self.drift.append({"name": name, "kind": "vanished", "changes": []})
+                continue
+            changes = diff_json(self.definitions[raw], _definition(listed[raw]))
+            if changes:
+                self.revoked[name] = "; ".join(str(change) for change in changes)
+                self.drift.append(
+                    {"name": name, "kind": "changed", "changes": [c.to_json() for c in changes]}
+                )
+        if self.revoked:
+            logger.warning(
+                "MCP server %r changed its tools (notifications/tools/list_changed): "
+                "quarantined %s",
+                self.server,
+                ", ".join(sorted(self.revoked)),
+            )
+
+    async def admit(self, name: str) -> None:
+        """Wait for a re-listing under way; refuse ``name`` when it was quarantined.
+
+        Raises:
+            ToolCallError: failure kind ``unavailable`` naming the server and the diff.
+
+        """
+        pending = self._pending
+        if pending is not None and not pending.done():
+            await asyncio.shield(pending)
+        why = self.revoked.get(name)
+        if why is None:
+            return
+        raise ToolCallError(
+            ToolFailure(
+                kind="unavailable",
+                message=(
+                    f"tool {name!r} is quarantined: MCP server {self.server!r} changed it after "
+                    f"it was bound (notifications/tools/list_changed): {why}; reload the tools "
+                    "and review the change (toolproof lock --check, then --update)"
+                ),
+                where="transport",
+                retryable=False,
+                detail={"server": self.server, "tool": self.bound[name]},
+            )
+        )
