@@ -52,6 +52,7 @@ __all__ = [
     "VerificationError",
     "error_mapping",
     "foreign_failure",
+    "mapping_for",
 ]
 
 
@@ -257,9 +258,24 @@ def error_mapping(error: BaseException) -> ErrorMapping:
         The :class:`ErrorMapping`; unknown exceptions map to exit 1, HTTP 500, -32603.
 
     """
-    for cls, mapping in _MAPPING:
-        if isinstance(error, cls):
-            return mapping
+    return mapping_for(type(error))
+
+
+def mapping_for(cls: type[BaseException]) -> ErrorMapping:
+    """The :class:`ErrorMapping` of an error class: its nearest class in the table, by MRO.
+
+    Args:
+        cls: an exception class.
+
+    Returns:
+        The mapping of the first class of ``cls.__mro__`` in the table (the most specific
+        wins, as in starlette's exception handlers); exit 1, HTTP 500, -32603 otherwise.
+
+    """
+    table = dict(_MAPPING)
+    for base in cls.__mro__:
+        if base in table:
+            return table[base]
     return ErrorMapping(1, 500, -32603)
 
 

@@ -70,8 +70,10 @@ def test_retry_refused_on_a_tool_neither_read_only_nor_idempotent() -> None:
     base = make_tool("put", read_only=None)
     assert refusal(base, "retry") == (
         "cannot apply combo [retry] to tool 'put': 'retry' refused on tool 'put': it is marked "
-        "neither read-only nor idempotent (rule: set readOnlyHint or idempotentHint on the tool, "
-        "or config force = true)"
+        "neither read-only nor idempotent (rule: mark the tool read-only or idempotent: "
+        "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
+        "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
+        "force = true)"
     )
     assert variant(base, ("retry", {"force": True})).name == "put_retry"
     assert variant(make_tool("set", read_only=None, idempotent=True), "retry").name == "set_retry"

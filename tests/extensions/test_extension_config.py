@@ -147,8 +147,10 @@ def test_load_toolset_binds_variants_and_quarantines_the_rest(tmp_path: Path) ->
     assert by_name["add_nope"]["field"] == "tools.add.extensions[2]"
     assert by_name["write_note_retry"]["rule"] == (
         "cannot apply combo [retry] to tool 'write_note': 'retry' refused on tool 'write_note': "
-        "it is marked neither read-only nor idempotent (rule: set readOnlyHint or idempotentHint "
-        "on the tool, or config force = true)"
+        "it is marked neither read-only nor idempotent (rule: mark the tool read-only or "
+        "idempotent: @toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a "
+        "Python function, readOnlyHint or idempotentHint on a declared or MCP tool; or set "
+        "config force = true)"
     )
     assert by_name["write_note_retry_audit"]["rule"] == (
         "cannot apply combo [retry, audit] to tool 'write_note': invalid config for extension "

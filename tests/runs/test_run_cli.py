@@ -133,13 +133,19 @@ def test_tampered_run_fails_verify_and_replay_with_exit_2(project: Path) -> None
     assert (project / "count").read_text(encoding="utf-8") == "x"  # no live call
 
 
-def test_paths_outside_the_root_and_unknown_runs_are_input_errors(tmp_path: Path) -> None:
-    escaped = _cli("verify", "../elsewhere", "--root", str(tmp_path))
-    assert escaped.returncode == 1
-    assert "has a '..' segment" in escaped.stderr
+def test_missing_directories_and_unknown_runs_are_input_errors(tmp_path: Path) -> None:
+    nowhere = _cli("verify", "../elsewhere", "--root", str(tmp_path), cwd=tmp_path)
+    assert nowhere.returncode == 1
+    assert nowhere.stderr == (
+        f"error: run '../elsewhere': no directory at ../elsewhere nor "
+        f"{tmp_path}/../elsewhere, and it is not a run id\n"
+    )
     missing = _cli("verify", "run_" + "0" * 64, "--root", str(tmp_path))
     assert missing.returncode == 1
-    assert "no run directory at" in missing.stderr
+    assert missing.stderr.replace("\n", "") == (
+        f"error: run 'run_{'0' * 64}': no run in {tmp_path}/runs has this id or prefix "
+        f"(list them: toolproof runs list --root {tmp_path})"
+    )
 
 
 def test_bad_spec_is_an_input_error(project: Path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -81,11 +82,15 @@ def test_changed_runtime_descriptor_refuses_naming_the_tool(tmp_path: Path) -> N
     counter = Counter()
     with pytest.raises(ReplayRefused) as info:
         _replay(outcome.path, counter, description="Stock, v2.")
-    assert info.value.message == (
-        "frozen replay refused: the runtime descriptor changed: changed stock"
+    change = (
+        r"the runtime descriptor changed: changed stock \(fingerprint sha256:[0-9a-f]{64} -> "
+        r"sha256:[0-9a-f]{64} \(its spec changed: description, schemas or annotations\)\)"
     )
+    assert re.fullmatch("frozen replay refused: " + change, info.value.message)
+    assert info.value.fields["changed"] == ["stock"]
     lenient = _replay(outcome.path, counter, description="Stock, v2.", lenient=True)
-    assert lenient.differences == ["the runtime descriptor changed: changed stock"]
+    assert len(lenient.differences) == 1
+    assert re.fullmatch(change, lenient.differences[0])
     assert lenient.identical
     assert counter.calls == 0
 

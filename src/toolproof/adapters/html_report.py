@@ -24,6 +24,9 @@ h1{font-size:1.3rem}.run{color:#666;font:13px monospace}
 .bad{color:#b00020;font-weight:700}.ok{color:#17612e}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5rem;border-radius:4px;margin:.2rem 0}
 mark{background:#ffe066;padding:0 1px}
+.verdict{border-radius:6px;padding:.6rem 1rem;font-weight:600}
+.verdict.passed{background:#e6f4ea;color:#17612e}.verdict.failed{background:#fde7e9;color:#b00020}
+.failing{color:#b00020;font-weight:700}
 """
 
 
@@ -38,30 +41,51 @@ def describe_location(support: dict[str, Any]) -> str:
     return text
 
 
-def render_html(run_id: str, claims: list[dict[str, Any]]) -> str:
-    """Render the page.
+def _verdict(verdict: dict[str, Any]) -> str:
+    """The verification verdict block: outcome, policy and every failure."""
+    ok = bool(verdict.get("ok"))
+    outcome = "passed" if ok else "failed"
+    policy = escape(str(verdict.get("policy") or "unknown"))
+    text = "verified" if ok else "verification FAILED"
+    parts = [f"<div class='verdict {outcome}'>{text} ({policy} policy)"]
+    failures = [str(item) for item in verdict.get("failures") or []]
+    if failures:
+        parts.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in failures) + "</ul>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, Any]) -> str:
+    """Render the page: the verification verdict first, then each claim and its supports.
 
     Args:
         run_id: the run's id, shown in the title.
         claims: claims as ``toolproof show --json`` gives them (statement, type, status,
             confidence, reason, supports with file, offsets, text, context and origin).
+        verdict: ``{"ok": bool, "policy": str, "failures": [str, ...]}``, the outcome of
+            ``toolproof verify`` on the run.
 
     Returns:
-        The HTML document as a string.
+        The HTML document as a string. A claim with a support whose bytes fail their
+        digest is shown as ``failing``, whatever its recorded status.
     """
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>claims of {escape(run_id)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>Claims</h1><p class='run'>{escape(run_id)}</p>",
+        _verdict(verdict),
     ]
     for number, claim in enumerate(claims, 1):
         status = str(claim["status"])
+        failing = any(not support["verified"] for support in claim["supports"])
         parts.append("<div class='claim'>")
         parts.append(f"<div class='statement'>{number}. {escape(str(claim['statement']))}</div>")
-        meta = (
-            f"{escape(str(claim['type']))}, <span class='{escape(status)}'>{escape(status)}</span>"
-        )
-        if status == "validated":
+        if failing:
+            shown = f"<span class='failing'>failing</span> (recorded {escape(status)})"
+        else:
+            shown = f"<span class='{escape(status)}'>{escape(status)}</span>"
+        meta = f"{escape(str(claim['type']))}, {shown}"
+        if status == "validated" and not failing:
             meta += f", confidence {escape(str(claim.get('confidence')))}"
         parts.append(f"<div class='meta'>{meta}</div>")
         if claim.get("reason"):
@@ -86,10 +110,12 @@ def render_html(run_id: str, claims: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def write_html(path: Path, run_id: str, claims: list[dict[str, Any]]) -> None:
+def write_html(
+    path: Path, run_id: str, claims: list[dict[str, Any]], verdict: dict[str, Any]
+) -> None:
     """Write :func:`render_html` to ``path`` atomically (temporary file, then rename)."""
     path = Path(path)
-    data = render_html(run_id, claims).encode("utf-8")
+    data = render_html(run_id, claims, verdict).encode("utf-8")
     handle, temp = tempfile.mkstemp(prefix=".html-", dir=path.parent or Path("."))
     try:
         with os.fdopen(handle, "wb") as out:

@@ -167,7 +167,8 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
 
     Every listed file must exist as a regular file with the listed size and digest,
     no other file may exist, every path must be relative POSIX, and the run id must
-    match the entries (and the directory's name, when that is a run id).
+    match the entries. The directory's name is not checked: a run's identity is its
+    content, so a moved or renamed run directory still verifies (as its own run id).
 
     Returns:
         The manifest (``None`` when unreadable), the verified digests by path, and the
@@ -177,14 +178,6 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
     manifest, findings = _read_manifest(directory)
     if manifest is None:
         return None, {}, findings
-    if directory.name.startswith("run_") and directory.name != manifest.run_id:
-        findings.append(
-            _finding(
-                MANIFEST_FILE,
-                f"the directory is named {directory.name} but the manifest's run id is "
-                f"{manifest.run_id}: the run was renamed or its manifest replaced",
-            )
-        )
     files, odd = list_files(directory)
     for rel in odd:
         findings.append(_finding(rel, f"{rel} is not a regular file (symlinks are not allowed)"))
@@ -193,7 +186,9 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
     to_hash = []
     for entry in manifest.files:
         problem = path_problem(entry.path)
-        if problem is not None or entry.path == MANIFEST_FILE:
+        if entry.path == MANIFEST_FILE:
+            problem = "lists the manifest itself (it lists every other file)"
+        if problem is not None:
             findings.append(_finding(entry.path, f"manifest path {entry.path!r} {problem}"))
         elif entry.path not in present:
             findings.append(_finding(entry.path, f"{entry.path} is listed but missing"))

@@ -191,7 +191,12 @@ def load_corpus(folder: str | Path) -> Corpus:
     """
     root = Path(folder)
     if not root.is_dir():
-        raise InputError(f"corpus folder {root} does not exist", path=str(root), rule="exists")
+        raise InputError(
+            f"corpus folder {root} does not exist (write one with `toolproof corpus python-docs "
+            f"{root}` for the Python reference corpus, or put .txt/.md/.rst/.html files there)",
+            path=str(root),
+            rule="exists",
+        )
     resolved = root.resolve()
     documents: list[Document] = []
     for dirpath, dirnames, filenames in os.walk(resolved):

@@ -12,6 +12,7 @@ tampered or missing file, a changed descriptor or plan, or an unrecorded call; w
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 from toolproof.bundle.manifest import check_manifest
 from toolproof.bundle.rundir import RUNS_DIR
 from toolproof.contract.runs import ExecutionRuntime, Report
-from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.contract.tools import ToolDescriptor, ToolsetDescriptor
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
@@ -34,7 +35,7 @@ from toolproof.runs.run import record_run, step_kinds
 from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
-__all__ = ["ReplayResult", "describe_descriptor_change", "replay_run"]
+__all__ = ["ReplayResult", "describe_descriptor_change", "describe_tool_change", "replay_run"]
 
 
 @dataclass(frozen=True)
@@ -76,20 +77,56 @@ class ReplayResult:
         }
 
 
+_FIELDS = ("version", "source", "base", "stack", "deterministic", "varies")
+"""Tool descriptor fields compared one by one (the fingerprint covers them and the spec)."""
+
+
+def _short(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def describe_tool_change(old: ToolDescriptor, new: ToolDescriptor) -> str:
+    """What changed in one tool's descriptor, field by field, with old and new values.
+
+    Returns:
+        ``"source 'a' -> 'b'; fingerprint sha256:... -> sha256:..."``; when only the
+        fingerprint moved, it says that the spec (name, description, schemas,
+        annotations) changed, since every other input of the fingerprint is unchanged.
+
+    """
+    parts = [
+        f"{name} {_short(before)!r} -> {_short(after)!r}"
+        for name in _FIELDS
+        if (before := getattr(old, name)) != (after := getattr(new, name))
+    ]
+    if old.fingerprint != new.fingerprint:
+        why = "" if parts else " (its spec changed: description, schemas or annotations)"
+        parts.append(f"fingerprint {old.fingerprint} -> {new.fingerprint}{why}")
+    return "; ".join(parts)
+
+
 def describe_descriptor_change(old: ToolsetDescriptor, new: ToolsetDescriptor) -> str:
-    """Which tools were added, removed or changed between two descriptors, and their locks."""
-    before = {tool.name: tool.fingerprint for tool in old.tools}
-    after = {tool.name: tool.fingerprint for tool in new.tools}
+    """Which tools were added, removed or changed between two descriptors (and their locks).
+
+    Returns:
+        ``"removed a; added b; changed c (fingerprint sha256:.. -> sha256:..)"``.
+
+    """
+    before = {tool.name: tool for tool in old.tools}
+    after = {tool.name: tool for tool in new.tools}
     parts = []
     if old.lock != new.lock:
         parts.append(f"the tool lock changed ({old.lock or 'no lock'} -> {new.lock or 'no lock'})")
-    for label, names in (
-        ("removed", sorted(set(before) - set(after))),
-        ("added", sorted(set(after) - set(before))),
-        ("changed", sorted(n for n in set(before) & set(after) if before[n] != after[n])),
-    ):
-        if names:
-            parts.append(f"{label} {', '.join(names)}")
+    removed = sorted(set(before) - set(after))
+    added = sorted(set(after) - set(before))
+    if removed:
+        parts.append(f"removed {', '.join(removed)}")
+    if added:
+        parts.append(f"added {', '.join(added)}")
+    for name in sorted(set(before) & set(after)):
+        if before[name] != after[name]:
+            parts.append(f"changed {name} ({describe_tool_change(before[name], after[name])})")
     return "; ".join(parts) or "descriptor metadata changed"
 
 
@@ -148,7 +185,13 @@ async def replay_run(
     current = toolset if toolset is not None else runtime.toolset
     if current.id != runtime.toolset.id:
         change = describe_descriptor_change(runtime.toolset, current)
-        differ(f"the runtime descriptor changed: {change}", rule="runtime descriptor")
+        differ(
+            f"the runtime descriptor changed: {change}",
+            rule="runtime descriptor",
+            changed=sorted(
+                tool.name for tool in current.tools if tool not in runtime.toolset.tools
+            ),
+        )
     try:
         reasoner = reasoner_for(spec.reasoner)
     except InputError as exc:
@@ -203,7 +246,7 @@ async def replay_run(
     )
     differences += calls.differences
     return ReplayResult(
-        run_id=directory.name,
+        run_id=manifest.run_id,
         identical=difference is None and report_matches,
         events=len(events),
         first_difference=difference,

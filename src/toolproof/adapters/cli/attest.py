@@ -12,11 +12,12 @@ from pathlib import Path
 
 import typer
 
-from toolproof.adapters.cli.app import emit_json, fail, out_console
-from toolproof.adapters.cli.runs import resolve_run
+from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, emit_json, out_console
+from toolproof.adapters.cli.locate import resolve_run
+from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.bundle.attest import attest_run
 from toolproof.bundle.dsse import generate_key, load_signing_key
-from toolproof.errors import InputError, ToolproofError, VerificationError
+from toolproof.errors import VerificationError
 from toolproof.verify.verifier import OUTER_CHECKS, verify_run
 
 __all__ = ["register"]
@@ -26,13 +27,10 @@ _OUTER = frozenset(check for check, _, _ in OUTER_CHECKS)
 
 def _keygen(
     out: Path = typer.Option(..., "--out", help="The private key file to create (KEY.pub beside)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Create an Ed25519 signing key: KEY (mode 0600) and KEY.pub."""
-    try:
-        key = generate_key(out)
-    except InputError as exc:
-        raise fail(exc) from None
+    key = generate_key(out)
     public = f"{out}.pub"
     if as_json:
         emit_json({"key": str(out), "public_key": public, "key_id": key.public.key_id})
@@ -42,27 +40,26 @@ def _keygen(
 
 
 def _attest(
-    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
+    run: str = typer.Argument(
+        ..., help="A run directory (any path), or a run id or unique prefix of one in ROOT/runs."
+    ),
     key: Path = typer.Option(..., "--key", help="The signer's private key (from keygen)."),
     out: Path | None = typer.Option(
         None, "--out", help="Write the envelope here (default ROOT/attestations/RUN.dsse.json)."
     ),
-    root: Path = typer.Option(Path("."), "--root", help="The artifact root (runs in ROOT/runs)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    root: Path = RootOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Sign a run: an in-toto statement (run id, plan, runtime, report, verdict) in DSSE."""
-    try:
-        directory = resolve_run(root, run)
-        signing = load_signing_key(key)
-        verification = verify_run(directory)
-        broken = [str(item) for item in verification.failures if item.check in _OUTER]
-        if broken:
-            raise VerificationError(
-                f"run {run} does not verify, so it is not attested: {broken[0]}", path=run
-            )
-        result = attest_run(directory, signing, out=out)
-    except ToolproofError as exc:
-        raise fail(exc) from None
+    directory = resolve_run(root, run)
+    signing = load_signing_key(key)
+    verification = verify_run(directory)
+    broken = [str(item) for item in verification.failures if item.check in _OUTER]
+    if broken:
+        raise VerificationError(
+            f"run {run} does not verify, so it is not attested: {broken[0]}", path=run
+        )
+    result = attest_run(directory, signing, out=out)
     if as_json:
         emit_json(result.to_json())
         return
@@ -76,5 +73,5 @@ def _attest(
 
 def register(app: typer.Typer) -> None:
     """Add ``keygen`` and ``attest`` to ``app``."""
-    app.command("keygen")(_keygen)
-    app.command("attest")(_attest)
+    for name, command in (("keygen", _keygen), ("attest", _attest)):
+        app.command(name, cls=ToolproofCommand, epilog=docs_epilog("attestations.md"))(command)

@@ -6,13 +6,24 @@ from pathlib import Path
 
 import typer
 
-from toolproof.adapters.cli.app import emit_json, fail, out_console
-from toolproof.errors import ToolproofError
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    ToolproofGroup,
+    docs_epilog,
+    emit_json,
+    out_console,
+)
+from toolproof.adapters.cli.options import JsonOption
 from toolproof.evidence.corpus import load_corpus, write_python_docs
 
 __all__ = ["corpus_app", "register"]
 
-corpus_app = typer.Typer(help="Write and inspect document corpora.", no_args_is_help=True)
+corpus_app = typer.Typer(
+    cls=ToolproofGroup,
+    help="Write and inspect document corpora.",
+    epilog=docs_epilog("retrieval.md"),
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -20,10 +31,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(corpus_app, name="corpus")
 
 
-@corpus_app.command("python-docs")
+@corpus_app.command("python-docs", cls=ToolproofCommand, epilog=docs_epilog("retrieval.md"))
 def python_docs(
     directory: Path = typer.Argument(..., help="Folder to write the topic files into."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Write the Python language reference topics (pydoc_data.topics) as text files."""
     files = write_python_docs(directory)
@@ -34,16 +45,13 @@ def python_docs(
     out_console.print(f"wrote {len(files)} documents to {directory} (corpus {corpus.digest})")
 
 
-@corpus_app.command("info")
+@corpus_app.command("info", cls=ToolproofCommand, epilog=docs_epilog("retrieval.md"))
 def info(
     directory: Path = typer.Argument(..., help="The corpus folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Print a corpus's digest and its documents' pins (path, size, digest)."""
-    try:
-        corpus = load_corpus(directory)
-    except ToolproofError as exc:
-        raise fail(exc) from None
+    corpus = load_corpus(directory)
     if as_json:
         emit_json({"digest": corpus.digest, "documents": corpus.pins()})
         return

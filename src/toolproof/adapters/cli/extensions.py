@@ -9,12 +9,22 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from toolproof.adapters.cli.app import emit_json, out_console, run_async
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    ToolproofGroup,
+    docs_epilog,
+    emit_json,
+    out_console,
+    run_async,
+)
+from toolproof.adapters.cli.options import JsonOption
 from toolproof.config import extension_registry, load_toolset
 
 __all__ = ["extensions_app", "register"]
 
 extensions_app = typer.Typer(
+    cls=ToolproofGroup,
+    epilog=docs_epilog("extensions.md"),
     help="List the extensions (wrappers, transformers, backends) tools can use.",
     no_args_is_help=True,
 )
@@ -44,7 +54,7 @@ def _listing(config: Path | None) -> dict[str, Any]:
     return {"extensions": [ext.to_json() for ext in registry], "quarantined": failures}
 
 
-@extensions_app.command("list")
+@extensions_app.command("list", cls=ToolproofCommand, epilog=docs_epilog("extensions.md"))
 def list_extensions(
     config: Path | None = typer.Option(
         None,
@@ -52,7 +62,7 @@ def list_extensions(
         "-c",
         help="Also load this toolproof.toml's [extensions] modules (and show its quarantine).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    as_json: bool = JsonOption,
 ) -> None:
     """List every registered extension: built-ins, entry points and config modules."""
     listing = _listing(config)

@@ -15,10 +15,18 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from toolproof.adapters.cli.app import emit_json, fail, out_console, run_async
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    docs_epilog,
+    emit_json,
+    exit_for,
+    out_console,
+    run_async,
+)
+from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import ToolproofConfig, load_toolset, lock_path_of
 from toolproof.contract.runs import ExecutionRuntime
-from toolproof.errors import InputError
+from toolproof.errors import InputError, VerificationError
 from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
 
 __all__ = ["print_drifts", "register", "run_lock"]
@@ -48,24 +56,19 @@ async def _current(config: Path) -> tuple[Lockfile, Path]:
 
 
 def _lock(
-    config: Path = typer.Option(
-        Path("toolproof.toml"), "--config", "-c", help="The composition root (toolproof.toml)."
-    ),
+    config: Path = ConfigOption,
     check: bool = typer.Option(False, "--check", help="Exit 2 when a tool drifted from the lock."),
     update: bool = typer.Option(False, "--update", help="Accept the current tools into the lock."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    as_json: bool = JsonOption,
 ) -> None:
     """Write toolproof.lock: every tool's source, spec digest and fingerprint."""
     if check and update:
-        raise fail(InputError("--check and --update exclude each other"))
+        raise InputError("--check and --update exclude each other")
     current, path = run_async(_current(config))
     exists = path.is_file()
     if check and not exists:
-        raise fail(InputError(f"no lock at {path}: write one with toolproof lock", path=str(path)))
-    try:
-        old = read_lock(path) if exists else None
-    except InputError as exc:
-        raise fail(exc) from None
+        raise InputError(f"no lock at {path}: write one with toolproof lock", path=str(path))
+    old = read_lock(path) if exists else None
     drifts = diff_locks(old, current) if old is not None else []
     written = False
     if not check and (old is None or update):
@@ -95,9 +98,9 @@ def _lock(
                 f"{len(drifts)} tools differ from {path}: review, then toolproof lock --update"
             )
     if refused:
-        raise typer.Exit(2)
+        raise exit_for(VerificationError)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``lock`` to ``app``."""
-    app.command("lock")(_lock)
+    app.command("lock", cls=ToolproofCommand, epilog=docs_epilog("lock.md"))(_lock)

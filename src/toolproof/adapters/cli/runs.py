@@ -1,8 +1,9 @@
-"""``toolproof run|verify|replay|diff|show``: evidence-chained runs from the command line.
+"""``toolproof run|verify|replay|diff|show`` and ``runs list``: runs from the command line.
 
 Exit codes: 0 ok; 1 usage or input error (a bad spec, an unknown run); 2 the run's
 report failed, verification failed, replay refused or came out different. ``RUN`` is
-a run id (looked up in ``<root>/runs/``) or a relative POSIX path inside ``--root``.
+a run directory anywhere, or a run id or unique prefix looked up in ``<root>/runs/``
+(see :func:`toolproof.adapters.cli.locate.resolve_run`).
 """
 
 from __future__ import annotations
@@ -20,39 +21,50 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolproof.adapters.agent_session import replay_session
-from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console, run_async
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    ToolproofGroup,
+    docs_epilog,
+    emit_json,
+    err_console,
+    exit_for,
+    out_console,
+    run_async,
+)
+from toolproof.adapters.cli.corpus_change import document_changes
+from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.lock import run_lock
+from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, RootOption
+from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
-from toolproof.bundle.paths import confine
+from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
 from toolproof.config import load_toolset
-from toolproof.contract.runs import RUN_ID_RE, Plan, Policy
+from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
-from toolproof.errors import InputError, ReplayRefused
+from toolproof.errors import InputError, ReplayRefused, VerificationError
+from toolproof.runs.catalog import list_runs
 from toolproof.runs.diff import diff_runs
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.runs.spec import load_spec
 from toolproof.verify.verifier import verify_run
 
-__all__ = ["register", "resolve_run"]
+__all__ = ["register", "runs_app"]
 
-RootOption = typer.Option(Path("."), "--root", help="The artifact root (runs live in ROOT/runs).")
-JsonOption = typer.Option(False, "--json", help="Print one canonical JSON document.")
+RunArgument = typer.Argument(
+    ...,
+    help="A run directory (any path), or a run id or unique prefix of one in ROOT/runs.",
+)
+SHORT_ID_HEX = 12
+"""Hex digits of a run id shown by ``runs list`` (any unique prefix names the run)."""
 
-
-def resolve_run(root: Path, run: str) -> Path:
-    """The run directory named by ``run`` (a run id, or a relative POSIX path in ``root``).
-
-    Raises:
-        InputError: the path is malformed, escapes the root, or is not a directory.
-
-    """
-    rel = f"runs/{run}" if RUN_ID_RE.match(run) else run
-    path = confine(root, rel, what="run")
-    if not path.is_dir():
-        raise InputError(f"run {run!r}: no run directory at {path}", path=run, rule="not found")
-    return path
+runs_app = typer.Typer(
+    cls=ToolproofGroup,
+    help="List the runs under an artifact root.",
+    epilog=docs_epilog("runs.md"),
+    no_args_is_help=True,
+)
 
 
 def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
@@ -93,48 +105,47 @@ def _run(
     as_json: bool = JsonOption,
 ) -> None:
     """Plan, execute and verify a spec; write the run directory under ROOT/runs/."""
-    try:
-        outcome = _progress_run(spec, root, as_json)
-    except InputError as exc:
-        raise fail(exc) from None
-    failures = [f"[{r.check}] {f.file}: {f.message}" for r, f in outcome.report.failing()]
+    outcome = _progress_run(spec, root, as_json)
+    report = outcome.report
+    failures = [f"[{r.check}] {f.file}: {f.message}" for r, f in report.failing()]
     if as_json:
         emit_json(
             {
                 "run_id": outcome.run_id,
                 "path": f"runs/{outcome.run_id}",
                 "reused": outcome.reused,
-                "outcome": outcome.report.outcome,
-                "report_id": outcome.report.id,
+                "outcome": report.outcome,
+                "report_id": report.id,
                 "claims": len(outcome.outcome.claims),
                 "tool_calls": outcome.live_calls,
                 "stopped": outcome.outcome.stopped,
                 "failures": failures,
+                "findings": [
+                    finding_line(result.check, finding)
+                    for result in report.results
+                    for finding in result.findings
+                ],
             }
         )
     else:
-        from toolproof.adapters.cli.show import claim_view, print_claims
-
         out_console.print(f"[bold]claims[/] ({len(outcome.outcome.claims)})")
         print_claims(claim_view(outcome.path))
-        report = outcome.report
         findings = sum(len(result.findings) for result in report.results)
         colour = "green" if report.outcome == "passed" else "red"
         out_console.print(
             f"[bold]verification[/]: [{colour}]{report.outcome}[/] ({report.policy} policy): "
-            f"{len(report.sequence)} checks in order, {findings} findings, "
-            f"{outcome.live_calls} tool calls"
+            f"{count(len(report.sequence), 'check')} in order, {count(findings, 'finding')}, "
+            f"{count(outcome.live_calls, 'tool call')}"
         )
-        for line in failures:
-            out_console.print(f"  [red]{escape(line)}[/]")
+        print_findings(report)
         note = " (an identical run was already there: reused)" if outcome.reused else ""
         out_console.print(f"[bold]run directory[/]: {outcome.path}{note}")
-    if outcome.report.outcome != "passed":
-        raise typer.Exit(2)
+    if report.outcome != "passed":
+        raise exit_for(VerificationError)
 
 
 def _verify(
-    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
+    run: str = RunArgument,
     root: Path = RootOption,
     policy: Policy | None = typer.Option(None, "--policy", help="Judge by this policy."),
     as_json: bool = JsonOption,
@@ -152,10 +163,7 @@ def _verify(
     ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
-    try:
-        directory = resolve_run(root, run)
-    except InputError as exc:
-        raise fail(exc) from None
+    directory = resolve_run(root, run)
     if recover:
         from toolproof.adapters.cli.serve import recover_command
 
@@ -172,15 +180,28 @@ def _verify(
             document["ok"] = verification.ok and signed_ok
         emit_json(document)
     else:
-        if verification.report is not None:
-            table = Table(title=f"verify {verification.run_id}")
+        report = verification.report
+        if report is not None:
+            title = f"verify {verification.run_id}"
+            if verification.run_id != directory.name:
+                title += f" (directory {directory.name})"
+            table = Table(title=title)
             for column in ("check", "invariant", "status", "findings"):
                 table.add_column(column)
-            for result in verification.report.results:
+            for result in report.results:
                 table.add_row(
-                    result.check, result.invariant, result.status, str(len(result.findings))
+                    result.check,
+                    result.invariant,
+                    row_status(result, report.policy),
+                    str(len(result.findings)),
                 )
             out_console.print(table)
+            for result in report.results:
+                for finding in result.findings:
+                    if not report.policy.fails(finding.severity):
+                        out_console.print(
+                            f"[yellow]note[/] {escape(finding_line(result.check, finding))}"
+                        )
         for failure in verification.failures:
             err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
         lock = run_lock(directory)
@@ -190,7 +211,7 @@ def _verify(
         ok = verification.ok and signed_ok
         out_console.print("verified" if ok else "verification FAILED")
     if not verification.ok or not signed_ok:
-        raise typer.Exit(2)
+        raise exit_for(VerificationError)
 
 
 async def _current_descriptor(
@@ -212,11 +233,9 @@ async def _current_descriptor(
 
 
 def _replay(
-    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
+    run: str = RunArgument,
     root: Path = RootOption,
-    config: Path | None = typer.Option(
-        None, "--config", help="The composition root to compare (default: the spec's toolset)."
-    ),
+    config: Path | None = OptionalConfigOption,
     lenient: bool = typer.Option(False, "--lenient", help="Report differences, don't refuse."),
     agent: str | None = typer.Option(
         None,
@@ -228,10 +247,7 @@ def _replay(
     as_json: bool = JsonOption,
 ) -> None:
     """Replay a run frozen (recorded results, no live call) and compare the traces."""
-    try:
-        directory = resolve_run(root, run)
-    except InputError as exc:
-        raise fail(exc) from None
+    directory = resolve_run(root, run)
     if agent is not None:
         _replay_agent(directory, agent, config, as_json)
         return
@@ -245,11 +261,13 @@ def _replay(
     try:
         result, compared, note = asyncio.run(go())
     except ReplayRefused as exc:
+        changed = exc.fields.get("changed") or []
+        documents = document_changes(config, directory, changed) if config and changed else []
+        if documents:
+            exc = ReplayRefused(f"{exc.message}; {'; '.join(documents)}", **exc.fields)
         if as_json:
             emit_json({"refused": True, "message": exc.message, "live_calls": 0})
-        raise fail(exc) from None
-    except InputError as exc:
-        raise fail(exc) from None
+        raise exc from None
     document: dict[str, Any] = {"refused": False, "descriptor_compared": compared}
     if note:
         document["note"] = note
@@ -267,7 +285,7 @@ def _replay(
             why = result.first_difference["why"] if result.first_difference else "report differs"
             out_console.print(f"replay DIFFERS: {escape(why)}")
     if not result.identical:
-        raise typer.Exit(2)
+        raise exit_for(ReplayRefused)
 
 
 def _load_agent(reference: str) -> Any:
@@ -300,8 +318,8 @@ def _load_agent(reference: str) -> Any:
 
 def _replay_agent(directory: Path, reference: str, config: Path | None, as_json: bool) -> None:
     """``toolproof replay RUN --agent MODULE:FUNCTION``: exit 0 identical, 2 refused."""
+    function = _load_agent(reference)
     try:
-        function = _load_agent(reference)
         result = asyncio.run(replay_session(directory, function, toolset=config))
     except ReplayRefused as exc:
         first, *diff = exc.message.splitlines()
@@ -310,9 +328,7 @@ def _replay_agent(directory: Path, reference: str, config: Path | None, as_json:
         else:
             for line in diff:
                 err_console.print(escape(line), highlight=False)
-        raise fail(ReplayRefused(first, **exc.fields)) from None
-    except InputError as exc:
-        raise fail(exc) from None
+        raise ReplayRefused(first, **exc.fields) from None
     document = {
         "refused": False,
         "agent": reference,
@@ -332,16 +348,13 @@ def _replay_agent(directory: Path, reference: str, config: Path | None, as_json:
 
 
 def _diff(
-    run_a: str = typer.Argument(..., help="The first run."),
-    run_b: str = typer.Argument(..., help="The second run."),
+    run_a: str = typer.Argument(..., help="The first run (a directory, or a run id or prefix)."),
+    run_b: str = typer.Argument(..., help="The second run (a directory, or a run id or prefix)."),
     root: Path = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Show which files of two runs differ, and the first differing trace event."""
-    try:
-        result = diff_runs(resolve_run(root, run_a), resolve_run(root, run_b))
-    except InputError as exc:
-        raise fail(exc) from None
+    result = diff_runs(resolve_run(root, run_a), resolve_run(root, run_b))
     if as_json:
         emit_json(result.to_json())
         return
@@ -367,12 +380,52 @@ def _diff(
         )
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``run``, ``verify``, ``replay``, ``diff`` and ``show`` to ``app``."""
-    from toolproof.adapters.cli.show import show_command
+@runs_app.command("list", cls=ToolproofCommand, epilog=docs_epilog("runs.md"))
+def list_command(
+    root: Path = RootOption,
+    as_json: bool = JsonOption,
+    verify: bool = typer.Option(False, "--verify", help="Also verify each run (slower)."),
+) -> None:
+    """List the runs under ROOT/runs, newest first: id, task, outcome, claims, calls."""
+    rows = []
+    for entry in list_runs(root):
+        row = entry.to_json()
+        if verify:
+            row["verified"] = verify_run(entry.path).ok
+        rows.append(row)
+    if as_json:
+        emit_json({"root": str(root), "runs": rows})
+        return
+    if not rows:
+        out_console.print(f"no runs under {escape(str(root / 'runs'))}")
+        return
+    out_console.print(
+        f"[bold]{count(len(rows), 'run')}[/] in {escape(str(root / 'runs'))}, newest first"
+    )
+    for row in rows:
+        name = str(row["run_id"] or Path(row["path"]).name)
+        claims = "? claims" if row["claims"] is None else count(row["claims"], "claim")
+        parts = [
+            name[: len("run_") + SHORT_ID_HEX] + "…",
+            row["started_at"][:19].replace("T", " ") or "(no timings)",
+            row["outcome"] or "(no report)",
+            claims,
+            count(row["tool_calls"], "call"),
+        ]
+        if verify:
+            parts.append("verifies" if row["verified"] else "DOES NOT VERIFY")
+        out_console.print(escape("  ".join(parts)))
+        out_console.print(f"  {escape(row['task'] or '(no readable spec)')}", style="dim")
 
-    app.command("run")(_run)
-    app.command("verify")(_verify)
-    app.command("replay")(_replay)
-    app.command("diff")(_diff)
-    app.command("show")(show_command)
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``verify``, ``replay``, ``diff``, ``show`` and ``runs list`` to ``app``."""
+    for name, command in (
+        ("run", _run),
+        ("verify", _verify),
+        ("replay", _replay),
+        ("diff", _diff),
+        ("show", show_command),
+    ):
+        app.command(name, cls=ToolproofCommand, epilog=docs_epilog("runs.md"))(command)
+    app.add_typer(runs_app, name="runs")

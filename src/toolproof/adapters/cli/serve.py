@@ -14,9 +14,18 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from toolproof.adapters.cli.app import err_console, run_async
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    docs_epilog,
+    emit_json,
+    err_console,
+    exit_for,
+    out_console,
+    run_async,
+)
+from toolproof.adapters.cli.options import ConfigOption
 from toolproof.config import load_toolset
-from toolproof.errors import InputError
+from toolproof.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
     from toolproof.adapters.mcp_server import StdioWire
@@ -188,11 +197,9 @@ async def _end_session(session: LiveSession, *, discard: bool) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``serve-api`` to ``app``."""
 
-    @app.command("serve")
+    @app.command("serve", cls=ToolproofCommand, epilog=docs_epilog("serve.md"))
     def serve(
-        config: Path = typer.Option(
-            Path("toolproof.toml"), "--config", "-c", help="The composition root (toolproof.toml)."
-        ),
+        config: Path = ConfigOption,
         http: str | None = typer.Option(
             None, "--http", help="Serve streamable HTTP on HOST:PORT (default: stdio)."
         ),
@@ -213,10 +220,10 @@ def register(app: typer.Typer) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
         run_async(_serve_mcp(config, http, record, token_file))
 
-    @app.command("serve-api")
+    @app.command("serve-api", cls=ToolproofCommand, epilog=docs_epilog("serve.md"))
     def serve_api(
         root: Path = typer.Option(
-            ..., "--root", help="The artifact root (runs live in ROOT/runs)."
+            ..., "--root", "-r", help="The artifact root (runs live in ROOT/runs)."
         ),
         host: str = typer.Option("127.0.0.1", "--host", help="The address to bind."),
         port: int = typer.Option(8080, "--port", min=1, max=65535, help="The TCP port."),
@@ -285,14 +292,10 @@ def recover_command(directory: Path, as_json: bool) -> None:
     Prints what was kept and dropped, then verifies the recovered run. Exit code 0 when
     it verifies, 2 when it does not, 1 when ``directory`` is not a live session.
     """
-    from toolproof.adapters.cli.app import emit_json, fail, out_console
     from toolproof.runs.finalize import recover_session
     from toolproof.verify.verifier import verify_run
 
-    try:
-        outcome = asyncio.run(recover_session(directory))
-    except InputError as exc:
-        raise fail(exc) from None
+    outcome = asyncio.run(recover_session(directory))
     verification = verify_run(outcome.path)
     if as_json:
         emit_json(
@@ -313,4 +316,4 @@ def recover_command(directory: Path, as_json: bool) -> None:
             err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
         out_console.print("verified" if verification.ok else "verification FAILED")
     if not verification.ok:
-        raise typer.Exit(2)
+        raise exit_for(VerificationError)

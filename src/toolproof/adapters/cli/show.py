@@ -12,12 +12,23 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
-from toolproof.adapters.cli.app import emit_json, err_console, fail, out_console
+from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_console
+from toolproof.adapters.cli.locate import resolve_run
+from toolproof.adapters.cli.options import JsonOption, RootOption
+from toolproof.adapters.cli.summary import count
 from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
+from toolproof.verify.verifier import verify_run
 
-__all__ = ["CONTEXT_BYTES", "claim_view", "print_claims", "show_command"]
+__all__ = [
+    "CONTEXT_BYTES",
+    "call_view",
+    "claim_view",
+    "print_calls",
+    "print_claims",
+    "show_command",
+]
 
 CONTEXT_BYTES = 40
 """Bytes of context shown on each side of a cited snippet."""
@@ -25,19 +36,75 @@ CONTEXT_BYTES = 40
 _CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
 
 
-def _sources(directory: Path) -> dict[str, dict[str, Any]]:
-    """The source of every evidence id, from the trace's ``evidence_registered`` events."""
-    sources: dict[str, dict[str, Any]] = {}
+def _events(directory: Path) -> list[dict[str, Any]]:
+    """The trace's events that parse as JSON objects (an unreadable trace has none)."""
     try:
         lines = (directory / "trace.jsonl").read_bytes().splitlines()
     except OSError:
-        return sources
+        return []
+    events = []
     for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and event.get("type") == "evidence_registered":
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def call_view(directory: Path) -> list[dict[str, Any]]:
+    """Every tool call of a run's trace, in order, with its result.
+
+    Returns:
+        ``[{"call_id", "step", "tool", "arguments", "ok", "value", "failure"}]``; a call
+        without a ``tool_returned`` has ``ok`` ``None``.
+
+    """
+    calls: dict[str, dict[str, Any]] = {}
+    for event in _events(directory):
+        call_id = str(event.get("call_id"))
+        if event.get("type") == "tool_called":
+            call = event.get("call") or {}
+            calls[call_id] = {
+                "call_id": call_id,
+                "step": call.get("step"),
+                "tool": call.get("tool"),
+                "arguments": call.get("arguments"),
+                "ok": None,
+                "value": None,
+                "failure": None,
+            }
+        elif event.get("type") == "tool_returned" and call_id in calls:
+            result = event.get("result") or {}
+            calls[call_id].update(
+                ok=result.get("ok"), value=result.get("value"), failure=result.get("failure")
+            )
+    return list(calls.values())
+
+
+def print_calls(calls: list[dict[str, Any]]) -> None:
+    """Print calls as :func:`call_view` gives them: tool, arguments, and result or failure."""
+    out_console.print(f"[bold]calls[/] ({len(calls)})")
+    for number, call in enumerate(calls, 1):
+        arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
+        out_console.print(f"[bold]{number}. {escape(str(call['tool']))}[/]({escape(arguments)})")
+        if call["ok"]:
+            value = json.dumps(call["value"], ensure_ascii=False, sort_keys=True)
+            out_console.print(textwrap.indent(f"[green]ok[/] {escape(value)}", "   "))
+        elif call["ok"] is None:
+            out_console.print("   [yellow]no result recorded[/]")
+        else:
+            failure = call["failure"] or {}
+            text = f"{failure.get('kind')}: {failure.get('message')}"
+            out_console.print(f"   [red]failed[/] {escape(text)}")
+
+
+def _sources(directory: Path) -> dict[str, dict[str, Any]]:
+    """The source of every evidence id, from the trace's ``evidence_registered`` events."""
+    sources: dict[str, dict[str, Any]] = {}
+    for event in _events(directory):
+        if event.get("type") == "evidence_registered":
             record = event.get("evidence") or {}
             if isinstance(record, dict) and isinstance(record.get("source"), dict):
                 sources.setdefault(str(record.get("id")), record["source"])
@@ -133,13 +200,17 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
 def print_claims(claims: list[dict[str, Any]]) -> None:
     """Print claims as :func:`claim_view` gives them: statement, status, cited snippets."""
     for number, claim in enumerate(claims, 1):
+        failing = any(not support["verified"] for support in claim["supports"])
+        status = (
+            f"[bold red]failing[/] (recorded {claim['status']})" if failing else claim["status"]
+        )
         out_console.print(
-            f"[bold]{number}. {escape(claim['statement'])}[/] "
-            f"[dim]({claim['type']}, {claim['status']})[/]"
+            f"[bold]{number}. {escape(claim['statement'])}[/] [dim]({claim['type']},[/] "
+            f"{status}[dim])[/]"
         )
         if claim["reason"]:
             out_console.print(f"   [dim]{escape(claim['reason'])}[/]")
-        if claim["status"] == "validated":
+        if claim["status"] == "validated" and not failing:
             out_console.print(f"   [dim]confidence {claim['confidence']}[/]")
         for support in claim["supports"]:
             if support["verified"]:
@@ -161,31 +232,65 @@ def print_claims(claims: list[dict[str, Any]]) -> None:
 
 
 def show_command(
-    run: str = typer.Argument(..., help="A run id or a run directory inside --root."),
-    root: Path = typer.Option(Path("."), "--root", help="The artifact root."),
-    as_json: bool = typer.Option(False, "--json", help="Print one canonical JSON document."),
+    run: str = typer.Argument(
+        ..., help="A run directory (any path), or a run id or unique prefix of one in ROOT/runs."
+    ),
+    root: Path = RootOption,
+    as_json: bool = JsonOption,
     html: Path | None = typer.Option(
-        None, "--html", help="Also write a self-contained HTML page of the claims to FILE."
+        None,
+        "--html",
+        help="Also write a self-contained HTML page (verdict, claims, cited bytes) to FILE.",
+        metavar="FILE",
     ),
 ) -> None:
-    """Show a run's claims with their cited snippets, files and byte offsets."""
-    from toolproof.adapters.cli.runs import resolve_run
-
-    try:
-        directory = resolve_run(root, run)
-        claims = claim_view(directory)
-    except (InputError, VerificationError) as exc:
-        raise fail(exc) from None
+    """Show a run's claims with their cited snippets (or, without claims, its tool calls)."""
+    directory = resolve_run(root, run)
+    claims = claim_view(directory)
+    calls = call_view(directory)
+    run_id = _run_id(directory)
     if html is not None:
-        write_html(html, directory.name, claims)
+        verification = verify_run(directory)
+        verdict = {
+            "ok": verification.ok,
+            "policy": (
+                verification.report.policy.value
+                if verification.report is not None
+                else _stored_policy(directory)
+            ),
+            "failures": [str(failure) for failure in verification.failures],
+        }
+        write_html(html, run_id, claims, verdict)
+        err_console.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
-        emit_json({"run": directory.name, "claims": claims})
+        emit_json({"run": run_id, "claims": claims, "calls": calls})
         return
-    print_claims(claims)
+    if claims or not calls:
+        print_claims(claims)
+    else:
+        print_calls(calls)
     problems = [s["problem"] for c in claims for s in c["supports"] if not s["verified"]]
     if problems:
         err_console.print(
-            f"error: {len(problems)} cited snippets failed: {escape(problems[0])}; "
+            f"error: {count(len(problems), 'cited snippet')} failed: {escape(problems[0])}; "
             "run `toolproof verify` on this run"
         )
-        raise typer.Exit(2)
+        raise exit_for(VerificationError)
+
+
+def _stored_policy(directory: Path) -> str:
+    """The policy the run's spec names (read unverified: the manifest check failed)."""
+    try:
+        policy = json.loads((directory / "spec.json").read_bytes()).get("policy", "strict")
+    except (OSError, ValueError, AttributeError):
+        return "unknown"
+    return policy if isinstance(policy, str) else "unknown"
+
+
+def _run_id(directory: Path) -> str:
+    """The manifest's run id (a run's identity is its content), else the folder name."""
+    try:
+        run_id = json.loads((directory / "manifest.json").read_bytes()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return directory.name
+    return run_id if isinstance(run_id, str) else directory.name

@@ -6,10 +6,9 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from toolproof.adapters.cli.app import err_console, fail, out_console
+from toolproof.adapters.cli.app import err_console, out_console
 from toolproof.bundle.attest import AttestationCheck, check_attestations
 from toolproof.bundle.dsse import load_public_key
-from toolproof.errors import InputError
 
 __all__ = ["print_signatures", "signature_check"]
 
@@ -20,15 +19,12 @@ def signature_check(
     """The attestation check ``verify`` runs, or ``None`` when none was asked for.
 
     Raises:
-        typer.Exit: a signer's key file is unusable (exit 1).
+        InputError: a signer's key file is unusable (exit 1).
 
     """
     if not signers and not attestations and not require:
         return None
-    try:
-        keys = [load_public_key(path) for path in signers]
-    except InputError as exc:
-        raise fail(exc) from None
+    keys = [load_public_key(path) for path in signers]
     return check_attestations(directory, signers=keys, files=attestations, require=require)
 
 

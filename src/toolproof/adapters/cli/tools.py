@@ -11,20 +11,28 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from toolproof.adapters.cli.app import emit_json, fail, out_console, run_async
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    ToolproofGroup,
+    docs_epilog,
+    emit_json,
+    exit_for,
+    out_console,
+    run_async,
+)
+from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import load_toolset
+from toolproof.errors import ConfigError, InputError
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["register", "tools_app"]
 
 tools_app = typer.Typer(
-    help="List and inspect the tools a toolproof.toml binds.", no_args_is_help=True
+    cls=ToolproofGroup,
+    help="List and inspect the tools a toolproof.toml binds.",
+    epilog=docs_epilog("tools.md"),
+    no_args_is_help=True,
 )
-
-ConfigOption = typer.Option(
-    Path("toolproof.toml"), "--config", "-c", help="The composition root (toolproof.toml)."
-)
-JsonOption = typer.Option(False, "--json", help="Print one canonical JSON document.")
 
 
 def register(app: typer.Typer) -> None:
@@ -62,8 +70,14 @@ def _listing(toolset: Toolset) -> dict[str, Any]:
     }
 
 
-@tools_app.command("list")
-def list_tools(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
+@tools_app.command("list", cls=ToolproofCommand, epilog=docs_epilog("tools.md"))
+def list_tools(
+    config: Path = ConfigOption,
+    as_json: bool = JsonOption,
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 1 when anything was quarantined (default: exit 0)."
+    ),
+) -> None:
     """List every tool and variant, and every quarantined item with its reason."""
 
     async def load() -> dict[str, Any]:
@@ -73,7 +87,13 @@ def list_tools(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
     listing = run_async(load())
     if as_json:
         emit_json(listing)
-        return
+    else:
+        _print_listing(config, listing)
+    if strict and listing["quarantined"]:
+        raise exit_for(ConfigError)
+
+
+def _print_listing(config: Path, listing: dict[str, Any]) -> None:
     table = Table(title=Text(f"tools in {config}"), show_lines=False)
     for column in ("name", "stack", "owner", "description"):
         table.add_column(column, overflow="fold")
@@ -98,7 +118,7 @@ def list_tools(config: Path = ConfigOption, as_json: bool = JsonOption) -> None:
     out_console.print(f"descriptor {listing['descriptor_digest']}")
 
 
-@tools_app.command("show")
+@tools_app.command("show", cls=ToolproofCommand, epilog=docs_epilog("tools.md"))
 def show_tool(
     name: str = typer.Argument(..., help="The tool or variant name."),
     config: Path = ConfigOption,
@@ -119,7 +139,7 @@ def show_tool(
 
     shown = run_async(load())
     if shown is None:
-        raise fail(LookupError(f"no tool named {name!r} in {config}"))
+        raise InputError(f"no tool named {name!r} in {config}", tool=name, rule="not found")
     if as_json:
         emit_json(shown)
         return

@@ -13,16 +13,17 @@ from typing import Any
 
 import typer
 
-from toolproof.adapters.cli.app import err_console, fail, run_async
+from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
+from toolproof.adapters.cli.options import ConfigOption
 from toolproof.config import build_toolset, load_config
-from toolproof.errors import ConfigError
+from toolproof.errors import ConfigError, InputError
 
 __all__ = ["register", "worker"]
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``worker`` command to ``app``."""
-    app.command("worker")(worker)
+    app.command("worker", cls=ToolproofCommand, epilog=docs_epilog("backends.md"))(worker)
 
 
 async def _check(config: Path) -> tuple[int, str]:
@@ -51,9 +52,7 @@ def _settings(config: Path) -> Any:
 
 
 def worker(
-    config: Path = typer.Option(
-        Path("toolproof.toml"), "--config", help="The composition root (toolproof.toml)."
-    ),
+    config: Path = ConfigOption,
     queue: list[str] = typer.Option(
         [],
         "--queue",
@@ -69,15 +68,10 @@ def worker(
     try:
         from toolproof.backends.celery_worker import worker_app
     except ImportError as exc:
-        raise fail(
-            ImportError(
-                f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
-            )
+        raise InputError(
+            f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
         ) from None
-    try:
-        settings = _settings(config)
-    except ConfigError as exc:
-        raise fail(exc) from None
+    settings = _settings(config)
     count, digest = run_async(_check(config))
     queues = list(queue) or [settings.queue]
     err_console.print(

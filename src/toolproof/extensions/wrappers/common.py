@@ -46,7 +46,9 @@ def require_repeatable(inner: Tool, extension: str, force: bool) -> None:
         return
     rule = (
         f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
-        "idempotent (rule: set readOnlyHint or idempotentHint on the tool, or config force = true)"
+        "idempotent (rule: mark the tool read-only or idempotent: @toolproof.tool(read_only=True) "
+        "or @toolproof.tool(idempotent=True) on a Python function, readOnlyHint or "
+        "idempotentHint on a declared or MCP tool; or set config force = true)"
     )
     raise ExtensionError(rule, rule=rule)
 

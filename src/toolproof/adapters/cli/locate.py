@@ -1,0 +1,61 @@
+"""Naming a run on the command line: a directory anywhere, or a run id (prefix) in a root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolproof.errors import InputError
+from toolproof.runs.catalog import RUN_PREFIX_RE, find_runs
+
+__all__ = ["resolve_run"]
+
+
+def resolve_run(root: Path, run: str) -> Path:
+    """The run directory ``run`` names.
+
+    ``run`` is, in this order: a path to a directory (absolute, or relative to the
+    current directory, ``..`` allowed: it is the user's own path, not one read from a
+    bundle); a path relative to ``root`` (``runs/run_...``, ``sessions/...``); or a run
+    id or unique prefix of one (``run_61147a61``), looked up in ``root/runs``.
+
+    Args:
+        root: the artifact root (``--root``).
+        run: what the user typed.
+
+    Returns:
+        The run directory, resolved to an absolute path.
+
+    Raises:
+        InputError: nothing matches, or a prefix matches several runs (they are listed).
+
+    """
+    given = Path(run)
+    candidates = [given] if given.is_absolute() else [given, root / given]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate.resolve()
+    if not RUN_PREFIX_RE.match(run.removesuffix("…").removesuffix("...")):
+        where = " nor ".join(str(candidate) for candidate in candidates)
+        raise InputError(
+            f"run {run!r}: no directory at {where}, and it is not a run id",
+            path=run,
+            rule="not found",
+        )
+    found = find_runs(root, run)
+    runs_dir = root / "runs"
+    if not found:
+        raise InputError(
+            f"run {run!r}: no run in {runs_dir} has this id or prefix "
+            f"(list them: toolproof runs list --root {root})",
+            path=run,
+            rule="not found",
+        )
+    if len(found) > 1:
+        names = ", ".join(directory.name for directory in found)
+        raise InputError(
+            f"run {run!r} is ambiguous: {len(found)} runs in {runs_dir} start with it "
+            f"({names}); give more of the id",
+            path=run,
+            rule="ambiguous prefix",
+        )
+    return found[0].resolve()
