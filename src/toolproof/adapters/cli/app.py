@@ -206,6 +206,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.worker",
     "toolproof.adapters.cli.attest",
     "toolproof.adapters.cli.lock",
+    "toolproof.adapters.cli.view",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

@@ -32,11 +32,13 @@ every path the API touches is confined to the artifact root. Errors answer a
 """
 
 
-def create_app(settings: ApiSettings) -> FastAPI:
+def create_app(settings: ApiSettings, *, public_paths: frozenset[str] = frozenset()) -> FastAPI:
     """Build the FastAPI app serving ``settings.root``.
 
     Args:
         settings: root, token and limits (see :class:`ApiSettings`).
+        public_paths: paths served without a token besides :data:`PUBLIC_PATHS` (the
+            viewer's pages, which hold no run data).
 
     Returns:
         The ASGI app; its OpenAPI document is at ``/openapi.json``, docs at ``/docs``.
@@ -58,7 +60,7 @@ def create_app(settings: ApiSettings) -> FastAPI:
     # Middleware added last runs first: Host/Origin, then the token, then the body limit.
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if not settings.auth_disabled and settings.token is not None:
-        app.add_middleware(BearerGuard, token=settings.token, public=PUBLIC_PATHS)
+        app.add_middleware(BearerGuard, token=settings.token, public=PUBLIC_PATHS | public_paths)
     names = loopback_names(settings.host, settings.port)
     if names is not None:
         app.add_middleware(HostGuard, names=names)

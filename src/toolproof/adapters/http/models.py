@@ -46,12 +46,18 @@ class RunSummary(_Closed):
         run_id: the run id.
         task: the spec's task (``None`` when ``spec.json`` cannot be read).
         outcome: the stored report's outcome (``None`` when it cannot be read).
+        started_at: when the run started (``timings.json``; ISO 8601 UTC), or ``None``.
+        claims: claims in ``claims.json``, or ``None`` when it cannot be read.
+        tool_calls: ``tool_called`` events in the trace, or ``None`` without a trace.
 
     """
 
     run_id: str
     task: str | None = None
     outcome: Literal["passed", "failed"] | None = None
+    started_at: str | None = None
+    claims: int | None = None
+    tool_calls: int | None = None
 
 
 class RunCreated(RunSummary):

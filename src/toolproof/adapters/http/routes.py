@@ -29,6 +29,7 @@ from toolproof.adapters.http.settings import ApiSettings
 from toolproof.bundle.attest import attestation_path, stored_public_keys
 from toolproof.bundle.paths import confine, path_problem
 from toolproof.errors import InputError
+from toolproof.runs.diff import diff_runs
 
 __all__ = ["public", "router"]
 
@@ -78,12 +79,22 @@ def _summary(settings: ApiSettings, run_id: str) -> RunSummary:
     budget = settings.max_response_bytes
     spec, _ = _read_json(directory / "spec.json", budget)
     report, _ = _read_json(directory / "report.json", budget)
+    timings, _ = _read_json(directory / "timings.json", budget)
+    claims, _ = _read_json(directory / "claims.json", budget)
     task = spec.get("task") if isinstance(spec, dict) else None
     outcome = report.get("outcome") if isinstance(report, dict) else None
+    started = timings.get("started_at") if isinstance(timings, dict) else None
+    trace = directory / "trace.jsonl"
+    calls = None
+    if trace.is_file() and not trace.is_symlink():
+        calls = trace.read_bytes().count(b'"type":"tool_called"')
     return RunSummary(
         run_id=run_id,
         task=task if isinstance(task, str) else None,
         outcome=outcome if outcome in ("passed", "failed") else None,
+        started_at=started if isinstance(started, str) else None,
+        claims=len(claims) if isinstance(claims, list) else None,
+        tool_calls=calls,
     )
 
 
@@ -203,6 +214,17 @@ def get_attestations(run_id: RunId, settings: Settings) -> Attestations:
     except InputError:
         keys = {}  # not a DSSE envelope: served as stored, a verifier refuses it
     return Attestations(run_id=run_id, envelopes=[envelope], keys=keys)
+
+
+@router.get("/diff", tags=["runs"], responses=_RUN_ERRORS)
+def diff(
+    a: Annotated[str, Query(pattern=r"^run_[0-9a-f]{64}$", description="The first run.")],
+    b: Annotated[str, Query(pattern=r"^run_[0-9a-f]{64}$", description="The second run.")],
+    settings: Settings,
+) -> dict[str, Any]:
+    """What ``toolproof diff A B`` computes: files that differ and the first differing event."""
+    first, second = run_directory(settings, a), run_directory(settings, b)
+    return diff_runs(first, second).to_json()
 
 
 @router.post("/runs/{run_id}/verify", tags=["runs"], responses=_RUN_ERRORS)
