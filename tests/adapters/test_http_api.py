@@ -179,9 +179,11 @@ def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> Non
         (method.upper(), path) for path, item in document["paths"].items() for method in item
     )
     assert operations == [
+        ("GET", "/v1/diff"),
         ("GET", "/v1/health"),
         ("GET", "/v1/runs"),
         ("GET", "/v1/runs/{run_id}"),
+        ("GET", "/v1/runs/{run_id}/attestations"),
         ("GET", "/v1/runs/{run_id}/files/{path}"),
         ("GET", "/v1/runs/{run_id}/trace"),
         ("POST", "/v1/runs"),
