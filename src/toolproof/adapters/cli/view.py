@@ -81,11 +81,11 @@ def register(app: typer.Typer) -> None:
     @app.command("view")
     def view(
         root: Path = typer.Option(
-            Path("."), "--root", "-r", help="The artifact root (runs live in ROOT/runs)."
+            Path("."), "--root", help="The artifact root (runs live in ROOT/runs)."
         ),
         host: str = typer.Option("127.0.0.1", "--host", help="The address to bind."),
         port: int = typer.Option(
-            0, "--port", "-p", min=0, max=65535, help="The TCP port (0: a free one)."
+            0, "--port", min=0, max=65535, help="The TCP port (0: a free one)."
         ),
         token_file: Path | None = typer.Option(
             None,
