@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof import __version__
 from toolproof.adapters.asgi import serve_asgi
+from toolproof.adapters.mcp_catalog import catalog_handlers
 from toolproof.adapters.mcp_content import (
     FAILURE_META_KEY,
     WRAP_KEY,
@@ -210,6 +211,7 @@ def build_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
+            **catalog_handlers(toolset.catalog),
         )
 
 

@@ -40,6 +40,7 @@ from toolproof.errors import ToolCallError
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
+from toolproof.tools.mcp_catalog import bind_catalog
 from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
 from toolproof.tools.mcp_live import LiveGuard
 from toolproof.tools.mcp_session import McpConnection
@@ -253,6 +254,8 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
                 problem = exc.errors(include_url=False)[0]["msg"]
                 toolset.quarantine(name, "annotations", problem, owner=owner)
         bound = bind_contributions(toolset, contributions, owner=owner)
+        prefix = server.name if server.prefix is None else server.prefix
+        bind_catalog(toolset.catalog, connection, prefix)
         entry["tools"] = [tool.name for tool in bound]
         entry["names"] = {
             bound_name(server, str(tool.get("name", ""))): str(tool.get("name", ""))

@@ -19,7 +19,7 @@ import importlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import IO, Any
 
@@ -29,6 +29,7 @@ from mcp.client.stdio import stdio_client
 
 from toolproof.errors import ToolCallError
 from toolproof.tools.context import CallChannel, current_channel
+from toolproof.tools.mcp_catalog import list_catalog
 from toolproof.tools.mcp_common import (
     CONNECTION_CLOSED,
     SDK_ERRORS,
@@ -78,6 +79,7 @@ class McpConnection:
         self.initialize: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []
         self._inflight: list[CallChannel] = []  # the channels of the calls in flight
+        self.listings: dict[str, list[dict[str, Any]]] = {}  # resources, templates, prompts
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -158,6 +160,7 @@ class McpConnection:
                     with anyio.fail_after(self.server.startup_timeout):
                         self.initialize = wire(await session.initialize())
                         self.tools = await self._list_tools(session)
+                        self.listings = await list_catalog(session, self.initialize)
                     self._session = session
                     self._ready.set()
                     await self._stop.wait()
@@ -290,6 +293,30 @@ class McpConnection:
             if channel is not None:
                 self._inflight.remove(channel)
         return wire(result)
+
+    async def request(self, method: str, send: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
+        """Send one request (``send(session)``) within ``call_timeout``; its result, wire form.
+
+        Raises:
+            McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error.
+
+        """
+        session = self._session
+        name = self.server.name
+        if session is None:
+            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+        try:
+            with anyio.fail_after(self.server.call_timeout):
+                return wire(await send(session))
+        except TimeoutError:
+            raise McpCallError(
+                "timeout", f"MCP server {name!r} did not answer {method} in time"
+            ) from None
+        except SDK_ERRORS as exc:
+            code = error_code(exc)
+            raise McpCallError(
+                "protocol", f"MCP server {name!r} answered {method} with error {code}: {exc}", code
+            ) from exc
 
     def stderr(self) -> str:
         """The tail of the server's stderr so far (stdio servers; ``""`` otherwise)."""

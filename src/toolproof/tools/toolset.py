@@ -11,6 +11,7 @@ from typing import Any, Self
 
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.errors import ToolNameError, ToolsetSealedError
+from toolproof.tools.catalog import Catalog
 from toolproof.tools.tool import Tool
 
 __all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
@@ -88,6 +89,7 @@ class Toolset:
         self._exit_stack = AsyncExitStack()
         self._closed = False
         self.metadata: dict[str, Any] = {}
+        self.catalog = Catalog()  # resources, templates and prompts (tools/catalog.py)
 
     def add(self, tool: Tool, *, owner: str = "") -> Tool:
         """Add a tool; return it.

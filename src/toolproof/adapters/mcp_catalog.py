@@ -1,0 +1,119 @@
+"""The MCP handlers of a Toolset's resources, resource templates, prompts and completions.
+
+:func:`catalog_handlers` returns the ``on_*`` handlers of the low-level SDK ``Server``
+for ``toolset.catalog`` (:mod:`toolproof.tools.catalog`): ``resources/list``,
+``resources/templates/list``, ``resources/read`` (text and binary contents as the
+source answered them), ``resources/subscribe`` and ``resources/unsubscribe``
+(forwarded to the source that lists the URI), ``prompts/list``, ``prompts/get`` and
+``completion/complete`` (routed by the reference's prompt name or URI template; a
+reference nobody answers completes to no values). An unknown URI or prompt is a
+JSON-RPC error ``-32602`` naming it; a source that fails answers ``-32603`` with
+its message. With an empty catalog no handler is installed (the capabilities are not
+announced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from toolproof.tools.catalog import Catalog, Entry
+from toolproof.tools.mcp_common import McpCallError
+
+__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "catalog_handlers"]
+
+INVALID_PARAMS = -32602
+"""JSON-RPC: an unknown resource URI or prompt name."""
+INTERNAL_ERROR = -32603
+"""JSON-RPC: the resource's or prompt's source failed."""
+
+
+async def _answer(what: str, send: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return await send
+    except McpCallError as exc:
+        raise MCPError(INTERNAL_ERROR, f"{what}: {exc}") from exc
+
+
+def _resource(catalog: Catalog, uri: str) -> Entry:
+    entry = catalog.resource_for(uri)
+    if entry is None:
+        raise MCPError(INVALID_PARAMS, f"resource {uri!r}: no resource or template lists it")
+    return entry
+
+
+def _completion(catalog: Catalog) -> Callable[..., Awaitable[types.CompleteResult]]:
+    async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        ref = params.ref.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if ref.get("type") == "ref/prompt":
+            entry = catalog.prompts.get(str(ref.get("name")))
+        else:
+            entry = catalog.templates.get(str(ref.get("uri")))
+        if entry is None or entry.complete is None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        argument = params.argument.model_dump(by_alias=True, mode="json")
+        context = params.context.model_dump(by_alias=True, mode="json") if params.context else None
+        answer = await _answer("completion", entry.complete(ref, argument, context))
+        return types.CompleteResult.model_validate(answer)
+
+    return complete
+
+
+def catalog_handlers(catalog: Catalog) -> dict[str, Any]:
+    """The ``Server(on_...=)`` keyword arguments serving ``catalog`` (none when it is empty)."""
+    if not catalog:
+        return {}
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        listed = [entry.listing for entry in catalog.resources.values()]
+        return types.ListResourcesResult.model_validate({"resources": listed})
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        listed = [entry.listing for entry in catalog.templates.values()]
+        return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": listed})
+
+    async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        answer = await _answer(f"resource {uri!r}", _resource(catalog, uri).answer(uri))
+        return types.ReadResourceResult.model_validate(answer)
+
+    async def subscription(ctx: Any, params: Any, on: bool) -> types.EmptyResult:
+        uri = str(params.uri)
+        entry = _resource(catalog, uri)
+        if entry.subscribe is not None:
+            try:
+                await entry.subscribe(uri, on)
+            except McpCallError as exc:
+                raise MCPError(INTERNAL_ERROR, f"resource {uri!r}: {exc}") from exc
+        return types.EmptyResult()
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        return await subscription(ctx, params, True)
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        return await subscription(ctx, params, False)
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        listed = [entry.listing for entry in catalog.prompts.values()]
+        return types.ListPromptsResult.model_validate({"prompts": listed})
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        entry = catalog.prompts.get(params.name)
+        if entry is None:
+            raise MCPError(INVALID_PARAMS, f"prompt {params.name!r}: no such prompt")
+        answer = await _answer(f"prompt {params.name!r}", entry.answer(params.arguments))
+        return types.GetPromptResult.model_validate(answer)
+
+    return {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_templates,
+        "on_read_resource": read,
+        "on_subscribe_resource": subscribe,
+        "on_unsubscribe_resource": unsubscribe,
+        "on_list_prompts": list_prompts,
+        "on_get_prompt": get_prompt,
+        "on_completion": _completion(catalog),
+    }

@@ -1,0 +1,116 @@
+"""An MCP server's resources, resource templates and prompts, imported into a Catalog.
+
+:func:`list_catalog` lists them at start (only what the server's ``initialize``
+capabilities announce; ``nextCursor`` followed); :func:`bind_catalog` adds them to
+``toolset.catalog`` (:mod:`toolproof.tools.catalog`): a prompt is named
+``<prefix>_<name>`` like a tool, a resource keeps its URI (its ``name`` gets the
+prefix), and reads, gets, completions and (un)subscriptions go to the same server,
+with the original names, each within ``call_timeout``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
+from toolproof.tools.catalog import Catalog, Entry
+from toolproof.tools.mcp_common import wire
+
+__all__ = ["bind_catalog", "list_catalog"]
+
+MAX_PAGES = 1000
+"""List pages followed before the listing stops (a cursor that never ends)."""
+_LISTS = {
+    "resources": ("resources", "list_resources", "resources"),
+    "templates": ("resources", "list_resource_templates", "resourceTemplates"),
+    "prompts": ("prompts", "list_prompts", "prompts"),
+}
+
+
+async def _pages(session: Any, method: str, key: str) -> list[dict[str, Any]]:
+    types: Any = importlib.import_module("mcp.types")
+    items: list[dict[str, Any]] = []
+    params = None
+    for _ in range(MAX_PAGES):
+        result = wire(await getattr(session, method)(params=params))
+        items.extend(result.get(key, []))
+        cursor = result.get("nextCursor")
+        if not cursor:
+            break
+        params = types.PaginatedRequestParams(cursor=cursor)
+    return items
+
+
+async def list_catalog(session: Any, initialize: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``{"resources", "templates", "prompts"}``: what the server lists (wire form)."""
+    capabilities = initialize.get("capabilities") or {}
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for name, (capability, method, key) in _LISTS.items():
+        listed[name] = await _pages(session, method, key) if capability in capabilities else []
+    return listed
+
+
+def _prefixed(prefix: str, name: str) -> str:
+    return f"{prefix}_{name}" if prefix else name
+
+
+def bind_catalog(catalog: Catalog, connection: Any, prefix: str) -> None:
+    """Add the resources, templates and prompts ``connection`` listed to ``catalog``.
+
+    Args:
+        catalog: the Toolset's catalog.
+        connection: a started :class:`~toolproof.tools.mcp_session.McpConnection`.
+        prefix: the tool prefix of the server (``""``: names kept).
+
+    """
+    owner = f"mcp:{connection.server.name}"
+    types: Any = importlib.import_module("mcp.types")
+
+    async def read(uri: str) -> dict[str, Any]:
+        return await connection.request("resources/read", lambda s: s.read_resource(uri))  # type: ignore[no-any-return]
+
+    async def complete(
+        ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        if ref.get("type") == "ref/prompt":
+            model: Any = types.PromptReference(name=names.get(ref["name"], ref["name"]))
+        else:
+            model = types.ResourceTemplateReference(uri=ref["uri"])
+
+        async def send(session: Any) -> Any:
+            return await session.complete(model, argument, (context or {}).get("arguments"))
+
+        return await connection.request("completion/complete", send)  # type: ignore[no-any-return]
+
+    async def subscribe(uri: str, on: bool) -> None:
+        method = "resources/subscribe" if on else "resources/unsubscribe"
+
+        async def send(session: Any) -> Any:
+            with warnings.catch_warnings():  # removed by protocol 2026-07-28 (listen())
+                warnings.simplefilter("ignore")
+                if on:
+                    return await session.subscribe_resource(uri)
+                return await session.unsubscribe_resource(uri)
+
+        await connection.request(method, send)
+
+    names: dict[str, str] = {}  # prompt name served -> the server's own
+    listings = connection.listings
+    for resource in listings.get("resources", []):
+        listing = {**resource, "name": _prefixed(prefix, str(resource.get("name", "")))}
+        catalog.add_resource(Entry(listing, read, owner, complete, subscribe))
+    for template in listings.get("templates", []):
+        listing = {**template, "name": _prefixed(prefix, str(template.get("name", "")))}
+        catalog.add_template(Entry(listing, read, owner, complete, subscribe))
+    for prompt in listings.get("prompts", []):
+        raw = str(prompt.get("name", ""))
+        served = _prefixed(prefix, raw)
+        names[served] = raw
+
+        async def get(arguments: dict[str, str] | None, raw: str = raw) -> dict[str, Any]:
+            return await connection.request(  # type: ignore[no-any-return]
+                "prompts/get", lambda s: s.get_prompt(raw, arguments)
+            )
+
+        catalog.add_prompt(Entry({**prompt, "name": served}, get, owner, complete))
