@@ -88,14 +88,22 @@ def user_prompt(question: str, evidence: list[str], max_quotes: int) -> str:
     """
     shown = "\n\n".join(f"[{evidence_label(index)}]\n{text}" for index, text in enumerate(evidence))
     return (
-        "Answer the question using only the evidence below. Reply with one JSON object:\n"
-        '{"answer": "<one or two sentences>", "quotes": [{"evidence": "E1", '
-        '"text": "<words copied exactly from E1>"}]}\n'
-        f"Give 1 to {max_quotes} quotes; each must be copied exactly from the evidence it "
-        "names. If the evidence does not answer the question, reply "
-        '{"answer": null, "quotes": []}.\n\n'
-        f"Question: {question}\n\nEvidence:\n{shown}\n"
+        "Answer the question using only the evidence. Reply with one JSON object with "
+        '"answer" (one or two sentences) and "quotes" (sentences copied exactly from the '
+        f"evidence, each naming its evidence label; 1 to {max_quotes} quotes). If the "
+        'evidence does not answer the question, reply {"answer": null, "quotes": []}.\n\n'
+        f"{_EXAMPLE}\n\n"
+        f"Now the real one.\nQuestion: {question}\nEvidence:\n{shown}\nReply:"
     )
+
+
+_EXAMPLE = (
+    "Example.\nQuestion: What colour is the sky?\nEvidence:\n[E1]\nClouds are white. "
+    "The sky is blue on a clear day.\n"
+    'Reply: {"answer": "The sky is blue on a clear day.", "quotes": [{"evidence": "E1", '
+    '"text": "The sky is blue on a clear day."}]}'
+)
+"""The worked example in every user message (small models copy its shape, not a template)."""
 
 
 @dataclass(frozen=True)
