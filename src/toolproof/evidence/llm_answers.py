@@ -56,7 +56,9 @@ def answer_schema(max_quotes: int) -> dict[str, Any]:
         max_quotes: the most quotes a reply may carry (``maxItems``).
 
     Returns:
-        A draft 2020-12 schema object: ``answer`` (string or null) and ``quotes``.
+        A draft 2020-12 schema object: ``answer`` (a string) and 1 to ``max_quotes``
+        ``quotes``. A model held to it can still say it does not know (``"I don't
+        know"``); one that is not held to it may also answer ``null``.
 
     """
     quote = {
@@ -67,8 +69,8 @@ def answer_schema(max_quotes: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "answer": {"type": ["string", "null"]},
-            "quotes": {"type": "array", "items": quote, "maxItems": max_quotes},
+            "answer": {"type": "string"},
+            "quotes": {"type": "array", "items": quote, "minItems": 1, "maxItems": max_quotes},
         },
         "required": ["answer", "quotes"],
     }
