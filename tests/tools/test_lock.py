@@ -336,3 +336,31 @@ def test_live_list_changed_quarantines_the_changed_tool_only(config: Path) -> No
     ]
     # the next load checks the lock: the changed tool is quarantined there too
     assert [q.name for q in _load(config).quarantined] == ["fs_read_file"]
+
+
+@pytest.mark.service
+def test_server_everything_list_changed_relists_and_keeps_unchanged_tools(tmp_path: Path) -> None:
+    # server-everything registers its client-dependent tools after `initialized` and so
+    # sends notifications/tools/list_changed right after the handshake
+    toml = tmp_path / "toolproof.toml"
+    toml.write_text(
+        f'[[mcp]]\nname = "every"\ncommand = {json.dumps(str(everything_bin()))}\n'
+        'args = ["stdio"]\n',
+        encoding="utf-8",
+    )
+
+    async def go() -> tuple[int, Any, dict[str, str], list[Any]]:
+        async with load_toolset(toml) as toolset:
+            for _ in range(250):
+                if toolset.metadata["mcp"]["every"]["list_changed"]:
+                    break
+                await asyncio.sleep(0.02)
+            answer = await toolset["every_echo"].call({"message": "still here"})
+            guard = toolset.metadata["mcp_live"]["every"]
+            count = toolset.metadata["mcp"]["every"]["list_changed"]
+            return count, answer, dict(guard.revoked), list(guard.drift)
+
+    count, answer, revoked, drift = asyncio.run(go())
+    assert count >= 1
+    assert answer.ok and "still here" in str(answer.value)
+    assert (revoked, drift) == ({}, [])
