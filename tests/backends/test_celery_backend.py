@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from backend_support import (
     wait_gone,
 )
 
+from toolproof.backends.celery import close_app, make_app, revoked_key, settings_from
 from toolproof.config import load_toolset
 from toolproof.contract.tools import ToolFailure, ToolResult
 
@@ -47,10 +49,10 @@ class Worker:
         return self.process.pid
 
 
-def _start(log: Path, *args: str) -> Worker:
+def _start(log: Path, *args: str, config: Path = CONFIG) -> Worker:
     handle = log.open("wb")
     process = subprocess.Popen(
-        [*TOOLPROOF, "worker", "--config", str(CONFIG), *args],
+        [*TOOLPROOF, "worker", "--config", str(config), *args],
         stdout=handle,
         stderr=subprocess.STDOUT,
     )
@@ -235,8 +237,9 @@ def test_timeout_names_the_task_and_stops_the_body(
     task_id = failure.detail["task_id"]
     assert (failure.kind, failure.where) == ("timeout", "backend")
     assert failure.message == (
-        f"celery task {task_id} gave no result within 3.0 s; it was revoked and its time "
-        "limit stops the body at 4 s"
+        f"celery task {task_id} gave no result within 3.0 s; it will not run later (it "
+        "expired at that deadline and was revoked), and a body already running is stopped "
+        "by its time limit at 4 s"
     )
     assert 3.0 <= elapsed < 5.0
     pid = int(Path(str(marker) + ".started").read_text(encoding="utf-8"))
@@ -277,3 +280,127 @@ def test_broker_down_is_a_clear_error_within_the_connect_timeout(tmp_path: Path)
     assert "Connection refused" in failure.message
     assert failure.message.endswith("(connect timeout 2.0 s)")
     assert elapsed < 2.0
+
+
+def test_result_backend_down_names_the_result_backend(tmp_path: Path) -> None:
+    require_redis()
+    text = CONFIG.read_text(encoding="utf-8").replace(
+        'broker = "redis://127.0.0.1:6379/15"',
+        'broker = "redis://127.0.0.1:6379/15"\nresult_backend = "redis://:pw@127.0.0.1:1/15"',
+    )
+    config = copy_fixture(tmp_path, text)
+    result, elapsed = call("add_celery", {"a": 1, "b": 2}, config)
+    failure = failure_of(result)
+    assert (failure.kind, failure.where, failure.retryable) == ("unavailable", "backend", True)
+    assert failure.message.startswith(
+        "celery result backend redis://:***@127.0.0.1:1/15 is unreachable: ConnectionError: "
+    )
+    assert "127.0.0.1:6379" not in failure.message and "broker" not in failure.message
+    assert failure.message.endswith("(connect timeout 2.0 s)")
+    assert failure.detail == {
+        "result_backend": "redis://:***@127.0.0.1:1/15",
+        "exception": "ConnectionError",
+    }
+    assert elapsed < 2.0
+
+
+LATE_CONFIG_EXTRA = """
+[tools.fails]
+extensions = [["process"], [{ name = "celery", config = { timeout = 60 } }]]
+"""
+
+
+def _queued_ids(client: redis.Redis, queue: str) -> list[str]:
+    import json
+
+    return [json.loads(raw)["headers"]["id"] for raw in client.lrange(queue, 0, -1)]
+
+
+def test_a_timed_out_call_never_runs_on_a_worker_started_later(tmp_path: Path) -> None:
+    """Issue 12 item 4: a timed-out call does not run on a worker started after the timeout."""
+    require_redis()
+    text = CONFIG.read_text(encoding="utf-8")
+    text = text.replace(
+        '{ name = "celery", config = { timeout = 3 } }',
+        '{ name = "celery", config = { timeout = 1 } }',
+    )
+    text = text.replace('[tools.fails]\nextensions = [["process"]]\n', "") + LATE_CONFIG_EXTRA
+    config = copy_fixture(tmp_path, text)
+    queue = f"late-{os.getpid()}"
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete(queue)
+    marker = tmp_path / "late"
+
+    async def go() -> ToolResult:
+        async with load_toolset(config) as toolset:
+            return await toolset["sleepy_celery"].call(
+                {"seconds": 0, "marker": str(marker), "queue": queue}
+            )
+
+    worker: Worker | None = None
+    try:
+        failure = failure_of(run(go()))
+        assert failure.kind == "timeout"
+        expired_id = failure.detail["task_id"]
+        assert isinstance(expired_id, str)
+        assert _queued_ids(client, queue) == [expired_id]  # no worker took it yet
+        time.sleep(2.0)  # the worker starts well after the timeout
+        worker = _start(tmp_path / "late.log", "--queue", queue, config=config)
+        _wait_ready(worker)
+        app = make_app(settings_from(tomllib.loads(text).get("backends")))
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and app.AsyncResult(expired_id).state == "PENDING":
+                time.sleep(0.05)
+            state = app.AsyncResult(expired_id).state
+        finally:
+            close_app(app)
+        # The late worker received the task and discarded it: it had expired.
+        assert state == "REVOKED", worker.log.read_text("utf-8")
+        assert _queued_ids(client, queue) == []
+        assert not Path(str(marker) + ".started").exists()  # the timed-out body never ran
+    finally:
+        if worker is not None:
+            _stop([worker])
+        client.delete(queue)
+        client.close()
+
+
+def test_a_worker_refuses_a_task_its_caller_marked_as_given_up(tmp_path: Path) -> None:
+    """The revoke mark (set by a caller's timeout or cancel) holds for a later worker."""
+    require_redis()
+    text = CONFIG.read_text(encoding="utf-8")
+    text = text.replace('[tools.fails]\nextensions = [["process"]]\n', "") + LATE_CONFIG_EXTRA
+    config = copy_fixture(tmp_path, text)
+    queue = f"marked-{os.getpid()}"
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete(queue)
+    worker: Worker | None = None
+
+    async def go() -> ToolResult:
+        nonlocal worker
+        async with load_toolset(config) as toolset:
+            call = asyncio.ensure_future(
+                toolset["fails_celery"].call({"reason": "ran", "queue": queue})
+            )
+            deadline = time.monotonic() + 5
+            while not client.llen(queue) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            (task_id,) = _queued_ids(client, queue)
+            client.set(revoked_key(task_id), "1", ex=60)  # what the caller's _revoke writes
+            worker = _start(tmp_path / "marked.log", "--queue", queue, config=config)
+            return await call
+
+    try:
+        failure = failure_of(run(go()))
+    finally:
+        if worker is not None:
+            _stop([worker])
+        client.delete(queue)
+        client.close()
+    task_id = failure.detail["task_id"]
+    assert (failure.kind, failure.where) == ("cancelled", "worker")  # not tool_error: not run
+    assert failure.message == (
+        f"celery task {task_id} was given up by its caller (timeout or cancel) before a "
+        "worker started it; it was not run"
+    )

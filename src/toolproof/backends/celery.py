@@ -47,7 +47,10 @@ __all__ = [
     "ENV_RESULT_BACKEND",
     "TASK_NAME",
     "CelerySettings",
+    "close_app",
+    "close_result_backend",
     "make_app",
+    "revoked_key",
     "settings_from",
 ]
 
@@ -108,6 +111,15 @@ class CelerySettings(BaseModel):
         if broker.startswith(("redis://", "rediss://")):
             return broker
         return DEFAULT_BROKER
+
+
+def revoked_key(task_id: str) -> str:
+    """The result-backend key marking task ``task_id`` as given up by its caller.
+
+    The caller sets it on a timeout or a cancel; every worker, including one started
+    later, checks it before it runs the body.
+    """
+    return f"toolproof-revoked-{task_id}"
 
 
 def settings_from(backends: Mapping[str, Any] | None) -> CelerySettings:
@@ -182,3 +194,23 @@ def make_app(settings: CelerySettings, *, worker: bool = False) -> Celery:
 def describe(url: str) -> str:
     """The URL as it may appear in messages (password hidden)."""
     return _redacted(url)
+
+
+def close_app(app: Celery) -> None:
+    """Close ``app``: its broker connections and its result backend's connections.
+
+    ``Celery.close`` releases the broker pool only; the Redis result backend keeps a
+    connection pool of its own (used for results and revoke marks).
+    """
+    app.close()
+    close_result_backend(app.backend)
+
+
+def close_result_backend(backend: Any) -> None:
+    """Close a Celery result backend's connections: its result subscriber and its pool."""
+    consumer = getattr(backend, "result_consumer", None)
+    if consumer is not None and getattr(consumer, "_pubsub", None) is not None:
+        consumer.stop()
+    pool = getattr(getattr(backend, "client", None), "connection_pool", None)
+    if pool is not None:
+        pool.disconnect()

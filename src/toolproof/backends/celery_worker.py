@@ -16,10 +16,11 @@ import os
 import threading
 from pathlib import Path
 
-from celery import Celery
+from celery import Celery, Task
 
-from toolproof.backends.celery import TASK_NAME, CelerySettings, make_app
+from toolproof.backends.celery import TASK_NAME, CelerySettings, make_app, revoked_key
 from toolproof.backends.worker import WORKER_ENV, Builder, SyncRuntime
+from toolproof.contract.tools import ToolResult
 
 __all__ = ["worker_app"]
 
@@ -54,10 +55,25 @@ def worker_app(config_path: str | Path, settings: CelerySettings, build: Builder
     os.environ[WORKER_ENV] = "1"
     app = make_app(settings, worker=True)
 
-    def run(request: str) -> str:
-        """Answer one relocation request with the canonical JSON of a ToolResult."""
+    def run(task: Task, request: str) -> str:
+        """Answer one relocation request with the canonical JSON of a ToolResult.
+
+        A task its caller gave up on (a revoke mark in the result backend, which a
+        worker started after the revoke still sees) is refused before the body runs.
+        """
+        task_id = task.request.id
+        client = getattr(app.backend, "client", None)
+        if task_id and client is not None and client.exists(revoked_key(task_id)):
+            refused = ToolResult.fail(
+                "cancelled",
+                f"celery task {task_id} was given up by its caller (timeout or cancel) "
+                "before a worker started it; it was not run",
+                where="worker",
+                detail={"task_id": task_id},
+            )
+            return refused.canonical().decode()
         return _runtime(path, build).handle(request).decode()
 
-    app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=False)(run)
+    app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=False)(run)
 
     return app

@@ -225,7 +225,7 @@ def celery_factory(
             backend = client
 
             async def close() -> None:
-                backend.close()
+                await backend.aclose()
 
             ctx.toolset.on_close(close)
 

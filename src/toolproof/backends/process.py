@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from toolproof.backends.containment import Cell
+from toolproof.backends.failures import rule_for
 from toolproof.backends.pipes import (
     WorkerHandle,
     describe_exit,
@@ -353,12 +354,14 @@ class ProcessPool:
             )
         except ProtocolError as exc:
             self._replace(worker)
+            rule = rule_for(exc)
+            assert rule is not None  # the one table maps every engine error
             return ToolResult.fail(
-                "backend",
+                rule.kind,
                 f"worker process {worker.pid} broke the protocol while running tool "
                 f"{variant!r}: {exc.message}; the pool replaced it",
-                where="worker",
-                retryable=True,
+                where=rule.where,
+                retryable=rule.retryable,
                 detail={"pid": worker.pid},
             )
         except BaseException:

@@ -1,0 +1,114 @@
+"""The one table from engine exceptions to normalized failures (pipes, Celery, Redis, kombu).
+
+A backend translates what its engine raises **at the boundary**, through
+:data:`ENGINE_FAILURES` and :func:`rule_for` only, so the same exception means the same
+``kind``/``where``/``retryable`` whichever backend met it. Entries are keyed by the
+exception class's qualified name (``module.QualName``), so this module imports no
+engine (Celery stays optional); :func:`rule_for` walks the exception's MRO and the
+most specific entry wins (the way starlette picks an exception handler). A test
+checks that every exception class the engines define resolves to an entry, as httpx
+checks ``map_httpcore_exceptions``.
+
+The backend still writes the message (it knows the task id and which endpoint, broker
+or result backend, was being talked to); the table decides what the failure *is*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ENGINE_FAILURES", "FailureRule", "qualified_name", "rule_for"]
+
+
+@dataclass(frozen=True)
+class FailureRule:
+    """What an engine exception becomes.
+
+    Attributes:
+        kind: the :class:`~toolproof.contract.tools.ToolFailure` kind.
+        where: the failure's ``where``.
+        retryable: whether the same call may succeed if tried again.
+        meaning: a short phrase for messages (``"unreachable"``, ``"lost"``).
+
+    """
+
+    kind: str
+    where: str
+    retryable: bool
+    meaning: str
+
+
+_UNAVAILABLE = FailureRule("unavailable", "backend", True, "unreachable")
+_ENGINE = FailureRule("backend", "backend", False, "failed")
+_WORKER_ENGINE = FailureRule("backend", "worker", False, "failed on the worker")
+_LOST = FailureRule("worker", "worker", True, "lost")
+_TIME_LIMIT = FailureRule("timeout", "worker", True, "stopped at its time limit")
+_REVOKED = FailureRule("cancelled", "backend", True, "revoked or expired")
+_NO_RESULT = FailureRule("timeout", "backend", True, "gave no result in time")
+
+ENGINE_FAILURES: dict[str, FailureRule] = {
+    # pipes and sockets (the process backend, and every engine's transport)
+    "builtins.BrokenPipeError": FailureRule("worker", "worker", True, "pipe closed"),
+    "builtins.ConnectionError": _UNAVAILABLE,
+    "builtins.TimeoutError": _UNAVAILABLE,
+    "builtins.OSError": FailureRule("backend", "backend", True, "I/O failed"),
+    "toolproof.backends.protocol.ProtocolError": FailureRule(
+        "backend", "worker", True, "broke the relocation protocol"
+    ),
+    # Celery and its process pool (billiard)
+    "billiard.exceptions.WorkerLostError": _LOST,
+    "billiard.exceptions.Terminated": _LOST,
+    "billiard.exceptions.TimeLimitExceeded": _TIME_LIMIT,
+    "billiard.exceptions.SoftTimeLimitExceeded": _TIME_LIMIT,
+    "billiard.exceptions.RestartFreqExceeded": _WORKER_ENGINE,
+    "billiard.exceptions.CoroStop": _WORKER_ENGINE,
+    "celery.exceptions.TaskRevokedError": _REVOKED,
+    "celery.exceptions.TimeoutError": _NO_RESULT,
+    "celery.exceptions.BackendError": _UNAVAILABLE,
+    "celery.exceptions.WorkerShutdown": _LOST,
+    "celery.exceptions.WorkerTerminate": _LOST,
+    "celery.exceptions.CeleryError": _WORKER_ENGINE,
+    "celery.exceptions.TaskPredicate": _WORKER_ENGINE,
+    "celery.exceptions.CeleryWarning": _ENGINE,
+    "celery.exceptions.CeleryCommandException": _ENGINE,
+    "celery.exceptions.CDeprecationWarning": _ENGINE,
+    "celery.exceptions.CPendingDeprecationWarning": _ENGINE,
+    # kombu and py-amqp (the broker transports)
+    "kombu.exceptions.OperationalError": _UNAVAILABLE,
+    "kombu.exceptions.KombuError": _ENGINE,
+    "kombu.exceptions.HttpError": _UNAVAILABLE,
+    "amqp.exceptions.ConnectionError": _UNAVAILABLE,
+    "amqp.exceptions.MessageNacked": _UNAVAILABLE,
+    "amqp.exceptions.AMQPError": _ENGINE,
+    "amqp.exceptions.AMQPDeprecationWarning": _ENGINE,
+    # Redis (broker and result backend)
+    "redis.exceptions.ConnectionError": _UNAVAILABLE,
+    "redis.exceptions.TimeoutError": _UNAVAILABLE,
+    "redis.exceptions.BusyLoadingError": _UNAVAILABLE,
+    "redis.exceptions.MasterDownError": _UNAVAILABLE,
+    "redis.exceptions.TryAgainError": _UNAVAILABLE,
+    "redis.exceptions.ClusterDownError": _UNAVAILABLE,
+    "redis.exceptions.RedisError": _ENGINE,
+    "redis.exceptions.RedisClusterException": _ENGINE,
+    "redis.exceptions.ChildDeadlockedError": _ENGINE,
+    "redis.exceptions.IncorrectPolicyType": _ENGINE,
+}
+"""Engine exception (``module.QualName``) -> :class:`FailureRule`; the most specific wins."""
+
+
+def qualified_name(cls: type[BaseException]) -> str:
+    """``module.QualName`` of an exception class (the key of :data:`ENGINE_FAILURES`)."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def rule_for(error: BaseException) -> FailureRule | None:
+    """The rule of the most specific class in ``error``'s MRO that has one, else ``None``.
+
+    ``None`` means the exception is no engine failure (a programming error), which
+    the backend lets propagate.
+    """
+    for cls in type(error).__mro__:
+        rule = ENGINE_FAILURES.get(qualified_name(cls))
+        if rule is not None:
+            return rule
+    return None
