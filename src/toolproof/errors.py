@@ -12,9 +12,11 @@ Hierarchy (split by fault)::
         │   ├── ConfigError             toolproof.toml (file, key, rule)
         │   ├── ToolBindError           a tool that cannot be bound (tool, field, rule)
         │   ├── ExtensionError          an extension that cannot be registered or applied
-        │   └── ToolNameError           a bad or duplicate tool name
+        │   ├── ToolNameError           a bad or duplicate tool name
+        │   └── RefError                a $ref that cannot be resolved when its step runs
         ├── ToolCallError               ToolResult.unwrap() on a failure (carries it)
         ├── BackendError                a relocation engine failed (worker, broker)
+        │   └── ProtocolError           a message that breaks the relocation protocol
         ├── RecordingError              a run or session cannot be written (full disk)
         ├── VerificationError           a run directory failed verification (exit 2)
         └── ReplayRefused               frozen replay refused (exit 2)
@@ -32,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 __all__ = [
     "FOREIGN_CODE_ERRORS",
     "BackendError",
@@ -41,7 +45,9 @@ __all__ = [
     "ExtensionError",
     "IdentityMismatchError",
     "InputError",
+    "ProtocolError",
     "RecordingError",
+    "RefError",
     "ReplayRefused",
     "ToolBindError",
     "ToolCallError",
@@ -49,10 +55,12 @@ __all__ = [
     "ToolproofError",
     "ToolsetSealedError",
     "UsageError",
+    "ValidationProblem",
     "VerificationError",
     "error_mapping",
     "foreign_failure",
     "mapping_for",
+    "validation_problem",
 ]
 
 
@@ -188,6 +196,10 @@ class ToolNameError(InputError):
         super().__init__(f"tool name {tool!r}: {rule}", tool=tool, rule=rule)
 
 
+class RefError(InputError):
+    """A reference cannot be resolved when its step runs (the message says which and why)."""
+
+
 class ToolCallError(ToolproofError):
     """Raised by ``ToolResult.unwrap()`` when the call failed.
 
@@ -202,6 +214,18 @@ class ToolCallError(ToolproofError):
 
 class BackendError(ToolproofError):
     """An execution backend (worker pool, broker) failed outside the tool body."""
+
+
+class ProtocolError(BackendError):
+    """A message that does not follow the relocation protocol.
+
+    Attributes:
+        rule: the rule the message broke.
+
+    """
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(f"relocation protocol: {rule}", rule=rule)
 
 
 class RecordingError(ToolproofError):
@@ -222,30 +246,54 @@ class ReplayRefused(ToolproofError):
 
 @dataclass(frozen=True)
 class ErrorMapping:
-    """How one error is reported by each adapter.
+    """How one error class is reported by each adapter.
 
     Attributes:
+        code: the stable error code of the class (``config``, ``replay-refused``): the
+            ``error`` of an HTTP problem and the ``data.error`` of an MCP error.
         exit_code: CLI exit code (0 ok, 1 usage/input error, 2 verification/replay).
         http_status: HTTP status code for the HTTP API.
         mcp_code: JSON-RPC error code for MCP (-32602 invalid params, -32603 internal).
 
     """
 
+    code: str
     exit_code: int
     http_status: int
     mcp_code: int
 
 
-_MAPPING: tuple[tuple[type[BaseException], ErrorMapping], ...] = (
-    (VerificationError, ErrorMapping(2, 409, -32603)),
-    (ReplayRefused, ErrorMapping(2, 409, -32603)),
-    (InputError, ErrorMapping(1, 422, -32602)),
-    (ToolCallError, ErrorMapping(1, 502, -32603)),
-    (BackendError, ErrorMapping(1, 503, -32603)),
-    (RecordingError, ErrorMapping(1, 507, -32603)),
-    (ToolproofError, ErrorMapping(1, 500, -32603)),
-    (UsageError, ErrorMapping(1, 500, -32603)),
-)
+_INPUT = (1, 422, -32602)
+_INTERNAL = (1, 500, -32603)
+_REFUSED = (2, 409, -32603)
+
+ERROR_TABLE: dict[type[BaseException], ErrorMapping] = {
+    cls: ErrorMapping(code, *outcome)
+    for cls, code, outcome in (
+        (UsageError, "usage", _INTERNAL),
+        (ToolsetSealedError, "toolset-sealed", _INTERNAL),
+        (ToolproofError, "toolproof", _INTERNAL),
+        (InputError, "input", _INPUT),
+        (CanonicalizationError, "canonicalization", _INPUT),
+        (IdentityMismatchError, "identity-mismatch", _INPUT),
+        (ConfigError, "config", _INPUT),
+        (ToolBindError, "tool-bind", _INPUT),
+        (ExtensionError, "extension", _INPUT),
+        (ToolNameError, "tool-name", _INPUT),
+        (RefError, "ref", _INPUT),
+        (ToolCallError, "tool-call", (1, 502, -32603)),
+        (BackendError, "backend", (1, 503, -32603)),
+        (ProtocolError, "protocol", (1, 503, -32603)),
+        (RecordingError, "recording", (1, 507, -32603)),
+        (VerificationError, "verification", _REFUSED),
+        (ReplayRefused, "replay-refused", _REFUSED),
+    )
+}
+"""Every error class of the hierarchy and how it is reported: the one table CLI, HTTP and
+MCP read (a test checks every class is in it and the codes are unique)."""
+
+UNKNOWN_ERROR = ErrorMapping("internal", *_INTERNAL)
+"""The mapping of an exception that is not a toolproof error."""
 
 
 def error_mapping(error: BaseException) -> ErrorMapping:
@@ -255,7 +303,7 @@ def error_mapping(error: BaseException) -> ErrorMapping:
         error: any exception; the most specific class in the table wins.
 
     Returns:
-        The :class:`ErrorMapping`; unknown exceptions map to exit 1, HTTP 500, -32603.
+        The :class:`ErrorMapping` of the error's class (see :func:`mapping_for`).
 
     """
     return mapping_for(type(error))
@@ -268,15 +316,16 @@ def mapping_for(cls: type[BaseException]) -> ErrorMapping:
         cls: an exception class.
 
     Returns:
-        The mapping of the first class of ``cls.__mro__`` in the table (the most specific
-        wins, as in starlette's exception handlers); exit 1, HTTP 500, -32603 otherwise.
+        The mapping of the first class of ``cls.__mro__`` in :data:`ERROR_TABLE` (the most
+        specific wins, as in starlette's exception handlers); :data:`UNKNOWN_ERROR`
+        (exit 1, HTTP 500, -32603) for any other exception.
 
     """
-    table = dict(_MAPPING)
     for base in cls.__mro__:
-        if base in table:
-            return table[base]
-    return ErrorMapping(1, 500, -32603)
+        mapping = ERROR_TABLE.get(base)
+        if mapping is not None:
+            return mapping
+    return UNKNOWN_ERROR
 
 
 FOREIGN_CODE_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
@@ -300,3 +349,51 @@ def foreign_failure(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return "KeyboardInterrupt: the import was interrupted (SIGINT or a raise)"
     return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class ValidationProblem:
+    """The first problem of a pydantic ``ValidationError``, in the pieces messages use.
+
+    Attributes:
+        loc: the location as pydantic gives it (``("python", 0, "module")``).
+        where: ``loc`` dotted (``python.0.module``), or the fallback when it is empty.
+        message: pydantic's message as is (``Field required``).
+        rule: the message without pydantic's ``Value error, `` prefix.
+        kind: pydantic's error type (``missing``, ``extra_forbidden``...).
+
+    """
+
+    loc: tuple[str | int, ...]
+    where: str
+    message: str
+    rule: str
+    kind: str
+
+
+def validation_problem(
+    exc: ValidationError, *, empty: str = "", prefer: str | None = None
+) -> ValidationProblem:
+    """The first problem of ``exc`` (the one formatter every error message uses).
+
+    Args:
+        exc: the pydantic validation error.
+        empty: ``where`` when the location is empty (the document itself).
+        prefer: an error type to report first when present (``extra_forbidden``: an
+            unknown key explains a "missing" one next to it, a typo).
+
+    Returns:
+        The :class:`ValidationProblem`.
+
+    """
+    errors = exc.errors(include_url=False)
+    first = next((e for e in errors if e["type"] == prefer), errors[0]) if prefer else errors[0]
+    loc = tuple(first["loc"])
+    message = str(first["msg"])
+    return ValidationProblem(
+        loc=loc,
+        where=".".join(str(part) for part in loc) or empty,
+        message=message,
+        rule=message.removeprefix("Value error, "),
+        kind=str(first["type"]),
+    )

@@ -44,7 +44,7 @@ from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
-from toolproof.errors import ToolCallError, ToolNameError, error_mapping
+from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.runs.session import Admission, LiveSession
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
@@ -59,6 +59,7 @@ __all__ = [
     "SessionObserver",
     "StdioWire",
     "build_server",
+    "mcp_error",
     "mcp_output_schema",
     "mcp_result",
     "mcp_tool",
@@ -137,11 +138,24 @@ def _failed(failure: ToolFailure) -> ToolResult:
     )
 
 
+def mcp_error(error: ToolproofError) -> MCPError:
+    """The JSON-RPC error of a toolproof error: its table's code, message and fields.
+
+    Returns:
+        ``MCPError(code, message, data={"error": <stable code>, "fields": {...}})``, the
+        numbers and code from :func:`toolproof.errors.error_mapping`.
+    """
+    mapping = error_mapping(error)
+    fields = {key: str(value) for key, value in error.fields.items()}
+    return MCPError(mapping.mcp_code, error.message, {"error": mapping.code, "fields": fields})
+
+
 def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
     known = toolset.names()
     shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
-    error = ToolNameError(name, f"no such tool in this toolset (known: {shown or 'none'})")
-    return MCPError(error_mapping(error).mcp_code, error.message)
+    return mcp_error(
+        ToolNameError(name, f"no such tool in this toolset (known: {shown or 'none'})")
+    )
 
 
 def build_server(

@@ -23,7 +23,7 @@ from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME, descriptor_digest
 from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
-from toolproof.errors import ExtensionError
+from toolproof.errors import ExtensionError, validation_problem
 from toolproof.extensions.apply import ApplyContext
 from toolproof.tools.tool import Tool
 
@@ -206,9 +206,9 @@ def celery_factory(
     try:
         settings = settings_from(ctx.backends)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
-        rule = f"[backends.celery] {where}: {first['msg']}"
+        first = validation_problem(exc)
+        where = first.where
+        rule = f"[backends.celery] {where}: {first.message}"
         raise ExtensionError(rule, rule=rule) from None
     if config.queue is not None:
         settings = settings.model_copy(update={"queue": config.queue})

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolResult
-from toolproof.errors import BackendError
+from toolproof.errors import ProtocolError, validation_problem
 from toolproof.identity import canonical_json, digest_json
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -56,18 +56,6 @@ MAX_FRAME = 256 * 1024 * 1024
 """The largest message (bytes) a pipe frame may carry: 256 MiB."""
 
 _HEADER = struct.Struct(">I")
-
-
-class ProtocolError(BackendError):
-    """A message that does not follow the relocation protocol.
-
-    Attributes:
-        rule: the rule the message broke.
-
-    """
-
-    def __init__(self, rule: str) -> None:
-        super().__init__(f"relocation protocol: {rule}", rule=rule)
 
 
 @dataclass(frozen=True)
@@ -155,8 +143,8 @@ def decode_result(data: bytes | str) -> ToolResult:
     try:
         return ToolResult.model_validate_json(data)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise ProtocolError(f"answer is not a ToolResult: {first['msg']}") from None
+        first = validation_problem(exc)
+        raise ProtocolError(f"answer is not a ToolResult: {first.message}") from None
 
 
 async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:

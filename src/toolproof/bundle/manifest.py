@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from toolproof.bundle.paths import path_problem
 from toolproof.contract.runs import Finding, Manifest, ManifestEntry, Severity, run_id_for
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json
 
 __all__ = [
@@ -154,9 +154,11 @@ def _read_manifest(directory: Path) -> tuple[Manifest | None, list[Finding]]:
     try:
         manifest = Manifest.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(document)"
-        return None, [_finding(MANIFEST_FILE, f"manifest.json is invalid: {where}: {first['msg']}")]
+        first = validation_problem(exc, empty="(document)")
+        where = first.where
+        return None, [
+            _finding(MANIFEST_FILE, f"manifest.json is invalid: {where}: {first.message}")
+        ]
     if canonical_json(manifest.to_json()) != raw:
         return None, [_finding(MANIFEST_FILE, "manifest.json is not canonical JSON (RFC 8785)")]
     return manifest, []

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json
 
 __all__ = ["TraceLine", "TraceWriter", "read_trace"]
@@ -196,9 +196,9 @@ def _parse(raw: bytes) -> tuple[TraceEvent | None, str | None]:
     try:
         event = TRACE_EVENT_ADAPTER.validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(event)"
-        return None, f"not a valid trace event: {where}: {first['msg']}"
+        first = validation_problem(exc, empty="(event)")
+        where = first.where
+        return None, f"not a valid trace event: {where}: {first.message}"
     except InputError as exc:
         return None, f"not a valid trace event: {exc.message}"
     if canonical_json(event.to_json()) != raw:

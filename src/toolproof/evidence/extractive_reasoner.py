@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import Citation, Claim
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.extractive import EvidenceText, answer_question
 from toolproof.evidence.reasoners import (
     ReasonerBackend,
@@ -67,10 +67,10 @@ class ExtractiveReasoner(ReasonerBackend):
         try:
             self.params = _Params.model_validate(params)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
+            first = validation_problem(exc)
+            where = first.where
             raise InputError(
-                f"reasoner 'extractive' params: {where}: {first['msg']}", reasoner=self.name
+                f"reasoner 'extractive' params: {where}: {first.message}", reasoner=self.name
             ) from None
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:

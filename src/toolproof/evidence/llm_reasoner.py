@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import Citation, Claim, EvidenceRecord, SupportRef
 from toolproof.contract.trace import ToolCalled, TraceEvent
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.llm_answers import (
     DEFAULT_SYSTEM_PROMPT,
     ParsedAnswer,
@@ -154,10 +154,9 @@ class LLMReasoner(ReasonerBackend):
         try:
             self.params = _Params.model_validate(params)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
+            first = validation_problem(exc)
             raise InputError(
-                f"reasoner 'llm' params: {where}: {first['msg']}", reasoner=self.name
+                f"reasoner 'llm' params: {first.where}: {first.message}", reasoner=self.name
             ) from None
         self.system_prompt = DEFAULT_SYSTEM_PROMPT
         if self.params.system_prompt_file is not None:

@@ -21,7 +21,7 @@ import regex
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import Citation, Claim, SupportRef
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.reasoners import (
     PLACEHOLDER,
     ReasonerBackend,
@@ -82,10 +82,10 @@ class PatternsReasoner(ReasonerBackend):
         try:
             parsed = _Params.model_validate(params)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
+            first = validation_problem(exc)
+            where = first.where
             raise InputError(
-                f"reasoner 'patterns' params: {where}: {first['msg']}", reasoner=self.name
+                f"reasoner 'patterns' params: {where}: {first.message}", reasoner=self.name
             ) from None
         self.compiled: list[tuple[_Template, dict[str, Any]]] = []
         for index, template in enumerate(parsed.claims):

@@ -39,7 +39,7 @@ from toolproof.contract.evidence import (
 from toolproof.contract.runs import ReasonerDescriptor, ReasonerSpec
 from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import TraceEvent
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import locate, parse_ref
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest_json
@@ -393,10 +393,10 @@ class ToolResultReasoner(ReasonerBackend):
         try:
             parsed = _ToolResultParams.model_validate(params)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
+            first = validation_problem(exc)
+            where = first.where
             raise InputError(
-                f"reasoner 'tool-results' params: {where}: {first['msg']}", reasoner=self.name
+                f"reasoner 'tool-results' params: {where}: {first.message}", reasoner=self.name
             ) from None
         for index, template in enumerate(parsed.claims):
             for ref in template.cite.values():

@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
-from toolproof.errors import ExtensionError
+from toolproof.errors import ExtensionError, validation_problem
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.identity import digest_json
 from toolproof.tools.tool import Tool
@@ -116,10 +116,8 @@ class Extension:
         try:
             model = self.config.model_validate(dict(raw or {}))
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(config)"
-            message = str(first["msg"]).removeprefix("Value error, ")
-            rule = f"invalid config for extension {self.name!r}: {where}: {message}"
+            first = validation_problem(exc, empty="(config)")
+            rule = f"invalid config for extension {self.name!r}: {first.where}: {first.rule}"
             raise ExtensionError(rule, extension=self.name, rule=rule) from None
         return model, digest_json(model.model_dump(mode="json"))
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import PlanNode
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import TEXT_MEDIA_TYPE
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.runs.executor import StepContext, StepHandler
@@ -66,9 +66,9 @@ class RetrieveStep:
         try:
             params = RetrieveParams.model_validate(node.params)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InputError(f"retrieve step params: {where}: {first['msg']}") from None
+            first = validation_problem(exc)
+            where = first.where
+            raise InputError(f"retrieve step params: {where}: {first.message}") from None
         arguments = {"query": params.query, "top_k": params.top_k}
         result, record = await context.call_tool(params.tool, arguments)
         if result.failure is not None or record is None:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from toolproof.bundle.paths import path_problem
 from toolproof.contract.runs import RunSpec
-from toolproof.errors import ConfigError, InputError
+from toolproof.errors import ConfigError, InputError, RefError, validation_problem
 from toolproof.evidence.encoding import parse_ref
 
 __all__ = ["LoadedSpec", "RefError", "iter_refs", "load_spec", "parse_spec", "resolve_refs"]
@@ -63,16 +63,15 @@ def parse_spec(raw: Any, file: str = "<spec>") -> RunSpec:
     try:
         spec = RunSpec.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        kind = first["type"]
+        first = validation_problem(exc)
         rule = (
             "unknown key (not part of the run spec format)"
-            if kind == "extra_forbidden"
+            if first.kind == "extra_forbidden"
             else "required key is missing"
-            if kind == "missing"
-            else str(first["msg"]).removeprefix("Value error, ")
+            if first.kind == "missing"
+            else first.rule
         )
-        raise ConfigError(file, _key(tuple(first["loc"])), rule) from None
+        raise ConfigError(file, _key(first.loc), rule) from None
     problem = path_problem(spec.toolset)
     if problem is not None:
         raise ConfigError(file, "toolset", f"path {spec.toolset!r} {problem}")
@@ -110,10 +109,6 @@ def load_spec(path: str | Path) -> LoadedSpec:
         ) from None
     spec = parse_spec(raw, str(file))
     return LoadedSpec(spec, file, file.parent / spec.toolset)
-
-
-class RefError(InputError):
-    """A reference cannot be resolved when its step runs (the message says which and why)."""
 
 
 def iter_refs(value: Any) -> Iterator[str]:

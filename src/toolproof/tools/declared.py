@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolSpec
-from toolproof.errors import ToolBindError, ToolNameError
+from toolproof.errors import ToolBindError, ToolNameError, validation_problem
 from toolproof.tools.fields import declarable_field
 from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
 from toolproof.tools.refs import field_path
@@ -145,9 +145,8 @@ def bind_contribution(
             annotations=contribution.annotations or ToolAnnotations(),
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "declaration"
-        raise ToolBindError(str(name), where, first["msg"]) from exc
+        first = validation_problem(exc, empty="declaration")
+        raise ToolBindError(str(name), first.where, first.message) from exc
     return Tool(
         spec,
         body,

@@ -28,7 +28,7 @@ from pydantic import Field, JsonValue, ValidationError
 
 from toolproof.contract.base import CanonicalModel
 from toolproof.contract.tools import ToolSpec
-from toolproof.errors import ConfigError
+from toolproof.errors import ConfigError, validation_problem
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -183,9 +183,10 @@ def read_lock(path: Path) -> Lockfile:
     try:
         lock = Lockfile.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(document)"
-        raise ConfigError(str(path), where, f"not a toolproof.lock: {first['msg']}") from None
+        first = validation_problem(exc, empty="(document)")
+        raise ConfigError(
+            str(path), first.where, f"not a toolproof.lock: {first.message}"
+        ) from None
     if lock.canonical_bytes() != raw:
         raise ConfigError(str(path), "(file)", "the lock is not canonical JSON (RFC 8785)")
     names = [entry.name for entry in lock.tools]

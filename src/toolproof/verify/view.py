@@ -12,7 +12,7 @@ from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.evidence import Claim
 from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
 from toolproof.contract.trace import TraceEvent
-from toolproof.errors import InputError
+from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json
 
 __all__ = ["RUN_FILES", "RunView"]
@@ -24,9 +24,9 @@ _CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
 
 
 def _problem_of(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(document)"
-    return f"{where}: {first['msg']}"
+    first = validation_problem(exc, empty="(document)")
+    where = first.where
+    return f"{where}: {first.message}"
 
 
 class RunView:

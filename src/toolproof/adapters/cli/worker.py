@@ -16,7 +16,7 @@ import typer
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.config import build_toolset, load_config
-from toolproof.errors import ConfigError, InputError
+from toolproof.errors import ConfigError, InputError, validation_problem
 
 __all__ = ["register", "worker"]
 
@@ -43,10 +43,10 @@ def _settings(config: Path) -> Any:
     try:
         return settings_from(parsed.backends)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        key = ".".join(["backends", "celery", *(str(part) for part in first["loc"])])
-        rule = str(first["msg"]).removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
+        first = validation_problem(exc)
+        key = ".".join(["backends", "celery", *(str(part) for part in first.loc)])
+        rule = first.rule
+        if first.kind == "extra_forbidden":
             rule = "unknown key (not part of the [backends.celery] table)"
         raise ConfigError(str(config), key, rule) from None
 

@@ -1,4 +1,4 @@
-"""Error answers of the runs HTTP API: one JSON shape, statuses from ``error_mapping``."""
+"""Error answers of the runs HTTP API: one JSON shape; status and code from ``error_mapping``."""
 
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ class Problem(BaseModel):
 
     Attributes:
         status: the HTTP status, repeated.
-        error: a stable error code (``unauthorized``, ``run-not-found``, ``invalid-request``,
-            ``body-too-large``, ``verification-failed``, ``replay-refused``...).
+        error: a stable error code: a toolproof error's
+            :attr:`toolproof.errors.ErrorMapping.code` (``config``, ``verification``,
+            ``replay-refused``...), or the API's own (``unauthorized``, ``invalid-request``,
+            ``body-too-large``...).
         message: what went wrong, naming the thing and the rule.
         fields: structured detail (``path``, ``rule``, validation ``errors``...).
 
@@ -49,11 +51,6 @@ def problem_response(problem: ApiProblem) -> JSONResponse:
     )
 
 
-def _code(error: ToolproofError) -> str:
-    name = type(error).__name__.removesuffix("Error")
-    return "".join(f"-{c.lower()}" if c.isupper() else c for c in name).lstrip("-")
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
@@ -73,9 +70,9 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def toolproof_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ToolproofError)
-        status = error_mapping(exc).http_status
+        mapping = error_mapping(exc)
         return problem_response(
-            ApiProblem(status, _code(exc), exc.message, **_jsonable(exc.fields))
+            ApiProblem(mapping.http_status, mapping.code, exc.message, **_jsonable(exc.fields))
         )
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
