@@ -7,6 +7,7 @@ and relative paths are relative to the file::
     module = "mypkg.tools"
     functions = ["add"]         # optional: only these (marked or not)
     path = "."                  # optional: directory put on sys.path (default: the file's)
+    import_timeout = 60         # optional: seconds the import may take
 
     [[mcp]]                     # tools from an MCP server (stdio or streamable HTTP)
     name = "git"
@@ -32,9 +33,12 @@ the rule.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import difflib
 import importlib
 import sys
+import threading
 import tomllib
 import typing
 from collections.abc import Generator
@@ -88,6 +92,10 @@ class PythonSource(_Closed):
 
     ``include``/``exclude`` are globs over the tool names (see
     :mod:`toolproof.tools.filters`).
+
+    ``import_timeout`` (seconds) bounds the module's import: it runs in a thread of its
+    own, so a module that blocks at import never freezes the caller's event loop, and
+    one still importing after that long is a :class:`ConfigError`.
     """
 
     module: str = Field(min_length=1)
@@ -95,6 +103,7 @@ class PythonSource(_Closed):
     path: str | None = None
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
+    import_timeout: Seconds = 60.0
 
 
 class McpSource(_Closed):
@@ -298,6 +307,55 @@ def _import(module: str, file: Path, key: str, search_path: Path) -> ModuleType:
         ) from exc
 
 
+async def import_python_source(source: PythonSource, file: Path, index: int) -> ModuleType:
+    """Import the module of one ``[[python]]`` entry off the event loop, within its timeout.
+
+    The import runs in a daemon thread: a module that blocks at import (a sleep, a
+    socket) leaves the caller's event loop free (a server keeps answering) and, past
+    ``import_timeout`` seconds, is reported; its thread is abandoned (it cannot be
+    stopped) and ends with the process.
+
+    Raises:
+        ConfigError: the import failed (naming the module and the exception) or did not
+            finish within ``import_timeout`` seconds.
+
+    """
+    base = file.parent
+    search = (base / source.path).resolve() if source.path is not None else base.resolve()
+    key = f"python[{index}].module"
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[ModuleType] = loop.create_future()
+
+    def settle(module: ModuleType | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(typing.cast(ModuleType, module))
+
+    def work() -> None:
+        module: ModuleType | None = None
+        error: BaseException | None = None
+        try:
+            module = _import(source.module, file, key, search)
+        except BaseException as exc:  # handed to the loop; the thread ends here
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+            loop.call_soon_threadsafe(settle, module, error)
+
+    threading.Thread(target=work, name=f"toolproof-import-{source.module}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(done), source.import_timeout)
+    except TimeoutError:
+        raise ConfigError(
+            str(file),
+            key,
+            f"importing module {source.module!r} did not finish within "
+            f"{source.import_timeout:g} s (import_timeout); it blocks at import",
+        ) from None
+
+
 def _marked_functions(module: ModuleType) -> Generator[tuple[str, Any], None, None]:
     for attr, value in vars(module).items():
         if (
@@ -444,6 +502,7 @@ async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolse
     toolset.metadata["raw_config"] = raw
     try:
         for index, source in enumerate(config.python):
+            await import_python_source(source, file, index)
             bind_python_source(toolset, source, file, index)
         for index, retrieval in enumerate(config.retrieval):
             bind_retrieval_source(toolset, retrieval, file, index)

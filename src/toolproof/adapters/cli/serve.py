@@ -239,9 +239,15 @@ def register(app: typer.Typer) -> None:
         max_body: int = typer.Option(
             1024 * 1024, "--max-body-bytes", min=1, help="The largest request body, in bytes."
         ),
+        max_response: int = typer.Option(
+            16 * 1024 * 1024,
+            "--max-response-bytes",
+            min=1024,
+            help="The largest document or trace page answered, in bytes.",
+        ),
     ) -> None:
         """Serve the runs HTTP API (create, list, show, verify, replay) over one artifact root."""
-        run_async(_serve_api(root, host, port, token, token_file, no_auth, max_body))
+        run_async(_serve_api(root, host, port, token, token_file, no_auth, max_body, max_response))
 
 
 async def _serve_api(
@@ -252,6 +258,7 @@ async def _serve_api(
     token_file: Path | None,
     no_auth: bool,
     max_body: int,
+    max_response: int = 16 * 1024 * 1024,
 ) -> None:
     try:
         from toolproof.adapters.http import ApiSettings, create_app
@@ -271,6 +278,7 @@ async def _serve_api(
         host=host,
         port=port,
         max_body_bytes=max_body,
+        max_response_bytes=max_response,
     )
     stop = asyncio.Event()
     _stop_on_signals(stop)

@@ -32,10 +32,12 @@ async def create_run(settings: ApiSettings, spec_json: dict[str, Any]) -> RunOut
 
     Raises:
         ConfigError: the spec or its composition root is invalid (HTTP 422).
-        InputError: the toolset path leaves the root, or the spec cannot be planned (422).
+        InputError: the toolset path or the ``runs`` folder leaves the root, or the spec
+            cannot be planned (422).
 
     """
     spec = parse_spec(spec_json, "<request body>")
+    confine(settings.root, "runs", what="runs folder")  # never write through a symlink out
     toolset_path = confine(settings.root, spec.toolset, what="spec.toolset")
     async with load_toolset(toolset_path) as toolset:
         return await execute_run(spec, root=settings.root, toolset=toolset)

@@ -107,8 +107,14 @@ def list_runs(
         Query(pattern=r"^run_[0-9a-f]{64}$", description="`next_cursor` of the previous page."),
     ] = None,
 ) -> RunPage:
-    """List the runs under the artifact root, sorted by run id, a page at a time."""
-    runs_dir = settings.root / "runs"
+    """List the runs under the artifact root, sorted by run id, a page at a time.
+
+    A ``runs`` folder that resolves outside the root (a symlink) lists nothing.
+    """
+    try:
+        runs_dir = confine(settings.root, "runs", what="runs folder")
+    except InputError:
+        return RunPage(runs=[], next_cursor=None)
     names = sorted(
         entry.name
         for entry in (runs_dir.iterdir() if runs_dir.is_dir() else ())
@@ -178,17 +184,34 @@ def get_trace(
     start: Annotated[int, Query(ge=0, le=2**31, description="First event index.")] = 0,
     limit: Annotated[int, Query(ge=1, le=100_000, description="Events per page.")] = 1000,
 ) -> Response:
-    """A page of the run's trace (``trace.jsonl``) from event ``start``, as NDJSON."""
+    """A page of the run's trace (``trace.jsonl``) from event ``start``, as NDJSON.
+
+    A page holds at most ``limit`` events and the API's response limit in bytes; an
+    event larger than that limit by itself is a 422 ``response-too-large`` naming the
+    event, its size and the limit (a page never comes back empty with more to come).
+    """
     path = run_directory(settings, run_id) / "trace.jsonl"
     lines: list[bytes] = []
     size = 0
     more = False
+    budget = settings.max_response_bytes
     if path.is_file() and not path.is_symlink():
         with path.open("rb") as file:
             for index, line in enumerate(file):
                 if index < start:
                     continue
-                if len(lines) >= limit or size + len(line) > settings.max_response_bytes:
+                if not lines and len(line) > budget:
+                    # a page must move on: an event that can never fit is refused, naming it
+                    raise ApiProblem(
+                        422,
+                        "response-too-large",
+                        f"trace event {index} is {len(line)} bytes, over the API's response "
+                        f"limit of {budget} bytes; read trace.jsonl from the run directory",
+                        event=index,
+                        size=len(line),
+                        limit=budget,
+                    )
+                if len(lines) >= limit or size + len(line) > budget:
                     more = True
                     break
                 lines.append(line)
