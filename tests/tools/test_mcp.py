@@ -190,7 +190,8 @@ def test_servers_that_fail_to_start_are_quarantined_and_the_others_bind(tmp_path
             assert (exits.field, exits.owner) == ("mcp[1]", "mcp:exits")
             assert re.fullmatch(
                 r"MCP server 'exits': the server closed the connection before answering "
-                r"initialize and tools/list; stderr tail: fixture: started pid \d+\n"
+                r"initialize and tools/list \(the server process exited with status 3\); "
+                r"stderr tail: fixture: started pid \d+\n"
                 r"fixture: refusing to start \(exit 3\)",
                 exits.rule,
             ), exits.rule
@@ -223,7 +224,8 @@ def test_a_server_dying_mid_call_gives_a_transport_failure(tmp_path: Path) -> No
             assert failure is not None
             assert (failure.kind, failure.where) == ("transport", "transport")
             assert (
-                failure.message == "MCP server 'fixture' closed the connection: Connection closed"
+                failure.message == "MCP server 'fixture' closed the connection: Connection closed; "
+                "the server process exited with status 7"
             )
             assert "fixture: dying mid-call" in str(failure.detail["stderr"])
             again = (await toolset["fixture_echo"].call({})).failure

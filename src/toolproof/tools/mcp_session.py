@@ -15,10 +15,13 @@ same for the ``mcp`` 1.x and 2.x clients.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 import os
+import signal
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import IO, Any
@@ -42,9 +45,91 @@ from toolproof.tools.mcp_common import (
     wire,
 )
 
-__all__ = ["McpConnection"]
+__all__ = ["JUNK_REPORT_SECONDS", "McpConnection", "exit_description"]
 
 logger = logging.getLogger("toolproof.mcp")
+
+JUNK_REPORT_SECONDS = 5.0
+"""At most one log line per server per this many seconds about stdout lines that are not
+JSON-RPC (the first such line is reported at once, the rest counted and summarised)."""
+_JUNK_SHOWN_CHARS = 200
+"""How much of a junk line a report quotes."""
+_EXIT_WAIT_SECONDS = 1.0
+"""How long a failure report waits for a dead server's exit status to be collected."""
+
+_SDK_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+
+
+class _NoParseTracebacks(logging.Filter):
+    """Drop the SDK's traceback per unparsable stdout line; :class:`McpConnection` summarises.
+
+    A server printing junk made the SDK log one traceback per line (33.6 MB of stderr
+    in 5 s); the connection reports those lines itself, bounded and rate-limited.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != _SDK_PARSE_FAILURE
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoParseTracebacks())
+
+_SPAWNED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "toolproof_mcp_spawned", default=None
+)
+"""Where the SDK's stdio spawn hands the server process of the connection starting it."""
+
+
+def _hook_sdk_spawn() -> None:
+    """Let a connection see the process the SDK's ``stdio_client`` spawns (for its exit status).
+
+    The SDK keeps the process to itself; its spawn function is wrapped once so the
+    connection whose task spawned it (a context variable set in that task) gets it.
+    Without that function (another SDK version) exit statuses are simply not reported.
+    """
+    module: Any = importlib.import_module("mcp.client.stdio")
+    original = getattr(module, "_create_platform_compatible_process", None)
+    if original is None or getattr(original, "toolproof_hook", False):
+        return
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        sink = _SPAWNED.get()
+        if sink is not None:
+            sink.append(process)
+        return process
+
+    spawn.toolproof_hook = True  # type: ignore[attr-defined]
+    module._create_platform_compatible_process = spawn
+
+
+_hook_sdk_spawn()
+
+
+def _junk_line(problem: Exception) -> str:
+    """The offending line of an SDK parse failure, quoted and cut to 200 characters."""
+    errors = getattr(problem, "errors", None)
+    try:
+        line = errors()[0]["input"] if callable(errors) else None
+    except (IndexError, KeyError, TypeError):
+        line = None
+    if isinstance(line, str | bytes):
+        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+        return repr(text[:_JUNK_SHOWN_CHARS])
+    return str(problem).replace("\n", " ")[:_JUNK_SHOWN_CHARS]
+
+
+def exit_description(returncode: int | None) -> str | None:
+    """``"exited with status 7"`` / ``"was killed by signal 9 (SIGKILL)"``; ``None`` if alive."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        try:
+            name = f" ({signal.Signals(-returncode).name})"
+        except ValueError:
+            name = ""
+        return f"was killed by signal {-returncode}{name}"
+    return f"exited with status {returncode}"
+
 
 MAX_LIST_PAGES = 1000
 """``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
@@ -80,6 +165,10 @@ class McpConnection:
         self.tools: list[dict[str, Any]] = []
         self._inflight: list[CallChannel] = []  # the channels of the calls in flight
         self.listings: dict[str, list[dict[str, Any]]] = {}  # resources, templates, prompts
+        self._processes: list[Any] = []  # the stdio server process, once spawned
+        self._junk_unreported = 0
+        self._junk_total = 0
+        self._junk_reported_at: float | None = None
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -96,6 +185,9 @@ class McpConnection:
         if self._session is None:
             await self._stop_task()
             reason = self._start_reason()
+            ended = await self.exit_status()
+            if ended is not None and "closed the connection" in reason:
+                reason += f" (the server process {ended})"
             tail = stderr_tail(self._stderr) if self.server.command is not None else None
             await self.aclose()
             raise McpStartError(reason, tail)
@@ -143,6 +235,7 @@ class McpConnection:
         return streams[0], streams[1]
 
     async def _run(self) -> None:
+        _SPAWNED.set(self._processes)  # this task's context: the SDK's spawn reports here
         try:
             with self._scope:
                 async with AsyncExitStack() as stack:
@@ -239,10 +332,55 @@ class McpConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            logger.warning("MCP server %r: transport problem: %s", self.server.name, message)
+            self._junk(message)
             return
         if notification_method(message) == "notifications/tools/list_changed":
             self._on_list_changed()
+
+    def _junk(self, problem: Exception) -> None:
+        """Count a stdout line that is not JSON-RPC; log at most one line per interval."""
+        self._junk_total += 1
+        now = time.monotonic()
+        if self._junk_reported_at is None:
+            self._junk_reported_at = now
+            shown = _junk_line(problem)
+            logger.warning(
+                "MCP server %r wrote a line to stdout that is not JSON-RPC (ignored; further "
+                "ones are counted and summarised every %g s): %s",
+                self.server.name,
+                JUNK_REPORT_SECONDS,
+                shown,
+            )
+            return
+        self._junk_unreported += 1
+        if now - self._junk_reported_at >= JUNK_REPORT_SECONDS:
+            self._report_junk(now)
+
+    def _report_junk(self, now: float) -> None:
+        if self._junk_unreported:
+            logger.warning(
+                "MCP server %r wrote %d more lines to stdout that are not JSON-RPC (ignored; "
+                "%d in all)",
+                self.server.name,
+                self._junk_unreported,
+                self._junk_total,
+            )
+        self._junk_unreported = 0
+        self._junk_reported_at = now
+
+    async def exit_status(self) -> str | None:
+        """How the stdio server process ended (``exited with status 7``...), or ``None``.
+
+        Waits up to a second for a process that is dying to be collected; ``None`` for a
+        server still running, a streamable-HTTP server, or one never spawned.
+        """
+        if not self._processes:
+            return None
+        process = self._processes[0]
+        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
+        while process.returncode is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return exit_description(process.returncode)
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call ``tool`` with ``arguments`` (sent as they are); return the result in wire form.
@@ -256,7 +394,9 @@ class McpConnection:
         name = self.server.name
         if session is None:
             why = f" ({type(self._failure).__name__}: {self._failure})" if self._failure else ""
-            raise McpCallError("transport", f"MCP server {name!r} is not connected{why}")
+            ended = await self.exit_status()
+            how = f"; the server process {ended}" if ended else ""
+            raise McpCallError("transport", f"MCP server {name!r} is not connected{why}{how}")
         timeout = self.server.call_timeout
         channel = current_channel()
         if channel is not None:
@@ -273,8 +413,10 @@ class McpConnection:
         except SDK_ERRORS as exc:
             code = error_code(exc)
             if code == CONNECTION_CLOSED:
+                ended = await self.exit_status()
+                how = f"; the server process {ended}" if ended else ""
                 raise McpCallError(
-                    "transport", f"MCP server {name!r} closed the connection: {exc}", code
+                    "transport", f"MCP server {name!r} closed the connection: {exc}{how}", code
                 ) from exc
             raise McpCallError(
                 "protocol", f"MCP server {name!r} answered error {code}: {exc}", code
@@ -336,6 +478,7 @@ class McpConnection:
     async def aclose(self) -> None:
         """End the session and stop the server (stdin closed, then SIGTERM/SIGKILL); idempotent."""
         await self._stop_task()
+        self._report_junk(time.monotonic())
         if self._stderr is not None:
             self._stderr.close()
 
