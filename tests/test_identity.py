@@ -358,3 +358,17 @@ def test_every_integer_round_trips_through_its_canonical_bytes(value: int) -> No
     data = canonical_json({"v": value})
     assert data == b'{"v":' + str(value).encode() + b"}"
     assert json.loads(data)["v"] == value
+
+
+def test_only_identity_imports_the_private_jcs_accelerator() -> None:
+    src = Path(__file__).resolve().parents[1] / "src" / "toolproof"
+    importers = sorted(
+        path.relative_to(src).as_posix()
+        for path in src.rglob("*.py")
+        if "toolproof._jcs" in path.read_text(encoding="utf-8")
+    )
+    assert importers == ["identity.py"]
+    from toolproof.identity import SPEEDUPS, fast_plain_json
+
+    assert fast_plain_json({"a": [1, "x", None]}) is SPEEDUPS
+    assert fast_plain_json({"a": float("nan")}) is False

@@ -51,6 +51,7 @@ __all__ = [
     "content_id",
     "digest",
     "digest_json",
+    "fast_plain_json",
     "is_digest",
     "parse_digest",
 ]
@@ -73,6 +74,18 @@ except ImportError:  # pragma: no cover - no C compiler at install time
 
 SPEEDUPS = _fast_encode is not None
 """Whether the C fast path of :func:`canonical_json` is in use."""
+
+
+def fast_plain_json(value: object) -> bool:
+    """Whether the C encoder accepts ``value`` as plain JSON (a quick yes, never a no).
+
+    Returns:
+        True when the C fast path encodes ``value`` (plain JSON within the limits);
+        False when it declines or is not built: check with the exact rules then.
+
+    """
+    return _fast_encode is not None and _fast_encode(value) is not None
+
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring  # C when available

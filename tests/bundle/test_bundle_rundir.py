@@ -59,3 +59,30 @@ def test_stale_temp_dirs_of_dead_processes_are_removed(tmp_path: Path) -> None:
     assert not stale.exists()
     assert mine.exists()
     writer.discard()
+
+
+def test_commit_fsyncs_the_runs_own_files_and_folders_never_the_whole_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fault we cannot cause for real: watch the calls. sync(2) flushes every file
+    # system of the machine; the run's own files and folders are enough.
+    def machine_wide() -> None:
+        raise AssertionError("os.sync() flushes the whole machine")
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "sync", machine_wide)
+    monkeypatch.setattr(os, "fsync", fsync)
+    with RunDirectoryWriter(tmp_path) as writer:
+        _write(writer, "durable")
+        temp = writer.temp.resolve()
+        committed = writer.commit()
+    assert committed.path.is_dir()
+    for name in ("evidence/abc", "spec.json", "timings.json", "evidence", "manifest.json"):
+        assert str(temp / name) in synced, name
+    assert str(temp) in synced

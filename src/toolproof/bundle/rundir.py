@@ -3,8 +3,8 @@
 ``RunDirectoryWriter(root)`` creates ``<root>/.tmp-run-<pid>-<random>/`` (beside
 ``runs/``, never inside it), the run writes its files there, and
 :meth:`RunDirectoryWriter.commit` writes ``manifest.json``, fsyncs the directory and
-renames it to ``<root>/runs/<run_id>`` (after ``sync(2)``, so every file is on disk
-before the name appears). If that directory exists already (identical
+renames it to ``<root>/runs/<run_id>`` (after fsyncing its files and folders, so every
+file is on disk before the name appears). If that directory exists already (identical
 work gives an identical run id), the existing one is kept and the temporary one
 removed. An exception or Ctrl-C removes the temporary directory; a process killed
 outright leaves it under ``<root>`` (never under ``runs/``), and the next writer in
@@ -75,12 +75,21 @@ def write_file(path: Path, data: bytes, *, sync: bool = True) -> tuple[int, str]
 
 
 def _sync_files(directory: Path, names: list[str]) -> None:
-    if hasattr(os, "sync"):
-        os.sync()  # one flush for every file, instead of one fsync per evidence file
-        return
-    for name in names:  # pragma: no cover - platforms without sync(2)
-        with (directory / name).open("rb+") as file:
-            os.fsync(file.fileno())
+    """Fsync every file of the run, then every folder that holds one.
+
+    Only the run's own data: ``sync(2)`` would flush every file system of the machine.
+    """
+    folders = {directory}
+    for name in names:
+        path = directory / name
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        folders.add(path.parent)
+    for folder in sorted(folders, reverse=True):  # deepest first, the run directory last
+        _fsync_dir(folder)
 
 
 def pid_alive(pid: object) -> bool:

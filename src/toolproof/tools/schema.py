@@ -12,13 +12,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from toolproof.identity import MAX_DEPTH
-
-_fast_encode: Callable[[object], bytes | None] | None
-try:
-    from toolproof._jcs import encode as _fast_encode
-except ImportError:  # pragma: no cover - no C compiler at install time
-    _fast_encode = None
+from toolproof.identity import MAX_DEPTH, fast_plain_json
 
 __all__ = [
     "MAP_KEYWORDS",
@@ -155,7 +149,7 @@ def is_plain_json(value: Any) -> bool:
     jsonschema-rs validates a ``Decimal`` as a number and a tuple as an array, so a
     call's arguments are checked for plain JSON as well: a body receives JSON only.
     """
-    if _fast_encode is not None and _fast_encode(value) is not None:
+    if fast_plain_json(value):
         return True
     return json_problem(value) is None
 
