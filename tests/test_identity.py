@@ -372,3 +372,17 @@ def test_only_identity_imports_the_private_jcs_accelerator() -> None:
 
     assert fast_plain_json({"a": [1, "x", None]}) is SPEEDUPS
     assert fast_plain_json({"a": float("nan")}) is False
+
+
+def test_digests_are_formatted_by_identity_only() -> None:
+    src = Path(__file__).resolve().parents[1] / "src" / "toolproof"
+    by_hand = sorted(
+        path.relative_to(src).as_posix()
+        for path in src.rglob("*.py")
+        if '"sha256:" + hashlib' in path.read_text(encoding="utf-8")
+        or '"sha256:" + sha.' in path.read_text(encoding="utf-8")
+    )
+    assert by_hand == []
+    from toolproof.identity import digest, hash_digest
+
+    assert hash_digest(hashlib.sha256(b"ab")) == digest(b"ab")

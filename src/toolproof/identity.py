@@ -52,6 +52,7 @@ __all__ = [
     "digest",
     "digest_json",
     "fast_plain_json",
+    "hash_digest",
     "is_digest",
     "parse_digest",
 ]
@@ -291,6 +292,11 @@ def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
 def digest(data: bytes) -> str:
     """Return the SHA-256 digest of ``data`` as ``sha256:<64 lowercase hex>`` (the OCI form)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def hash_digest(sha: Any) -> str:
+    """``sha256:<hex>`` of a running ``hashlib.sha256()`` object (for streamed data)."""
+    return "sha256:" + str(sha.hexdigest())
 
 
 def digest_json(value: Any) -> str:

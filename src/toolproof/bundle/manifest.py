@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from toolproof.bundle.paths import path_problem
 from toolproof.contract.runs import Finding, Manifest, ManifestEntry, Severity, run_id_for
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, hash_digest
 
 __all__ = [
     "BLOCK_BYTES",
@@ -53,7 +53,7 @@ def hash_file(path: Path) -> tuple[int, str]:
         sha = hashlib.sha256(head)
         size = len(head)
         if size < BLOCK_BYTES:
-            return size, "sha256:" + sha.hexdigest()
+            return size, hash_digest(sha)
         try:
             with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
                 rest = memoryview(mapped)[size:]
@@ -62,7 +62,7 @@ def hash_file(path: Path) -> tuple[int, str]:
                     size += len(rest)
                 finally:
                     rest.release()
-                return size, "sha256:" + sha.hexdigest()
+                return size, hash_digest(sha)
         except (OSError, ValueError):
             pass  # not mappable (a pipe, some network file systems): stream instead
         buffer = bytearray(BLOCK_BYTES)
@@ -73,7 +73,7 @@ def hash_file(path: Path) -> tuple[int, str]:
                 break
             sha.update(view[:count])
             size += count
-    return size, "sha256:" + sha.hexdigest()
+    return size, hash_digest(sha)
 
 
 def list_files(directory: Path) -> tuple[list[str], list[str]]:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest, hash_digest
 
 __all__ = ["TraceLine", "TraceWriter", "read_trace"]
 
@@ -109,7 +109,7 @@ class TraceWriter:
             raise self.broken
         line_hash = _SHA256.copy()
         line_hash.update(line)
-        self._prev = "sha256:" + line_hash.hexdigest()
+        self._prev = hash_digest(line_hash)
         line += b"\n"
         self._pending.append(line)
         self._pending_bytes += len(line)
@@ -171,7 +171,7 @@ class TraceWriter:
             finally:
                 self._closed = True
                 os.close(self._fd)
-        return self._size, "sha256:" + self._hash.hexdigest()
+        return self._size, hash_digest(self._hash)
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,5 @@ def read_trace(data: bytes) -> tuple[list[TraceLine], str | None]:
     lines = []
     for position, raw in enumerate(raws):
         event, line_problem = _parse(raw)
-        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-        lines.append(TraceLine(position, digest, event, line_problem))
+        lines.append(TraceLine(position, digest(raw), event, line_problem))
     return lines, problem

@@ -9,7 +9,6 @@ the document's.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from toolproof.contract.evidence import (
     evidence_path_for,
 )
 from toolproof.errors import InputError
+from toolproof.identity import digest
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
 
@@ -53,7 +53,7 @@ def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
             start=start,
             end=end,
         )
-    snippet = "sha256:" + hashlib.sha256(data[start:end]).hexdigest()
+    snippet = digest(data[start:end])
     return SupportRef(evidence=evidence_id, start=start, end=end, sha256=snippet)
 
 
@@ -150,10 +150,10 @@ class EvidenceStore:
         return record, created
 
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        evidence_id = evidence_id_for(digest)
+        data_digest = digest(data)
+        evidence_id = evidence_id_for(data_digest)
         if evidence_id in self._sizes:
-            return digest, evidence_id, None
+            return data_digest, evidence_id, None
         target = os.path.join(self._root, evidence_path_for(evidence_id))
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
@@ -169,7 +169,7 @@ class EvidenceStore:
         os.close(fd)
         self._sizes[evidence_id] = len(data)
         self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
-        return digest, evidence_id, target
+        return data_digest, evidence_id, target
 
     def touched(self) -> list[str]:
         """Evidence ids whose file changed size or mtime since it was stored (one stat each).

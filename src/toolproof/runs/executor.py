@@ -17,7 +17,6 @@ registration. Exceeding one finishes the current step as ``failed``, records a
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
+from toolproof.identity import digest
 from toolproof.runs.calls import CallPort, Clock
 from toolproof.runs.recorder import Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
@@ -215,7 +215,7 @@ class Executor:
             return
         used = self.store.total_bytes + len(data)
         if used > limit:
-            evidence_id = evidence_id_for("sha256:" + hashlib.sha256(data).hexdigest())
+            evidence_id = evidence_id_for(digest(data))
             used -= len(data) if evidence_id in self.store else 0  # stored once per digest
         if used > limit:
             message = f"evidence budget of {limit} bytes exceeded ({used} bytes needed)"

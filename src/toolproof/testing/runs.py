@@ -8,7 +8,6 @@ rule (``kit:...``).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,6 +17,7 @@ from toolproof.contract.evidence import ClaimStatus
 from toolproof.contract.runs import Manifest
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.errors import ReplayRefused
+from toolproof.identity import digest
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.testing.errors import ConformanceError
 from toolproof.verify.verifier import OUTER_CHECKS, verify_run
@@ -79,7 +79,7 @@ def assert_manifest_covers(run_dir: Path) -> None:
         )
     for rel, entry in sorted(listed.items()):
         data = (run_dir / rel).read_bytes()
-        actual = "sha256:" + hashlib.sha256(data).hexdigest()
+        actual = digest(data)
         if (len(data), actual) != (entry.size, entry.digest):
             raise ConformanceError(
                 "kit:manifest-coverage", f"{rel}: size/digest differ from the manifest"
@@ -110,7 +110,7 @@ def assert_supports_exact(run_dir: Path) -> int:
         for support in claim.supports:
             rel = f"evidence/{support.evidence.removeprefix('evidence_')}"
             data = view.read_bytes(rel)[support.start : support.end]
-            if "sha256:" + hashlib.sha256(data).hexdigest() != support.sha256:
+            if digest(data) != support.sha256:
                 raise ConformanceError(
                     "INV-SUPPORT-SPAN",
                     f"claim {number}: bytes [{support.start}, {support.end}) of {rel} do not "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from toolproof.contract.evidence import ClaimStatus, ClaimType, evidence_path_for
 from toolproof.contract.runs import Finding, Severity, StepKind
 from toolproof.contract.trace import (
@@ -203,7 +201,7 @@ def check_support_spans(view: RunView) -> list[Finding] | None:
                 )
                 continue
             data = view.read_span(rel, support.start, support.end)
-            if "sha256:" + hashlib.sha256(data).hexdigest() != support.sha256:
+            if digest(data) != support.sha256:
                 out.append(
                     finding(
                         _CRIT,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -19,6 +18,7 @@ from toolproof.adapters.cli.summary import count
 from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.errors import InputError, VerificationError
+from toolproof.identity import digest
 from toolproof.verify.verifier import verify_run
 
 __all__ = [
@@ -135,10 +135,7 @@ def _support_view(
     present = path.is_file() and not path.is_symlink()
     data = path.read_bytes() if present else b""
     snippet = data[support.start : support.end]
-    verified = (
-        support.end <= len(data)
-        and "sha256:" + hashlib.sha256(snippet).hexdigest() == support.sha256
-    )
+    verified = support.end <= len(data) and digest(snippet) == support.sha256
     before = data[max(0, support.start - CONTEXT_BYTES) : support.start]
     after = data[support.end : support.end + CONTEXT_BYTES]
     if not present:
