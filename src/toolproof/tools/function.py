@@ -12,7 +12,6 @@ later in the module work as long as the tool is built after the module is import
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import inspect
@@ -36,6 +35,7 @@ from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
 from toolproof.tools.fields import declarable_field
 from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, strip_titles
+from toolproof.tools.sync_bodies import sync_bodies
 
 __all__ = ["TOOL_MARK", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
 
@@ -237,8 +237,8 @@ def bind_function(
     """Bind ``fn`` (sync or async): the parts of its tool (``Tool.from_function`` builds it).
 
     Args:
-        fn: the function. Sync functions run in a worker thread (``asyncio.to_thread``)
-            and never block the event loop.
+        fn: the function. Sync functions run on the bounded thread pool of
+            :mod:`toolproof.tools.sync_bodies` and never block the event loop.
         name: the tool name; default ``options.name`` or ``fn.__name__``.
         description: default ``options.description`` or the docstring's description.
         version: the tool's version (``options.version`` wins when given there).
@@ -490,7 +490,7 @@ def _make_body(
         if is_async:
             value = await fn(*args, **kwargs)
         else:
-            value = await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+            value = await sync_bodies().run(tool_name, functools.partial(fn, *args, **kwargs))
         if type(value) is ToolResult:
             return value  # the function reports its own outcome: passed through as it is
         try:
