@@ -29,7 +29,7 @@ ENGINES: tuple[ModuleType, ...] = (
     redis.exceptions,
     protocol,
 )
-OWN_PREFIXES = ("celery.", "billiard.", "kombu.", "amqp.", "redis.", "toolproof.backends.")
+OWN_PREFIXES = ("celery.", "billiard.", "kombu.", "amqp.", "redis.", "toolproof.")
 
 
 def engine_exceptions() -> list[type[BaseException]]:

@@ -52,7 +52,7 @@ ENGINE_FAILURES: dict[str, FailureRule] = {
     "builtins.ConnectionError": _UNAVAILABLE,
     "builtins.TimeoutError": _UNAVAILABLE,
     "builtins.OSError": FailureRule("backend", "backend", True, "I/O failed"),
-    "toolproof.backends.protocol.ProtocolError": FailureRule(
+    "toolproof.errors.ProtocolError": FailureRule(
         "backend", "worker", True, "broke the relocation protocol"
     ),
     # Celery and its process pool (billiard)
