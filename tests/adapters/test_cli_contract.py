@@ -72,6 +72,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "tools list",
         "tools show",
         "verify",
+        "view",
         "worker",
     ]
     assert GROUPS == ["", "corpus", "extensions", "runs", "tools"]

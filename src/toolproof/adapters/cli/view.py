@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from toolproof.adapters.cli.app import err_console, run_async
+from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.tokens import is_loopback
 from toolproof.errors import InputError
 
@@ -78,10 +78,10 @@ async def _view(
 def register(app: typer.Typer) -> None:
     """Add ``view`` to the CLI."""
 
-    @app.command("view")
+    @app.command("view", cls=ToolproofCommand, epilog=docs_epilog("viewer.md"))
     def view(
         root: Path = typer.Option(
-            Path("."), "--root", help="The artifact root (runs live in ROOT/runs)."
+            Path("."), "--root", "-r", help="The artifact root (runs live in ROOT/runs)."
         ),
         host: str = typer.Option("127.0.0.1", "--host", help="The address to bind."),
         port: int = typer.Option(
