@@ -51,7 +51,7 @@ def test_import_does_not_pull_optional_adapters() -> None:
     code = (
         "import json, sys, toolproof\n"
         "heavy = ('langchain', 'langchain_core', 'fastapi', 'celery', 'uvicorn', 'pydantic_ai',"
-        " 'redis', 'starlette')\n"
+        " 'redis', 'starlette', 'opentelemetry')\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(heavy))))\n"
     )
     done = subprocess.run(

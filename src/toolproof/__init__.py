@@ -8,6 +8,7 @@ imported here.
 """
 
 from toolproof.adapters.agent_session import Session, record_session, replay_session
+from toolproof.adapters.telemetry import instrument
 from toolproof.config import load_toolset
 from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef
 from toolproof.contract.runs import (
@@ -117,6 +118,7 @@ __all__ = [
     "digest",
     "execute_run",
     "extension",
+    "instrument",
     "load_spec",
     "load_toolset",
     "record_session",

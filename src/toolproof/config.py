@@ -46,7 +46,14 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from toolproof.backends import register_backends
 from toolproof.contract.bounds import Seconds
@@ -217,6 +224,28 @@ class LockSection(_Closed):
     file: str = LOCK_FILE
 
 
+class TelemetrySection(_Closed):
+    """``[telemetry]``: OpenTelemetry for the commands that load this file.
+
+    ``enabled``: call :func:`toolproof.instrument` (needs ``toolproof[otel]``; spans go
+    to the exporter the ``OTEL_EXPORTER_OTLP_*`` environment names, OTLP/HTTP);
+    ``capture_content``: record arguments and results as span attributes;
+    ``redact``: JSON Pointers into the arguments redacted first (the ``audit`` rule).
+    """
+
+    enabled: bool = False
+    capture_content: bool = False
+    redact: tuple[str, ...] = ()
+
+    @field_validator("redact")
+    @classmethod
+    def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pointer in value:
+            if not pointer.startswith("/"):
+                raise ValueError(f"{pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')")
+        return value
+
+
 class ToolproofConfig(_Closed):
     """The parsed ``toolproof.toml``."""
 
@@ -227,6 +256,7 @@ class ToolproofConfig(_Closed):
     tools: dict[str, ToolSection] = Field(default_factory=dict)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     lock: LockSection = Field(default_factory=LockSection)
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:

@@ -43,6 +43,7 @@ from toolproof.identity import digest
 from toolproof.runs.calls import CallPort, Clock
 from toolproof.runs.recorder import Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
+from toolproof.tools import hooks
 from toolproof.verify.checks import CHECK_SEQUENCE
 
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
@@ -234,7 +235,13 @@ class Executor:
                 break
             started = time.monotonic()
             try:
-                await self._node(node)
+                hook = hooks.ACTIVE
+                if hook is None:
+                    await self._node(node)
+                else:
+                    attributes = {"toolproof.step": node.id, "toolproof.step.kind": node.kind.value}
+                    with hook.span(f"toolproof.step {node.id}", attributes):
+                        await self._node(node)
             except _BudgetStop as stop:
                 self._stop(node.id, stop)
             finally:
@@ -306,7 +313,11 @@ class Executor:
         plain = call_json(tool, arguments, node_id, copy=True)  # the body may mutate its own
         call = ToolCall.model_construct(**plain)
         self.tool_calls += 1
-        result = await self.calls.call(call, self.clock.remaining())
+        if hooks.ACTIVE is None:
+            result = await self.calls.call(call, self.clock.remaining())
+        else:
+            with hooks.claimed(call.id):
+                result = await self.calls.call(call, self.clock.remaining())
         recorded = self.recorder.call_block(
             node_id,
             plain,

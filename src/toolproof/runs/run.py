@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from toolproof.runs.providers import ProviderCalls, build_providers, provider_de
 from toolproof.runs.recorder import Recorder
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.runtime_plugin import RuntimePlugin, runtime_for
+from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, run_checks
@@ -210,20 +212,26 @@ async def execute_run(
     calls: CallPort = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
     if providers:
         calls = ProviderCalls(calls, providers)
+    hook = hooks.ACTIVE
+    attributes = {"toolproof.plan_id": plan.id}
     try:
-        committed, recorded = await _record_and_commit(
-            root,
-            spec,
-            plan,
-            recorded_runtime,
-            calls,
-            reasoner,
-            handlers,
-            on_event,
-            checks,
-            started_at,
-            started,
-        )
+        with hook.span("toolproof.run", attributes) if hook else nullcontext() as span:
+            committed, recorded = await _record_and_commit(
+                root,
+                spec,
+                plan,
+                recorded_runtime,
+                calls,
+                reasoner,
+                handlers,
+                on_event,
+                checks,
+                started_at,
+                started,
+            )
+            if span is not None:
+                span.set_attribute("toolproof.run_id", committed.run_id)
+                span.set_attribute("toolproof.report.outcome", str(recorded.report.outcome))
     except OSError as exc:
         raise RecordingError(
             f"run not recorded: {exc.strerror or exc}: {exc.filename or root}; nothing was "

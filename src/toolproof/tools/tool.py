@@ -9,6 +9,7 @@ from typing import Any
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
+from toolproof.tools import hooks as _hooks
 from toolproof.tools.function import ToolOptions, bind_function
 from toolproof.tools.limits import INLINE_FANOUT, measure_fanout
 from toolproof.tools.observe import note_failure
@@ -240,7 +241,8 @@ class Tool:
             return await self.run_validated(arguments)
         refused = self.check_arguments(arguments)
         if refused is not None:
-            return _noted(refused)
+            hook = _hooks.ACTIVE
+            return _noted(refused if hook is None else hook.refused(self, arguments, refused))
         return await self.run_validated(arguments)
 
     async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
@@ -249,28 +251,47 @@ class Tool:
         Extension layers whose presented schema equals this tool's use it to avoid
         validating twice. Exceptions become ``tool_error`` failures; a body may raise
         :class:`ToolCallError` to report a specific :class:`ToolFailure`.
+        With telemetry on (:mod:`toolproof.tools.hooks`) the run is one span.
         """
+        if _hooks.ACTIVE is not None:
+            return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
+        try:  # the same as _run_body, inline: the hot path takes no extra frame
+            value = await self._body(arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._body_failed(exc)
+        if type(value) is ToolResult:
+            return _noted(value) if value.failure is not None else value
+        return self._check_result(value)
+
+    async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
+        """:meth:`run_validated` without the telemetry hook (the hook calls it)."""
         try:
             value = await self._body(arguments)
         except asyncio.CancelledError:
             raise
-        except ToolCallError as exc:
+        except Exception as exc:
+            return self._body_failed(exc)
+        if type(value) is ToolResult:
+            return _noted(value) if value.failure is not None else value
+        return self._check_result(value)
+
+    def _body_failed(self, exc: Exception) -> ToolResult:
+        """The failed result of a body that raised ``exc`` (noted for the observer)."""
+        if isinstance(exc, ToolCallError):
             note_failure(exc.failure)
             return ToolResult.model_construct(
                 schema_version=1, ok=False, value=None, failure=exc.failure
             )
-        except Exception as exc:
-            return _noted(
-                ToolResult.fail(
-                    "tool_error",
-                    f"tool {self.spec.name!r} raised {type(exc).__name__}: {exc}",
-                    where="body",
-                    detail={"exception": f"{type(exc).__module__}.{type(exc).__qualname__}"},
-                )
+        return _noted(
+            ToolResult.fail(
+                "tool_error",
+                f"tool {self.spec.name!r} raised {type(exc).__name__}: {exc}",
+                where="body",
+                detail={"exception": f"{type(exc).__module__}.{type(exc).__qualname__}"},
             )
-        if type(value) is ToolResult:
-            return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+        )
 
     def _check_result(self, value: Any) -> ToolResult:
         if type(value) not in _SCALARS and not is_plain_json(value):

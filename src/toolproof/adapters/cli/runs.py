@@ -38,6 +38,8 @@ from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, Roo
 from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
+from toolproof.adapters.otel_check import check_spans
+from toolproof.adapters.telemetry import instrument_from_config
 from toolproof.config import load_toolset
 from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
@@ -91,9 +93,13 @@ def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
 
     async def go() -> RunOutcome:
         async with load_toolset(loaded.toolset_path) as toolset:
-            return await execute_run(
-                loaded.spec, root=root, toolset=toolset, on_event=on_event, on_plan=on_plan
-            )
+            stop = instrument_from_config(toolset.metadata["config"].telemetry)
+            try:
+                return await execute_run(
+                    loaded.spec, root=root, toolset=toolset, on_event=on_event, on_plan=on_plan
+                )
+            finally:
+                stop()
 
     with progress:
         return run_async(go())
@@ -161,6 +167,11 @@ def _verify(
     require_signature: bool = typer.Option(
         False, "--require-signature", help="Refuse a run without a valid signature."
     ),
+    otel_spans: Path | None = typer.Option(
+        None,
+        "--otel-spans",
+        help="Also check an OTLP JSON span export: its spans must match the recorded calls.",
+    ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
     directory = resolve_run(root, run)
@@ -172,8 +183,11 @@ def _verify(
     verification = verify_run(directory, policy=policy)
     signatures = signature_check(directory, signers, attestations, require_signature)
     signed_ok = signatures is None or signatures.ok
+    # a span that disagrees with the run: VerificationError, exit 2
+    spans = check_spans(directory, otel_spans) if otel_spans and verification.ok else None
     if as_json:
         document = verification.to_json()
+        document.update({"otel_spans": spans.to_json()} if spans else {})
         document["lock"] = run_lock(directory)
         if signatures is not None:
             document["attestations"] = signatures.to_json()
@@ -208,6 +222,8 @@ def _verify(
         out_console.print(f"tool lock: {lock}" if lock else "tool lock: none (no toolproof.lock)")
         if signatures is not None:
             print_signatures(signatures)
+        if spans is not None:
+            out_console.print(f"otel spans: {spans.describe()}")
         ok = verification.ok and signed_ok
         out_console.print("verified" if ok else "verification FAILED")
     if not verification.ok or not signed_ok:
