@@ -1,0 +1,92 @@
+"""Telemetry cost per tool call (issue 20): off vs the pre-hook path, and on.
+
+One command: ``python benchmarks/bench_telemetry.py [--calls N] [--repeat R]``.
+
+Measured in the same run on ``async def add(a: int, b: int) -> int`` bound with
+``Tool.from_function``:
+
+* **before**: a ``Tool`` whose ``run_validated`` is the body without the hook check
+  (``Tool._run_body``, the code ``run_validated`` was before issue 20) — the anchor;
+* **off**: ``Tool.call`` with no telemetry installed (one ``is None`` test);
+* **on**: ``Tool.call`` after ``toolproof.instrument`` with an SDK ``TracerProvider``
+  whose span processor drops finished spans (span creation, attributes, digests and
+  the two metric instruments are all paid; no exporter I/O).
+
+Each figure is the median over ``repeat`` interleaved rounds of the mean CPU time
+(``time.process_time``) of one call in a round of ``calls`` calls. Target: off costs
+at most 5 % more than before. Exits 1 when missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+
+import toolproof
+from toolproof import Tool, ToolResult
+from toolproof.adapters.telemetry import uninstrument
+
+ARGS = {"a": 1, "b": 2}
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+class _Before(Tool):
+    """``run_validated`` as it was before the telemetry hook."""
+
+    __slots__ = ()
+
+    async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
+        return await self._run_body(arguments)
+
+
+class _Drop(SpanProcessor):
+    def on_end(self, span: ReadableSpan) -> None:
+        """Drop the span."""
+
+
+async def _round(call: Callable[[dict[str, Any]], Awaitable[Any]], calls: int) -> float:
+    started = time.process_time()
+    for _ in range(calls):
+        await call(ARGS)
+    return (time.process_time() - started) / calls
+
+
+async def main(calls: int, repeat: int) -> int:
+    tool = Tool.from_function(add)
+    before = _Before(tool.spec, tool._body, source=tool.source)
+    provider = TracerProvider()
+    provider.add_span_processor(_Drop())
+    meters = MeterProvider()
+    rows: dict[str, list[float]] = {"before": [], "off": [], "on": []}
+    for _ in range(repeat):
+        rows["before"].append(await _round(before.call, calls))
+        rows["off"].append(await _round(tool.call, calls))
+        toolproof.instrument(tracer_provider=provider, meter_provider=meters)
+        rows["on"].append(await _round(tool.call, calls))
+        uninstrument()
+    median = {name: statistics.median(values) * 1e6 for name, values in rows.items()}
+    ratio = statistics.median(o / b for o, b in zip(rows["off"], rows["before"], strict=True))
+    print(f"before (anchor): {median['before']:.2f} us/call")
+    print(f"off:             {median['off']:.2f} us/call  ({ratio:.3f}x before)")
+    print(f"on:              {median['on']:.2f} us/call  (+{median['on'] - median['off']:.2f} us)")
+    return 0 if ratio <= 1.05 else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=7)
+    options = parser.parse_args()
+    sys.exit(asyncio.run(main(options.calls, options.repeat)))
