@@ -31,6 +31,7 @@ def test_the_readme_names_what_the_tests_need_and_where_it_comes_from() -> None:
     assert "redis-server" in SERVICES and "`127.0.0.1:6379`" in section
     variables = sorted(set(re.findall(r"TOOLPROOF_[A-Z0-9_]+", SERVICES)))
     assert variables == [
+        "TOOLPROOF_LLM_BASE_URL",
         "TOOLPROOF_MCP1_VENV",
         "TOOLPROOF_MCP_CONFORMANCE",
         "TOOLPROOF_MCP_EVERYTHING",
