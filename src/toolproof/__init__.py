@@ -55,6 +55,7 @@ from toolproof.tools.context import Context
 from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
 from toolproof.tools.function import tool
 from toolproof.tools.limits import SchemaLimits
+from toolproof.tools.python_catalog import prompt, resource
 from toolproof.tools.retrieval_seam import RetrievalBackend
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -121,11 +122,13 @@ __all__ = [
     "instrument",
     "load_spec",
     "load_toolset",
+    "prompt",
     "record_session",
     "register_check",
     "register_reasoner",
     "replay_run",
     "replay_session",
+    "resource",
     "tool",
     "transformer",
     "verify_run",

@@ -69,6 +69,7 @@ from toolproof.extensions.registry import ExtensionRegistry, default_registry
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
+from toolproof.tools.python_catalog import bind_python_catalog
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -419,6 +420,7 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
                 )
             chosen.append((fname, fn))
     owner = f"python:{source.module}"
+    bind_python_catalog(toolset.catalog, module, owner)
     named = [
         ((getattr(fn, TOOL_MARK, None) or ToolOptions()).name or attr, attr, fn)
         for attr, fn in chosen

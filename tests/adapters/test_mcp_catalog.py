@@ -104,3 +104,37 @@ def test_an_imported_servers_catalog_is_served_prefixed(tmp_path: Path) -> None:
         -32602,
         "resource 'test://nowhere': no resource or template lists it",
     )
+
+
+def test_python_resources_and_prompts_are_served() -> None:
+    native = REFERENCE.parent / "native.toml"
+
+    async def main() -> dict[str, Any]:
+        async with load_toolset(native) as toolset, Client(build_server(toolset)) as client:
+            templates = (await client.list_resource_templates()).resource_templates
+            prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+            binary = await client.read_resource("test://static-binary")
+            templated = await client.read_resource("test://template/9/data")
+            image = await client.get_prompt("test_prompt_with_image")
+            return {
+                "templates": [t.uri_template for t in templates],
+                "arguments": dump(prompts["test_prompt_with_arguments"])["arguments"],
+                "binary": dump(binary)["contents"][0],
+                "templated": dump(templated)["contents"][0]["text"],
+                "image": [m["content"]["type"] for m in dump(image)["messages"]],
+            }
+
+    seen = asyncio.run(main())
+    assert seen["templates"] == ["test://template/{id}/data"]
+    assert seen["arguments"] == [
+        {"name": "arg1", "required": True},
+        {"name": "arg2", "required": True},
+    ]
+    assert seen["binary"] == {
+        "uri": "test://static-binary",
+        "mimeType": "image/png",
+        "blob": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0g"
+        "AAAABJRU5ErkJggg==",
+    }
+    assert seen["templated"] == '{"id":"9","templateTest":true,"data":"Data for ID: 9"}'
+    assert seen["image"] == ["image", "text"]
