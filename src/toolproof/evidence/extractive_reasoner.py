@@ -25,6 +25,7 @@ from toolproof.evidence.reasoners import (
     ReasonerRequest,
     StepOutput,
     register_reasoner,
+    retrieve_question,
 )
 
 __all__ = ["ExtractiveReasoner"]
@@ -36,15 +37,6 @@ class _Params(BaseModel):
     min_coverage: float = Field(default=0.5, gt=0, le=1)
     min_term_share: float = Field(default=0.5, gt=0, le=1)
     steps: list[str] | None = None
-
-
-def _question(output: StepOutput) -> str | None:
-    """The query of a retrieve step's output (``{"query", "hits", ...}``), else ``None``."""
-    value = output.value
-    if output.ok and isinstance(value, dict) and isinstance(value.get("hits"), list):
-        query = value.get("query")
-        return query if isinstance(query, str) else None
-    return None
 
 
 @register_reasoner
@@ -80,7 +72,7 @@ class ExtractiveReasoner(ReasonerBackend):
         for step, output in request.outputs.items():
             if wanted is not None and step not in wanted:
                 continue
-            question = _question(output)
+            question = retrieve_question(output)
             if question is None:
                 continue
             claims.append(self._answer(question, output, request))

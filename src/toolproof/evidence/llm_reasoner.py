@@ -46,8 +46,8 @@ from toolproof.evidence.reasoners import (
     ProviderNeed,
     ReasonerBackend,
     ReasonerRequest,
-    StepOutput,
     register_reasoner,
+    retrieve_question,
 )
 from toolproof.identity import digest
 
@@ -97,14 +97,6 @@ def _resolved(value: str | None, env: str | None, what: str, default: str | None
         f"(and no '{what}' is given)",
         reasoner="llm",
     )
-
-
-def _question(output: StepOutput) -> str | None:
-    value = output.value
-    if output.ok and isinstance(value, dict) and isinstance(value.get("hits"), list):
-        query = value.get("query")
-        return query if isinstance(query, str) else None
-    return None
 
 
 def _content(response: Any) -> str:
@@ -262,7 +254,7 @@ class LLMReasoner(ReasonerBackend):
         for step, output in request.outputs.items():
             if self.params.steps is not None and step not in self.params.steps:
                 continue
-            question = _question(output)
+            question = retrieve_question(output)
             if question is not None:
                 chunks = [r for r in output.evidence if r.source.kind == "chunk"]
                 questions.append((question, chunks))

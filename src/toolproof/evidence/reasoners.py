@@ -56,6 +56,7 @@ __all__ = [
     "reasoner_for",
     "register_reasoner",
     "registered_reasoners",
+    "retrieve_question",
 ]
 
 
@@ -77,6 +78,24 @@ class StepOutput:
     value: Any = None
     evidence: tuple[EvidenceRecord, ...] = ()
     reason: str = ""
+
+
+def retrieve_question(output: StepOutput) -> str | None:
+    """The query of a retrieve step's output (``{"query", "hits", ...}``), else ``None``.
+
+    Args:
+        output: one step's output.
+
+    Returns:
+        The query string when the step finished ok with a retrieval value; ``None``
+        for any other step (a tool call, a failed step).
+
+    """
+    value = output.value
+    if output.ok and isinstance(value, dict) and isinstance(value.get("hits"), list):
+        query = value.get("query")
+        return query if isinstance(query, str) else None
+    return None
 
 
 ProviderCall = Callable[[str, dict[str, Any]], Awaitable[tuple[ToolResult, EvidenceRecord | None]]]
