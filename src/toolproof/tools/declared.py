@@ -27,8 +27,7 @@ from toolproof.contract.tools import ToolAnnotations, ToolSpec
 from toolproof.errors import ToolBindError, ToolNameError, validation_problem
 from toolproof.tools.fields import declarable_field
 from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
-from toolproof.tools.refs import field_path
-from toolproof.tools.schema import Validator, compile_validator
+from toolproof.tools.own_schema import compile_checked
 from toolproof.tools.tool import Body, Tool
 from toolproof.tools.toolset import Toolset
 
@@ -70,19 +69,6 @@ class ToolContribution:
     source: str = ""
     deterministic: bool = True
     varies: tuple[str, ...] = field(default=())
-
-
-def _compile(name: str, field_name: str, schema: dict[str, Any]) -> Validator:
-    try:
-        return compile_validator(schema)
-    except ValueError as exc:
-        parts = tuple(getattr(exc, "instance_path", ()) or ())
-        message = getattr(exc, "message", None) or str(exc).split("\n", 1)[0]
-        raise ToolBindError(
-            name,
-            field_path(field_name, parts),
-            f"{message} (rule: the schema must be valid against its JSON Schema metaschema)",
-        ) from exc
 
 
 def _body_for(name: str, invoke: Any) -> Body:
@@ -128,13 +114,13 @@ def bind_contribution(
     bounds = limits or DEFAULT_LIMITS
     body = _body_for(name, contribution.invoke)
     prepared = prepare_schema(name, "input_schema", contribution.input_schema, bounds)
-    validator = _compile(name, "input_schema", prepared.schema)
+    validator = compile_checked(name, "input_schema", prepared.schema)
     output: dict[str, Any] | None = None
     output_fanout = 1
     if contribution.output_schema is not None:
         prepared_output = prepare_schema(name, "output_schema", contribution.output_schema, bounds)
         output, output_fanout = prepared_output.schema, prepared_output.fanout
-        _compile(name, "output_schema", output)
+        compile_checked(name, "output_schema", output)
     try:
         spec = ToolSpec(
             name=name,

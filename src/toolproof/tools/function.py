@@ -19,7 +19,7 @@ import math
 import types
 import typing
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, overload
 
@@ -34,7 +34,8 @@ from toolproof.errors import ToolBindError
 from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
 from toolproof.tools.fields import declarable_field
-from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, strip_titles
+from toolproof.tools.own_schema import bind_own_schema
+from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, Validator, strip_titles
 from toolproof.tools.sync_bodies import sync_bodies
 
 __all__ = ["TOOL_MARK", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
@@ -58,6 +59,9 @@ class ToolOptions:
         title: MCP annotation ``title``.
         deterministic: False when identical calls may give different results.
         varies: what varies when not deterministic (``clock``, ``network``...).
+        input_schema: the tool's own declared input schema (JSON Schema, ``$schema``
+            and ``$defs`` kept as given) instead of the one derived from the
+            signature; ``None``: derived. See :mod:`toolproof.tools.own_schema`.
 
     """
 
@@ -71,6 +75,7 @@ class ToolOptions:
     title: str | None = None
     deterministic: bool = True
     varies: tuple[str, ...] = ()
+    input_schema: Mapping[str, Any] | None = None
 
     def annotations(self) -> ToolAnnotations:
         """The MCP :class:`ToolAnnotations` these options state."""
@@ -103,6 +108,7 @@ def tool(
     title: str | None = None,
     deterministic: bool = True,
     varies: tuple[str, ...] = (),
+    input_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -112,7 +118,11 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Use bare (``@toolproof.tool``) or with options (``@toolproof.tool(read_only=True)``;
     see :class:`ToolOptions`). The function is returned unchanged and stays callable;
     the tool itself is built when the Toolset is loaded, after the module is imported,
-    so forward references resolve.
+    so forward references resolve. With ``input_schema={...}`` the tool lists that
+    schema instead of one derived from the signature; it is checked when the tool is
+    bound (:mod:`toolproof.tools.own_schema`), and a schema that does not fit the
+    signature is a :class:`~toolproof.errors.ToolBindError` (quarantined by
+    ``load_toolset``).
     """
     opts = ToolOptions(**options)
 
@@ -216,6 +226,9 @@ class FunctionBinding:
         source: ``python:<module>.<qualname>``.
         deterministic: False when identical calls may give different results.
         varies: what varies when not deterministic.
+        validator: the compiled input validator of a declared input schema, else
+            ``None`` (the Tool compiles the derived one).
+        fanout: the declared schema's fanout bound, else ``None`` (measured by the Tool).
     """
 
     spec: ToolSpec
@@ -223,6 +236,8 @@ class FunctionBinding:
     source: str
     deterministic: bool
     varies: tuple[str, ...]
+    validator: Validator | None = None
+    fanout: int | None = None
 
 
 def bind_function(
@@ -252,9 +267,14 @@ def bind_function(
         per-argument ``description`` from ``Annotated[..., Field(description=...)]``,
         ``Annotated[..., "text"]`` or the docstring, in that order.
 
+        With ``options.input_schema`` the input schema is that declaration instead
+        (checked, deep-copied, never rewritten: :mod:`toolproof.tools.own_schema`) and
+        the body receives the caller's JSON object as it is.
+
     Raises:
         ToolBindError: ``*args``/``**kwargs``, an annotation that cannot be resolved,
-            or a type pydantic cannot describe.
+            a type pydantic cannot describe, or a declared input schema that breaks a
+            limit, its metaschema, or does not fit the signature.
 
     """
     opts = options or getattr(fn, TOOL_MARK, None) or ToolOptions()
@@ -276,12 +296,24 @@ def bind_function(
     docs = {p.arg_name: p.description for p in parsed.params if p.description}
     text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
     field_types, params = _parameter_fields(tool_name, fn, hints, docs)
-    model = create_model(
-        f"{tool_name}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-        **field_types,
-    )
-    input_schema = _json_schema(model, tool_name, "parameters")
+    own = None
+    model: type[BaseModel] | None = None
+    if opts.input_schema is not None:
+        contexts = {param for param, field, _ in params if field == CONTEXT_FIELD}
+        own = bind_own_schema(tool_name, target, opts.input_schema, contexts)
+        input_schema = own.schema
+        # no aliases: the body gets the caller's names and values as sent
+        params = [
+            (param, field if field == CONTEXT_FIELD else param, kind)
+            for param, field, kind in params
+        ]
+    else:
+        model = create_model(
+            f"{tool_name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **field_types,
+        )
+        input_schema = _json_schema(model, tool_name, "parameters")
     ret = hints.get("return", inspect.Signature.empty)
     output_adapter: TypeAdapter[Any] | None = None
     output_schema = None
@@ -298,7 +330,11 @@ def bind_function(
     )
     # int parameters take int(1.0) on the direct path; an int inside a container (list[int],
     # dict[str, int], a Literal) needs pydantic's conversion: no direct path then
-    int_params = [name for name, _, _ in params if _top_level_int(hints.get(name, Any))]
+    int_params = (
+        []
+        if own is not None
+        else [name for name, _, _ in params if _top_level_int(hints.get(name, Any))]
+    )
     direct = all(
         _json_native(hints.get(name, Any))
         and (name in int_params or not _holds_int(hints.get(name, Any)))
@@ -318,6 +354,8 @@ def bind_function(
         source=f"python:{module}.{qualname}",
         deterministic=opts.deterministic,
         varies=tuple(opts.varies),
+        validator=None if own is None else own.validator,
+        fanout=None if own is None else own.fanout,
     )
 
 
@@ -442,7 +480,7 @@ def _direct_arguments(
 def _make_body(
     tool_name: str,
     fn: Callable[..., Any],
-    model: type[BaseModel],
+    model: type[BaseModel] | None,
     params: list[tuple[str, str, inspect._ParameterKind]],
     output_adapter: TypeAdapter[Any] | None,
     *,
@@ -467,7 +505,7 @@ def _make_body(
     int_positions = tuple(i for i, name in enumerate(positional_names) if name in integers)
 
     async def body(arguments: dict[str, Any]) -> Any:
-        if direct and all(name in arguments for name in positional_names):
+        if model is None or (direct and all(name in arguments for name in positional_names)):
             # The schema already checked every value and these annotations need no
             # conversion: call as Python would, its own defaults filling the rest.
             args, kwargs = _direct_arguments(

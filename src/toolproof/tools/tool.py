@@ -390,6 +390,8 @@ class Tool:
             source=bound.source,
             deterministic=bound.deterministic,
             varies=bound.varies,
+            validator=bound.validator,
+            fanout=bound.fanout,
         )
 
     def __repr__(self) -> str:
