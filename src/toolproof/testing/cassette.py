@@ -1,33 +1,62 @@
 """A recorded run served as a cassette to an application's own tests.
 
-``Cassette(run_dir)`` reads a run directory (its manifest verified first: a
-tampered run is refused) and indexes every recorded tool call by tool name and the
-canonical JSON (RFC 8785) of its arguments. :meth:`Cassette.toolset` builds a
-Toolset whose tools answer from the record; the application under test uses it
-like the real one. A call that was not recorded **fails closed**: the tool returns
-a ``cassette_miss`` failure whose message shows the nearest recorded call as a
-unified diff, and the miss is kept in :attr:`Cassette.misses` (the pytest fixture
-fails the test with it). :meth:`Cassette.override` supplies a result for one call
-in one test.
+``Cassette(path, mode)`` reads a run directory (its manifest verified first: a
+tampered run is refused) — a run of ``toolproof run``, a ``serve --record`` session
+or an agent session of ``record_session`` — and indexes every recorded tool call by
+tool name and the canonical JSON (RFC 8785) of its arguments, keeping repeated
+identical calls **in recorded order**: the first such call is served the first
+recorded result, the second the second. :meth:`Cassette.toolset` builds a Toolset
+whose tools answer from the record; the application under test uses it like the
+real one.
+
+The record mode (VCR's vocabulary) says what happens to a call the cassette cannot
+serve (one not recorded, or one more repeat than recorded):
+
+* ``none`` (the default): fail closed. The tool returns a ``cassette_miss`` failure
+  naming the call, with the nearest recorded call as a unified diff; the miss is kept
+  in :attr:`Cassette.misses` (the pytest fixture fails the test with it). The
+  cassette must exist.
+* ``once``: record the cassette if ``path`` does not exist (every call runs the real
+  tool and is recorded), else behave as ``none``.
+* ``new_episodes``: serve what was recorded, run and record what was not, and append
+  it: :meth:`Cassette.save` writes a new run at ``path`` holding the recorded calls
+  (in their order) followed by the new ones.
+
+Recording runs the real tools of the Toolset given to :meth:`Cassette.toolset`
+through the one session recorder (:mod:`toolproof.runs.session`); :meth:`Cassette.save`
+finalizes it into an ordinary run directory at ``path`` (the directory's name need
+not be the run id). :meth:`Cassette.override` supplies a result for one call in one
+test.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from toolproof.bundle.manifest import check_manifest
 from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.contract.trace import ToolCalled, ToolReturned
-from toolproof.errors import InputError
+from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
+from toolproof.runs.finalize import finalize_session
+from toolproof.runs.session import Admission, LiveSession, open_session
+from toolproof.tools.observe import observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.view import RunView
 
-__all__ = ["Cassette"]
+__all__ = ["RECORD_MODES", "Cassette", "RecordMode"]
+
+RecordMode = Literal["none", "once", "new_episodes"]
+"""A cassette's record mode (VCR's names; see the module docstring)."""
+RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
+"""The record modes, in the order the docs list them."""
 
 
 def _key(tool: str, arguments: Any) -> tuple[str, bytes]:
@@ -40,18 +69,64 @@ def _pretty(tool: str, arguments: Any) -> list[str]:
 
 
 class Cassette:
-    """Recorded tool results of one run, served by tool name and canonical arguments.
+    """Recorded tool results of one run, served by tool, canonical arguments and occurrence.
 
     Args:
-        run_dir: a run directory (``<root>/runs/run_<hex>``).
+        path: a run directory (``<root>/runs/run_<hex>``, or any directory a cassette
+            was saved to). With ``mode="once"`` or ``"new_episodes"`` it may not exist
+            yet: the cassette is recorded there.
+        mode: ``"none"`` (serve only; a miss fails closed), ``"once"`` or
+            ``"new_episodes"`` (see the module docstring).
+        task: the task of a run the cassette records (default ``"cassette <name>"``).
+
+    Attributes:
+        path: the cassette's directory.
+        mode: its record mode.
+        recording: whether a call it cannot serve runs the real tool and is recorded.
+        calls: the recorded calls, ``(tool, arguments)`` in recorded order.
+        served: calls answered from the record or an override.
+        recorded_calls: calls run live and recorded in this cassette's lifetime.
+        misses: one message per call that failed closed.
 
     Raises:
-        InputError: the run's manifest does not verify, or its trace does not parse.
+        InputError: ``mode`` is not a record mode; ``path`` does not exist in mode
+            ``none``; the run's manifest does not verify, or its trace does not parse.
 
     """
 
-    def __init__(self, run_dir: Path) -> None:
-        run_dir = Path(run_dir)
+    def __init__(self, path: str | Path, mode: str = "none", *, task: str | None = None) -> None:
+        path = Path(path)
+        if mode not in RECORD_MODES:
+            raise InputError(
+                f"cassette {path}: record mode {mode!r} is not one of " + ", ".join(RECORD_MODES),
+                rule="record mode",
+            )
+        exists = path.exists()
+        if not exists and mode == "none":
+            raise InputError(
+                f"cassette {path}: no such run directory (record mode 'none' only serves "
+                "a recorded run; mode 'once' records it)",
+                path=str(path),
+            )
+        self.path = path
+        self.run_dir = path
+        self.mode = mode
+        self.task = task or f"cassette {path.name}"
+        self.recording = mode == "new_episodes" or (mode == "once" and not exists)
+        self.recorded: dict[tuple[str, bytes], list[ToolResult]] = {}
+        self.calls: list[tuple[str, Any]] = []
+        self._results: list[ToolResult] = []
+        self.recorded_names: list[str] = []
+        if exists:
+            self._load(path)
+        self.overrides: dict[tuple[str, bytes], ToolResult] = {}
+        self.misses: list[str] = []
+        self.served = 0
+        self.recorded_calls = 0
+        self._taken: dict[tuple[str, bytes], int] = {}
+        self._live: LiveSession | None = None
+
+    def _load(self, run_dir: Path) -> None:
         manifest, digests, findings = check_manifest(run_dir)
         if findings or manifest is None:
             reason = findings[0].message if findings else "no manifest"
@@ -59,24 +134,23 @@ class Cassette:
         view = RunView(run_dir, digests, {entry.path: entry.size for entry in manifest.files})
         if view.events is None or view.runtime is None:
             raise InputError(f"cassette {run_dir}: the trace or runtime does not parse")
-        self.run_dir = run_dir
-        self.runtime = view.runtime
-        self.recorded: dict[tuple[str, bytes], ToolResult] = {}
-        self.calls: list[tuple[str, Any]] = []
+        self.recorded_names = sorted({tool.name for tool in view.runtime.toolset.tools})
         pending: dict[str, ToolCalled] = {}
         for event in view.events:
             if isinstance(event, ToolCalled):
                 pending[event.call_id] = event
             elif isinstance(event, ToolReturned) and event.call_id in pending:
                 call = pending.pop(event.call_id).call
-                self.recorded[_key(call.tool, dict(call.arguments))] = event.result
-                self.calls.append((call.tool, dict(call.arguments)))
-        self.overrides: dict[tuple[str, bytes], ToolResult] = {}
-        self.misses: list[str] = []
-        self.served = 0
+                arguments = dict(call.arguments)
+                self.recorded.setdefault(_key(call.tool, arguments), []).append(event.result)
+                self.calls.append((call.tool, arguments))
+                self._results.append(event.result)
 
     def override(self, tool: str, arguments: dict[str, Any], result: Any) -> None:
-        """Answer ``tool(arguments)`` with ``result`` (a :class:`ToolResult` or a JSON value)."""
+        """Answer every ``tool(arguments)`` call with ``result`` (a :class:`ToolResult` or JSON).
+
+        An override wins over the record and is not used up.
+        """
         value = result if isinstance(result, ToolResult) else ToolResult.success(result)
         self.overrides[_key(tool, arguments)] = value
 
@@ -94,49 +168,125 @@ class Cassette:
         diff = difflib.unified_diff(_pretty(*best), asked, "recorded", "asked", lineterm="")
         return "\n".join(diff)
 
-    def lookup(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """The override or recorded result of ``tool(arguments)``; a miss fails closed.
-
-        Returns:
-            The result; on a miss, a ``cassette_miss`` failure with the nearest call's diff
-            (also appended to :attr:`misses`).
-
-        """
+    def _take(self, tool: str, arguments: dict[str, Any]) -> ToolResult | None:
         key = _key(tool, arguments)
-        found = self.overrides.get(key) or self.recorded.get(key)
-        if found is not None:
-            self.served += 1
-            return found
-        message = (
-            f"cassette {self.run_dir.name}: no recorded call {tool}"
-            f"({canonical_json(arguments).decode()}); nearest recorded call:\n"
-            + self.nearest(tool, arguments)
-        )
+        found = self.overrides.get(key)
+        if found is None:
+            taken = self._taken.get(key, 0)
+            results = self.recorded.get(key, [])
+            if taken >= len(results):
+                return None
+            self._taken[key] = taken + 1
+            found = results[taken]
+        self.served += 1
+        return found
+
+    def _miss(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        key = _key(tool, arguments)
+        asked = f"{tool}({key[1].decode()})"
+        times = len(self.recorded.get(key, []))
+        if times:
+            message = (
+                f"cassette {self.path.name}: {asked} was recorded {times} "
+                f"time{'s' if times > 1 else ''}, and this is call {times + 1} of it "
+                f"(repeated calls are served in recorded order, each once; record mode "
+                f"{self.mode!r})"
+            )
+        else:
+            message = (
+                f"cassette {self.path.name}: no recorded call {asked} (record mode "
+                f"{self.mode!r}); nearest recorded call:\n" + self.nearest(tool, arguments)
+            )
         self.misses.append(message)
         return ToolResult.fail("cassette_miss", message, where="runtime")
 
-    def tool(self, spec: ToolSpec) -> Tool:
-        """A tool with ``spec`` whose calls are answered by :meth:`lookup`."""
+    def lookup(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Serve ``tool(arguments)`` from the override or the next unserved recorded result.
+
+        Repeated identical calls take the recorded results in order; one call more than
+        recorded is a miss. Never runs a tool, whatever the mode.
+
+        Returns:
+            The result; on a miss, a ``cassette_miss`` failure naming the call (with the
+            nearest recorded call's diff when it was never recorded), also appended to
+            :attr:`misses`.
+
+        """
+        found = self._take(tool, arguments)
+        return found if found is not None else self._miss(tool, arguments)
+
+    def _open(self, base: Toolset) -> LiveSession:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(
+            tempfile.mkdtemp(prefix=f".{self.path.name}.recording-", dir=self.path.parent)
+        )
+        live = open_session(scratch, base, task=self.task)
+        for (tool, arguments), result in zip(self.calls, self._results, strict=True):
+            live.record(Admission(tool, arguments), result)  # the episodes kept, in order
+        return live
+
+    async def _record(self, base: Toolset, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        if self._live is None:
+            self._live = self._open(base)
+        try:
+            admission = self._live.admit(tool, arguments)
+        except ToolCallError as refused:
+            return ToolResult(ok=False, failure=refused.failure)
+        with observe_failures() as seen:
+            result = await base[tool].call(arguments)
+        try:
+            recorded = self._live.record(admission, result, seen)
+        except ToolCallError as unrecorded:
+            return ToolResult(ok=False, failure=unrecorded.failure)
+        self.recorded_calls += 1
+        return recorded.result
+
+    def tool(self, spec: ToolSpec, base: Toolset | None = None) -> Tool:
+        """A tool with ``spec`` answering from the record (recording into it when it records).
+
+        Args:
+            spec: the spec the application sees.
+            base: the real Toolset whose tool ``spec.name`` runs for a call the cassette
+                cannot serve, when :attr:`recording`; ``None``: such a call is a miss.
+
+        """
+        name = spec.name
 
         async def body(arguments: dict[str, Any]) -> ToolResult:
-            return self.lookup(spec.name, arguments)
+            found = self._take(name, arguments)
+            if found is not None:
+                return found
+            if self.recording and base is not None:
+                return await self._record(base, name, arguments)
+            return self._miss(name, arguments)
 
-        return Tool(spec, body, source=f"cassette:{self.run_dir.name}")
+        return Tool(spec, body, source=f"cassette:{self.path.name}")
 
     def toolset(self, base: Toolset | None = None) -> Toolset:
         """A sealed Toolset answering from the record.
 
         Args:
-            base: the application's real Toolset; its tools' specs (schemas) are kept and
-                their bodies never run. Without it, one permissive tool per recorded name.
+            base: the application's real Toolset; its tools' specs (schemas) are kept, and
+                their bodies run only for a call a recording cassette cannot serve.
+                Without it, one permissive tool per recorded name.
+
+        Raises:
+            InputError: the cassette records (mode ``once`` with no cassette yet, or
+                ``new_episodes``) and ``base`` is ``None``: recording needs the real tools.
 
         """
+        if self.recording and base is None:
+            raise InputError(
+                f"cassette {self.path}: record mode {self.mode!r} records calls, which needs "
+                "the real Toolset: cassette.toolset(real_toolset)",
+                rule="record mode",
+            )
         toolset = Toolset()
         if base is not None:
             for name in base.names():
-                toolset.add(self.tool(base[name].spec))
+                toolset.add(self.tool(base[name].spec, base))
         else:
-            for name in sorted({tool.name for tool in self.runtime.toolset.tools}):
+            for name in self.recorded_names:
                 spec = ToolSpec(
                     name=name,
                     description=f"{name}, served from a recorded run",
@@ -144,3 +294,36 @@ class Cassette:
                 )
                 toolset.add(self.tool(spec))
         return toolset.seal()
+
+    async def save(self) -> str | None:
+        """Write what was recorded to :attr:`path`: a new run, replacing the old one.
+
+        In mode ``new_episodes`` the new run holds the recorded calls first (in their
+        order, with their recorded results) and then the new ones, so its run id
+        differs from the old one's; the directory at :attr:`path` is replaced.
+
+        Returns:
+            The new run's id, or ``None`` when nothing was recorded (the cassette on
+            disk is untouched).
+
+        Raises:
+            RecordingError: the recording cannot be finalized or written.
+
+        """
+        live, self._live = self._live, None
+        if live is None:
+            return None
+        scratch = live.root
+        try:
+            live.close()
+            outcome = await finalize_session(live.directory, scratch)
+            if self.path.exists():
+                old = self.path.with_name(f".{self.path.name}.old-{os.getpid()}")
+                self.path.rename(old)
+                outcome.path.rename(self.path)
+                shutil.rmtree(old)
+            else:
+                outcome.path.rename(self.path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return outcome.run_id

@@ -2,9 +2,10 @@
 
 Fixtures:
 
-* ``toolproof_cassette``: ``toolproof_cassette(run_dir) -> Cassette``; after the test,
-  any call the cassette could not serve fails the test with the nearest recorded
-  call as a diff.
+* ``toolproof_cassette``: ``toolproof_cassette(path, mode="none", task=None) -> Cassette``
+  (record modes ``none``, ``once``, ``new_episodes``); after the test, what a recording
+  cassette recorded is saved to ``path``, then any call a cassette could not serve
+  fails the test, naming the call (with the nearest recorded call as a diff).
 * ``toolproof_run``: ``toolproof_run(spec, toolset) -> RunOutcome``: a live run under
   the test's ``tmp_path``.
 
@@ -27,18 +28,26 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def toolproof_cassette() -> Iterator[Callable[[Path], Cassette]]:
-    """Open recorded runs as cassettes; a miss fails the test at teardown."""
+def toolproof_cassette() -> Iterator[Callable[..., Cassette]]:
+    """Open recorded runs as cassettes; save what they recorded, and fail a test that missed.
+
+    Yields:
+        ``open(path, mode="none", *, task=None) -> Cassette`` (arguments as
+        :class:`~toolproof.testing.Cassette`).
+
+    """
     from toolproof.testing.cassette import Cassette
 
     opened: list[Cassette] = []
 
-    def open_cassette(run_dir: Path) -> Cassette:
-        cassette = Cassette(run_dir)
+    def open_cassette(path: str | Path, mode: str = "none", *, task: str | None = None) -> Cassette:
+        cassette = Cassette(path, mode, task=task)
         opened.append(cassette)
         return cassette
 
     yield open_cassette
+    for cassette in opened:
+        asyncio.run(cassette.save())
     misses = [miss for cassette in opened for miss in cassette.misses]
     if misses:
         pytest.fail("\n\n".join(misses), pytrace=False)
