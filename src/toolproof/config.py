@@ -23,6 +23,10 @@ and relative paths are relative to the file::
     [backends.celery]
     broker = "redis://127.0.0.1:6379/0"
 
+    [serve]                     # what the outward faces expose (see docs/approvals.md)
+    expose = ["add_cache"]      # tool-name globs shown although a sibling is gated
+    hide = ["debug_*"]          # tool-name globs never shown
+
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
     file = "toolproof.lock"     # optional: another lock file
@@ -66,6 +70,7 @@ from toolproof.errors import (
 )
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry, default_registry
+from toolproof.tools.exposure import Exposure
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
@@ -82,6 +87,7 @@ __all__ = [
     "McpSource",
     "PythonSource",
     "RetrievalSource",
+    "ServeSection",
     "ToolSection",
     "ToolproofConfig",
     "ToolsetLoader",
@@ -225,6 +231,27 @@ class LockSection(_Closed):
     file: str = LOCK_FILE
 
 
+class ServeSection(_Closed):
+    """``[serve]``: which tools the outward faces (MCP, sessions, run specs) expose.
+
+    ``expose``: tool-name globs shown although a variant of their base is gated by
+    ``approve`` (hidden otherwise); ``hide``: tool-name globs never shown (wins over
+    ``expose``). Each glob must match a tool of the file (see
+    :mod:`toolproof.tools.exposure`).
+    """
+
+    expose: list[str] = Field(default_factory=list)
+    hide: list[str] = Field(default_factory=list)
+
+    @field_validator("expose", "hide")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        for glob in value:
+            if not glob.strip():
+                raise ValueError("an empty glob matches no tool name")
+        return value
+
+
 class TelemetrySection(_Closed):
     """``[telemetry]``: OpenTelemetry for the commands that load this file.
 
@@ -258,6 +285,7 @@ class ToolproofConfig(_Closed):
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     lock: LockSection = Field(default_factory=LockSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    serve: ServeSection = Field(default_factory=ServeSection)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:
@@ -487,6 +515,22 @@ def bind_retrieval_source(
     toolset.on_close(close)
 
 
+def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
+    """Give ``toolset`` the ``[serve]`` policy; a glob matching no tool is a ConfigError."""
+    exposure = Exposure(expose=tuple(serve.expose), hide=tuple(serve.hide))
+    names = toolset.names() + [item.name for item in toolset.quarantined]
+    unmatched = exposure.unmatched(names)
+    if unmatched:
+        key, index, glob = unmatched[0]
+        raise ConfigError(
+            str(file),
+            f"serve.{key}[{index}]",
+            f"glob {glob!r} matches no tool (tools: {', '.join(sorted(names)) or 'none'}; "
+            "rule: each [serve] glob names at least one tool, so a misspelt one is noticed)",
+        )
+    toolset.set_exposure(exposure)
+
+
 def extension_registry() -> ExtensionRegistry:
     """The registry a ``toolproof.toml`` binds its combos from.
 
@@ -568,6 +612,7 @@ async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolse
             backends=config.backends,
             registry=extension_registry(),
         )
+        _set_exposure(toolset, config.serve, file)
     except BaseException:
         await toolset.aclose()
         raise

@@ -132,15 +132,20 @@ class Session:
 
     @property
     def toolset(self) -> Mapping[str, SessionTool]:
-        """Every tool and variant of the Toolset, by name, as recorded callables."""
+        """Every exposed tool and variant of the Toolset, by name, as recorded callables."""
         return {spec.name: SessionTool(spec, self) for spec in self.tool_specs()}
 
     def tool_specs(self) -> list[ToolSpec]:
-        """The specs of every tool and variant, in the Toolset's order."""
+        """The specs of every exposed tool and variant, in the Toolset's order.
+
+        The ungated siblings of an ``approve``-gated variant are not among them unless
+        ``[serve] expose`` names them (:meth:`Toolset.exposed
+        <toolproof.tools.toolset.Toolset.exposed>`).
+        """
         if self._toolset is None:  # frozen without a Toolset: the recorded names
             assert self._frozen is not None
             return list(self._frozen.specs)
-        return [tool.spec for tool in self._toolset]
+        return [tool.spec for tool in self._toolset.exposed()]
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call tool ``name`` with the caller's ``arguments``, recorded before it returns.
@@ -157,9 +162,9 @@ class Session:
         if self._frozen is not None:
             return self._serve(name, arguments)
         assert self._live is not None and self._toolset is not None
-        tool = self._toolset.get(name)
-        if tool is None:
-            known = ", ".join(self._toolset.names())
+        tool = self._toolset.exposed_tool(name)
+        if tool is None:  # a hidden tool reads exactly like an unknown one
+            known = ", ".join(other.name for other in self._toolset.exposed())
             return ToolResult.fail(
                 "unknown_tool", f"no tool {name!r} in this session (known: {known})"
             )
@@ -261,7 +266,7 @@ class Session:
             ) from exc
         return [
             as_structured_tool(tool, call=functools.partial(self.call, tool.name))
-            for tool in self._toolset
+            for tool in self._toolset.exposed()
         ]
 
     def openai_agents_tools(self) -> list[Any]:
@@ -394,9 +399,12 @@ def _recorded(directory: Path) -> _Frozen:
         answer = dict(view.spec.reasoner.params)
     specs: tuple[ToolSpec, ...] = ()
     if view.runtime is not None:  # names only: without a Toolset the schemas are not known
+        exposure = view.runtime.toolset.exposure
+        hidden = set(exposure.hidden) if exposure is not None else set()
         specs = tuple(
             ToolSpec(name=tool.name, input_schema={"type": "object"})
             for tool in view.runtime.toolset.tools
+            if tool.name not in hidden
         )
     frozen = _Frozen(calls, pending, answer, specs=specs, end=end)
     frozen.descriptor = view.runtime.toolset if view.runtime is not None else None

@@ -1,9 +1,12 @@
 """Serve a sealed :class:`~toolproof.tools.toolset.Toolset` as an MCP server.
 
-Every tool and variant of the Toolset is listed (``tools/list``) with its input
-schema, its annotations and, when the tool declares or inherits one, its output
-schema. ``tools/call`` goes through exactly the path of an in-process call,
-``await toolset[name].call(arguments)``: validation, extensions and backends apply.
+Every exposed tool and variant of the Toolset (:meth:`Toolset.exposed
+<toolproof.tools.toolset.Toolset.exposed>`: the ungated siblings of an ``approve``-gated
+variant are hidden unless ``[serve] expose`` names them) is listed (``tools/list``) with
+its input schema, its annotations and, when the tool declares or inherits one, its
+output schema. ``tools/call`` goes through exactly the path of an in-process call,
+``await toolset[name].call(arguments)``: validation, extensions and backends apply; a
+hidden tool is answered exactly like one that does not exist.
 
 The wire form of listings and results (content blocks, output schemas, failures)
 is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC error
@@ -151,7 +154,7 @@ def mcp_error(error: ToolproofError) -> MCPError:
 
 
 def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
-    known = toolset.names()
+    known = [tool.name for tool in toolset.exposed()]
     shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
     return mcp_error(
         ToolNameError(name, f"no such tool in this toolset (known: {shown or 'none'})")
@@ -165,10 +168,11 @@ def build_server(
     name: str = "toolproof",
     instructions: str | None = None,
 ) -> Server[Any]:
-    """Build the low-level MCP ``Server`` that lists and calls every tool of ``toolset``.
+    """Build the low-level MCP ``Server`` that lists and calls every exposed tool of ``toolset``.
 
     Args:
-        toolset: a sealed Toolset; the server never adds to it nor closes it.
+        toolset: a sealed Toolset; the server never adds to it nor closes it, and
+            serves only its :meth:`~toolproof.tools.toolset.Toolset.exposed` tools.
         observer: told about every call that reaches a tool (see :class:`CallObserver`).
         name: the server name announced in ``serverInfo``.
         instructions: optional instructions announced to clients.
@@ -178,8 +182,9 @@ def build_server(
         :func:`serve_http`.
 
     """
-    listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in toolset])
-    schemas = {tool.name: tool.spec.input_schema for tool in toolset}
+    served = {tool.name: tool for tool in toolset.exposed()}
+    listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in served.values()])
+    schemas = {name: tool.spec.input_schema for name, tool in served.items()}
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -193,7 +198,7 @@ def build_server(
         return types.EmptyResult()
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool = toolset.get(params.name)
+        tool = served.get(params.name)
         if tool is None:
             raise _unknown_tool(toolset, params.name)
         with call_channel(RequestChannel(ctx, levels)):

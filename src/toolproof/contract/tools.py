@@ -24,6 +24,7 @@ from toolproof.errors import ToolCallError
 from toolproof.identity import digest_json
 
 __all__ = [
+    "ExposureRecord",
     "FailureKind",
     "StackLayer",
     "ToolAnnotations",
@@ -298,6 +299,21 @@ class ToolDescriptor(CanonicalModel):
         )
 
 
+class ExposureRecord(CanonicalModel):
+    """What a Toolset hides from its outward faces (``serve``, sessions, run specs).
+
+    Attributes:
+        expose: the ``[serve] expose`` globs.
+        hide: the ``[serve] hide`` globs.
+        hidden: the tool names hidden, sorted.
+
+    """
+
+    expose: list[str] = Field(default_factory=list)
+    hide: list[str] = Field(default_factory=list)
+    hidden: list[str] = Field(default_factory=list)
+
+
 class ToolsetDescriptor(ContentModel):
     """The descriptor of a sealed Toolset: every tool's descriptor, sorted by name.
 
@@ -305,7 +321,10 @@ class ToolsetDescriptor(ContentModel):
     and Python hash seeds for the same composition root. ``lock`` is the digest of the
     ``toolproof.lock`` the tools were checked against (absent without a lock), so a
     run names the lock it ran under; ``filters`` the include/exclude filters of the
-    sources (absent when none), so changing a filter changes run ids.
+    sources (absent when none), so changing a filter changes run ids; ``exposure`` the
+    ``[serve] expose``/``hide`` globs and the names hidden from the outward faces
+    (``{"expose", "hide", "hidden"}``; absent when nothing is hidden, see
+    :mod:`toolproof.tools.exposure`).
     """
 
     ID_KIND = "toolset"
@@ -313,6 +332,7 @@ class ToolsetDescriptor(ContentModel):
     tools: list[ToolDescriptor]
     lock: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
     filters: list[dict[str, JsonValue]] = Field(default_factory=list)
+    exposure: ExposureRecord | None = None
 
     @model_serializer(mode="wrap")
     def _drop_absent_lock(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -322,6 +342,8 @@ class ToolsetDescriptor(ContentModel):
             data.pop("lock", None)
         if not data.get("filters"):
             data.pop("filters", None)
+        if data.get("exposure") is None:
+            data.pop("exposure", None)
         return data
 
     @property

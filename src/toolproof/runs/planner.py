@@ -92,18 +92,30 @@ def plan_run(
         The :class:`Plan`; its id is the content id of everything in it.
 
     Raises:
-        InputError: duplicate ids, an unknown dependency, a cycle, an unknown tool, or a
-            step kind with no handler; the message names the step.
+        InputError: duplicate ids, an unknown dependency, a cycle, an unknown tool, a
+            tool the toolset hides (``exposure``: the ungated sibling of an
+            ``approve``-gated variant), or a step kind with no handler; the message
+            names the step.
 
     """
     deps = _dependencies(spec)
-    tools = {tool.name for tool in toolset.tools}
+    hidden = set(toolset.exposure.hidden) if toolset.exposure is not None else set()
+    tools = {tool.name for tool in toolset.tools} - hidden
     for step in spec.steps:
         if step.kind not in step_kinds:
             raise InputError(
                 f"step {step.id!r} is a {step.kind!r} step, but no {step.kind} runtime is "
                 f"configured for this run (available: {', '.join(sorted(step_kinds))})",
                 step=step.id,
+            )
+        if step.kind == "call" and step.tool in hidden:
+            raise InputError(
+                f"step {step.id!r} calls tool {step.tool!r}, which this toolset does not "
+                "expose (an ungated sibling of an approve-gated variant: call the gated "
+                "variant or name it in [serve] expose; or hidden by [serve] hide)",
+                step=step.id,
+                tool=step.tool,
+                rule="exposure",
             )
         if step.kind == "call" and step.tool not in tools:
             raise InputError(

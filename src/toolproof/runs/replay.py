@@ -106,8 +106,15 @@ def describe_tool_change(old: ToolDescriptor, new: ToolDescriptor) -> str:
     return "; ".join(parts)
 
 
+def _exposure(descriptor: ToolsetDescriptor) -> str:
+    exposure = descriptor.exposure
+    if exposure is None:
+        return "nothing hidden"
+    return f"hidden: {', '.join(exposure.hidden) or 'none'}"
+
+
 def describe_descriptor_change(old: ToolsetDescriptor, new: ToolsetDescriptor) -> str:
-    """Which tools were added, removed or changed between two descriptors (and their locks).
+    """Which tools were added, removed or changed between two descriptors (locks, exposure).
 
     Returns:
         ``"removed a; added b; changed c (fingerprint sha256:.. -> sha256:..)"``.
@@ -118,6 +125,8 @@ def describe_descriptor_change(old: ToolsetDescriptor, new: ToolsetDescriptor) -
     parts = []
     if old.lock != new.lock:
         parts.append(f"the tool lock changed ({old.lock or 'no lock'} -> {new.lock or 'no lock'})")
+    if old.exposure != new.exposure:
+        parts.append(f"the exposure changed ({_exposure(old)} -> {_exposure(new)})")
     removed = sorted(set(before) - set(after))
     added = sorted(set(after) - set(before))
     if removed:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from toolproof.contract.tools import ToolsetDescriptor
-from toolproof.errors import ToolNameError, ToolsetSealedError
+from toolproof.contract.tools import ExposureRecord, ToolsetDescriptor
+from toolproof.errors import ToolNameError, ToolsetSealedError, UsageError
 from toolproof.tools.catalog import Catalog
+from toolproof.tools.exposure import Exposure
 from toolproof.tools.tool import Tool
 
 __all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
@@ -78,6 +79,11 @@ class Toolset:
     :meth:`descriptor`. It is an async context manager: leaving it runs the
     clean-ups registered with :meth:`on_close` (MCP sessions, worker pools) in
     reverse order.
+
+    Outward faces (``serve``, session adapters, run specs) reach only
+    :meth:`exposed` tools: the ungated siblings of a gated variant are hidden unless
+    the :class:`~toolproof.tools.exposure.Exposure` policy names them
+    (:mod:`toolproof.tools.exposure`).
     """
 
     def __init__(self) -> None:
@@ -86,6 +92,8 @@ class Toolset:
         self._quarantined: list[Quarantined] = []
         self._sealed = False
         self._descriptor: ToolsetDescriptor | None = None
+        self._exposure = Exposure()
+        self._hidden: dict[str, str] | None = None
         self._exit_stack = AsyncExitStack()
         self._closed = False
         self.metadata: dict[str, Any] = {}
@@ -161,6 +169,48 @@ class Toolset:
         """Enter an async context manager now and exit it when the Toolset closes."""
         return await self._exit_stack.enter_async_context(manager)
 
+    def set_exposure(self, exposure: Exposure) -> None:
+        """Set the exposure policy (``[serve] expose``/``hide``) before sealing.
+
+        Raises:
+            UsageError: the Toolset is sealed (what it exposes is fixed with its tools).
+
+        """
+        if self._sealed:
+            raise UsageError(
+                "toolset is sealed: cannot set its exposure policy after seal() "
+                "(rule: exposure is set at the composition root, before sealing)"
+            )
+        self._exposure = exposure
+        self._hidden = None
+
+    @property
+    def exposure(self) -> Exposure:
+        """The exposure policy (empty unless :meth:`set_exposure` was called)."""
+        return self._exposure
+
+    def hidden(self) -> dict[str, str]:
+        """The tools the outward faces do not expose: ``{name: reason}``, sorted by name.
+
+        Computed once sealed; see :meth:`Exposure.hidden
+        <toolproof.tools.exposure.Exposure.hidden>`.
+        """
+        if self._hidden is not None:
+            return self._hidden
+        hidden = self._exposure.hidden(self._tools.values())
+        if self._sealed:
+            self._hidden = hidden
+        return hidden
+
+    def exposed(self) -> list[Tool]:
+        """The tools the outward faces expose (every tool not :meth:`hidden`), sorted by name."""
+        hidden = self.hidden()
+        return [tool for tool in self if tool.name not in hidden]
+
+    def exposed_tool(self, name: str) -> Tool | None:
+        """The exposed tool named ``name``, or ``None`` (no such tool, or hidden)."""
+        return None if name in self.hidden() else self._tools.get(name)
+
     def seal(self) -> Self:
         """Seal the Toolset: no tool can be added after this. Idempotent; returns ``self``."""
         self._sealed = True
@@ -219,10 +269,12 @@ class Toolset:
             return self._descriptor
         lock = self.metadata.get("lock_digest")
         filters = self.metadata.get("filters") or []
+        exposure = self._exposure.descriptor_json(list(self.hidden()))
         descriptor = ToolsetDescriptor(
             tools=[tool.descriptor() for tool in self],
             lock=lock if isinstance(lock, str) else None,
             filters=list(filters),
+            exposure=ExposureRecord.model_validate(exposure) if exposure is not None else None,
         )
         if self._sealed:
             self._descriptor = descriptor

@@ -30,6 +30,7 @@ from toolproof.errors import InputError, VerificationError
 if TYPE_CHECKING:
     from toolproof.adapters.mcp_server import StdioWire
     from toolproof.runs.session import LiveSession
+    from toolproof.tools.toolset import Toolset
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
 
@@ -150,7 +151,7 @@ async def _serve_loaded(
             if address is not None:
                 host, port = address
                 shown = f"[{host}]" if ":" in host else host
-                count = len(toolset)
+                count = _count(toolset)
                 await serve_http(
                     server,
                     host,
@@ -158,18 +159,27 @@ async def _serve_loaded(
                     stop,
                     token=token,
                     ready=lambda: err_console.print(
-                        f"toolproof: serving {count} tools over MCP at http://{shown}:{port}/mcp"
+                        f"toolproof: serving {count} over MCP at http://{shown}:{port}/mcp"
                     ),
                 )
                 clean = True
             else:
-                err_console.print(f"toolproof: serving {len(toolset)} tools over MCP stdio")
+                err_console.print(f"toolproof: serving {_count(toolset)} over MCP stdio")
                 clean = await _until_stopped(serve_stdio(server, wire), stop)
             failed = False
         finally:
             if session is not None:
                 await _end_session(session, discard=failed and session.calls == 0)
     return clean
+
+
+def _count(toolset: Toolset) -> str:
+    """``12 tools`` or ``3 tools (2 hidden: a, b)``: what a server announces it serves."""
+    hidden = toolset.hidden()
+    shown = f"{len(toolset) - len(hidden)} tools"
+    if hidden:
+        shown += f" ({len(hidden)} hidden: {', '.join(hidden)})"
+    return shown
 
 
 async def _end_session(session: LiveSession, *, discard: bool) -> None:
