@@ -43,6 +43,7 @@ from toolproof.adapters.mcp_content import (
     mcp_tool,
 )
 from toolproof.adapters.mcp_relay import LogLevels, RequestChannel
+from toolproof.adapters.mcp_spans import install_server_spans
 from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
@@ -222,7 +223,7 @@ def build_server(
 
     with warnings.catch_warnings():  # logging/setLevel: deprecated by 2026-07-28 (SEP-2577)
         warnings.simplefilter("ignore")
-        return Server(
+        server: Server[Any] = Server(
             name,
             version=__version__,
             instructions=instructions,
@@ -232,6 +233,8 @@ def build_server(
             on_set_logging_level=set_level,
             **catalog_handlers(toolset.catalog),
         )
+    install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
+    return server
 
 
 class StdioWire:

@@ -20,7 +20,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Link, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolResult
@@ -35,6 +36,17 @@ SCOPE = "toolproof"
 """The instrumentation scope name of every span and instrument."""
 
 _IN_TOOL: ContextVar[bool] = ContextVar("toolproof_in_tool_span", default=False)
+
+_W3C = TraceContextTextMapPropagator()
+"""``traceparent``/``tracestate`` (W3C Trace Context), whatever the global propagator is."""
+
+_KINDS = {
+    "internal": trace.SpanKind.INTERNAL,
+    "client": trace.SpanKind.CLIENT,
+    "server": trace.SpanKind.SERVER,
+    "producer": trace.SpanKind.PRODUCER,
+    "consumer": trace.SpanKind.CONSUMER,
+}
 
 
 def _digest_or_empty(value: Any) -> str:
@@ -158,7 +170,46 @@ class OtelHook:
         return result
 
     @contextmanager
-    def span(self, name: str, attributes: Mapping[str, str | int]) -> Iterator[hooks.Span]:
-        """A span ``name`` (a run, a step) current around the block."""
-        with self.tracer.start_as_current_span(name, attributes=dict(attributes)) as span:
+    def span(
+        self,
+        name: str,
+        attributes: Mapping[str, str | int],
+        *,
+        kind: hooks.SpanKind = "internal",
+        parent: Mapping[str, str] | None = None,
+    ) -> Iterator[hooks.Span]:
+        """A span ``name`` current around the block (a run, a step, an MCP request...).
+
+        With a ``parent`` carrier holding a valid ``traceparent`` the span continues
+        that trace and links the span that was current here, if any (the MCP
+        conventions' rule for a server span); otherwise the current span is the parent.
+        """
+        context = None
+        links: list[Link] = []
+        if parent:
+            extracted = _W3C.extract(dict(parent))
+            remote = trace.get_current_span(extracted).get_span_context()
+            if remote.is_valid:
+                context = extracted
+                ambient = trace.get_current_span().get_span_context()
+                if ambient.is_valid:
+                    links.append(Link(ambient))
+        with self.tracer.start_as_current_span(
+            name,
+            context=context,
+            kind=_KINDS[kind],
+            attributes=dict(attributes),
+            links=links,
+        ) as span:
             yield span
+
+    def carrier(self) -> dict[str, str]:
+        """The current span's ``traceparent`` (and ``tracestate``), ``{}`` without a valid span."""
+        out: dict[str, str] = {}
+        _W3C.inject(out)
+        return out
+
+    def fail(self, span: Any, error_type: str, message: str) -> None:
+        """Set ``error.type`` and status ``ERROR`` (description ``message``) on ``span``."""
+        span.set_attribute("error.type", error_type)
+        span.set_status(Status(StatusCode.ERROR, message or None))

@@ -8,26 +8,41 @@ OpenTelemetry or the adapter.
 
 :func:`claimed` marks the tool call a run or a session is recording (the ``ToolCall``
 content id), so the outermost tool span can carry it (``toolproof.call_id``).
+
+:func:`span`, :func:`carrier` and :func:`fail` are what code below ``adapters`` calls to
+trace one operation of its own (an MCP request, a backend submit, an approval wait, a
+model turn): with telemetry off they cost one ``is None`` test and do nothing. A
+*carrier* is the W3C Trace Context of a span as text (``{"traceparent": ...,
+"tracestate": ...}``, https://www.w3.org/TR/trace-context/), the form that travels in
+MCP ``params._meta`` and in backend requests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from toolproof.contract.tools import ToolResult
 
 __all__ = [
     "ACTIVE",
+    "NO_SPAN",
     "Span",
+    "SpanKind",
     "TelemetryHook",
+    "carrier",
     "claimed",
     "current_call_id",
+    "fail",
     "install",
+    "span",
     "take_call_id",
 ]
+
+SpanKind = Literal["internal", "client", "server", "producer", "consumer"]
+"""The OpenTelemetry span kinds, by their lower-case names."""
 
 
 class Span(Protocol):
@@ -35,6 +50,20 @@ class Span(Protocol):
 
     def set_attribute(self, key: str, value: str | int | float | bool) -> None:
         """Set attribute ``key`` to ``value`` (OpenTelemetry attribute types)."""
+
+
+class _NoSpan:
+    """The span handed out while telemetry is off: attributes go nowhere."""
+
+    def set_attribute(self, key: str, value: str | int | float | bool) -> None:
+        """Ignore the attribute."""
+
+    def __repr__(self) -> str:
+        return "NO_SPAN"
+
+
+NO_SPAN: Span = _NoSpan()
+"""What :func:`span` yields with telemetry off."""
 
 
 class TelemetryHook(Protocol):
@@ -51,8 +80,26 @@ class TelemetryHook(Protocol):
     def refused(self, tool: Any, arguments: Any, result: ToolResult) -> ToolResult:
         """Record a call refused before its body ran (``invalid_arguments``); return ``result``."""
 
-    def span(self, name: str, attributes: Mapping[str, str | int]) -> AbstractContextManager[Span]:
-        """A span named ``name`` around a block (a run, a step), current inside it."""
+    def span(
+        self,
+        name: str,
+        attributes: Mapping[str, str | int],
+        *,
+        kind: SpanKind = "internal",
+        parent: Mapping[str, str] | None = None,
+    ) -> AbstractContextManager[Span]:
+        """A span named ``name`` around a block (a run, a step), current inside it.
+
+        ``parent``: a carrier (``traceparent``/``tracestate``) received from another
+        process; the span continues that trace. ``None`` or a carrier without a valid
+        ``traceparent``: the current span is the parent.
+        """
+
+    def carrier(self) -> dict[str, str]:
+        """The W3C Trace Context of the current span (``{}`` when there is none)."""
+
+    def fail(self, span: Span, error_type: str, message: str) -> None:
+        """Mark ``span`` failed: ``error.type = error_type``, status ``ERROR`` with ``message``."""
 
 
 ACTIVE: TelemetryHook | None = None
@@ -89,3 +136,45 @@ def take_call_id() -> str | None:
     if call_id is not None:
         _CALL_ID.set(None)
     return call_id
+
+
+def span(
+    name: str,
+    attributes: Mapping[str, str | int] | None = None,
+    *,
+    kind: SpanKind = "internal",
+    parent: Mapping[str, str] | None = None,
+) -> AbstractContextManager[Span]:
+    """A span ``name`` around the block when telemetry is on; :data:`NO_SPAN` otherwise.
+
+    For the operations a lower floor traces itself: an approval wait
+    (``span("toolproof.approval.wait t_approve", {"toolproof.call_id": ...})``), a
+    model turn, an MCP request (``kind="client"``), a backend submit.
+
+    Args:
+        name: the span name (low cardinality: ``"{operation} {target}"``).
+        attributes: the span's first attributes (more with ``set_attribute``).
+        kind: the OpenTelemetry span kind.
+        parent: a carrier received from another process (see :meth:`TelemetryHook.span`).
+
+    Returns:
+        A context manager yielding the span (current inside the block).
+
+    """
+    hook = ACTIVE
+    if hook is None:
+        return nullcontext(NO_SPAN)
+    return hook.span(name, attributes or {}, kind=kind, parent=parent)
+
+
+def carrier() -> dict[str, str]:
+    """The current span's W3C Trace Context (``traceparent``, ``tracestate``); ``{}`` when off."""
+    hook = ACTIVE
+    return {} if hook is None else hook.carrier()
+
+
+def fail(span: Span, error_type: str, message: str = "") -> None:
+    """Mark ``span`` failed with ``error.type = error_type`` (nothing when telemetry is off)."""
+    hook = ACTIVE
+    if hook is not None and span is not NO_SPAN:
+        hook.fail(span, error_type, message)

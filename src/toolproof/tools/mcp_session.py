@@ -44,6 +44,7 @@ from toolproof.tools.mcp_common import (
     stderr_tail,
     wire,
 )
+from toolproof.tools.mcp_trace import Outbox, SessionFacts, traced
 
 __all__ = ["JUNK_REPORT_SECONDS", "McpConnection", "exit_description"]
 
@@ -169,6 +170,8 @@ class McpConnection:
         self._junk_unreported = 0
         self._junk_total = 0
         self._junk_reported_at: float | None = None
+        self.facts = SessionFacts(server)  # what its client spans share
+        self._session_id_of: Callable[[], str | None] | None = None  # 1.x streamable HTTP
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -219,20 +222,23 @@ class McpConnection:
                 cwd=server.cwd,
             )
             streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))  # type: ignore[arg-type]
-            return streams[0], streams[1]
+            return streams[0], Outbox(streams[1])
         module: Any = importlib.import_module("mcp.client.streamable_http")
         if hasattr(module, "streamable_http_client"):  # 2.x: headers live on the HTTP client
             client = await stack.enter_async_context(
                 module.create_mcp_http_client(headers=dict(server.headers))
             )
+            client.event_hooks["response"].append(self.facts.on_response)
             streams = await stack.enter_async_context(
                 module.streamable_http_client(server.url, http_client=client)
             )
         else:  # 1.x
-            streams = await stack.enter_async_context(
+            opened: Any = await stack.enter_async_context(
                 module.streamablehttp_client(server.url, headers=dict(server.headers))
             )
-        return streams[0], streams[1]
+            self._session_id_of = opened[2]
+            return opened[0], Outbox(opened[1])
+        return streams[0], Outbox(streams[1])
 
     async def _run(self) -> None:
         _SPAWNED.set(self._processes)  # this task's context: the SDK's spawn reports here
@@ -252,6 +258,7 @@ class McpConnection:
                     )
                     with anyio.fail_after(self.server.startup_timeout):
                         self.initialize = wire(await session.initialize())
+                        self._note_session()
                         self.tools = await self._list_tools(session)
                         self.listings = await list_catalog(session, self.initialize)
                     self._session = session
@@ -264,6 +271,12 @@ class McpConnection:
         finally:
             self._session = None
             self._ready.set()
+
+    def _note_session(self) -> None:
+        version = self.initialize.get("protocolVersion")
+        self.facts.protocol_version = version if isinstance(version, str) else None
+        if self._session_id_of is not None:
+            self.facts.session_id = self._session_id_of()
 
     async def _list_tools(self, session: ClientSession) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []
@@ -397,14 +410,38 @@ class McpConnection:
             ended = await self.exit_status()
             how = f"; the server process {ended}" if ended else ""
             raise McpCallError("transport", f"MCP server {name!r} is not connected{why}{how}")
-        timeout = self.server.call_timeout
         channel = current_channel()
         if channel is not None:
             self._inflight.append(channel)
         try:
+            return await traced(
+                self.facts, "tools/call", tool, lambda meta: self._send_call(tool, arguments, meta)
+            )
+        finally:
+            if channel is not None:
+                self._inflight.remove(channel)
+
+    async def _send_call(
+        self, tool: str, arguments: dict[str, Any], meta: dict[str, str]
+    ) -> dict[str, Any]:
+        """One ``tools/call`` with ``meta`` as ``params._meta``; its result, wire form.
+
+        Raises:
+            McpCallError: see :meth:`call_tool`.
+
+        """
+        session = self._session
+        name = self.server.name
+        if session is None:
+            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+        timeout = self.server.call_timeout
+        channel = current_channel()
+        progress = channel.progress if channel else None
+        extra: dict[str, Any] = {"meta": meta} if meta else {}
+        try:
             with anyio.fail_after(timeout):
                 result = await session.call_tool(
-                    tool, arguments, progress_callback=channel.progress if channel else None
+                    tool, arguments, progress_callback=progress, **extra
                 )
         except TimeoutError:
             raise McpCallError(
@@ -431,9 +468,6 @@ class McpConnection:
             raise McpCallError(
                 "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
             ) from exc
-        finally:
-            if channel is not None:
-                self._inflight.remove(channel)
         return wire(result)
 
     async def request(self, method: str, send: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
@@ -447,18 +481,24 @@ class McpConnection:
         name = self.server.name
         if session is None:
             raise McpCallError("transport", f"MCP server {name!r} is not connected")
-        try:
-            with anyio.fail_after(self.server.call_timeout):
-                return wire(await send(session))
-        except TimeoutError:
-            raise McpCallError(
-                "timeout", f"MCP server {name!r} did not answer {method} in time"
-            ) from None
-        except SDK_ERRORS as exc:
-            code = error_code(exc)
-            raise McpCallError(
-                "protocol", f"MCP server {name!r} answered {method} with error {code}: {exc}", code
-            ) from exc
+
+        async def once(meta: dict[str, str]) -> dict[str, Any]:
+            try:
+                with anyio.fail_after(self.server.call_timeout):
+                    return wire(await send(session))
+            except TimeoutError:
+                raise McpCallError(
+                    "timeout", f"MCP server {name!r} did not answer {method} in time"
+                ) from None
+            except SDK_ERRORS as exc:
+                code = error_code(exc)
+                raise McpCallError(
+                    "protocol",
+                    f"MCP server {name!r} answered {method} with error {code}: {exc}",
+                    code,
+                ) from exc
+
+        return await traced(self.facts, method, None, once)
 
     def stderr(self) -> str:
         """The tail of the server's stderr so far (stdio servers; ``""`` otherwise)."""

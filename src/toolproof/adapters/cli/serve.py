@@ -24,6 +24,7 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.telemetry import instrument_from_config
 from toolproof.config import load_toolset
 from toolproof.errors import InputError, VerificationError
 
@@ -145,6 +146,7 @@ async def _serve_loaded(
     async with load_toolset(config) as toolset:
         session = open_session(record, toolset) if record is not None else None
         failed = True
+        stop_telemetry = instrument_from_config(toolset.metadata["config"].telemetry)
         try:
             observer = SessionObserver(session) if session is not None else None
             server = build_server(toolset, observer=observer)
@@ -168,6 +170,7 @@ async def _serve_loaded(
                 clean = await _until_stopped(serve_stdio(server, wire), stop)
             failed = False
         finally:
+            stop_telemetry()
             if session is not None:
                 await _end_session(session, discard=failed and session.calls == 0)
     return clean
