@@ -1,0 +1,194 @@
+"""examples/agent-pydantic-ai end to end: a pydantic-ai agent over the real mcp-server-git.
+
+The example is copied beside a fixture repository (two commits by Ada Lovelace), as
+tests/runs/test_git_history.py does, and run as a script: record the agent's session,
+verify it (the answer's citations looked up byte for byte), replay it frozen. Once with
+the scripted model (FunctionModel), once against the real model server of
+``TOOLPROOF_LLM_BASE_URL`` (llama.cpp serving SmolLM2-135M-Instruct; what is checked
+there is the record, not the small model's answer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "agent-pydantic-ai"
+BIN = Path(sys.executable).parent
+BASE_URL = os.environ.get("TOOLPROOF_LLM_BASE_URL", "http://127.0.0.1:8031/v1")
+LIVE_PATH = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada Lovelace",
+        "GIT_AUTHOR_EMAIL": "ada@example.org",
+        "GIT_COMMITTER_NAME": "Ada Lovelace",
+        "GIT_COMMITTER_EMAIL": "ada@example.org",
+    }
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def example(*args: str, cwd: Path, path: str = LIVE_PATH) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "agent.py", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PATH": path},
+    )
+
+
+def bare_path() -> str:
+    """PATH without mcp-server-git: a replay that needed the server would fail."""
+    path = os.pathsep.join(
+        part
+        for part in os.environ.get("PATH", "").split(os.pathsep)
+        if part and not (Path(part) / "mcp-server-git").exists()
+    )
+    assert shutil.which("mcp-server-git", path=path) is None
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose latest commit adds README.md, and the example inside it."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-q", "-m", "Start the demo package")
+    (repo / "README.md").write_text("demo\n", encoding="utf-8")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "Say what the demo is")
+    work = repo / "examples" / "agent-pydantic-ai"
+    work.mkdir(parents=True)
+    for name in ("agent.py", "toolproof.toml"):
+        shutil.copy(EXAMPLE / name, work / name)
+    assert shutil.which("mcp-server-git", path=LIVE_PATH), "mcp-server-git must be installed"
+    return work, git(repo, "rev-parse", "HEAD")
+
+
+def _events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+
+
+def _cited_bytes(run: Path) -> list[str]:
+    """Each support of the answer's claim, read from the evidence bytes it points at."""
+    claim = json.loads((run / "claims.json").read_bytes())[0]
+    texts = []
+    for support in claim["supports"]:
+        data = (run / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
+        texts.append(data[support["start"] : support["end"]].decode("utf-8"))
+    return texts
+
+
+def test_the_scripted_agent_records_verifies_and_replays(
+    project: tuple[Path, str], tmp_path: Path
+) -> None:
+    work, head = project
+    done = example("--root", str(tmp_path / "root"), "--json", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("model: scripted (a pydantic-ai FunctionModel")
+    outcome = json.loads(done.stdout)
+    assert outcome["answer"] == (
+        f'The latest commit, {head}, was made by "Author: Ada Lovelace" [call_1], and its '
+        'message says why: "Message: Say what the demo is" [call_1]. It changed README.md.'
+    )
+    citations = ["Author: Ada Lovelace", "Message: Say what the demo is"]
+    assert outcome["claim"] == {"status": "validated", "citations": citations}
+    assert (outcome["verified"], outcome["failures"]) == (True, [])
+    assert outcome["replay"] == {"identical": True, "calls": 2, "live_calls": 0}
+    run = Path(outcome["run"])
+    called = [e["call"] for e in _events(run) if e["type"] == "tool_called"]
+    assert called[0]["tool"] == "git_log" and called[1]["tool"] == "git_show"
+    assert (called[0]["arguments"], called[1]["arguments"]) == (
+        {"repo_path": "../..", "max_count": 1},
+        {"repo_path": "../..", "revision": head},
+    )
+    assert _cited_bytes(run) == citations
+    verify = subprocess.run(
+        [sys.executable, "-m", "toolproof", "verify", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verify.returncode == 0, verify.stderr
+
+    offline = example("--replay", str(run), cwd=work, path=bare_path())
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout.splitlines()[-1] == (
+        "replay: identical, 2 tool calls served from the recording, 0 live calls"
+    )
+
+
+def _model_server() -> str:
+    try:
+        models = httpx.get(f"{BASE_URL}/models", timeout=10).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        message = f"no model server at {BASE_URL} ({exc}); run .ci/services"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(models["data"][0]["id"])
+
+
+@pytest.mark.service
+@pytest.mark.timeout(900)
+def test_the_agent_with_a_real_model_server_records_verifies_and_replays(
+    project: tuple[Path, str], tmp_path: Path
+) -> None:
+    model = _model_server()
+    work, _ = project
+    done = example(
+        "--root",
+        str(tmp_path / "root"),
+        "--base-url",
+        BASE_URL,
+        "--model",
+        model,
+        "--json",
+        cwd=work,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(f"model: {model} at {BASE_URL}")
+    outcome = json.loads(done.stdout)
+    run = Path(outcome["run"])
+    events = _events(run)
+    calls = [e for e in events if e["type"] == "tool_called"]
+    # whatever the small model did, the record holds it and the answer cites only bytes
+    # the git_log results really hold (the Author and Message lines the agent quotes)
+    logs = [
+        e["result"]["value"]
+        for e in events
+        if e["type"] == "tool_returned"
+        and e["result"]["ok"]
+        and next(c for c in calls if c["call_id"] == e["call_id"])["call"]["tool"] == "git_log"
+    ]
+    expected = [
+        m.group(0)
+        for log in logs
+        for prefix in ("Author: ", "Message: ")
+        for m in [re.search(rf"^{prefix}[^\n]*", str(log), re.MULTILINE)]
+        if m is not None
+    ]
+    status = "validated" if expected else "unvalidated"
+    assert outcome["claim"] == {"status": status, "citations": expected}
+    assert _cited_bytes(run) == expected
+    assert (outcome["verified"], outcome["failures"]) == (True, [])
+    assert outcome["replay"] == {"identical": True, "calls": len(calls), "live_calls": 0}
