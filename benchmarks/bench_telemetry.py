@@ -5,8 +5,9 @@ One command: ``python benchmarks/bench_telemetry.py [--calls N] [--repeat R]``.
 Measured in the same run on ``async def add(a: int, b: int) -> int`` bound with
 ``Tool.from_function``:
 
-* **before**: a ``Tool`` whose ``run_validated`` is the body without the hook check
-  (``Tool._run_body``, the code ``run_validated`` was before issue 20) — the anchor;
+* **before**: a ``Tool`` whose ``call`` is ``Tool.call``'s inline path without the
+  hook check (the same validation, body and result steps, no ``hooks.ACTIVE`` test)
+  — the anchor;
 * **off**: ``Tool.call`` with no telemetry installed (one ``is None`` test);
 * **on**: ``Tool.call`` after ``toolproof.instrument`` with an SDK ``TracerProvider``
   whose span processor drops finished spans (span creation, attributes, digests and
@@ -33,6 +34,12 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 import toolproof
 from toolproof import Tool, ToolResult
 from toolproof.adapters.telemetry import uninstrument
+from toolproof.identity import plain_json_encoder
+from toolproof.tools.limits import INLINE_FANOUT
+from toolproof.tools.schema import is_plain_json
+
+_encode_plain = plain_json_encoder()
+_success = ToolResult.success
 
 ARGS = {"a": 1, "b": 2}
 
@@ -43,12 +50,40 @@ async def add(a: int, b: int) -> int:
 
 
 class _Before(Tool):
-    """``run_validated`` as it was before the telemetry hook."""
+    """``Tool.call`` on the inline path of a valid call, without the telemetry hook test."""
 
     __slots__ = ()
 
-    async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
-        return await self._run_body(arguments)
+    async def call(self, arguments: Any) -> ToolResult:
+        try:
+            valid = (
+                type(arguments) is dict
+                and self._fanout <= INLINE_FANOUT
+                and (_encode_plain(arguments) is not None or is_plain_json(arguments))
+                and self._validator.is_valid(arguments)
+            )
+        except (ValueError, UnicodeError):
+            valid = False
+        if not valid:
+            raise AssertionError("the anchor measures valid calls")
+        direct = self._direct
+        if direct is None:
+            raise AssertionError("the anchor measures a tool on the inline path")
+        for name in direct.int_params:
+            if type(arguments.get(name)) is float:
+                arguments = {**arguments, name: int(arguments[name])}
+        try:
+            value = await direct.fn(**arguments)
+            if type(value) in self._settled:
+                return _success(value)
+            value = direct.finish(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._body_failed(exc)
+        if type(value) is ToolResult:
+            return value
+        return self._check_result(value)
 
 
 class _Drop(SpanProcessor):
@@ -65,7 +100,8 @@ async def _round(call: Callable[[dict[str, Any]], Awaitable[Any]], calls: int) -
 
 async def main(calls: int, repeat: int) -> int:
     tool = Tool.from_function(add)
-    before = _Before(tool.spec, tool._body, source=tool.source)
+    before = _Before(tool.spec, tool._body, source=tool.source, direct=tool._direct)
+    assert (await before.call(ARGS)).value == (await tool.call(ARGS)).value == 3
     provider = TracerProvider()
     provider.add_span_processor(_Drop())
     meters = MeterProvider()

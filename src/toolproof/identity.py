@@ -55,6 +55,7 @@ __all__ = [
     "hash_digest",
     "is_digest",
     "parse_digest",
+    "plain_json_encoder",
 ]
 
 MAX_DEPTH = 256
@@ -86,6 +87,24 @@ def fast_plain_json(value: object) -> bool:
 
     """
     return _fast_encode is not None and _fast_encode(value) is not None
+
+
+def _declines(value: object) -> bytes | None:
+    """The stand-in of the C encoder when it is not built: declines every value."""
+    return None
+
+
+def plain_json_encoder() -> Callable[[object], bytes | None]:
+    """The C encoder itself, for a per-call hot path that cannot afford a Python frame.
+
+    Returns:
+        ``encode(value) -> bytes | None``: the RFC 8785 bytes of ``value`` when it is
+        plain JSON within the limits (exact built-in types, finite floats, depth at most
+        :data:`MAX_DEPTH`), else ``None`` ("check with the exact rules", never a no).
+        Without the C extension, a function that always returns ``None``.
+
+    """
+    return _fast_encode if _fast_encode is not None else _declines
 
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")

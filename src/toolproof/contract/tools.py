@@ -132,6 +132,8 @@ _set_attribute = object.__setattr__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_SUCCESS_FIELDS = {"schema_version", "ok", "value", "failure"}
+"""The fields set of every successful result (``model_copy`` copies it before adding)."""
 
 
 class ToolResult(CanonicalModel):
@@ -168,7 +170,7 @@ class ToolResult(CanonicalModel):
             "__dict__",
             {"schema_version": SCHEMA_VERSION, "ok": True, "value": value, "failure": None},
         )
-        _set_fields_set(result, {"schema_version", "ok", "value", "failure"})
+        _set_fields_set(result, _SUCCESS_FIELDS)  # shared: a frozen model never adds to it
         _set_extra(result, None)
         _set_private(result, None)
         return result

@@ -38,7 +38,7 @@ from toolproof.tools.own_schema import bind_own_schema
 from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, Validator, strip_titles
 from toolproof.tools.sync_bodies import sync_bodies
 
-__all__ = ["TOOL_MARK", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
+__all__ = ["TOOL_MARK", "DirectCall", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
 
 TOOL_MARK = "__toolproof_tool__"
 """The attribute ``@toolproof.tool`` sets on a function to mark it as a tool."""
@@ -214,6 +214,31 @@ def _json_schema(adapter: TypeAdapter[Any] | type[BaseModel], tool_name: str, wh
 
 
 @dataclass(frozen=True)
+class DirectCall:
+    """An async function whose validated arguments it takes as they are: ``Tool`` may run it inline.
+
+    Given only when every parameter is passed by name, no parameter needs pydantic to
+    build its value (:func:`_json_native`, no ``int`` inside a container), no parameter
+    is a :class:`Context`, and the return annotation needs no conversion either. Then
+    ``await fn(**arguments)`` on arguments that passed the input schema is exactly the
+    call the body would make, once an integral float sent to an ``int_params`` parameter
+    is turned into an ``int`` (JSON Schema's ``integer`` accepts ``1.0``).
+
+    Attributes:
+        fn: the async function (or async callable object).
+        int_params: the parameters annotated ``int`` (possibly ``Optional[int]``).
+        finish: the body's result step, ``value -> JSON value | ToolResult`` (a
+            returned :class:`ToolResult` passes through, a rich value becomes content,
+            a model is dumped); it returns a ``str``, ``int``, ``bool`` or ``None``
+            unchanged, so a caller may skip it for those.
+    """
+
+    fn: Callable[..., Awaitable[Any]]
+    int_params: tuple[str, ...]
+    finish: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
 class FunctionBinding:
     """What binding a Python function produces: the parts of its :class:`~toolproof.Tool`.
 
@@ -229,6 +254,8 @@ class FunctionBinding:
         validator: the compiled input validator of a declared input schema, else
             ``None`` (the Tool compiles the derived one).
         fanout: the declared schema's fanout bound, else ``None`` (measured by the Tool).
+        direct: how to run the function inline, when it allows it (see
+            :class:`DirectCall`), else ``None``; ``body`` always works.
     """
 
     spec: ToolSpec
@@ -238,6 +265,7 @@ class FunctionBinding:
     varies: tuple[str, ...]
     validator: Validator | None = None
     fanout: int | None = None
+    direct: DirectCall | None = None
 
 
 def bind_function(
@@ -343,9 +371,17 @@ def bind_function(
     )
     if output_adapter is not None and _json_native(ret):
         output_adapter = None  # a plain JSON value: Tool checks it against the output schema
-    body = _make_body(
-        tool_name, fn, model, params, output_adapter, direct=direct, int_params=int_params
-    )
+    finish = _result_step(tool_name, output_adapter)
+    body = _make_body(tool_name, fn, model, params, finish, direct=direct, int_params=int_params)
+    inline = None
+    if (
+        (direct or model is None)  # a declared input schema: the body passes the JSON as is
+        and output_adapter is None
+        and _is_async(fn)
+        and all(kind != inspect.Parameter.POSITIONAL_ONLY for _, _, kind in params)
+        and all(field != CONTEXT_FIELD for _, field, _ in params)
+    ):
+        inline = DirectCall(fn, tuple(int_params), finish)
     module = getattr(fn, "__module__", "?")
     qualname = getattr(fn, "__qualname__", tool_name)
     return FunctionBinding(
@@ -356,6 +392,7 @@ def bind_function(
         varies=tuple(opts.varies),
         validator=None if own is None else own.validator,
         fanout=None if own is None else own.fanout,
+        direct=inline,
     )
 
 
@@ -477,19 +514,62 @@ def _direct_arguments(
     return args, kwargs
 
 
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns an awaitable (a coroutine function or such ``__call__``)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _result_step(tool_name: str, output_adapter: TypeAdapter[Any] | None) -> Callable[[Any], Any]:
+    """The body's last step: the function's return value -> a JSON value or a ToolResult."""
+
+    def finish(value: Any) -> Any:
+        if type(value) is ToolResult:
+            return value  # the function reports its own outcome: passed through as it is
+        try:
+            rich = rich_value(value)
+        except TypeError as exc:
+            return ToolResult.fail(
+                "invalid_result", f"tool {tool_name!r} returned {exc}", where="output"
+            )
+        if rich is not None:
+            return rich  # Image, Audio, ... or a list of them: the MCP content value
+        if output_adapter is None and not isinstance(value, BaseModel):
+            return value  # Tool checks it is plain JSON (else invalid_result)
+        problem = _non_finite(value, "$")
+        if problem is not None:  # pydantic would write it as null: refuse instead
+            return ToolResult.fail(
+                "invalid_result",
+                f"tool {tool_name!r} returned a value that is not plain JSON: {problem}",
+                where="output",
+            )
+        try:
+            if output_adapter is None:
+                return value.model_dump(mode="json", warnings="error")
+            return output_adapter.dump_python(value, mode="json", warnings="error")
+        except PydanticSerializationError as exc:
+            return ToolResult.fail(
+                "invalid_result",
+                f"tool {tool_name!r} returned a value that does not match its return "
+                f"annotation: {str(exc).splitlines()[-1].strip()}",
+                where="output",
+            )
+
+    return finish
+
+
 def _make_body(
     tool_name: str,
     fn: Callable[..., Any],
     model: type[BaseModel] | None,
     params: list[tuple[str, str, inspect._ParameterKind]],
-    output_adapter: TypeAdapter[Any] | None,
+    finish: Callable[[Any], Any],
     *,
     direct: bool = False,
     int_params: list[str] | None = None,
 ) -> Callable[[dict[str, Any]], Any]:
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004
-    )
+    is_async = _is_async(fn)
     contexts = [param for param, field, _ in params if field == CONTEXT_FIELD]
     params = [entry for entry in params if entry[1] != CONTEXT_FIELD]
     positional = [field for _, field, kind in params if kind == inspect.Parameter.POSITIONAL_ONLY]
@@ -529,35 +609,6 @@ def _make_body(
             value = await fn(*args, **kwargs)
         else:
             value = await sync_bodies().run(tool_name, functools.partial(fn, *args, **kwargs))
-        if type(value) is ToolResult:
-            return value  # the function reports its own outcome: passed through as it is
-        try:
-            rich = rich_value(value)
-        except TypeError as exc:
-            return ToolResult.fail(
-                "invalid_result", f"tool {tool_name!r} returned {exc}", where="output"
-            )
-        if rich is not None:
-            return rich  # Image, Audio, ... or a list of them: the MCP content value
-        if output_adapter is None and not isinstance(value, BaseModel):
-            return value  # Tool checks it is plain JSON (else invalid_result)
-        problem = _non_finite(value, "$")
-        if problem is not None:  # pydantic would write it as null: refuse instead
-            return ToolResult.fail(
-                "invalid_result",
-                f"tool {tool_name!r} returned a value that is not plain JSON: {problem}",
-                where="output",
-            )
-        try:
-            if output_adapter is None:
-                return value.model_dump(mode="json", warnings="error")
-            return output_adapter.dump_python(value, mode="json", warnings="error")
-        except PydanticSerializationError as exc:
-            return ToolResult.fail(
-                "invalid_result",
-                f"tool {tool_name!r} returned a value that does not match its return "
-                f"annotation: {str(exc).splitlines()[-1].strip()}",
-                where="output",
-            )
+        return finish(value)
 
     return body

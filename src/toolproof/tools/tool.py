@@ -8,9 +8,9 @@ from typing import Any
 
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, plain_json_encoder
 from toolproof.tools import hooks as _hooks
-from toolproof.tools.function import ToolOptions, bind_function
+from toolproof.tools.function import DirectCall, ToolOptions, bind_function
 from toolproof.tools.limits import INLINE_FANOUT, measure_fanout
 from toolproof.tools.observe import note_failure
 from toolproof.tools.refs import dialect_of
@@ -23,7 +23,7 @@ from toolproof.tools.schema import (
     validation_errors,
 )
 
-__all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool"]
+__all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool", "settled_types"]
 
 MAX_VALIDATION_WORK = 1_000_000
 """The most subschema applications (fanout x values in the arguments) one call of a
@@ -42,8 +42,47 @@ def _noted(result: ToolResult) -> ToolResult:
     return result
 
 
-_SCALARS = frozenset({str, int, bool, type(None)})
+_SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
 """Result types that are plain JSON by themselves (a float may be NaN: it is checked)."""
+
+_TYPE_OF_SCALAR: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "null": type(None),
+}
+_ANNOTATION_KEYWORDS = frozenset({"type", "title", "description"})
+
+_encode_plain = plain_json_encoder()  # the C check, called without a Python frame around it
+_success = ToolResult.success
+
+
+def settled_types(output_schema: Any) -> frozenset[type]:
+    """The result types whose every value is plain JSON and valid under ``output_schema``.
+
+    A result of exactly such a type needs neither the plain-JSON walk nor the output
+    validator: ``str``, ``int``, ``bool`` and ``None`` when there is no output schema
+    (or it is ``true`` / ``{}``), the types a bare ``{"type": ...}`` schema names
+    (``integer`` is ``int`` alone: a ``bool`` is not a JSON Schema integer; ``number``
+    names none, a float may be NaN), nothing for any other schema.
+
+    Args:
+        output_schema: a tool's ``output_schema`` (``None``: none).
+
+    Returns:
+        A frozenset of Python types (possibly empty).
+
+    """
+    if output_schema is None or output_schema is True or output_schema == {}:
+        return _SCALARS
+    if type(output_schema) is not dict or not set(output_schema) <= _ANNOTATION_KEYWORDS:
+        return frozenset()
+    named = output_schema.get("type")
+    names: list[Any] = named if type(named) is list else [named]
+    if not names or not all(type(name) is str and name in _TYPE_OF_SCALAR for name in names):
+        return frozenset()
+    return frozenset(_TYPE_OF_SCALAR[str(name)] for name in names)
+
 
 Body = Callable[[dict[str, Any]], Awaitable[Any]]
 """An async tool body: takes the validated arguments object, returns a JSON value or a
@@ -79,6 +118,11 @@ class Tool:
             :data:`MAX_VALIDATION_WORK` applications is refused before validation.
         output_fanout: the same bound for ``output_schema``; a result over the limit
             is ``invalid_result``.
+        direct: how to run a Python function inline (``Tool.from_function`` gives it
+            when the function allows it); the result is the same as ``body``'s.
+        inner: for a variant, the tool it extends (its next layer inward), as the apply
+            site built it; ``None`` for a base tool.
+        config: for a variant, its layer's validated config as JSON (``None``: none).
 
     Raises:
         ToolBindError: the input or output schema does not compile, or breaks a rule
@@ -89,12 +133,16 @@ class Tool:
     __slots__ = (
         "_body",
         "_descriptor",
+        "_direct",
         "_fanout",
         "_output_fanout",
         "_output_validator",
+        "_settled",
         "_validator",
         "base",
+        "config",
         "deterministic",
+        "inner",
         "source",
         "spec",
         "stack",
@@ -114,9 +162,16 @@ class Tool:
         validator: Validator | None = None,
         fanout: int | None = None,
         output_fanout: int | None = None,
+        direct: DirectCall | None = None,
+        inner: Tool | None = None,
+        config: Any = None,
     ) -> None:
         self.spec = spec
         self._body = body
+        self._direct = direct
+        self.inner = inner
+        self.config = config
+        self._settled = settled_types(spec.output_schema)
         self.source = source
         self.base = base
         self.stack = tuple(stack)
@@ -232,18 +287,36 @@ class Tool:
             valid = (
                 type(arguments) is dict
                 and self._fanout <= INLINE_FANOUT  # else check_arguments bounds the work
-                and is_plain_json(arguments)  # first: jsonschema-rs raises on a set or bytes
+                # first: jsonschema-rs raises on a set or bytes
+                and (_encode_plain(arguments) is not None or is_plain_json(arguments))
                 and self._validator.is_valid(arguments)
             )  # the hot path: one C walk, one C validation
         except (ValueError, UnicodeError):
             valid = False  # check_arguments says why
-        if valid:
+        if not valid:
+            refused = self.check_arguments(arguments)
+            if refused is not None:
+                hook = _hooks.ACTIVE
+                return _noted(refused if hook is None else hook.refused(self, arguments, refused))
+        direct = self._direct
+        if direct is None or _hooks.ACTIVE is not None:
             return await self.run_validated(arguments)
-        refused = self.check_arguments(arguments)
-        if refused is not None:
-            hook = _hooks.ACTIVE
-            return _noted(refused if hook is None else hook.refused(self, arguments, refused))
-        return await self.run_validated(arguments)
+        # _run_direct, inline: the hot path takes no extra frame
+        for name in direct.int_params:
+            if type(arguments.get(name)) is float:
+                arguments = {**arguments, name: int(arguments[name])}
+        try:
+            value = await direct.fn(**arguments)
+            if type(value) in self._settled:
+                return _success(value)
+            value = direct.finish(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._body_failed(exc)
+        if type(value) is ToolResult:
+            return _noted(value) if value.failure is not None else value
+        return self._check_result(value)
 
     async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
         """Run the body on arguments the caller has already validated against this schema.
@@ -255,6 +328,9 @@ class Tool:
         """
         if _hooks.ACTIVE is not None:
             return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
+        direct = self._direct
+        if direct is not None:
+            return await self._run_direct(direct, arguments)
         try:  # the same as _run_body, inline: the hot path takes no extra frame
             value = await self._body(arguments)
         except asyncio.CancelledError:
@@ -267,8 +343,29 @@ class Tool:
 
     async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
         """:meth:`run_validated` without the telemetry hook (the hook calls it)."""
+        direct = self._direct
+        if direct is not None:
+            return await self._run_direct(direct, arguments)
         try:
             value = await self._body(arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self._body_failed(exc)
+        if type(value) is ToolResult:
+            return _noted(value) if value.failure is not None else value
+        return self._check_result(value)
+
+    async def _run_direct(self, direct: DirectCall, arguments: dict[str, Any]) -> ToolResult:
+        """Run a :class:`DirectCall` function on validated ``arguments`` (what the body does)."""
+        for name in direct.int_params:
+            if type(arguments.get(name)) is float:
+                arguments = {**arguments, name: int(arguments[name])}  # the caller's dict kept
+        try:
+            value = await direct.fn(**arguments)
+            if type(value) in self._settled:
+                return _success(value)
+            value = direct.finish(value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -294,6 +391,8 @@ class Tool:
         )
 
     def _check_result(self, value: Any) -> ToolResult:
+        if type(value) in self._settled:
+            return _success(value)
         if type(value) not in _SCALARS and not is_plain_json(value):
             problem = json_problem(value)
             if problem is not None:
@@ -334,12 +433,21 @@ class Tool:
             )
         return ToolResult.success(value)
 
-    def rebind(self, spec: ToolSpec, *, base: str | None, stack: Sequence[StackLayer]) -> Tool:
+    def rebind(
+        self,
+        spec: ToolSpec,
+        *,
+        base: str | None,
+        stack: Sequence[StackLayer],
+        inner: Tool | None = None,
+        config: Any = None,
+    ) -> Tool:
         """Return a new tool running this tool's body under ``spec``, ``base`` and ``stack``.
 
         The extension apply site uses it to give a variant its final name, description,
-        output schema and stack without another call layer. The compiled input
-        validator is reused when ``spec.input_schema`` is unchanged.
+        output schema and stack without another call layer, and to record the layer's
+        ``inner`` tool and ``config`` (JSON) on it. The compiled input validator is
+        reused when ``spec.input_schema`` is unchanged.
 
         Raises:
             ToolBindError: the new input or output schema does not compile.
@@ -359,7 +467,23 @@ class Tool:
             # properties renamed or hidden): the inner bounds carry over
             fanout=self._fanout,
             output_fanout=self._output_fanout,
+            direct=self._direct,
+            inner=inner,
+            config=config,
         )
+
+    def layers(self) -> list[Tool]:
+        """Return this tool and the tools inside it, outermost first (``[self, ..., base]``).
+
+        Each variant holds the tool it extends as :attr:`inner` (set by the apply site);
+        the last item is the base tool (its ``inner`` is ``None``).
+        """
+        chain: list[Tool] = []
+        tool: Tool | None = self
+        while tool is not None:
+            chain.append(tool)
+            tool = tool.inner
+        return chain
 
     @classmethod
     def from_function(
@@ -392,6 +516,7 @@ class Tool:
             varies=bound.varies,
             validator=bound.validator,
             fanout=bound.fanout,
+            direct=bound.direct,
         )
 
     def __repr__(self) -> str:
