@@ -12,6 +12,8 @@ Everything is measured in the same run on the same trivial function
 * the variant with 1, 3 and 5 pass-through wrapper layers
   (``@toolproof.wrapper`` whose body is ``return await call_next(arguments)``);
   the per-layer overhead is ``(t(k) - t(0)) / k``;
+* a ``timeout`` variant (``seconds = 60``; the call sends no ``timeout_s``): its
+  layer cost is ``t(timeout) - t(0)``, next to the pass-through layer's (the anchor);
 * an ``args`` variant renaming ``a`` to ``x`` (the outer variant validates, the
   inner tool runs on the mapped arguments without re-validating);
 * FastMCP's transformed tool on the same function:
@@ -21,9 +23,10 @@ Each figure is the median, over ``repeat`` interleaved rounds, of the mean time 
 one call in a round of ``calls`` calls. Time is this process's CPU time
 (``time.process_time``), so other processes on a shared machine do not count;
 every path here runs on the event loop's thread. Differences and ratios are
-taken within a round, then the median over rounds. Targets (issue 4): each pass-through layer
-adds <= 1 us; the ``args`` variant costs <= 0.1x FastMCP's transformed call. The
-script exits 1 when a target is missed.
+taken within a round, then the median over rounds. Targets (issue 4, issue 14 point 6):
+each pass-through layer adds <= 1 us; the ``timeout`` layer adds <= 1 us; the ``args``
+variant costs <= 0.1x FastMCP's transformed call. The script exits 1 when a target is
+missed.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def variants(base: Tool) -> dict[str, Tool]:
     out = {f"{k} layers": stack[k - 1][1] for k in LAYERS}
     args = ComboElement("args", {"rename": {"a": "x"}})
     out["args"] = build_combo(base, [args], registry=registry)[0][1]
+    timeout = ComboElement("timeout", {"seconds": 60})
+    out["timeout"] = build_combo(base, [timeout], registry=registry)[0][1]
     return out
 
 
@@ -91,12 +96,14 @@ async def main(calls: int, repeat: int) -> int:
             f"from_function: {k} layers": (lambda t=ours[f"{k} layers"]: t.call(ARGS))
             for k in LAYERS
         },
+        "from_function: timeout variant": lambda: ours["timeout"].call(ARGS),
         "from_function: args variant": lambda: ours["args"].call(RENAMED),
         "declared: 0 layers": lambda: declared.call(ARGS),
         **{
             f"declared: {k} layers": (lambda t=ours_declared[f"{k} layers"]: t.call(ARGS))
             for k in LAYERS
         },
+        "declared: timeout variant": lambda: ours_declared["timeout"].call(ARGS),
         "declared: args variant": lambda: ours_declared["args"].call(RENAMED),
         "FastMCP transformed tool": lambda: fastmcp.run(RENAMED),
     }
@@ -141,6 +148,14 @@ async def main(calls: int, repeat: int) -> int:
             verdict = "ok" if per_layer <= 1.0 else "MISSED"
             ok &= per_layer <= 1.0
             print(f"{family}: {k} layers: {per_layer:.3f} us per layer (target <= 1 us) {verdict}")
+        timeout_layer = paired(f"{family}: timeout variant", zero)
+        pass_through = paired(f"{family}: 1 layers", zero)
+        verdict = "ok" if timeout_layer <= 1.0 else "MISSED"
+        ok &= timeout_layer <= 1.0
+        print(
+            f"{family}: timeout layer: {timeout_layer:.3f} us over the base call "
+            f"(pass-through layer {pass_through:.3f} us; target <= 1 us) {verdict}"
+        )
         args_layer = paired(f"{family}: args variant", zero)
         print(f"{family}: args layer itself: {args_layer:.3f} us over the base call")
         share = ratio(f"{family}: args variant", "FastMCP transformed tool")

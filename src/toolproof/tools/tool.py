@@ -298,18 +298,21 @@ class Tool:
             if refused is not None:
                 hook = _hooks.ACTIVE
                 return _noted(refused if hook is None else hook.refused(self, arguments, refused))
+        if _hooks.ACTIVE is not None:
+            return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
+        # _run_body, inline: the hot path takes no extra frame
         direct = self._direct
-        if direct is None or _hooks.ACTIVE is not None:
-            return await self.run_validated(arguments)
-        # _run_direct, inline: the hot path takes no extra frame
-        for name in direct.int_params:
-            if type(arguments.get(name)) is float:
-                arguments = {**arguments, name: int(arguments[name])}
         try:
-            value = await direct.fn(**arguments)
-            if type(value) in self._settled:
-                return _success(value)
-            value = direct.finish(value)
+            if direct is None:
+                value = await self._body(arguments)
+            else:
+                for name in direct.int_params:
+                    if type(arguments.get(name)) is float:
+                        arguments = {**arguments, name: int(arguments[name])}
+                value = await direct.fn(**arguments)
+                if type(value) in self._settled:
+                    return _success(value)
+                value = direct.finish(value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -328,11 +331,19 @@ class Tool:
         """
         if _hooks.ACTIVE is not None:
             return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
+        # _run_body, inline: each layer of a variant takes no extra frame
         direct = self._direct
-        if direct is not None:
-            return await self._run_direct(direct, arguments)
-        try:  # the same as _run_body, inline: the hot path takes no extra frame
-            value = await self._body(arguments)
+        try:
+            if direct is None:
+                value = await self._body(arguments)
+            else:
+                for name in direct.int_params:
+                    if type(arguments.get(name)) is float:
+                        arguments = {**arguments, name: int(arguments[name])}
+                value = await direct.fn(**arguments)
+                if type(value) in self._settled:
+                    return _success(value)
+                value = direct.finish(value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -342,30 +353,28 @@ class Tool:
         return self._check_result(value)
 
     async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
-        """:meth:`run_validated` without the telemetry hook (the hook calls it)."""
-        direct = self._direct
-        if direct is not None:
-            return await self._run_direct(direct, arguments)
-        try:
-            value = await self._body(arguments)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return self._body_failed(exc)
-        if type(value) is ToolResult:
-            return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+        """:meth:`run_validated` without the telemetry hook (the hook calls it).
 
-    async def _run_direct(self, direct: DirectCall, arguments: dict[str, Any]) -> ToolResult:
-        """Run a :class:`DirectCall` function on validated ``arguments`` (what the body does)."""
-        for name in direct.int_params:
-            if type(arguments.get(name)) is float:
-                arguments = {**arguments, name: int(arguments[name])}  # the caller's dict kept
+        The one statement of how a validated call runs; :meth:`call` and
+        :meth:`run_validated` carry the same lines inline (the per-call hot path).
+        A :class:`DirectCall` function is called as ``fn(**arguments)``, an integral
+        float for an ``int`` parameter turned into an ``int`` in a copy of the
+        caller's dict; a result of a type in ``settled_types(output_schema)`` is a
+        success as it is; anything else goes through the function's result step and
+        :meth:`_check_result`, as a body's value does.
+        """
+        direct = self._direct
         try:
-            value = await direct.fn(**arguments)
-            if type(value) in self._settled:
-                return _success(value)
-            value = direct.finish(value)
+            if direct is None:
+                value = await self._body(arguments)
+            else:
+                for name in direct.int_params:
+                    if type(arguments.get(name)) is float:
+                        arguments = {**arguments, name: int(arguments[name])}
+                value = await direct.fn(**arguments)
+                if type(value) in self._settled:
+                    return _success(value)
+                value = direct.finish(value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from time import monotonic
 from typing import Any
 
 from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
-from toolproof.extensions.layer import call_next_for
+from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import StrictConfig, wrapper_spec
+from toolproof.extensions.wrappers.deadlines import deadlines, resume
 from toolproof.tools.tool import Tool
 
 __all__ = ["TIMEOUT_RESERVED", "TimeoutConfig", "timeout_factory"]
@@ -37,31 +39,67 @@ class TimeoutConfig(StrictConfig):
 def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
     """Build the ``timeout`` variant of ``inner``.
 
-    The inner call is cancelled (``asyncio.timeout``) when the limit passes and the
-    call fails with kind ``timeout`` (retryable, ``where="wrapper"``). ``timeout_s``
-    lowers the limit for one call, never raises it. An outer cancellation propagates.
+    The inner call is cancelled when the limit passes and the call fails with kind
+    ``timeout`` (retryable, ``where="wrapper"``), with the semantics of
+    ``asyncio.timeout`` (the task is cancelled, then uncancelled; a body that swallows
+    the cancellation and returns keeps its result). ``timeout_s`` lowers the limit
+    for one call, never raises it. An outer cancellation propagates. The deadline is
+    kept in the event loop's table of :mod:`~toolproof.extensions.wrappers.deadlines`
+    (one loop timer for every pending call), not in a timer per call, and only once
+    the inner call suspends: a call that ends in its first step (the loop never ran
+    meanwhile, so no timer could have fired) costs no deadline at all.
     """
     cfg: TimeoutConfig = config
-    call_next = call_next_for(inner, TIMEOUT_RESERVED)
+    seconds = float(cfg.seconds)
+    flat = is_flat_object_schema(inner.spec.input_schema)
+    run = inner.run_validated if flat else inner.call
 
     async def body(arguments: dict[str, Any]) -> ToolResult:
-        limit = cfg.seconds
+        limit = seconds
         asked = arguments.get("timeout_s")
-        if asked is not None and asked < limit:
-            limit = float(asked)
-        scope = asyncio.timeout(limit)
+        if asked is not None:
+            arguments = {k: v for k, v in arguments.items() if k != "timeout_s"}
+            if asked < limit:
+                limit = float(asked)
+        started = monotonic()
+        step = run(arguments)
         try:
-            async with scope:
-                return await call_next(arguments)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            return ToolResult.fail(
-                "timeout",
-                f"tool {name!r} timed out after {limit:g} s (the body was cancelled)",
-                where="wrapper",
-                retryable=True,
-                detail={"seconds": limit},
-            )
+            yielded = step.send(None)
+        except StopIteration as done:
+            # it ended without suspending: the loop never ran, no deadline could pass
+            return done.value  # type: ignore[no-any-return]
+        # the deadline counts from the call's start (the loop clock runs at monotonic's rate)
+        loop = asyncio.get_running_loop()
+        when = loop.time() + limit - (monotonic() - started)
+        task = asyncio.current_task(loop)
+        if task is None:
+            step.close()
+            raise RuntimeError("the timeout wrapper runs inside an asyncio task")
+        cancelling = task.cancelling()
+        table = deadlines(loop)
+        entry = table.add(loop, task, when)
+        try:
+            result: ToolResult = await resume(step, yielded)
+        except asyncio.CancelledError:
+            expired = entry.expired
+            table.finish(entry)
+            if expired and task.uncancel() <= cancelling:
+                return ToolResult.fail(
+                    "timeout",
+                    f"tool {name!r} timed out after {limit:g} s (the body was cancelled)",
+                    where="wrapper",
+                    retryable=True,
+                    detail={"seconds": limit},
+                )
+            raise
+        except BaseException:
+            if entry.expired:
+                task.uncancel()
+            table.finish(entry)
+            raise
+        if entry.expired:
+            task.uncancel()  # the body swallowed the cancellation and returned
+        table.finish(entry)
+        return result
 
     return Tool(wrapper_spec(inner, name, TIMEOUT_RESERVED), body)
