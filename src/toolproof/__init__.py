@@ -45,6 +45,13 @@ from toolproof.errors import (
 )
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
 from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
+from toolproof.extensions.approvals import (
+    ApprovalPolicy,
+    ApprovalRequest,
+    ApprovalStore,
+    Approver,
+    Decision,
+)
 from toolproof.identity import canonical_json, content_id, digest
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
@@ -66,6 +73,10 @@ from toolproof.verify.verifier import verify_run
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "Approver",
     "Audio",
     "CanonicalizationError",
     "Check",
@@ -73,6 +84,7 @@ __all__ = [
     "Claim",
     "ConfigError",
     "Context",
+    "Decision",
     "EmbeddedResource",
     "EvidenceRecord",
     "ExecutionRuntime",

@@ -27,6 +27,11 @@ and relative paths are relative to the file::
     expose = ["add_cache"]      # tool-name globs shown although a sibling is gated
     hide = ["debug_*"]          # tool-name globs never shown
 
+    [approvals]                 # the policy of the approve wrapper (docs/approvals.md)
+    store = "approvals.sqlite"
+    timeout_seconds = 600
+    mode = "wait"               # | "defer"
+
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
     file = "toolproof.lock"     # optional: another lock file
@@ -68,6 +73,8 @@ from toolproof.errors import (
     ToolNameError,
     foreign_failure,
 )
+from toolproof.extensions.approvals.policy import ApprovalPolicy
+from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry, default_registry
 from toolproof.tools.exposure import Exposure
@@ -286,6 +293,7 @@ class ToolproofConfig(_Closed):
     lock: LockSection = Field(default_factory=LockSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     serve: ServeSection = Field(default_factory=ServeSection)
+    approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:
@@ -553,7 +561,9 @@ def lock_path_of(file: Path, config: ToolproofConfig) -> Path:
     return file.parent / config.lock.file
 
 
-async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolset:
+async def build_toolset(
+    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
     Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
@@ -564,6 +574,9 @@ async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolse
         path: the ``toolproof.toml`` file.
         lock: ``True``: the ``[lock]`` file when it exists; a path: that lock (it must
             exist); ``False``: no lock check (``toolproof lock`` itself).
+        approver: the Python approval channel of every ``approve`` layer: ``async
+            approver(request: ApprovalRequest) -> bool | Decision`` (docs/approvals.md);
+            ``None``: decisions come from the store (``toolproof approvals``, HTTP).
 
     Raises:
         ConfigError: the file or one of its entries is invalid, the lock cannot be
@@ -611,6 +624,8 @@ async def build_toolset(path: str | Path, *, lock: Path | bool = True) -> Toolse
             },
             backends=config.backends,
             registry=extension_registry(),
+            approvals=raw.get("approvals", {}),
+            approver=approver,
         )
         _set_exposure(toolset, config.serve, file)
     except BaseException:
@@ -627,16 +642,19 @@ class ToolsetLoader:
     to the caller.
     """
 
-    def __init__(self, path: str | Path, *, lock: Path | bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+    ) -> None:
         self.path = Path(path)
         self.lock = lock
+        self.approver = approver
         self._toolset: Toolset | None = None
 
     def __await__(self) -> Generator[Any, None, Toolset]:
-        return build_toolset(self.path, lock=self.lock).__await__()
+        return build_toolset(self.path, lock=self.lock, approver=self.approver).__await__()
 
     async def __aenter__(self) -> Toolset:
-        self._toolset = await build_toolset(self.path, lock=self.lock)
+        self._toolset = await build_toolset(self.path, lock=self.lock, approver=self.approver)
         return self._toolset
 
     async def __aexit__(
@@ -649,12 +667,15 @@ class ToolsetLoader:
             await self._toolset.aclose()
 
 
-def load_toolset(path: str | Path, *, lock: Path | bool = True) -> ToolsetLoader:
+def load_toolset(
+    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+) -> ToolsetLoader:
     """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
 
     Args:
         path: the ``toolproof.toml`` file.
         lock: as :func:`build_toolset`: the default checks ``toolproof.lock`` when present.
+        approver: as :func:`build_toolset`: the approver callback of ``approve`` layers.
 
     Returns:
         A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
@@ -664,4 +685,4 @@ def load_toolset(path: str | Path, *, lock: Path | bool = True) -> ToolsetLoader
         ConfigError: (when awaited or entered) the file or an entry is invalid.
 
     """
-    return ToolsetLoader(path, lock=lock)
+    return ToolsetLoader(path, lock=lock, approver=approver)

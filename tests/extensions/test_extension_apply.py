@@ -18,7 +18,7 @@ from toolproof.extensions import (
 from toolproof.extensions.forms import call_next_for
 from toolproof.identity import digest_json
 
-REGISTERED = "args, audit, cache, project, rate_limit, retry, timeout"
+REGISTERED = "approve, args, audit, cache, project, rate_limit, retry, timeout"
 SCHEMA_RULE = "(rule: a wrapper presents its input's schema unchanged, minus its reserved params)"
 
 

@@ -28,6 +28,7 @@ def factory(inner: Tool, *, name: str, config: Any) -> Tool:
 def test_builtins_are_registered() -> None:
     registry = ExtensionRegistry()
     assert [(ext.name, str(ext.kind)) for ext in registry] == [
+        ("approve", "wrapper"),
         ("args", "transformer"),
         ("audit", "wrapper"),
         ("cache", "wrapper"),

@@ -35,6 +35,7 @@ from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
 from toolproof.contract.trace import StepFinished, ToolCalled, ToolReturned
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
+from toolproof.extensions.approvals.request import Approver, approval_scope
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE, finalize_session
 from toolproof.runs.replay import describe_descriptor_change
@@ -116,8 +117,13 @@ class Session:
     """
 
     def __init__(
-        self, toolset: Toolset | None, live: LiveSession | None, frozen: _Frozen | None = None
+        self,
+        toolset: Toolset | None,
+        live: LiveSession | None,
+        frozen: _Frozen | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        self._approver = approver
         self._toolset = toolset
         self._live = live
         self._frozen = frozen
@@ -173,7 +179,7 @@ class Session:
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
-        with observe_failures() as seen:
+        with observe_failures() as seen, approval_scope(admission.call_id, self._approver):
             result = await tool.call(arguments)
         try:
             recorded = self._live.record(admission, result, seen)
@@ -317,7 +323,7 @@ async def record_session(
     *,
     root: str | Path,
     task: str,
-    approver: Any = None,
+    approver: Approver | None = None,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
 
@@ -325,21 +331,22 @@ async def record_session(
         source: a sealed Toolset, or the path of a ``toolproof.toml``.
         root: the artifact root (the run lands in ``root/runs/<run_id>``).
         task: what the agent was asked (the run spec's task).
-        approver: reserved for approvals (DESIGN §13); must be ``None`` for now.
+        approver: the Python approval channel for the ``approve`` layers of this
+            session's calls (``async approver(request) -> bool | Decision``, see
+            docs/approvals.md); it takes precedence over ``load_toolset(approver=)``.
+            ``None``: the Toolset's callback, or decisions from the store.
 
     Yields:
         The live :class:`Session`; after the block, :attr:`Session.run_id` is set.
 
     Raises:
-        InputError: ``approver`` given, or a bad root.
+        InputError: a bad root.
         RecordingError: the session or its run cannot be written.
 
     """
-    if approver is not None:
-        raise InputError("record_session(approver=...) is not supported yet", rule="approver")
     async with _toolset_of(source) as toolset:
         live = open_session(Path(root), toolset, task=task)
-        session = Session(toolset, live)
+        session = Session(toolset, live, approver=approver)
         try:
             yield session
         except BaseException:

@@ -18,6 +18,8 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 
 __all__ = [
     "TRACE_EVENT_ADAPTER",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "ClaimEmitted",
     "EventBase",
     "EvidenceRegistered",
@@ -136,6 +138,66 @@ class RunFailed(EventBase):
     detail: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class ApprovalRequested(EventBase):
+    """A gated call asked a person before anything ran (the ``approve`` wrapper).
+
+    Written in the call's block, before its ``tool_called`` (DESIGN §13).
+
+    Attributes:
+        call_id: the call of the block (the content id of its ``ToolCall``).
+        request: the request id in the approvals store (``apr_<32 hex>``), the
+            ``approval_handle`` of a deferred call.
+        tool: the gated variant (``<tool>_approve``).
+        fingerprint: that variant's descriptor fingerprint (``sha256:...``).
+        arguments_digest: ``sha256:...`` of the canonical JSON (RFC 8785) of the
+            arguments the gate received.
+        rule: the ``[[approvals.rules]]`` entry that matched (with its ``index``), or
+            ``None`` when no rules are configured (every call is gated).
+        mode: ``wait`` or ``defer``.
+
+    """
+
+    type: Literal["approval_requested"] = "approval_requested"
+    call_id: str
+    request: str
+    tool: str
+    fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    arguments_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    rule: dict[str, JsonValue] | None = None
+    mode: Literal["wait", "defer"] = "wait"
+
+
+class ApprovalDecided(EventBase):
+    """The decision on an approval request, written before the call's ``tool_called``.
+
+    Attributes:
+        call_id: the call of the block.
+        request: the request decided (as in ``approval_requested``).
+        decision: ``approve``, ``deny`` or ``approve_with_edits``.
+        who: who decided: the callback's qualified name, the OS user (CLI), the token
+            name (HTTP), or ``toolproof`` when it failed closed (timeout, store).
+        channel: ``callback``, ``cli``, ``http`` or ``fail-closed``.
+        decided_at: when (ISO 8601 UTC).
+        reason: the reason given (or why it failed closed), ``""`` when none.
+        approved_digest: ``sha256:...`` of the canonical JSON of the arguments the body
+            ran with; ``None`` for a denial.
+        edited_arguments: the arguments a person substituted (``approve_with_edits``),
+            else ``None``; their digest is ``approved_digest``.
+
+    """
+
+    type: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    request: str
+    decision: Literal["approve", "deny", "approve_with_edits"]
+    who: str
+    channel: str
+    decided_at: str
+    reason: str = ""
+    approved_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    edited_arguments: dict[str, JsonValue] | None = None
+
+
 TraceEvent = Annotated[
     StepStarted
     | ToolCalled
@@ -144,7 +206,9 @@ TraceEvent = Annotated[
     | ClaimEmitted
     | StepFinished
     | FailureObserved
-    | RunFailed,
+    | RunFailed
+    | ApprovalRequested
+    | ApprovalDecided,
     Field(discriminator="type"),
 ]
 """Any trace event, discriminated on ``type``."""

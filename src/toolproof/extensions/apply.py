@@ -45,6 +45,8 @@ class ApplyContext:
             the same Toolset from it), or ``None`` when applied from code.
         base_dir: the directory relative paths in extension configs are relative to.
         backends: the ``[backends.NAME]`` tables of the config file.
+        approver: the approver callback of ``load_toolset(..., approver=)`` for the
+            ``approve`` layers (``async (ApprovalRequest) -> bool | Decision``), or ``None``.
 
     """
 
@@ -52,6 +54,7 @@ class ApplyContext:
     config_path: Path | None = None
     base_dir: Path = field(default_factory=Path.cwd)
     backends: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    approver: Any = None
 
 
 def combo_text(combo: Sequence[ComboElement]) -> str:

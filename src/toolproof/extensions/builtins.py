@@ -6,6 +6,7 @@ the same registry (see ``docs/extensions.md``).
 
 from __future__ import annotations
 
+from toolproof.extensions.approvals.policy import ApprovalPolicy
 from toolproof.extensions.extension import Extension
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.transformers import (
@@ -15,12 +16,14 @@ from toolproof.extensions.transformers import (
     project_factory,
 )
 from toolproof.extensions.wrappers import (
+    APPROVE_RESERVED,
     TIMEOUT_RESERVED,
     AuditConfig,
     CacheConfig,
     RateLimitConfig,
     RetryConfig,
     TimeoutConfig,
+    approve_factory,
     audit_factory,
     cache_factory,
     rate_limit_factory,
@@ -82,6 +85,17 @@ BUILTINS: tuple[Extension, ...] = (
         config=AuditConfig,
         version=BUILTIN_VERSION,
         description="Append one JSON line per call to a file, with argument redaction.",
+        wants_context=True,
+        origin="builtin",
+    ),
+    Extension(
+        factory=approve_factory,
+        kind=_WRAPPER,
+        name="approve",
+        config=ApprovalPolicy,
+        reserved_params=APPROVE_RESERVED,
+        version=BUILTIN_VERSION,
+        description="Ask a person before the body runs; the decision is bound to the arguments.",
         wants_context=True,
         origin="builtin",
     ),

@@ -124,6 +124,8 @@ def configure_extensions(
     tools: Mapping[str, Any] | None = None,
     backends: Mapping[str, Mapping[str, Any]] | None = None,
     registry: ExtensionRegistry | None = None,
+    approvals: Mapping[str, Any] | None = None,
+    approver: Any = None,
 ) -> None:
     """Load extension modules and entry points, then apply every tool's combos.
 
@@ -134,6 +136,9 @@ def configure_extensions(
         tools: tool name -> raw ``extensions`` value, in file order.
         backends: the ``[backends.NAME]`` tables, handed to backend factories.
         registry: where names resolve (default: :func:`default_registry`).
+        approvals: the ``[approvals]`` table: the config of every ``approve`` element
+            that gives none of its own (so the policy is in the variant's fingerprint).
+        approver: the approver callback for the ``approve`` layers, or ``None``.
 
     Raises:
         ConfigError: a malformed ``extensions`` value, or a tool name no source binds.
@@ -144,6 +149,22 @@ def configure_extensions(
     plans = [
         (tool, normalize_combos(str(path), tool, value)) for tool, value in (tools or {}).items()
     ]
+    if approvals is not None:
+        plans = [
+            (
+                tool,
+                [
+                    tuple(
+                        ComboElement(e.name, dict(approvals))
+                        if e.name == "approve" and e.config is None
+                        else e
+                        for e in combo
+                    )
+                    for combo in combos
+                ],
+            )
+            for tool, combos in plans
+        ]
     _load_modules(toolset, registry, modules, path.parent.resolve())
     quarantined = {item.name: item for item in toolset.quarantined}
     context = ApplyContext(
@@ -151,6 +172,7 @@ def configure_extensions(
         config_path=path.resolve(),
         base_dir=path.parent.resolve(),
         backends=dict(backends or {}),
+        approver=approver,
     )
     for tool, combos in plans:
         key = f"tools.{tool}.extensions"

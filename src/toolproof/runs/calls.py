@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
+    ApprovalDecided,
+    ApprovalRequested,
     FailureObserved,
     RunFailed,
     ToolCalled,
@@ -29,6 +31,7 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import ReplayRefused
+from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.recorder import other_failures
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
@@ -54,6 +57,26 @@ class CallPort(Protocol):
 
         """
         ...
+
+    def approvals(self, call_id: str) -> list[dict[str, Any]]:
+        """The approval events an ``approve`` layer reported during call ``call_id``.
+
+        Returns:
+            ``{"type": ..., fields}`` records (no ``idx``/``prev``/``step``/``call_id``),
+            in order: live, as the gate reported them; frozen, as recorded (a replay
+            never asks for a decision again).
+
+        """
+        ...
+
+
+_APPROVAL_EVENT_FIELDS = frozenset({"idx", "prev", "step", "call_id", "schema_version"})
+
+
+def approval_record(event: ApprovalRequested | ApprovalDecided) -> dict[str, Any]:
+    """The ``{"type": ..., fields}`` record of a recorded approval event (as the gate notes it)."""
+    plain = event.to_json()
+    return {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
 
 
 class Clock(Protocol):
@@ -95,6 +118,7 @@ class LiveCalls:
         self.toolset = toolset
         self.live_calls = 0
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
+        self._approvals: dict[str, list[dict[str, Any]]] = {}
 
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Call the tool; a call still running when ``timeout`` runs out is cancelled.
@@ -106,7 +130,7 @@ class LiveCalls:
         """
         tool = self.toolset[call.tool]
         self.live_calls += 1
-        with observe_failures() as seen:
+        with observe_failures() as seen, approval_scope(call.id):
             try:
                 result = await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
             except TimeoutError:
@@ -117,11 +141,17 @@ class LiveCalls:
                     detail={"budget": "wall_seconds"},
                 )
         self._observed[call.id] = other_failures(seen, result)
+        if seen.approvals:
+            self._approvals[call.id] = seen.approvals
         return result
 
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """Failures seen during call ``call_id`` besides the one it returned, in order."""
         return self._observed.get(call_id, [])
+
+    def approvals(self, call_id: str) -> list[dict[str, Any]]:
+        """The approval events of call ``call_id``, as its ``approve`` layers reported them."""
+        return self._approvals.get(call_id, [])
 
 
 class FrozenCalls:
@@ -146,8 +176,11 @@ class FrozenCalls:
         self._calls_by_step: dict[str, list[ToolCall]] = {}
         self._asked: dict[str, int] = {}
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
+        self._approvals: dict[str, list[dict[str, Any]]] = {}
         for event in events:
-            if isinstance(event, ToolCalled):
+            if isinstance(event, ApprovalRequested | ApprovalDecided):
+                self._approvals.setdefault(event.call_id, []).append(approval_record(event))
+            elif isinstance(event, ToolCalled):
                 self._calls_by_step.setdefault(event.step, []).append(event.call)
             elif isinstance(event, ToolReturned):
                 self._results[event.call_id] = event.result
@@ -158,6 +191,10 @@ class FrozenCalls:
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """The failures recorded as observed during call ``call_id``."""
         return self._observed.get(call_id, [])
+
+    def approvals(self, call_id: str) -> list[dict[str, Any]]:
+        """The recorded approval events of call ``call_id`` (the decisions are served)."""
+        return self._approvals.get(call_id, [])
 
     async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
         """Return the recorded result of ``call``.

@@ -324,6 +324,7 @@ class Executor:
             result,
             self.calls.observed(call.id),
             admit=lambda data: self._admit(node_id, data),
+            approvals=self.calls.approvals(call.id),
         )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None

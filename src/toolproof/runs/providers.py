@@ -127,3 +127,7 @@ class ProviderCalls:
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """Failures layers reported during ``call_id`` (a provider's or the inner port's)."""
         return self._providers.observed(call_id) or self.inner.observed(call_id)
+
+    def approvals(self, call_id: str) -> list[dict[str, Any]]:
+        """Approval events of ``call_id`` (a provider's or the inner port's)."""
+        return self._providers.approvals(call_id) or self.inner.approvals(call_id)

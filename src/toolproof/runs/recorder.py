@@ -4,7 +4,12 @@ Every tool call that lands in a run is written here, whoever chose it: the execu
 walking a plan, an MCP client of ``serve --record``, an agent in a recorded session.
 The *call block* is, in this order::
 
-    tool_called · tool_returned · failure_observed* · evidence_registered (a value)
+    approval_requested? approval_decided? · tool_called · tool_returned ·
+    failure_observed* · evidence_registered (a value)
+
+``approval_*`` are what an ``approve`` layer of the call reported
+(:func:`~toolproof.tools.observe.note_approval`): the request and the decision,
+written before ``tool_called``, each with the block's call id.
 
 ``failure_observed`` is one event per other failure a layer reported during the call
 (a retried attempt; :func:`other_failures`), with the layer that declared it
@@ -46,6 +51,8 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
+    ApprovalDecided,
+    ApprovalRequested,
     ClaimEmitted,
     EventBase,
     EvidenceRegistered,
@@ -85,6 +92,8 @@ _EVENT_CLASSES: tuple[type[EventBase], ...] = (
     StepFinished,
     FailureObserved,
     RunFailed,
+    ApprovalRequested,
+    ApprovalDecided,
 )
 
 
@@ -99,6 +108,10 @@ def _shape(cls: type[EventBase]) -> tuple[str, dict[str, Any]]:
 
 
 _SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
+_APPROVAL_CLASSES: dict[str, type[EventBase]] = {
+    "approval_requested": ApprovalRequested,
+    "approval_decided": ApprovalDecided,
+}
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 """Field values written as they are; anything else is a model, written as ``to_json()``."""
 
@@ -321,6 +334,7 @@ class Recorder:
         observed: Iterable[tuple[ToolFailure, str]],
         *,
         admit: Callable[[bytes], None] | None = None,
+        approvals: Iterable[dict[str, Any]] = (),
     ) -> CallRecord:
         """Record the call block of one finished call (see the module docstring).
 
@@ -332,6 +346,8 @@ class Recorder:
             observed: the other failures seen during it (:func:`other_failures`).
             admit: called with a value's bytes before they are stored; it may raise to
                 stop (the executor's evidence budget), after ``failure_observed``.
+            approvals: the approval events its layers reported (``type`` and fields
+                without ``idx``/``prev``/``step``/``call_id``), written first.
 
         Returns:
             The :class:`CallRecord`.
@@ -352,6 +368,9 @@ class Recorder:
                     f"{exc.message}",
                     where="output",
                 )
+        for approval in approvals:
+            fields = {k: v for k, v in approval.items() if k != "type"}
+            self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
         self.emit(ToolCalled, step=step, call_id=call_id, call=call)
         if result.failure is None:  # the model's JSON, without a model_dump: value is plain JSON
             plain_result: Any = {
@@ -427,6 +446,7 @@ class Recorder:
         call: dict[str, Any],
         result: ToolResult,
         observed: Iterable[tuple[ToolFailure, str]],
+        approvals: Iterable[dict[str, Any]] = (),
     ) -> CallRecord:
         """Record a whole call step (``step_started``, the call block, ``step_finished``).
 
@@ -439,7 +459,7 @@ class Recorder:
 
         """
         self.emit(StepStarted, step=step, kind="call")
-        recorded = self.call_block(step, call, result, observed)
+        recorded = self.call_block(step, call, result, observed, approvals=approvals)
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)

@@ -78,11 +78,20 @@ class Admission:
     Attributes:
         tool: the tool name.
         arguments: a copy of the arguments as admitted (the body may mutate its own).
+        step: the step the call is recorded as (``call-00000001``), fixed at admission
+            so the call id is known before the body runs (an ``approve`` layer binds
+            its decision to it).
 
     """
 
     tool: str
     arguments: dict[str, Any]
+    step: str = ""
+
+    @property
+    def call_id(self) -> str:
+        """The id the call is recorded under (``call_<hex>``)."""
+        return str(call_json(self.tool, self.arguments, self.step)["id"])
 
 
 def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
@@ -110,6 +119,7 @@ class LiveSession:
         started_at: ISO 8601 UTC start time.
         recorder: the recorder writing its trace and evidence.
         calls: calls recorded so far.
+        admitted: calls admitted so far (the last step number handed out).
         closed: no more calls are recorded.
         broken: the write error that stopped the recording, or ``None``.
 
@@ -120,6 +130,7 @@ class LiveSession:
     started_at: str
     recorder: Recorder
     calls: int = 0
+    admitted: int = 0
     closed: bool = False
     broken: OSError | None = None
     _where: str = ""
@@ -202,7 +213,8 @@ class LiveSession:
                     )
         if why is not None:
             raise _unrecordable(tool, why, where)
-        return Admission(tool, snapshot)
+        self.admitted += 1
+        return Admission(tool, snapshot, step_id(self.admitted))
 
     def record(
         self, admission: Admission, result: ToolResult, seen: Observation | None = None
@@ -227,11 +239,12 @@ class LiveSession:
         if self.closed or self.broken is not None:
             raise _unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
         self.calls += 1
-        step = step_id(self.calls)
+        step = admission.step or step_id(self.calls)
         call = call_json(admission.tool, admission.arguments, step)
         observed = other_failures(seen, result) if seen is not None else []
+        approvals = seen.approvals if seen is not None else []
         try:
-            recorded = self.recorder.call_step(step, call, result, observed)
+            recorded = self.recorder.call_step(step, call, result, observed, approvals)
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc

@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolproof.contract.tools import ToolFailure
 
-__all__ = ["Observation", "note_failure", "note_recovery", "observe_failures"]
+__all__ = ["Observation", "note_approval", "note_failure", "note_recovery", "observe_failures"]
 
 
 @dataclass
@@ -38,6 +39,9 @@ class Observation:
 
     failures: list[ToolFailure] = field(default_factory=list)
     recovered: list[tuple[ToolFailure, str]] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    """Approval events an ``approve`` layer reported (``{"type": ..., fields}``), in order;
+    the recorder writes them in the call's block before ``tool_called``."""
 
     def __iter__(self) -> Iterator[ToolFailure]:
         """The failures, in order (so ``list(observation)`` is :attr:`failures`)."""
@@ -66,6 +70,17 @@ def note_recovery(failure: ToolFailure, layer: str) -> None:
     seen = _SEEN.get()
     if seen is not None:
         seen.recovered.append((failure, layer))
+
+
+def note_approval(event: dict[str, Any]) -> None:
+    """Report an approval event (``approval_requested`` / ``approval_decided`` fields).
+
+    ``event`` holds ``type`` and the event's fields except ``idx``, ``prev``, ``step``
+    and ``call_id`` (the recorder fills those from the call's block).
+    """
+    seen = _SEEN.get()
+    if seen is not None:
+        seen.approvals.append(event)
 
 
 @contextmanager

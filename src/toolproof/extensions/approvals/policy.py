@@ -1,0 +1,190 @@
+"""``[approvals]``: what needs a person, where requests wait, and for how long.
+
+::
+
+    [approvals]
+    store = "approvals.sqlite"       # relative to toolproof.toml
+    timeout_seconds = 600            # no decision in time: denied (fail closed)
+    mode = "wait"                    # or "defer": return approval_pending with a handle
+
+    [[approvals.rules]]              # optional; without rules every call is gated
+    when = { destructiveHint = true }   # MCP annotations of the tool, all must equal
+    arguments = { "/force" = true }     # JSON Pointers (RFC 6901) into the arguments
+
+A rule matches a call when every ``when`` hint equals the tool's annotation (as
+stated; an unstated hint never matches) and every ``arguments`` pointer resolves to
+a value equal to the given one (JSON equality: ``1`` is not ``true``). The first
+matching rule gates the call; when none matches the call runs ungated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+from toolproof.contract.bounds import Seconds
+from toolproof.contract.tools import ToolAnnotations
+
+__all__ = [
+    "ANNOTATION_KEYS",
+    "DEFAULT_STORE",
+    "ApprovalPolicy",
+    "ApprovalRule",
+    "CompiledRule",
+    "compile_rules",
+    "json_equal",
+    "resolve_pointer",
+]
+
+DEFAULT_STORE = "approvals.sqlite"
+"""The store file when ``[approvals] store`` is not given (beside the toml)."""
+
+ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
+"""The MCP tool annotations a rule's ``when`` may name."""
+
+_MISSING: Any = object()
+
+
+class ApprovalRule(BaseModel):
+    """One ``[[approvals.rules]]`` entry; see the module docstring.
+
+    Attributes:
+        when: MCP annotation name -> the value it must have.
+        arguments: JSON Pointer -> the JSON value found there.
+
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    when: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("when")
+    @classmethod
+    def _annotations(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        for key in value:
+            if key not in ANNOTATION_KEYS:
+                raise ValueError(
+                    f"{key!r} is not an MCP tool annotation (known: {', '.join(ANNOTATION_KEYS)})"
+                )
+        return value
+
+    @field_validator("arguments")
+    @classmethod
+    def _pointers(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        for pointer in value:
+            if not pointer.startswith("/"):
+                raise ValueError(f"{pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')")
+        return value
+
+
+class ApprovalPolicy(BaseModel):
+    """The ``[approvals]`` table (also the ``approve`` extension's config).
+
+    Attributes:
+        store: the SQLite file of requests and decisions, relative to the config file.
+        timeout_seconds: seconds a request waits for a decision; then it is denied.
+        mode: ``wait`` (the call waits for the decision) or ``defer`` (the call fails at
+            once with kind ``approval_pending`` and a handle to retry with).
+        rules: what needs a person; empty: every call of a gated tool.
+
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store: str = DEFAULT_STORE
+    timeout_seconds: Seconds = 600.0
+    mode: Literal["wait", "defer"] = "wait"
+    rules: tuple[ApprovalRule, ...] = ()
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at JSON Pointer ``pointer`` (RFC 6901) in ``document``, or a private sentinel.
+
+    Returns:
+        The value, or an object that equals nothing when the pointer does not resolve.
+
+    """
+    node = document
+    for raw in pointer.split("/")[1:]:
+        part = _unescape(raw)
+        if type(node) is dict:
+            node = node.get(part, _MISSING)
+        elif type(node) is list and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``True`` is not ``1``, ``1`` equals ``1.0``, objects compare by keys."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule whose ``when`` matched the tool: only its argument predicates are left.
+
+    Attributes:
+        index: its position in ``[[approvals.rules]]``.
+        arguments: ``(pointer, value)`` predicates, all must hold.
+        record: what ``approval_requested`` records as ``rule``.
+
+    """
+
+    index: int
+    arguments: tuple[tuple[str, Any], ...]
+    record: Mapping[str, Any]
+
+    def matches(self, arguments: dict[str, Any]) -> bool:
+        """Whether every argument predicate holds for ``arguments``."""
+        for pointer, expected in self.arguments:
+            if not json_equal(resolve_pointer(arguments, pointer), expected):
+                return False
+        return True
+
+
+def _when_holds(when: Mapping[str, Any], annotations: ToolAnnotations) -> bool:
+    for key, expected in when.items():
+        stated = getattr(annotations, key)
+        if stated is None or not json_equal(stated, expected):
+            return False
+    return True
+
+
+def compile_rules(
+    policy: ApprovalPolicy, annotations: ToolAnnotations
+) -> tuple[CompiledRule, ...] | None:
+    """The rules that can gate a tool with ``annotations``, in order.
+
+    Returns:
+        ``None`` when the policy has no rules (every call is gated); else the rules whose
+        ``when`` holds (an empty tuple: no call of this tool is gated).
+
+    """
+    if not policy.rules:
+        return None
+    out = []
+    for index, rule in enumerate(policy.rules):
+        if _when_holds(rule.when, annotations):
+            record = {"index": index, **rule.model_dump(mode="json")}
+            out.append(CompiledRule(index, tuple(rule.arguments.items()), record))
+    return tuple(out)
