@@ -12,6 +12,7 @@ from typing import Any
 
 from toolproof import ExtensionKind, Tool, Toolset
 from toolproof.extensions.apply import ComboElement, apply_combos
+from toolproof.extensions.builtins import BUILTINS
 from toolproof.extensions.registry import Extension, ExtensionRegistry
 from toolproof.tools.exposure import Exposure
 
@@ -32,8 +33,11 @@ def _pass_through(inner: Tool, *, name: str, config: Any) -> Tool:
 
 
 def registry() -> ExtensionRegistry:
-    """The built-ins plus a pass-through wrapper named ``approve``."""
-    out = ExtensionRegistry()
+    """The built-ins, with a pass-through wrapper in place of the built-in ``approve``."""
+    out = ExtensionRegistry(builtins=False)
+    for ext in BUILTINS:
+        if ext.name != "approve":
+            out.register(ext)
     out.register(Extension(name="approve", kind=ExtensionKind.WRAPPER, factory=_pass_through))
     return out
 
