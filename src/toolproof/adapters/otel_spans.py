@@ -89,6 +89,7 @@ class OtelHook:
         except ValidationError as exc:
             rule = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
             raise UsageError(f"instrument(redact=...): {rule}") from exc
+        self.provider = tracer_provider or trace.get_tracer_provider()
         self.tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self.duration = meter.create_histogram(
@@ -213,3 +214,9 @@ class OtelHook:
         """Set ``error.type`` and status ``ERROR`` (description ``message``) on ``span``."""
         span.set_attribute("error.type", error_type)
         span.set_status(Status(StatusCode.ERROR, message or None))
+
+    def flush(self, timeout: float) -> None:
+        """Flush the tracer provider (an SDK provider; others have nothing to flush)."""
+        force_flush = getattr(self.provider, "force_flush", None)
+        if force_flush is not None:
+            force_flush(int(timeout * 1000))

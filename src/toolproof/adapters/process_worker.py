@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolproof.adapters.telemetry import instrumented_builder
 from toolproof.backends.protocol import MAX_FRAME
 from toolproof.backends.worker import serve_pipes
 from toolproof.config import build_toolset
@@ -30,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, type=Path)
     parser.add_argument("--max-result-bytes", type=int, default=MAX_FRAME)
     args = parser.parse_args(argv)
-    return serve_pipes(args.config, build_toolset, max_result_bytes=args.max_result_bytes)
+    build = instrumented_builder(build_toolset)  # [telemetry]: the worker's spans
+    return serve_pipes(args.config, build, max_result_bytes=args.max_result_bytes)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@ conventions 1.37.0 (``execute_tool {gen_ai.tool.name}``); see docs/telemetry.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from toolproof.config import TelemetrySection
 from toolproof.errors import UsageError
 from toolproof.tools import hooks
+from toolproof.tools.toolset import Toolset
 
-__all__ = ["instrument", "instrument_from_config", "uninstrument"]
+__all__ = ["instrument", "instrument_from_config", "instrumented_builder", "uninstrument"]
 
 
 def instrument(
@@ -104,3 +106,34 @@ def instrument_from_config(section: TelemetrySection) -> Callable[[], None]:
             provider.force_flush()
 
     return stop
+
+
+def instrumented_builder(
+    build: Callable[[Path], Awaitable[Toolset]],
+) -> Callable[[Path], Awaitable[Toolset]]:
+    """A worker's Toolset builder that also applies the file's ``[telemetry]`` section.
+
+    The worker's spans (``toolproof.backend.run {variant}`` and the tool spans inside)
+    then continue the caller's trace; closing the Toolset flushes them, and a worker
+    ending abruptly flushes first (:func:`toolproof.tools.hooks.flush`).
+
+    Args:
+        build: the plain builder (:func:`toolproof.config.build_toolset`).
+
+    Returns:
+        ``async (config path) -> Toolset``, raising what ``build`` and
+        :func:`instrument_from_config` raise.
+
+    """
+
+    async def build_instrumented(path: Path) -> Toolset:
+        toolset = await build(path)
+        stop = instrument_from_config(toolset.metadata["config"].telemetry)
+
+        async def flush() -> None:
+            stop()
+
+        toolset.on_close(flush)
+        return toolset
+
+    return build_instrumented

@@ -17,10 +17,12 @@ import threading
 from pathlib import Path
 
 from celery import Celery, Task
+from celery.signals import worker_process_shutdown
 
 from toolproof.backends.celery import TASK_NAME, CelerySettings, make_app, revoked_key
 from toolproof.backends.worker import WORKER_ENV, Builder, SyncRuntime
 from toolproof.contract.tools import ToolResult
+from toolproof.tools import hooks
 
 __all__ = ["worker_app"]
 
@@ -39,6 +41,11 @@ def _runtime(config_path: str, build: Builder) -> SyncRuntime:
         return runtime
 
 
+def _flush_spans(**_: object) -> None:
+    """A pool process is ending: export its buffered spans (nothing with telemetry off)."""
+    hooks.flush(2.0)
+
+
 def worker_app(config_path: str | Path, settings: CelerySettings, build: Builder) -> Celery:
     """A Celery app serving ``toolproof.run`` for the Toolset of ``config_path``.
 
@@ -53,6 +60,7 @@ def worker_app(config_path: str | Path, settings: CelerySettings, build: Builder
     """
     path = str(Path(config_path).resolve())
     os.environ[WORKER_ENV] = "1"
+    worker_process_shutdown.connect(_flush_spans, weak=False, dispatch_uid="toolproof-spans")
     app = make_app(settings, worker=True)
 
     def run(task: Task, request: str) -> str:

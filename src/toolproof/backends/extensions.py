@@ -25,6 +25,7 @@ from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError, validation_problem
 from toolproof.extensions.apply import ApplyContext
+from toolproof.tools import hooks
 from toolproof.tools.tool import Tool
 
 __all__ = [
@@ -81,6 +82,7 @@ def relocated(
     submit: Callable[[str, dict[str, Any], str], Awaitable[ToolResult]],
     *,
     input_schema: dict[str, Any] | None = None,
+    backend: str = "backend",
 ) -> Tool:
     """The variant ``name`` whose body hands ``inner``'s name and the arguments to ``submit``.
 
@@ -89,10 +91,13 @@ def relocated(
         name: the variant's name.
         submit: ``(variant, arguments, descriptor digest) -> ToolResult``.
         input_schema: the variant's schema (default: ``inner``'s, unchanged).
+        backend: the backend's name, for telemetry (``toolproof.backend``).
 
     Returns:
         The variant. It validates arguments before ``submit`` is called, so a bad
-        call never reaches a worker.
+        call never reaches a worker. With telemetry on each submit is a ``CLIENT``
+        span ``toolproof.backend.submit {inner}``, current while the request is built,
+        so the request carries its trace context to the worker.
 
     """
     digest: list[str] = []
@@ -100,7 +105,16 @@ def relocated(
     async def body(arguments: dict[str, Any]) -> ToolResult:
         if not digest:
             digest.append(descriptor_digest(inner))
-        return await submit(inner.name, arguments, digest[0])
+        hook = hooks.ACTIVE
+        if hook is None:
+            return await submit(inner.name, arguments, digest[0])
+        attributes = {"gen_ai.tool.name": inner.name, "toolproof.backend": backend}
+        name = f"toolproof.backend.submit {inner.name}"
+        with hook.span(name, attributes, kind="client") as span:
+            result = await submit(inner.name, arguments, digest[0])
+            if result.failure is not None:
+                hook.fail(span, result.failure.kind, result.failure.message)
+            return result
 
     update: dict[str, Any] = {"name": name}
     if input_schema is not None:
@@ -158,7 +172,7 @@ def process_factory(
     async def submit(variant: str, arguments: dict[str, Any], descriptor: str) -> ToolResult:
         return await pool.call(variant, arguments, descriptor, timeout=timeout)
 
-    return relocated(inner, name, submit)
+    return relocated(inner, name, submit, backend="process")
 
 
 def _celery_schema(inner: Tool) -> dict[str, Any]:
@@ -234,4 +248,4 @@ def celery_factory(
         plain = {k: v for k, v in arguments.items() if k not in CALL_OPTIONS}
         return await client.submit(variant, plain, descriptor, options)
 
-    return relocated(inner, name, submit, input_schema=schema)
+    return relocated(inner, name, submit, input_schema=schema, backend="celery")

@@ -3,7 +3,8 @@
 A backend never ships a callable. It sends a **request**, the RFC 8785 canonical
 JSON of::
 
-    {"protocol": 1, "variant": "add", "arguments": {...}, "descriptor": "sha256:..."}
+    {"protocol": 1, "variant": "add", "arguments": {...}, "descriptor": "sha256:...",
+     "trace": {"traceparent": "00-...", "tracestate": "..."}}
 
 ``variant`` names the tool *inside* the backend, ``arguments`` are the arguments the
 caller already validated against it, and ``descriptor`` is the digest of that
@@ -15,6 +16,9 @@ runs the variant and answers with the canonical JSON of a
 :class:`~toolproof.contract.tools.ToolResult`. Nothing is pickled, so a worker runs
 only code its own composition root bound.
 
+``trace`` (present only with telemetry on, :mod:`toolproof.tools.hooks`) is the W3C
+Trace Context of the caller's submit span; the worker's span continues that trace.
+
 The process backend frames each message on a pipe as a 4-byte big-endian length
 followed by the JSON bytes (:func:`frame`, :class:`FrameReader`).
 """
@@ -22,8 +26,10 @@ followed by the JSON bytes (:func:`frame`, :class:`FrameReader`).
 from __future__ import annotations
 
 import json
+import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,6 +37,7 @@ from pydantic import ValidationError
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ProtocolError, validation_problem
 from toolproof.identity import canonical_json, digest_json
+from toolproof.tools import hooks
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -66,12 +73,19 @@ class CallRequest:
         variant: the name of the variant to run on the worker.
         arguments: the JSON arguments object.
         descriptor: the caller's descriptor digest of that variant (``sha256:<hex>``).
+        trace: the caller's W3C Trace Context (``traceparent``, ``tracestate``), or empty.
 
     """
 
     variant: str
     arguments: dict[str, Any]
     descriptor: str
+    trace: Mapping[str, str] = field(default_factory=dict)
+
+
+_TRACE_KEYS = frozenset({"traceparent", "tracestate"})
+_TRACE_MAX = 1024
+"""The longest ``traceparent``/``tracestate`` value (characters) a worker accepts."""
 
 
 def descriptor_digest(tool: Tool) -> str:
@@ -79,21 +93,51 @@ def descriptor_digest(tool: Tool) -> str:
     return digest_json(tool.descriptor().to_json())
 
 
-def encode_request(variant: str, arguments: dict[str, Any], descriptor: str) -> bytes:
+def encode_request(
+    variant: str,
+    arguments: dict[str, Any],
+    descriptor: str,
+    trace: Mapping[str, str] | None = None,
+) -> bytes:
     """The canonical JSON bytes of a request.
+
+    Args:
+        variant: the tool the worker runs.
+        arguments: its validated arguments.
+        descriptor: the caller's descriptor digest of ``variant``.
+        trace: the W3C Trace Context to send; ``None``: the current span's
+            (:func:`toolproof.tools.hooks.carrier`, empty with telemetry off). An empty
+            context adds no ``trace`` field.
 
     Raises:
         CanonicalizationError: an argument has no JSON form.
 
     """
-    return canonical_json(
-        {
-            "protocol": PROTOCOL_VERSION,
-            "variant": variant,
-            "arguments": arguments,
-            "descriptor": descriptor,
-        }
-    )
+    message: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "variant": variant,
+        "arguments": arguments,
+        "descriptor": descriptor,
+    }
+    carried = hooks.carrier() if trace is None else trace
+    if carried:
+        message["trace"] = dict(carried)
+    return canonical_json(message)
+
+
+def _trace_of(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if (
+        not isinstance(value, dict)
+        or not set(value) <= _TRACE_KEYS
+        or not all(isinstance(item, str) and len(item) <= _TRACE_MAX for item in value.values())
+    ):
+        raise ProtocolError(
+            "request field 'trace' must be an object of W3C Trace Context strings "
+            f"(keys traceparent, tracestate; at most {_TRACE_MAX} characters each)"
+        )
+    return dict(value)
 
 
 def decode_request(data: bytes | str) -> CallRequest:
@@ -125,7 +169,7 @@ def decode_request(data: bytes | str) -> CallRequest:
         raise ProtocolError("request field 'arguments' must be a JSON object")
     if not isinstance(descriptor, str):
         raise ProtocolError("request field 'descriptor' must be a string")
-    return CallRequest(variant, arguments, descriptor)
+    return CallRequest(variant, arguments, descriptor, _trace_of(message.get("trace")))
 
 
 def encode_result(result: ToolResult) -> bytes:
@@ -149,6 +193,10 @@ def decode_result(data: bytes | str) -> ToolResult:
 
 async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
     """Run one request against the worker's ``toolset`` (the worker side of the protocol).
+
+    With telemetry on, the run is a ``SERVER`` span ``toolproof.backend.run {variant}``
+    continuing the caller's trace (``request.trace``), with ``gen_ai.tool.name``,
+    ``toolproof.worker.pid`` and, for a failure, ``error.type``.
 
     The arguments are validated again against the variant's schema (a broker is not
     a trusted channel), so a request the caller did not validate never reaches a body.
@@ -182,7 +230,19 @@ async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
             where="worker",
             detail={"caller_descriptor": request.descriptor, "worker_descriptor": mine},
         )
-    return await tool.call(request.arguments)
+    hook = hooks.ACTIVE
+    if hook is None:
+        return await tool.call(request.arguments)
+    attributes: dict[str, str | int] = {
+        "gen_ai.tool.name": request.variant,
+        "toolproof.worker.pid": os.getpid(),
+    }
+    name = f"toolproof.backend.run {request.variant}"
+    with hook.span(name, attributes, kind="server", parent=request.trace) as span:
+        result = await tool.call(request.arguments)
+        if result.failure is not None:
+            hook.fail(span, result.failure.kind, result.failure.message)
+        return result
 
 
 def frame(payload: bytes) -> bytes:

@@ -50,6 +50,7 @@ from toolproof.backends.protocol import (
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ToolproofError, UsageError
 from toolproof.identity import canonical_json
+from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -223,8 +224,10 @@ def _write_all(fd: int, data: bytes) -> None:
 def _end_worker(code: int) -> NoReturn:
     """Kill every process the bodies started, then end this worker at once.
 
-    With a cgroup, one ``cgroup.kill`` ends them and this worker together.
+    With a cgroup, one ``cgroup.kill`` ends them and this worker together. Spans still
+    buffered are exported first (at most 2 s; nothing with telemetry off).
     """
+    hooks.flush(2.0)
     cgroup = os.environ.get(CGROUP_ENV)
     if not (cgroup and cgroup_kill(Path(cgroup))):
         kill_tree(os.getpid(), os.environ.get(TAG_ENV))

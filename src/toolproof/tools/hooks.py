@@ -36,6 +36,7 @@ __all__ = [
     "claimed",
     "current_call_id",
     "fail",
+    "flush",
     "install",
     "span",
     "take_call_id",
@@ -100,6 +101,9 @@ class TelemetryHook(Protocol):
 
     def fail(self, span: Span, error_type: str, message: str) -> None:
         """Mark ``span`` failed: ``error.type = error_type``, status ``ERROR`` with ``message``."""
+
+    def flush(self, timeout: float) -> None:
+        """Export the spans still buffered, waiting at most ``timeout`` seconds."""
 
 
 ACTIVE: TelemetryHook | None = None
@@ -178,3 +182,13 @@ def fail(span: Span, error_type: str, message: str = "") -> None:
     hook = ACTIVE
     if hook is not None and span is not NO_SPAN:
         hook.fail(span, error_type, message)
+
+
+def flush(timeout: float = 2.0) -> None:
+    """Export buffered spans (at most ``timeout`` seconds) before a process ends abruptly.
+
+    A worker that leaves by ``os._exit`` calls it first; nothing happens with telemetry off.
+    """
+    hook = ACTIVE
+    if hook is not None:
+        hook.flush(timeout)

@@ -15,6 +15,7 @@ import typer
 
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.telemetry import instrumented_builder
 from toolproof.config import build_toolset, load_config
 from toolproof.errors import ConfigError, InputError, validation_problem
 
@@ -79,7 +80,7 @@ def worker(
         f"queues {', '.join(queues)}, concurrency {concurrency}",
         markup=False,
     )
-    app = worker_app(config, settings, build_toolset)
+    app = worker_app(config, settings, instrumented_builder(build_toolset))
     app.worker_main(
         [
             "worker",
