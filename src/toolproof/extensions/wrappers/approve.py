@@ -41,6 +41,7 @@ from toolproof.extensions.approvals.store import (
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import base_dir, wrapper_spec
 from toolproof.identity import canonical_json, digest_json
+from toolproof.tools import hooks
 from toolproof.tools.observe import note_approval
 from toolproof.tools.tool import Tool
 
@@ -175,9 +176,7 @@ class _Gate:
         self._requested(row.id, fingerprint, digest, row.rule)
         decided: StoredRequest | ToolResult = row
         if row.status == "pending":
-            if approver is not None:
-                decided = await self._ask(approver, row, arguments)
-            elif self.policy.mode == "defer":
+            if approver is None and self.policy.mode == "defer":
                 return ToolResult.fail(
                     "approval_pending",
                     f"call to {self.name!r} waits for a decision on request {row.id} (store "
@@ -187,11 +186,43 @@ class _Gate:
                     retryable=True,
                     detail={"handle": row.id, "store": str(self.store.path)},
                 )
-            else:
-                decided = await self._wait(row)
+            decided = await self._awaited(approver, row, arguments, call_id)
         if isinstance(decided, ToolResult):
             return decided
         return await self._apply(decided, arguments)
+
+    async def _awaited(
+        self,
+        approver: Approver | None,
+        row: StoredRequest,
+        arguments: dict[str, Any],
+        call_id: str | None,
+    ) -> StoredRequest | ToolResult:
+        """Ask ``approver`` (or wait on the store) for a decision, as one approval-wait span.
+
+        With telemetry on the wait is a span ``toolproof.approval.wait {variant}``
+        (``toolproof.approval.request``, ``toolproof.approval.channel``, and once decided
+        ``toolproof.approval.decision``, ``toolproof.call_id`` inside a run; a fail-closed
+        end sets ``error.type``).
+        """
+        attributes: dict[str, str | int] = {
+            "gen_ai.tool.name": self.name,
+            "toolproof.approval.request": row.id,
+            "toolproof.approval.channel": "callback" if approver is not None else "store",
+        }
+        if call_id is not None:
+            attributes["toolproof.call_id"] = call_id
+        with hooks.span(f"toolproof.approval.wait {self.name}", attributes) as span:
+            if approver is not None:
+                decided = await self._ask(approver, row, arguments)
+            else:
+                decided = await self._wait(row)
+            if isinstance(decided, ToolResult):
+                if decided.failure is not None:
+                    hooks.fail(span, decided.failure.kind, decided.failure.message)
+            elif decided.decision is not None:
+                span.set_attribute("toolproof.approval.decision", decided.decision)
+            return decided
 
     def _requested(
         self, request: str, fingerprint: str, digest: str, rule: dict[str, Any] | None
