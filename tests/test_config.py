@@ -12,6 +12,7 @@ import pytest
 
 from toolproof import ConfigError, ToolAnnotations, Toolset, load_toolset
 from toolproof.config import load_config
+from toolproof.tools.resources import CONFIG_PATH
 
 _COUNTER = itertools.count()
 
@@ -85,7 +86,7 @@ def test_marked_functions_bind_and_the_rest_is_quarantined(tmp_path: Path) -> No
             "owner": f"python:{module}",
         }
     ]
-    assert toolset.metadata["config_path"] == str((tmp_path / "toolproof.toml").resolve())
+    assert toolset.resources[CONFIG_PATH] == str((tmp_path / "toolproof.toml").resolve())
     result = asyncio.run(toolset["shout"].call({"text": "hi"}))
     assert result.value == "HI"
 

@@ -82,6 +82,7 @@ from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
 from toolproof.tools.python_catalog import bind_python_catalog
+from toolproof.tools.resources import CONFIG_PATH, FILTERS, RAW_CONFIG, ResourceKey
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
     from toolproof.tools.mcp import McpServer
 
 __all__ = [
+    "CONFIG",
     "ExtensionsSection",
     "LockSection",
     "McpSource",
@@ -334,6 +336,10 @@ def _did_you_mean(error: Any) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+CONFIG = ResourceKey[ToolproofConfig]("config.parsed")
+"""The validated ``toolproof.toml`` a Toolset was built from (``toolset.resources[CONFIG]``)."""
+
+
 def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     """Read and validate a ``toolproof.toml``.
 
@@ -466,7 +472,7 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
     )
     kept = set(chooser.select([name for name, _, _ in named]))
     if chooser.active:
-        toolset.metadata.setdefault("filters", []).append(chooser.to_json())
+        toolset.resources.setdefault(FILTERS, list).append(chooser.to_json())
     for name, _attr, fn in named:
         if name not in kept:
             continue
@@ -586,9 +592,9 @@ async def build_toolset(
     file = Path(path)
     config, raw = load_config(file)
     toolset = Toolset()
-    toolset.metadata["config_path"] = str(file.resolve())
-    toolset.metadata["config"] = config
-    toolset.metadata["raw_config"] = raw
+    toolset.resources[CONFIG_PATH] = str(file.resolve())
+    toolset.resources[CONFIG] = config
+    toolset.resources[RAW_CONFIG] = raw
     try:
         for index, source in enumerate(config.python):
             await import_python_source(source, file, index)

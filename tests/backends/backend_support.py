@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from toolproof.backends import register_backends
+from toolproof.backends import BackendRequest, ProcessPool, register_backends
+from toolproof.contract.tools import ToolResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backends"
 CONFIG = FIXTURES / "toolproof.toml"
@@ -27,6 +28,18 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     return asyncio.run(coro)
+
+
+async def pool_call(
+    pool: ProcessPool,
+    variant: str,
+    arguments: dict[str, Any],
+    descriptor: str,
+    *,
+    timeout: float | None = None,
+) -> ToolResult:
+    """``pool.submit`` of the request ``(variant, arguments, descriptor, timeout)``."""
+    return await pool.submit(BackendRequest(variant, arguments, descriptor, timeout))
 
 
 def alive(pid: int) -> bool:

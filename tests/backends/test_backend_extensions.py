@@ -9,6 +9,7 @@ import pytest
 from backend_support import CONFIG, copy_fixture, run, wait_gone
 
 from toolproof.backends import CELERY, PROCESS
+from toolproof.backends.extensions import PROCESS_POOLS
 from toolproof.config import load_toolset
 from toolproof.errors import ExtensionError
 from toolproof.extensions import ComboElement, ExtensionKind, build_combo, default_registry
@@ -27,9 +28,9 @@ def test_process_variant_runs_the_inner_tool_in_a_worker() -> None:
         async with load_toolset(CONFIG) as toolset:
             added = (await toolset["add_process"].call({"a": 20, "b": 22})).value
             pid = (await toolset["whoami_process"].call({})).value
-            pools = toolset.metadata["process_pools"]
+            pools = toolset.resources.clients(PROCESS_POOLS)
             assert len(pools) == 1  # every process variant of the Toolset shares one pool
-            pids = [p for pool in pools.values() for p in pool.pids()]
+            pids = [p for pool in pools for p in pool.pids()]
             return added, pid, pids, [], toolset
 
     added, pid, pids, _, toolset = run(go())
@@ -47,8 +48,8 @@ def test_invalid_arguments_never_reach_a_worker() -> None:
     async def go() -> tuple[object, list[int]]:
         async with load_toolset(CONFIG) as toolset:
             result = await toolset["add_process"].call({"a": "1", "b": 2})
-            pools = toolset.metadata["process_pools"]
-            return result.failure, [p for pool in pools.values() for p in pool.pids()]
+            pools = toolset.resources.clients(PROCESS_POOLS)
+            return result.failure, [p for pool in pools for p in pool.pids()]
 
     failure, pids = run(go())
     assert failure is not None and failure.kind == "invalid_arguments"

@@ -58,6 +58,25 @@ def test_every_engine_exception_is_mapped(cls: type[BaseException]) -> None:
     assert rule_for(error) is not None, f"{qualified_name(cls)} has no rule in ENGINE_FAILURES"
 
 
+def _os_errors(cls: type[BaseException]) -> list[type[BaseException]]:
+    return [cls, *(found for sub in cls.__subclasses__() for found in _os_errors(sub))]
+
+
+PIPE_ERRORS = sorted(
+    {qualified_name(cls): cls for cls in _os_errors(OSError) if cls.__module__ == "builtins"}
+)
+
+
+def test_the_pipe_errors_include_the_ones_a_worker_pipe_raises() -> None:
+    assert {"builtins.BrokenPipeError", "builtins.ConnectionResetError"} <= set(PIPE_ERRORS)
+
+
+@pytest.mark.parametrize("name", PIPE_ERRORS)
+def test_every_pipe_and_socket_error_is_mapped(name: str) -> None:
+    cls = {qualified_name(c): c for c in _os_errors(OSError)}[name]
+    assert rule_for(cls.__new__(cls)) is not None, f"{name} has no rule in ENGINE_FAILURES"
+
+
 def test_every_table_key_names_a_real_class() -> None:
     known = {qualified_name(cls) for cls in EXCEPTIONS} | {
         "builtins.BrokenPipeError",

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from backend_support import CONFIG, alive, run, wait_file, wait_gone
+from backend_support import CONFIG, alive, pool_call, run, wait_file, wait_gone
 
 from toolproof.backends.containment import Cell, descendants, kill_tree, tagged
 from toolproof.backends.process import ProcessPool
@@ -34,7 +34,7 @@ DIGESTS = run(_digests(CONFIG))
 
 
 def call(pool: ProcessPool, tool: str, arguments: dict[str, object], **kw: float) -> ToolResult:
-    return run(pool.call(tool, arguments, DIGESTS[tool], **kw))
+    return run(pool_call(pool, tool, arguments, DIGESTS[tool], **kw))
 
 
 def sleeper(pool: ProcessPool, **arguments: object) -> int:
@@ -69,7 +69,7 @@ def test_a_forked_child_does_not_hide_a_worker_segfault(use_cgroup: bool) -> Non
 
         async def go() -> tuple[ToolResult, float]:
             task = asyncio.ensure_future(
-                pool.call("sleepy", {"seconds": 30}, DIGESTS["sleepy"], timeout=20)
+                pool_call(pool, "sleepy", {"seconds": 30}, DIGESTS["sleepy"], timeout=20)
             )
             await asyncio.sleep(0.3)
             os.kill(worker, signal.SIGSEGV)
@@ -100,7 +100,8 @@ def test_timeout_kills_every_process_the_body_started(
 
         async def go() -> tuple[ToolResult, list[int]]:
             task = asyncio.ensure_future(
-                pool.call(
+                pool_call(
+                    pool,
                     "spawn_sleeper",
                     {"detach": detach, "then_sleep": 30, "marker": str(marker)},
                     DIGESTS["spawn_sleeper"],
@@ -127,7 +128,8 @@ def test_cancel_kills_a_detached_grandchild(use_cgroup: bool, tmp_path: Path) ->
 
         async def go() -> list[int]:
             task = asyncio.ensure_future(
-                pool.call(
+                pool_call(
+                    pool,
                     "spawn_sleeper",
                     {"detach": True, "then_sleep": 30, "marker": str(marker)},
                     DIGESTS["spawn_sleeper"],
@@ -189,15 +191,15 @@ def test_max_result_bytes_is_bounded_by_the_frame_limit() -> None:
 CALLER = """
 import asyncio, sys
 from toolproof.backends.process import ProcessPool
-from toolproof.backends.protocol import descriptor_digest
+from toolproof.backends.protocol import BackendRequest, descriptor_digest
 from toolproof.config import load_toolset
 
 async def main():
     async with load_toolset(sys.argv[1]) as toolset:
         pool = ProcessPool(sys.argv[1], workers=2, use_cgroup=sys.argv[2] == "1")
         digest = descriptor_digest(toolset["spawn_sleeper"])
-        first = await pool.call("spawn_sleeper", {"detach": True}, digest)
-        second = await pool.call("spawn_sleeper", {}, digest)
+        first = await pool.submit(BackendRequest("spawn_sleeper", {"detach": True}, digest))
+        second = await pool.submit(BackendRequest("spawn_sleeper", {}, digest))
         pids = [*pool.pids(), first.value, second.value]
         print(" ".join(map(str, pids)), flush=True)
         await asyncio.sleep(60)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backend_support import CONFIG, alive, copy_fixture, run, wait_file, wait_gone
+from backend_support import CONFIG, alive, copy_fixture, pool_call, run, wait_file, wait_gone
 
 from toolproof.backends.process import ProcessPool, describe_exit
 from toolproof.backends.protocol import descriptor_digest
@@ -39,7 +39,7 @@ def pool() -> Iterator[ProcessPool]:
 
 
 def call(pool: ProcessPool, tool: str, arguments: dict[str, object], **kw: float) -> ToolResult:
-    return run(pool.call(tool, arguments, DIGESTS[tool], **kw))
+    return run(pool_call(pool, tool, arguments, DIGESTS[tool], **kw))
 
 
 def test_success_runs_in_a_worker_process(pool: ProcessPool) -> None:
@@ -92,7 +92,7 @@ def test_external_sigkill_reads_as_oom_kill(pool: ProcessPool, tmp_path: Path) -
 
     async def go() -> ToolResult:
         task = asyncio.ensure_future(
-            pool.call("sleepy", {"seconds": 30, "marker": str(marker)}, DIGESTS["sleepy"])
+            pool_call(pool, "sleepy", {"seconds": 30, "marker": str(marker)}, DIGESTS["sleepy"])
         )
         started = await asyncio.to_thread(wait_file, Path(str(marker) + ".started"))
         os.kill(int(started), signal.SIGKILL)
@@ -127,7 +127,7 @@ def test_cancelling_the_caller_kills_the_job(pool: ProcessPool, tmp_path: Path) 
 
     async def go() -> int:
         task = asyncio.ensure_future(
-            pool.call("sleepy", {"seconds": 1.5, "marker": str(marker)}, DIGESTS["sleepy"])
+            pool_call(pool, "sleepy", {"seconds": 1.5, "marker": str(marker)}, DIGESTS["sleepy"])
         )
         pid = int(await asyncio.to_thread(wait_file, Path(str(marker) + ".started")))
         task.cancel()
@@ -146,7 +146,7 @@ def test_cancelling_the_caller_kills_the_job(pool: ProcessPool, tmp_path: Path) 
 def test_fifty_calls_in_flight_on_two_workers(pool: ProcessPool) -> None:
     async def go() -> list[ToolResult]:
         return await asyncio.gather(
-            *(pool.call("add", {"a": i, "b": 1}, DIGESTS["add"]) for i in range(50))
+            *(pool_call(pool, "add", {"a": i, "b": 1}, DIGESTS["add"]) for i in range(50))
         )
 
     assert [result.value for result in run(go())] == [i + 1 for i in range(50)]
@@ -161,7 +161,7 @@ def test_descriptor_mismatch_names_both_digests(tmp_path: Path) -> None:
     )
     pool = ProcessPool(config, workers=1)
     try:
-        result = run(pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"]))
+        result = run(pool_call(pool, "add", {"a": 1, "b": 2}, DIGESTS["add"]))
     finally:
         pool.close()
     failure = result.failure
@@ -181,7 +181,7 @@ def test_worker_that_cannot_build_the_toolset(tmp_path: Path) -> None:
     try:
         with pytest.raises(BackendError) as caught:
             run(pool.start())
-        result = run(pool.call("add", {"a": 1, "b": 2}, "sha256:x"))
+        result = run(pool_call(pool, "add", {"a": 1, "b": 2}, "sha256:x"))
     finally:
         pool.close()
     assert "worker could not build the Toolset" in caught.value.message
@@ -193,7 +193,7 @@ def test_worker_that_cannot_build_the_toolset(tmp_path: Path) -> None:
 def test_closed_pool_refuses_calls() -> None:
     pool = ProcessPool(CONFIG, workers=1)
     pool.close()
-    failure = run(pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).failure
+    failure = run(pool_call(pool, "add", {"a": 1, "b": 2}, DIGESTS["add"])).failure
     assert failure is not None
     assert (failure.kind, failure.where) == ("backend", "backend")
     assert failure.message == f"process pool for {CONFIG.resolve()} is closed"
@@ -202,7 +202,7 @@ def test_closed_pool_refuses_calls() -> None:
 def test_pool_refuses_to_start_inside_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLPROOF_WORKER", "1")
     pool = ProcessPool(CONFIG, workers=1)
-    failure = run(pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).failure
+    failure = run(pool_call(pool, "add", {"a": 1, "b": 2}, DIGESTS["add"])).failure
     assert failure is not None and failure.kind == "backend"
     assert failure.message == (
         "the process backend cannot start inside a toolproof worker "
@@ -214,7 +214,7 @@ def test_pool_refuses_to_start_inside_a_worker(monkeypatch: pytest.MonkeyPatch) 
 def test_close_leaves_no_process_behind() -> None:
     async def go() -> tuple[ProcessPool, list[int]]:
         async with ProcessPool(CONFIG, workers=3) as pool:
-            assert (await pool.call("add", {"a": 1, "b": 2}, DIGESTS["add"])).value == 3
+            assert (await pool_call(pool, "add", {"a": 1, "b": 2}, DIGESTS["add"])).value == 3
             return pool, pool.pids()
 
     pool, pids = run(go())
@@ -226,13 +226,14 @@ def test_close_leaves_no_process_behind() -> None:
 CALLER = """
 import asyncio, sys
 from toolproof.backends.process import ProcessPool
-from toolproof.backends.protocol import descriptor_digest
+from toolproof.backends.protocol import BackendRequest, descriptor_digest
 from toolproof.config import load_toolset
 
 async def main():
     async with load_toolset(sys.argv[1]) as toolset:
         pool = ProcessPool(sys.argv[1], workers=2)
-        await pool.call("add", {"a": 1, "b": 2}, descriptor_digest(toolset["add"]))
+        digest = descriptor_digest(toolset["add"])
+        await pool.submit(BackendRequest("add", {"a": 1, "b": 2}, digest))
         print(" ".join(map(str, pool.pids())), flush=True)
         await asyncio.sleep(60)
 

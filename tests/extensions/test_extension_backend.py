@@ -1,4 +1,4 @@
-"""The backend form: the variant sends the inner name and arguments to a client."""
+"""The backend form: the variant sends the inner name and arguments to a ``Backend``."""
 
 from __future__ import annotations
 
@@ -9,46 +9,35 @@ from ext_support import elements, make_tool, toolset_with
 from pydantic import BaseModel
 
 from toolproof import ExtensionKind, ToolResult, Toolset
+from toolproof.backends import BackendRequest, LocalBackend, backend
 from toolproof.extensions import (
     ApplyContext,
     ExtensionRegistry,
     apply_combos,
-    backend,
     register_extension,
 )
 
 
-class LoopbackClient:
-    """Runs the named tool of a Toolset in this process, as a worker would (validating again)."""
+class FailingBackend(LocalBackend):
+    """A local backend whose engine is down: every submit raises (a fault a test cannot cause)."""
 
-    def __init__(self, toolset: Toolset, fail: bool = False) -> None:
-        self.toolset = toolset
-        self.fail = fail
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.closed = False
-
-    async def submit(self, variant_name: str, arguments: dict[str, Any]) -> ToolResult:
-        self.sent.append((variant_name, dict(arguments)))
-        if self.fail:
-            raise ConnectionError("broker down")
-        return await self.toolset[variant_name].call(arguments)
-
-    async def aclose(self) -> None:
-        self.closed = True
+    async def submit(self, request: BackendRequest) -> ToolResult:
+        self.sent.append(request)
+        raise ConnectionError("broker down")
 
 
 class LoopConfig(BaseModel):
     fail: bool = False
 
 
-def setup() -> tuple[ExtensionRegistry, list[LoopbackClient], Toolset]:
+def setup() -> tuple[ExtensionRegistry, list[LocalBackend], Toolset]:
     registry = ExtensionRegistry()
-    clients: list[LoopbackClient] = []
+    clients: list[LocalBackend] = []
 
     @backend(name="loop", config=LoopConfig, version="3", registry=registry)
-    def loop(config: LoopConfig, context: ApplyContext) -> LoopbackClient:
+    def loop(config: LoopConfig, context: ApplyContext) -> LocalBackend:
         assert context.toolset is not None
-        clients.append(LoopbackClient(context.toolset, fail=config.fail))
+        clients.append((FailingBackend if config.fail else LocalBackend)(context.toolset))
         return clients[-1]
 
     register_extension(
@@ -87,7 +76,8 @@ def test_backend_variant_sends_the_inner_name() -> None:
             ]
 
     assert asyncio.run(go()) == [2, 7]
-    assert clients[0].sent == [("add", {"a": 1}), ("add_proxy", {"a": 2, "b": 5})]
+    sent = [(request.variant, request.arguments) for request in clients[0].sent]
+    assert sent == [("add", {"a": 1}), ("add_proxy", {"a": 2, "b": 5})]
     assert clients[0].closed
 
 

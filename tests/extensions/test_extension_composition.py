@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
-from toolproof.backends import CELERY, PROCESS
+from toolproof.backends import CELERY, PROCESS, backend
 from toolproof.config import extension_registry
 from toolproof.extensions import (
     ExtensionKind,
     ExtensionOptions,
     ExtensionRegistry,
-    backend,
     default_registry,
     extension,
     register_extension,

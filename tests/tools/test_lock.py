@@ -29,6 +29,7 @@ from toolproof.tools.lock import (
     read_lock,
     write_lock,
 )
+from toolproof.tools.resources import LOCK_DRIFT, MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
 
 SERVER = ROOT / "tests" / "fixtures" / "mcp_lock_server.py"
@@ -229,7 +230,7 @@ def test_on_drift_warn_binds_everything_and_records_the_drift(config: Path) -> N
     toolset = _load(config)
     assert toolset.names() == ["fs_delete_file", "fs_read_file"]
     assert toolset.quarantined == ()
-    assert [d["name"] for d in toolset.metadata["lock_drift"]] == ["fs_read_file"]
+    assert [d["name"] for d in toolset.resources[LOCK_DRIFT]] == ["fs_read_file"]
 
 
 def test_without_a_lock_nothing_is_checked_and_the_descriptor_has_no_lock(config: Path) -> None:
@@ -310,7 +311,7 @@ def test_live_list_changed_quarantines_the_changed_tool_only(config: Path) -> No
             # the very next call waits for the re-listing: no window for the old tool
             changed = await toolset["fs_read_file"].call({"path": "a/b"})
             unchanged = await toolset["fs_delete_file"].call({"path": "x"})
-            return changed, unchanged, toolset.metadata["mcp_live"]["fs"].drift
+            return changed, unchanged, toolset.resources[MCP_LIVE]["fs"].drift
 
     changed, unchanged, drift = asyncio.run(go())
     assert unchanged.ok and unchanged.value == '{"path": "x"}'
@@ -352,12 +353,12 @@ def test_server_everything_list_changed_relists_and_keeps_unchanged_tools(tmp_pa
     async def go() -> tuple[int, Any, dict[str, str], list[Any]]:
         async with load_toolset(toml) as toolset:
             for _ in range(250):
-                if toolset.metadata["mcp"]["every"]["list_changed"]:
+                if toolset.resources[MCP_SERVERS]["every"]["list_changed"]:
                     break
                 await asyncio.sleep(0.02)
             answer = await toolset["every_echo"].call({"message": "still here"})
-            guard = toolset.metadata["mcp_live"]["every"]
-            count = toolset.metadata["mcp"]["every"]["list_changed"]
+            guard = toolset.resources[MCP_LIVE]["every"]
+            count = toolset.resources[MCP_SERVERS]["every"]["list_changed"]
             return count, answer, dict(guard.revoked), list(guard.drift)
 
     count, answer, revoked, drift = asyncio.run(go())

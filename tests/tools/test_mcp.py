@@ -23,6 +23,7 @@ from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
 from toolproof.tools.mcp_common import McpCallError, McpServer
 from toolproof.tools.mcp_session import McpConnection
+from toolproof.tools.resources import MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
 
 FIXTURE_TOOLS = [
@@ -72,7 +73,7 @@ def test_fixture_tools_bind_with_prefix_schemas_annotations_and_source(tmp_path:
                 "properties": {"n": {"type": "integer"}},
                 "required": ["n"],
             }
-            entry = toolset.metadata["mcp"]["fixture"]
+            entry = toolset.resources[MCP_SERVERS]["fixture"]
             assert entry["status"] == "ready"
             assert entry["server_info"] == {"name": "fixture", "version": "1.2.3"}
             assert entry["protocol_version"] == "2025-03-26"
@@ -206,7 +207,7 @@ def test_servers_that_fail_to_start_are_quarantined_and_the_others_bind(tmp_path
                 r"\(startup_timeout\); stderr tail: fixture: started pid \d+",
                 silent.rule,
             ), silent.rule
-            statuses = {name: e["status"] for name, e in toolset.metadata["mcp"].items()}
+            statuses = {name: e["status"] for name, e in toolset.resources[MCP_SERVERS].items()}
             assert statuses == {
                 "fixture": "ready",
                 "exits": "failed",
@@ -295,10 +296,10 @@ def test_list_changed_quarantines_changed_and_vanished_tools_at_once(
         async with load_toolset(path) as toolset:
             assert (await toolset["fixture_mutate"].call({})).value == "mutated"
             for _ in range(100):
-                if toolset.metadata["mcp"]["fixture"]["list_changed"]:
+                if toolset.resources[MCP_SERVERS]["fixture"]["list_changed"]:
                     break
                 await asyncio.sleep(0.02)
-            assert toolset.metadata["mcp"]["fixture"]["list_changed"] == 1
+            assert toolset.resources[MCP_SERVERS]["fixture"]["list_changed"] == 1
             assert toolset.names() == FIXTURE_TOOLS  # the sealed inventory does not move
             changed = (await toolset["fixture_echo"].call({"a": 1})).failure
             assert changed is not None and changed.kind == "unavailable"
@@ -314,7 +315,7 @@ def test_list_changed_quarantines_changed_and_vanished_tools_at_once(
             gone = (await toolset["fixture_sleep"].call({"seconds": 0})).failure
             assert gone is not None
             assert "the server no longer lists it" in gone.message
-            guard = toolset.metadata["mcp_live"]["fixture"]
+            guard = toolset.resources[MCP_LIVE]["fixture"]
             assert set(FIXTURE_TOOLS) <= set(guard.revoked)  # echo changed, the rest vanished
         async with load_toolset(path) as reloaded:
             return {

@@ -25,6 +25,7 @@ from mcp_support import alive, cmdline, descendants, everything_bin, mcp1_venv
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
+from toolproof.tools.resources import MCP_SERVERS
 
 pytestmark = pytest.mark.service
 
@@ -184,7 +185,7 @@ def test_a_server_built_on_the_mcp_1x_sdk_works(tmp_path: Path) -> None:
     async def main() -> None:
         async with load_toolset(write(tmp_path, config)) as toolset:
             assert toolset.names() == ["time_convert_time", "time_get_current_time"]
-            assert toolset.metadata["mcp"]["time"]["server_info"]["version"] == "2026.10.10"
+            assert toolset.resources[MCP_SERVERS]["time"]["server_info"]["version"] == "2026.10.10"
             converted = await toolset["time_convert_time"].call(
                 {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
             )

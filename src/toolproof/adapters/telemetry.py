@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolproof.config import TelemetrySection
+from toolproof.config import CONFIG, TelemetrySection
 from toolproof.errors import UsageError
 from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
@@ -128,7 +128,7 @@ def instrumented_builder(
 
     async def build_instrumented(path: Path) -> Toolset:
         toolset = await build(path)
-        stop = instrument_from_config(toolset.metadata["config"].telemetry)
+        stop = instrument_from_config(toolset.resources[CONFIG].telemetry)
 
         async def flush() -> None:
             stop()

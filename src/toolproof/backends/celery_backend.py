@@ -2,9 +2,9 @@
 
 One call is one ``toolproof.run`` task: publish, then wait for its result with a
 bound. Per-call delivery options are reserved parameters of the variant
-(:data:`CALL_OPTIONS`): they appear in its input schema, are validated with the
-arguments, and are removed before the request is built, so they never reach the
-body. Engine errors are translated here, at the boundary, into normalized
+(:data:`toolproof.backends.extensions.CALL_OPTIONS`): they appear in its input
+schema, are validated with the arguments, and travel in ``BackendRequest.options``,
+so they never reach the body. Engine errors are translated here, at the boundary, into normalized
 failures (see :func:`failure_for`).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
@@ -29,37 +30,20 @@ from toolproof.backends.celery import (
     revoked_key,
 )
 from toolproof.backends.failures import ENGINE_FAILURES, qualified_name, rule_for
-from toolproof.backends.protocol import ProtocolError, decode_result, encode_request
+from toolproof.backends.protocol import (
+    BackendRequest,
+    ProtocolError,
+    decode_result,
+    encode_request,
+)
 from toolproof.contract.tools import ToolResult
 
-__all__ = ["CALL_OPTIONS", "CeleryBackend", "failure_for", "from_result_backend"]
+__all__ = ["CeleryBackend", "failure_for", "from_result_backend"]
 
-CALL_OPTIONS: dict[str, dict[str, Any]] = {
-    "queue": {
-        "type": "string",
-        "pattern": r"^[A-Za-z0-9_.:-]{1,200}$",
-        "description": "Celery queue for this call (default: the backend's queue).",
-    },
-    "countdown": {
-        "type": "number",
-        "minimum": 0,
-        "maximum": 86400,
-        "description": "Seconds before a worker may start this call.",
-    },
-    "priority": {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": 9,
-        "description": "Celery message priority, 0 to 9.",
-    },
-    "expires": {
-        "type": "number",
-        "exclusiveMinimum": 0,
-        "maximum": 604800,
-        "description": "Seconds after which a call no worker has started is discarded.",
-    },
-}
-"""The per-call options a Celery variant adds to its input schema: name -> JSON Schema."""
+
+def _time_limit(timeout: float) -> int:
+    """The task's hard time limit (seconds): the caller's timeout, rounded up, plus 1 s."""
+    return math.ceil(timeout) + 1
 
 
 def _engine_errors(error: BaseException) -> bool:
@@ -126,13 +110,13 @@ def failure_for(task_id: str, state: str, error: BaseException | None) -> ToolRe
 
 
 class CeleryBackend:
-    """Submits relocation requests as Celery tasks and waits for their results.
+    """Submits relocation requests as Celery tasks and waits for their results (a ``Backend``).
 
     Args:
         settings: broker, result backend, queue and timeouts.
         timeout: seconds a call may take from publishing to result (plus its
-            ``countdown``); then the task is revoked and the call fails with
-            ``kind="timeout"``.
+            ``countdown``) when its request names none; then the task is revoked and
+            the call fails with ``kind="timeout"``.
         max_in_flight: calls waiting at once (each holds a thread while it waits).
 
     """
@@ -143,30 +127,31 @@ class CeleryBackend:
         self.settings = settings
         self.timeout = timeout
         self.app = make_app(settings)
-        self._time_limit = math.ceil(timeout) + 1
         self._reset_lock = threading.Lock()
         self._mark_client: redis.Redis | None = None
         self._executor = ThreadPoolExecutor(max_in_flight, thread_name_prefix="toolproof-celery")
 
-    async def submit(
-        self, variant: str, arguments: dict[str, Any], descriptor: str, options: dict[str, Any]
-    ) -> ToolResult:
-        """Run ``variant`` on a Celery worker; return its result or a normalized failure.
+    async def submit(self, request: BackendRequest) -> ToolResult:
+        """Run ``request.variant`` on a Celery worker; return its result or a normalized failure.
 
         Args:
-            variant: the tool name the worker runs.
-            arguments: validated arguments, without the call options.
-            descriptor: the caller's descriptor digest of ``variant``.
-            options: the call options given (a subset of :data:`CALL_OPTIONS`).
+            request: the variant, validated arguments (without the call options) and
+                descriptor digest; ``request.timeout`` (seconds, default: the
+                backend's) bounds the wait and sets the task's hard time limit
+                (``timeout`` + 1 s); ``request.options`` are the call options given
+                (a subset of :data:`toolproof.backends.extensions.CALL_OPTIONS`).
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; the task was revoked.
 
         """
-        request = encode_request(variant, arguments, descriptor).decode()
+        wire = encode_request(request.variant, request.arguments, request.descriptor).decode()
+        timeout = self.timeout if request.timeout is None else request.timeout
         sent: dict[str, str] = {}
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(self._executor, self._round_trip, request, options, sent)
+        job = loop.run_in_executor(
+            self._executor, self._round_trip, wire, request.options, timeout, sent
+        )
         try:
             return await asyncio.shield(job)
         except asyncio.CancelledError:
@@ -226,10 +211,10 @@ class CeleryBackend:
             if rule_for(exc) is None:
                 raise
 
-    def _publish(self, request: str, options: dict[str, Any]) -> AsyncResult:
+    def _publish(self, request: str, options: Mapping[str, Any], timeout: float) -> AsyncResult:
         queue = options.get("queue") or self.settings.queue
         countdown = float(options.get("countdown") or 0)
-        deadline = self.timeout + countdown  # the caller stops waiting then
+        deadline = timeout + countdown  # the caller stops waiting then
         asked = options.get("expires")
         expires = deadline if asked is None else min(float(asked), deadline)
         return self.app.send_task(
@@ -239,7 +224,7 @@ class CeleryBackend:
             countdown=options.get("countdown"),
             priority=options.get("priority"),
             expires=expires,
-            time_limit=self._time_limit,
+            time_limit=_time_limit(timeout),
             retry=False,
         )
 
@@ -275,10 +260,10 @@ class CeleryBackend:
         )
 
     def _round_trip(
-        self, request: str, options: dict[str, Any], sent: dict[str, str]
+        self, request: str, options: Mapping[str, Any], timeout: float, sent: dict[str, str]
     ) -> ToolResult:
         try:
-            result = self._publish(request, options)
+            result = self._publish(request, options, timeout)
         except Exception as exc:
             error: BaseException = exc
             # Both may be one Redis: then it is named as the broker (it is both).
@@ -295,7 +280,7 @@ class CeleryBackend:
             return self._unavailable(error, store=store, task_id=None)
         task_id = result.id
         sent["id"] = task_id
-        wait = self.timeout + float(options.get("countdown") or 0)
+        wait = timeout + float(options.get("countdown") or 0)
         try:
             value = result.get(timeout=wait, propagate=False, disable_sync_subtasks=False)
             state = result.state
@@ -305,7 +290,7 @@ class CeleryBackend:
                 "timeout",
                 f"celery task {task_id} gave no result within {wait} s; it will not run "
                 f"later (it expired at that deadline and was revoked), and a body already "
-                f"running is stopped by its time limit at {self._time_limit} s",
+                f"running is stopped by its time limit at {_time_limit(timeout)} s",
                 where="backend",
                 retryable=True,
                 detail={"task_id": task_id, "timeout_s": wait},

@@ -14,27 +14,29 @@ can only rebuild a Toolset that a file describes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toolproof.backends.form import backend
 from toolproof.backends.process import ProcessPool
-from toolproof.backends.protocol import MAX_FRAME, descriptor_digest
+from toolproof.backends.protocol import MAX_FRAME, Backend
 from toolproof.contract.bounds import Seconds
-from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError, validation_problem
 from toolproof.extensions.apply import ApplyContext
-from toolproof.tools import hooks
-from toolproof.tools.tool import Tool
+from toolproof.extensions.registry import Extension
+from toolproof.tools.resources import ResourceKey
 
 __all__ = [
     "BACKEND_VERSION",
+    "CALL_OPTIONS",
+    "CELERY",
+    "PROCESS",
+    "PROCESS_POOLS",
     "CeleryConfig",
     "ProcessConfig",
-    "celery_factory",
-    "process_factory",
-    "relocated",
+    "make_celery",
+    "make_process",
 ]
 
 BACKEND_VERSION = "1"
@@ -61,6 +63,40 @@ class ProcessConfig(BaseModel):
     max_result_bytes: int = Field(default=MAX_FRAME, ge=1, le=MAX_FRAME)
 
 
+CALL_OPTIONS: dict[str, dict[str, Any]] = {
+    "queue": {
+        "type": "string",
+        "pattern": r"^[A-Za-z0-9_.:-]{1,200}$",
+        "description": "Celery queue for this call (default: the backend's queue).",
+    },
+    "countdown": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 86400,
+        "description": "Seconds before a worker may start this call.",
+    },
+    "priority": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 9,
+        "description": "Celery message priority, 0 to 9.",
+    },
+    "expires": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": 604800,
+        "description": "Seconds after which a call no worker has started is discarded.",
+    },
+}
+"""The per-call options a Celery variant adds to its input schema: name -> JSON Schema.
+
+They are validated with the arguments, then removed from them into
+``BackendRequest.options``, so they never reach the body."""
+
+PROCESS_POOLS = ResourceKey[ProcessPool]("backends.process.pools")
+"""A Toolset's worker pools, one per composition root and pool settings."""
+
+
 class CeleryConfig(BaseModel):
     """Config of the ``celery`` backend (broker settings live in ``[backends.celery]``).
 
@@ -76,58 +112,6 @@ class CeleryConfig(BaseModel):
     queue: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
 
 
-def relocated(
-    inner: Tool,
-    name: str,
-    submit: Callable[[str, dict[str, Any], str], Awaitable[ToolResult]],
-    *,
-    input_schema: dict[str, Any] | None = None,
-    backend: str = "backend",
-) -> Tool:
-    """The variant ``name`` whose body hands ``inner``'s name and the arguments to ``submit``.
-
-    Args:
-        inner: the tool inside the backend (its name is what travels).
-        name: the variant's name.
-        submit: ``(variant, arguments, descriptor digest) -> ToolResult``.
-        input_schema: the variant's schema (default: ``inner``'s, unchanged).
-        backend: the backend's name, for telemetry (``toolproof.backend``).
-
-    Returns:
-        The variant. It validates arguments before ``submit`` is called, so a bad
-        call never reaches a worker. With telemetry on each submit is a ``CLIENT``
-        span ``toolproof.backend.submit {inner}``, current while the request is built,
-        so the request carries its trace context to the worker.
-
-    """
-    digest: list[str] = []
-
-    async def body(arguments: dict[str, Any]) -> ToolResult:
-        if not digest:
-            digest.append(descriptor_digest(inner))
-        hook = hooks.ACTIVE
-        if hook is None:
-            return await submit(inner.name, arguments, digest[0])
-        attributes = {"gen_ai.tool.name": inner.name, "toolproof.backend": backend}
-        name = f"toolproof.backend.submit {inner.name}"
-        with hook.span(name, attributes, kind="client") as span:
-            result = await submit(inner.name, arguments, digest[0])
-            if result.failure is not None:
-                hook.fail(span, result.failure.kind, result.failure.message)
-            return result
-
-    update: dict[str, Any] = {"name": name}
-    if input_schema is not None:
-        update["input_schema"] = input_schema
-    return Tool(
-        inner.spec.model_copy(update=update),
-        body,
-        source=inner.source,
-        deterministic=inner.deterministic,
-        varies=inner.varies,
-    )
-
-
 def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:
     if context is None or context.config_path is None:
         rule = (
@@ -138,82 +122,51 @@ def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:
     return context
 
 
-def process_factory(
-    inner: Tool, *, name: str, config: ProcessConfig, context: ApplyContext | None = None
-) -> Tool:
-    """Build the ``process`` variant: ``inner`` runs in a warm local worker pool.
+def make_process(config: ProcessConfig, context: ApplyContext | None) -> Backend:
+    """The ``process`` backend of a variant: a warm local worker pool.
 
-    Variants with the same pool settings share one pool per Toolset; no process
-    starts before the first call, and closing the Toolset ends every worker.
+    Variants with the same pool settings share one pool per Toolset (``timeout``
+    travels with each request); no process starts before the first call, and
+    closing the Toolset ends every worker.
 
     Raises:
         ExtensionError: applied without a composition-root file.
 
     """
     ctx = _needs_file(context, "process")
-    toolset = ctx.toolset
-    key = (str(ctx.config_path), config.workers, config.start_timeout, config.max_result_bytes)
-    pools: dict[tuple[str, int, float, int], ProcessPool]
-    pools = toolset.metadata.setdefault("process_pools", {}) if toolset is not None else {}
-    pool = pools.get(key)
-    if pool is None:
-        assert ctx.config_path is not None
-        pool = ProcessPool(
-            ctx.config_path,
+    path = ctx.config_path
+    assert path is not None
+
+    def create() -> ProcessPool:
+        return ProcessPool(
+            path,
             workers=config.workers,
             start_timeout=config.start_timeout,
             max_result_bytes=config.max_result_bytes,
         )
-        pools[key] = pool
-        if toolset is not None:
-            toolset.on_close(pool.aclose)
-    timeout = config.timeout
 
-    async def submit(variant: str, arguments: dict[str, Any], descriptor: str) -> ToolResult:
-        return await pool.call(variant, arguments, descriptor, timeout=timeout)
-
-    return relocated(inner, name, submit, backend="process")
+    if ctx.toolset is None:
+        return create()
+    key = (str(path), config.workers, config.start_timeout, config.max_result_bytes)
+    return ctx.toolset.resources.client(PROCESS_POOLS, key, create)
 
 
-def _celery_schema(inner: Tool) -> dict[str, Any]:
-    from toolproof.backends.celery_backend import CALL_OPTIONS
+def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
+    """The ``celery`` backend of a variant: a Celery client for ``toolproof worker``.
 
-    schema = dict(inner.spec.input_schema)
-    properties = dict(schema.get("properties") or {})
-    if schema.get("type") != "object":
-        rule = "the celery backend adds call options to an object schema (type: object)"
-        raise ExtensionError(rule, rule=rule)
-    for option, option_schema in CALL_OPTIONS.items():
-        if option in properties:
-            rule = (
-                f"call option {option!r} of the celery backend is already a parameter of "
-                f"{inner.name!r} (rule: a reserved param must not shadow an input parameter)"
-            )
-            raise ExtensionError(rule, rule=rule)
-        properties[option] = option_schema
-    schema["properties"] = properties
-    return schema
-
-
-def celery_factory(
-    inner: Tool, *, name: str, config: CeleryConfig, context: ApplyContext | None = None
-) -> Tool:
-    """Build the ``celery`` variant: ``inner`` runs on a ``toolproof worker``.
-
-    The variant's schema is ``inner``'s plus the call options ``queue``,
-    ``countdown``, ``priority`` and ``expires``, which are validated and then
-    removed before the request is built. Variants share one Celery client per
-    Toolset and settings; nothing connects before the first call.
+    The variant's schema is the inner one plus the call options ``queue``,
+    ``countdown``, ``priority`` and ``expires`` (:data:`CALL_OPTIONS`). Variants share
+    one Celery client per Toolset and settings; nothing connects before the first call.
 
     Raises:
         ExtensionError: no composition-root file, a bad ``[backends.celery]`` table,
-            Celery not installed, or a call option shadowing a parameter.
+            or Celery not installed.
 
     """
     ctx = _needs_file(context, "celery")
     try:
         from toolproof.backends.celery import settings_from
-        from toolproof.backends.celery_backend import CALL_OPTIONS, CeleryBackend
+        from toolproof.backends.celery_backend import CeleryBackend
     except ImportError as exc:
         rule = f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
         raise ExtensionError(rule, rule=rule) from exc
@@ -226,26 +179,24 @@ def celery_factory(
         raise ExtensionError(rule, rule=rule) from None
     if config.queue is not None:
         settings = settings.model_copy(update={"queue": config.queue})
-    schema = _celery_schema(inner)
-    clients: dict[tuple[str, float], CeleryBackend] = {}
-    if ctx.toolset is not None:
-        clients = ctx.toolset.metadata.setdefault("celery_clients", {})
-    key = (settings.model_dump_json(), config.timeout)
-    client = clients.get(key)
-    if client is None:
-        client = CeleryBackend(settings, timeout=config.timeout)
-        clients[key] = client
-        if ctx.toolset is not None:
-            backend = client
+    return CeleryBackend(settings, timeout=config.timeout)
 
-            async def close() -> None:
-                await backend.aclose()
 
-            ctx.toolset.on_close(close)
+PROCESS: Extension = backend(
+    name="process",
+    config=ProcessConfig,
+    version=BACKEND_VERSION,
+    description="Run the tool in a warm pool of local worker processes (kill on timeout).",
+    register=False,
+)(make_process)
+"""The ``process`` backend extension."""
 
-    async def submit(variant: str, arguments: dict[str, Any], descriptor: str) -> ToolResult:
-        options = {k: arguments[k] for k in CALL_OPTIONS if k in arguments}
-        plain = {k: v for k, v in arguments.items() if k not in CALL_OPTIONS}
-        return await client.submit(variant, plain, descriptor, options)
-
-    return relocated(inner, name, submit, input_schema=schema, backend="celery")
+CELERY: Extension = backend(
+    name="celery",
+    call_options=CALL_OPTIONS,
+    config=CeleryConfig,
+    version=BACKEND_VERSION,
+    description="Run the tool on a Celery worker (toolproof worker --config FILE).",
+    register=False,
+)(make_celery)
+"""The ``celery`` backend extension (needs ``toolproof[celery]`` when applied)."""

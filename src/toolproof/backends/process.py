@@ -56,6 +56,7 @@ from toolproof.backends.pipes import (
 )
 from toolproof.backends.protocol import (
     MAX_FRAME,
+    BackendRequest,
     ProtocolError,
     decode_result,
     encode_request,
@@ -72,7 +73,7 @@ WORKER_MODULE = "toolproof.adapters.process_worker"
 
 
 class ProcessPool:
-    """A warm pool of worker processes for one composition root.
+    """A warm pool of worker processes for one composition root (a ``Backend``).
 
     Args:
         config_path: the ``toolproof.toml`` every worker builds its Toolset from.
@@ -293,22 +294,14 @@ class ProcessPool:
 
     # -- calls --------------------------------------------------------------------
 
-    async def call(
-        self,
-        variant: str,
-        arguments: dict[str, Any],
-        descriptor: str,
-        *,
-        timeout: float | None = None,
-    ) -> ToolResult:
-        """Run ``variant`` in a worker; return its result or a normalized failure.
+    async def submit(self, request: BackendRequest) -> ToolResult:
+        """Run ``request.variant`` in a worker; return its result or a normalized failure.
 
         Args:
-            variant: the tool name to run in the worker.
-            arguments: arguments already validated against that tool's schema.
-            descriptor: the caller's descriptor digest of that tool.
-            timeout: seconds the body may run (``None``: no limit); over it, the
-                worker is killed and the call fails with ``kind="timeout"``.
+            request: the tool name to run in the worker, arguments already validated
+                against that tool's schema, the caller's descriptor digest of it, and
+                ``timeout``: seconds the body may run (``None``: no limit); over it,
+                the worker is killed and the call fails with ``kind="timeout"``.
 
         Returns:
             The worker's :class:`ToolResult`, or a failure with ``where="worker"``
@@ -319,7 +312,8 @@ class ProcessPool:
             asyncio.CancelledError: the caller was cancelled; its worker was killed.
 
         """
-        message = frame(encode_request(variant, arguments, descriptor))
+        variant, timeout = request.variant, request.timeout
+        message = frame(encode_request(variant, request.arguments, request.descriptor))
         try:
             worker = await self._acquire()
         except BackendError as exc:

@@ -19,6 +19,13 @@ only code its own composition root bound.
 ``trace`` (present only with telemetry on, :mod:`toolproof.tools.hooks`) is the W3C
 Trace Context of the caller's submit span; the worker's span continues that trace.
 
+In the caller's process the same request is a :class:`BackendRequest`, and every
+backend (the ``process`` pool, the ``celery`` client, the in-process
+:class:`~toolproof.backends.local.LocalBackend`, a plugin's) is a :class:`Backend`:
+``async submit(request) -> ToolResult`` and ``aclose()``, the way every httpx
+transport is ``handle_async_request(request) -> Response``. Policy (retries, a
+cache) lives in the layers around a backend, never inside it.
+
 The process backend frames each message on a pipe as a 4-byte big-endian length
 followed by the JSON bytes (:func:`frame`, :class:`FrameReader`).
 """
@@ -30,7 +37,8 @@ import os
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -38,13 +46,16 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import ProtocolError, validation_problem
 from toolproof.identity import canonical_json, digest_json
 from toolproof.tools import hooks
+from toolproof.tools.resources import ResourceKey
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
+    "DESCRIPTOR_DIGESTS",
     "MAX_FRAME",
     "PROTOCOL_VERSION",
-    "CallRequest",
+    "Backend",
+    "BackendRequest",
     "FrameReader",
     "ProtocolError",
     "decode_request",
@@ -65,22 +76,70 @@ MAX_FRAME = 256 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 
 
-@dataclass(frozen=True)
-class CallRequest:
-    """One decoded request.
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
+
+
+def _no_options() -> Mapping[str, Any]:
+    return _NO_OPTIONS
+
+
+DESCRIPTOR_DIGESTS = ResourceKey[dict[str, str]]("backends.descriptor_digests")
+"""A worker's cache, per sealed Toolset: variant name -> its descriptor digest."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendRequest:
+    """One call a backend executes: what travels to the worker, and how to deliver it.
 
     Attributes:
-        variant: the name of the variant to run on the worker.
-        arguments: the JSON arguments object.
-        descriptor: the caller's descriptor digest of that variant (``sha256:<hex>``).
-        trace: the caller's W3C Trace Context (``traceparent``, ``tracestate``), or empty.
+        variant: the name of the tool to run on the worker (the tool *inside* the
+            backend layer).
+        arguments: the JSON arguments object, already validated by the caller.
+        descriptor: the caller's descriptor digest of that tool (``sha256:<hex>``,
+            :func:`descriptor_digest`); the worker refuses a different one.
+        timeout: seconds the call may take (``None``: the backend's own limit, or
+            none); over it the backend answers ``kind="timeout"``.
+        options: per-call delivery options, not sent to the body (the ``celery``
+            backend's ``queue``, ``countdown``, ``priority``, ``expires``); empty
+            unless the backend form declares ``call_options``.
+        trace: the caller's W3C Trace Context (``traceparent``, ``tracestate``), or
+            empty; on the caller's side it is read from the current span when the
+            request is encoded.
 
+    Only ``variant``, ``arguments``, ``descriptor`` and ``trace`` cross the wire
+    (:func:`encode_request`); a decoded request has no timeout and no options.
     """
 
     variant: str
     arguments: dict[str, Any]
     descriptor: str
-    trace: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    options: Mapping[str, Any] = field(default_factory=_no_options)
+    trace: Mapping[str, str] = field(default_factory=_no_options)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Executes exactly one call elsewhere (a worker process, a Celery worker, in-process).
+
+    Implementations: :class:`~toolproof.backends.process.ProcessPool`,
+    :class:`~toolproof.backends.celery_backend.CeleryBackend`,
+    :class:`~toolproof.backends.local.LocalBackend`. Build one into a variant with
+    the backend form, :func:`toolproof.backends.form.backend`.
+    """
+
+    async def submit(self, request: BackendRequest) -> ToolResult:
+        """Run ``request.variant`` on ``request.arguments``; return its result.
+
+        An engine fault (a dead worker, an unreachable broker, a timeout) is a
+        failed :class:`ToolResult` naming it, never an exception and never a
+        fabricated success; cancellation propagates.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release the backend's workers and connections; idempotent."""
+        ...
 
 
 _TRACE_KEYS = frozenset({"traceparent", "tracestate"})
@@ -140,7 +199,7 @@ def _trace_of(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def decode_request(data: bytes | str) -> CallRequest:
+def decode_request(data: bytes | str) -> BackendRequest:
     """Parse and check a request.
 
     Raises:
@@ -169,7 +228,8 @@ def decode_request(data: bytes | str) -> CallRequest:
         raise ProtocolError("request field 'arguments' must be a JSON object")
     if not isinstance(descriptor, str):
         raise ProtocolError("request field 'descriptor' must be a string")
-    return CallRequest(variant, arguments, descriptor, _trace_of(message.get("trace")))
+    trace = _trace_of(message.get("trace"))
+    return BackendRequest(variant, arguments, descriptor, trace=trace)
 
 
 def encode_result(result: ToolResult) -> bytes:
@@ -191,7 +251,7 @@ def decode_result(data: bytes | str) -> ToolResult:
         raise ProtocolError(f"answer is not a ToolResult: {first.message}") from None
 
 
-async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
+async def serve_request(toolset: Toolset, request: BackendRequest) -> ToolResult:
     """Run one request against the worker's ``toolset`` (the worker side of the protocol).
 
     With telemetry on, the run is a ``SERVER`` span ``toolproof.backend.run {variant}``
@@ -215,7 +275,7 @@ async def serve_request(toolset: Toolset, request: CallRequest) -> ToolResult:
             "the same Toolset from the same composition root)",
             where="worker",
         )
-    digests: dict[str, str] = toolset.metadata.setdefault("descriptor_digests", {})
+    digests = toolset.resources.setdefault(DESCRIPTOR_DIGESTS, dict)
     mine = digests.get(request.variant)
     if mine is None:
         mine = descriptor_digest(tool)

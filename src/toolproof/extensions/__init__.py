@@ -1,7 +1,6 @@
 """Extensions (seed 000): wrappers, transformers and backends that mint named variants."""
 
 from toolproof.extensions.apply import ApplyContext, ComboElement, apply_combos, build_combo
-from toolproof.extensions.backend import BackendClient, backend
 from toolproof.extensions.config import configure_extensions, normalize_combos
 from toolproof.extensions.forms import (
     CallNext,
@@ -24,7 +23,6 @@ from toolproof.extensions.registry import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ApplyContext",
-    "BackendClient",
     "CallNext",
     "ComboElement",
     "Extension",
@@ -33,7 +31,6 @@ __all__ = [
     "ExtensionRegistry",
     "LoadFailure",
     "apply_combos",
-    "backend",
     "build_combo",
     "call_next_for",
     "configure_extensions",

@@ -42,6 +42,7 @@ from toolproof.identity import canonical_json
 from toolproof.runs.recorder import CallRecord, Durability, Recorder, call_json, other_failures
 from toolproof.runs.spec import iter_refs
 from toolproof.tools.observe import Observation
+from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -301,7 +302,7 @@ def open_session(
     name = f"{now.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     directory = root / SESSIONS_DIR / name
     started_at = now.isoformat(timespec="milliseconds")
-    config = toolset.metadata.get("config_path")
+    config = toolset.resources.get(CONFIG_PATH)
     header = {"started_at": started_at, "config": config, "pid": os.getpid()}
     if task != SESSION_TASK:
         header["task"] = task

@@ -30,6 +30,7 @@ from toolproof.contract.base import CanonicalModel
 from toolproof.contract.tools import ToolSpec
 from toolproof.errors import ConfigError, validation_problem
 from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.tools.resources import LOCK_DIGEST, LOCK_DRIFT, LOCK_PATH, MCP_SERVERS
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -132,7 +133,7 @@ def _source(toolset: Toolset, tool: Tool) -> dict[str, Any]:
     kind, _, ref = tool.source.partition(":")
     if kind != "mcp":
         return {kind or "source": ref or tool.source}
-    servers: dict[str, Any] = toolset.metadata.get("mcp", {})
+    servers = toolset.resources.get(MCP_SERVERS) or {}
     entry: dict[str, Any] = servers.get(ref, {})
     source: dict[str, Any] = {"mcp": ref, **entry.get("transport", {})}
     source["tool"] = entry.get("names", {}).get(tool.name, tool.name)
@@ -361,12 +362,12 @@ def check_toolset_lock(
 ) -> list[Drift]:
     """Check the (unsealed) base tools of ``toolset`` against the lock at ``lock_path``.
 
-    The lock's digest goes into ``toolset.metadata["lock_digest"]`` (and so into the
+    The lock's digest goes into ``toolset.resources[LOCK_DIGEST]`` (and so into the
     descriptor). Per ``on_drift``: ``quarantine`` withdraws every changed and new
     tool and records every vanished one (field ``lock``, the diff in ``drift``), so
     their variants are quarantined too and every other tool still binds; ``refuse``
     raises; ``warn`` binds everything. The drifts go into
-    ``toolset.metadata["lock_drift"]`` either way.
+    ``toolset.resources[LOCK_DRIFT]`` either way.
 
     Returns:
         The drifts, by tool name.
@@ -377,10 +378,10 @@ def check_toolset_lock(
 
     """
     lock = read_lock(lock_path)
-    toolset.metadata["lock_digest"] = lock.digest
-    toolset.metadata["lock_path"] = str(lock_path)
+    toolset.resources[LOCK_DIGEST] = lock.digest
+    toolset.resources[LOCK_PATH] = str(lock_path)
     drifts = diff_locks(lock, build_lock(toolset), bases_only=True)
-    toolset.metadata["lock_drift"] = [drift.to_json() for drift in drifts]
+    toolset.resources[LOCK_DRIFT] = [drift.to_json() for drift in drifts]
     if not drifts:
         return drifts
     if on_drift is OnDrift.REFUSE:

@@ -44,6 +44,7 @@ from toolproof.tools.mcp_catalog import bind_catalog
 from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
 from toolproof.tools.mcp_live import LiveGuard
 from toolproof.tools.mcp_session import McpConnection
+from toolproof.tools.resources import FILTERS, MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["McpServer", "bind_mcp_servers", "bound_name", "contribution_for", "result_value"]
@@ -173,7 +174,7 @@ def contribution_for(
 
 
 def _record(toolset: Toolset, server: McpServer) -> dict[str, Any]:
-    entries: dict[str, Any] = toolset.metadata.setdefault("mcp", {})
+    entries = toolset.resources.setdefault(MCP_SERVERS, dict)
     entry: dict[str, Any] = entries.setdefault(
         server.name, {"status": "starting", "tools": [], "list_changed": 0}
     )
@@ -196,7 +197,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
 
     Each session is closed when the Toolset closes (registered before it starts,
     so a cancelled or failed build leaves no process behind). ``servers[i]`` is
-    reported as field ``mcp[i]``; ``toolset.metadata["mcp"][name]`` records the
+    reported as field ``mcp[i]``; ``toolset.resources[MCP_SERVERS][name]`` records the
     server's ``status`` (``ready``/``failed``), ``server_info``, ``protocol_version``,
     the bound ``tools`` and the count of ``list_changed`` notifications.
 
@@ -210,7 +211,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
     for server in servers:
         _record(toolset, server)
         guards[server.name] = guard = LiveGuard(server.name)
-        toolset.metadata.setdefault("mcp_live", {})[server.name] = guard
+        toolset.resources.setdefault(MCP_LIVE, dict)[server.name] = guard
         connection = McpConnection(server, partial(_list_changed, toolset, server, guard))
         guard.connection = connection
         toolset.on_close(connection.aclose)
@@ -242,7 +243,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         offered = [str(tool.get("name", "")) for tool in connection.tools]
         kept = set(chosen.select(offered))
         if chosen.active:
-            toolset.metadata.setdefault("filters", []).append(chosen.to_json())
+            toolset.resources.setdefault(FILTERS, list).append(chosen.to_json())
         contributions = []
         for tool in connection.tools:
             if str(tool.get("name", "")) not in kept:

@@ -13,6 +13,7 @@ from toolproof.contract.tools import ExposureRecord, ToolsetDescriptor
 from toolproof.errors import ToolNameError, ToolsetSealedError, UsageError
 from toolproof.tools.catalog import Catalog
 from toolproof.tools.exposure import Exposure
+from toolproof.tools.resources import FILTERS, LOCK_DIGEST, Resources
 from toolproof.tools.tool import Tool
 
 __all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
@@ -96,7 +97,7 @@ class Toolset:
         self._hidden: dict[str, str] | None = None
         self._exit_stack = AsyncExitStack()
         self._closed = False
-        self.metadata: dict[str, Any] = {}
+        self.resources = Resources(self.on_close)  # typed per-Toolset state (tools/resources.py)
         self.catalog = Catalog()  # resources, templates and prompts (tools/catalog.py)
 
     def add(self, tool: Tool, *, owner: str = "") -> Tool:
@@ -267,12 +268,11 @@ class Toolset:
         """
         if self._descriptor is not None:
             return self._descriptor
-        lock = self.metadata.get("lock_digest")
-        filters = self.metadata.get("filters") or []
+        filters = self.resources.get(FILTERS) or []
         exposure = self._exposure.descriptor_json(list(self.hidden()))
         descriptor = ToolsetDescriptor(
             tools=[tool.descriptor() for tool in self],
-            lock=lock if isinstance(lock, str) else None,
+            lock=self.resources.get(LOCK_DIGEST),
             filters=list(filters),
             exposure=ExposureRecord.model_validate(exposure) if exposure is not None else None,
         )

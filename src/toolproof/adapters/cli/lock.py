@@ -24,7 +24,7 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
-from toolproof.config import ToolproofConfig, load_toolset, lock_path_of
+from toolproof.config import CONFIG, ToolproofConfig, load_toolset, lock_path_of
 from toolproof.contract.runs import ExecutionRuntime
 from toolproof.errors import InputError, VerificationError
 from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
@@ -51,7 +51,7 @@ def print_drifts(drifts: list[Drift]) -> None:
 
 async def _current(config: Path) -> tuple[Lockfile, Path]:
     async with load_toolset(config, lock=False) as toolset:
-        parsed: ToolproofConfig = toolset.metadata["config"]
+        parsed: ToolproofConfig = toolset.resources[CONFIG]
         return build_lock(toolset), lock_path_of(config, parsed)
 
 

@@ -40,7 +40,7 @@ from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
 from toolproof.adapters.otel_check import check_spans
 from toolproof.adapters.telemetry import instrument_from_config
-from toolproof.config import load_toolset
+from toolproof.config import CONFIG, load_toolset
 from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
@@ -93,7 +93,7 @@ def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
 
     async def go() -> RunOutcome:
         async with load_toolset(loaded.toolset_path) as toolset:
-            stop = instrument_from_config(toolset.metadata["config"].telemetry)
+            stop = instrument_from_config(toolset.resources[CONFIG].telemetry)
             try:
                 return await execute_run(
                     loaded.spec, root=root, toolset=toolset, on_event=on_event, on_plan=on_plan

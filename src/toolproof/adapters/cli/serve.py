@@ -25,7 +25,7 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.telemetry import instrument_from_config
-from toolproof.config import load_toolset
+from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ async def _serve_loaded(
     async with load_toolset(config) as toolset:
         session = open_session(record, toolset) if record is not None else None
         failed = True
-        stop_telemetry = instrument_from_config(toolset.metadata["config"].telemetry)
+        stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)
         try:
             observer = SessionObserver(session) if session is not None else None
             server = build_server(toolset, observer=observer)
