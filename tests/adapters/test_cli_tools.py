@@ -84,6 +84,9 @@ def test_tools_show_json() -> None:
         "spec": tool.spec.to_json(),
         "descriptor": tool.descriptor().to_json(),
         "owner": "python:evidence_tools",
+        "layers": [
+            {"tool": "stock", "extension": None, "kind": None, "version": None, "config": None}
+        ],
     }
     assert document["spec"]["input_schema"] == {
         "additionalProperties": False,
@@ -212,3 +215,92 @@ def test_people_output_never_reads_tool_text_as_markup(tmp_path: Path) -> None:
     assert text in listing.stdout.decode()
     assert "bare *args/**kwargs" in listing.stdout.decode()
     assert shown.stdout.decode().splitlines()[1] == text
+
+
+LAYERED_MODULE = '''import toolproof
+
+
+@toolproof.tool(read_only=True)
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+
+LAYERED_CONFIG = """[[python]]
+module = "tp_cli_layers"
+
+[tools.add]
+extensions = [
+  [{name = "timeout", config = {seconds = 5}}, {name = "args", config = {rename = {a = "x"}}}],
+]
+"""
+
+
+def _layered(tmp_path: Path) -> Path:
+    (tmp_path / "tp_cli_layers.py").write_text(LAYERED_MODULE, encoding="utf-8")
+    config = tmp_path / "toolproof.toml"
+    config.write_text(LAYERED_CONFIG, encoding="utf-8")
+    return config
+
+
+ARGS_CONFIG = {"defaults": {}, "describe": {}, "description": "", "hide": {}, "rename": {"a": "x"}}
+
+
+def test_tools_show_json_lists_the_layer_chain_outermost_first(tmp_path: Path) -> None:
+    config = _layered(tmp_path)
+    done = cli("tools", "show", "add_timeout_args", "--json", "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["layers"] == [
+        {
+            "tool": "add_timeout_args",
+            "extension": "args",
+            "kind": "transformer",
+            "version": "1",
+            "config": ARGS_CONFIG,
+        },
+        {
+            "tool": "add_timeout",
+            "extension": "timeout",
+            "kind": "wrapper",
+            "version": "1",
+            "config": {"seconds": 5.0},
+        },
+        {"tool": "add", "extension": None, "kind": None, "version": None, "config": None},
+    ]
+    base = cli("tools", "show", "add", "--json", "-c", str(config))
+    assert json.loads(base.stdout)["layers"] == [
+        {"tool": "add", "extension": None, "kind": None, "version": None, "config": None}
+    ]
+
+
+def test_tools_show_prints_the_layer_chain_for_people(tmp_path: Path) -> None:
+    config = _layered(tmp_path)
+    done = cli("tools", "show", "add_timeout_args", "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    start = lines.index("layers (outermost first, down to the base tool)")
+    assert lines[start:] == [
+        "layers (outermost first, down to the base tool)",
+        "  add_timeout_args  args (transformer) "
+        '{"defaults":{},"describe":{},"description":"","hide":{},"rename":{"a":"x"}}',
+        '  add_timeout  timeout (wrapper) {"seconds":5}',
+        "  add  (base)",
+    ]
+
+
+def test_a_variant_holds_the_tool_it_extends(tmp_path: Path) -> None:
+    config = _layered(tmp_path)
+
+    async def go() -> list[tuple[str, Any, Any]]:
+        async with load_toolset(config) as toolset:
+            outer = toolset["add_timeout_args"]
+            assert outer.inner is toolset["add_timeout"]
+            assert toolset["add_timeout"].inner is toolset["add"]
+            assert (await outer.call({"x": 1, "b": 2})).value == 3
+            return [(t.name, t.inner and t.inner.name, t.config) for t in outer.layers()]
+
+    assert asyncio.run(go()) == [
+        ("add_timeout_args", "add_timeout", ARGS_CONFIG),
+        ("add_timeout", "add", {"seconds": 5.0}),
+        ("add", None, None),
+    ]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from toolproof.contract.tools import StackLayer
 from toolproof.errors import ExtensionError
 from toolproof.extensions.kinds import ExtensionKind
@@ -167,7 +169,13 @@ def _layer(
         name=ext.name, kind=str(ext.kind), version=ext.version, config_digest=config_digest
     )
     try:
-        return variant.rebind(spec, base=inner.base or inner.name, stack=(*inner.stack, layer))
+        return variant.rebind(
+            spec,
+            base=inner.base or inner.name,
+            stack=(*inner.stack, layer),
+            inner=inner,
+            config=config.model_dump(mode="json") if isinstance(config, BaseModel) else {},
+        )
     except Exception as exc:
         raise ExtensionError(f"variant {name!r} does not bind: {exc}") from exc
 

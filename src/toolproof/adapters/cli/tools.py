@@ -23,9 +23,11 @@ from toolproof.adapters.cli.app import (
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import load_toolset
 from toolproof.errors import ConfigError, InputError
+from toolproof.identity import canonical_json
+from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["register", "tools_app"]
+__all__ = ["layer_chain", "register", "tools_app"]
 
 tools_app = typer.Typer(
     cls=ToolproofGroup,
@@ -118,13 +120,43 @@ def _print_listing(config: Path, listing: dict[str, Any]) -> None:
     out_console.print(f"descriptor {listing['descriptor_digest']}")
 
 
+def layer_chain(tool: Tool) -> list[dict[str, Any]]:
+    """The layers of ``tool``, outermost first, down to its base tool (the last item).
+
+    Each item is ``{"tool", "extension", "kind", "version", "config"}``: the tool (or
+    variant) name, and for a variant the extension that built it from the next item,
+    with its kind, version and validated config (JSON; ``{}`` for an extension without
+    config); the base tool has ``None`` for those four.
+    """
+    chain: list[dict[str, Any]] = []
+    for layer in tool.layers():
+        top = layer.stack[-1] if layer.inner is not None and layer.stack else None
+        chain.append(
+            {
+                "tool": layer.name,
+                "extension": None if top is None else top.name,
+                "kind": None if top is None else top.kind,
+                "version": None if top is None else top.version,
+                "config": None if top is None else layer.config,
+            }
+        )
+    return chain
+
+
+def _layer_line(layer: dict[str, Any]) -> str:
+    if layer["extension"] is None:
+        return f"  {layer['tool']}  (base)"
+    config = canonical_json(layer["config"]).decode()
+    return f"  {layer['tool']}  {layer['extension']} ({layer['kind']}) {config}"
+
+
 @tools_app.command("show", cls=ToolproofCommand, epilog=docs_epilog("tools.md"))
 def show_tool(
     name: str = typer.Argument(..., help="The tool or variant name."),
     config: Path = ConfigOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Show one tool's spec (schemas, annotations) and descriptor."""
+    """Show one tool's spec (schemas, annotations), descriptor and layer chain."""
 
     async def load() -> dict[str, Any] | None:
         async with load_toolset(config) as toolset:
@@ -135,6 +167,7 @@ def show_tool(
                 "spec": tool.spec.to_json(),
                 "descriptor": tool.descriptor().to_json(),
                 "owner": toolset.owner(name),
+                "layers": layer_chain(tool),
             }
 
     shown = run_async(load())
@@ -156,3 +189,6 @@ def show_tool(
         out_console.print("[bold]output schema[/]")
         out_console.print_json(json.dumps(spec["output_schema"]))
     out_console.print(f"fingerprint {shown['descriptor']['fingerprint']}")
+    out_console.print("[bold]layers[/] (outermost first, down to the base tool)")
+    for layer in shown["layers"]:
+        out_console.print(Text(_layer_line(layer)))  # Text: names and config are never markup
