@@ -38,6 +38,7 @@ __all__ = [
     "fail",
     "flush",
     "install",
+    "model_turn",
     "span",
     "take_call_id",
 ]
@@ -192,3 +193,39 @@ def flush(timeout: float = 2.0) -> None:
     hook = ACTIVE
     if hook is not None:
         hook.flush(timeout)
+
+
+def model_turn(
+    model: str,
+    *,
+    provider: str | None = None,
+    operation: str = "chat",
+    attributes: Mapping[str, str | int] | None = None,
+) -> AbstractContextManager[Span]:
+    """The span of one model turn of a recorded agent session (GenAI semconv 1.37.0).
+
+    A ``CLIENT`` span ``{operation} {model}`` with ``gen_ai.operation.name``,
+    ``gen_ai.request.model`` and ``gen_ai.provider.name``; the recorder adds what the
+    response tells (``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
+    ``gen_ai.usage.output_tokens``, ``toolproof.turn_digest``) with ``set_attribute``
+    and a failure with :func:`fail`. :data:`NO_SPAN` with telemetry off.
+
+    Args:
+        model: the model asked (``gen_ai.request.model``), e.g. ``gpt-4o-mini``.
+        provider: ``gen_ai.provider.name`` (``openai``, ``anthropic``...), if known.
+        operation: ``gen_ai.operation.name``: ``chat``, ``text_completion``,
+            ``generate_content``.
+        attributes: more first attributes (``toolproof.run_id``...).
+
+    Returns:
+        A context manager yielding the span, current inside the block.
+
+    """
+    first: dict[str, str | int] = {
+        "gen_ai.operation.name": operation,
+        "gen_ai.request.model": model,
+    }
+    if provider is not None:
+        first["gen_ai.provider.name"] = provider
+    first.update(attributes or {})
+    return span(f"{operation} {model}", first, kind="client")
