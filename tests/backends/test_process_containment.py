@@ -164,6 +164,25 @@ def test_idle_worker_that_died_is_replaced_and_the_next_call_runs() -> None:
         pool.close()
 
 
+def test_a_worker_killed_just_before_a_call_never_fails_that_call() -> None:
+    # The pool cannot see the death yet (not reaped, pidfd not ready): the request
+    # goes to a dead worker, which never reads it, so the call runs on a fresh one.
+    pool = ProcessPool(CONFIG, workers=1)
+    try:
+        assert call(pool, "add", {"a": 0, "b": 0}).value == 0
+        values = []
+        for n in range(8):
+            (worker,) = pool.pids()
+            os.kill(worker, signal.SIGKILL)
+            result = call(pool, "add", {"a": n, "b": 1})
+            assert result.failure is None, result.failure
+            values.append(result.value)
+            assert worker not in pool.pids()
+        assert values == [1, 2, 3, 4, 5, 6, 7, 8]
+    finally:
+        pool.close()
+
+
 def test_result_over_the_frame_limit_is_an_invalid_result() -> None:
     pool = ProcessPool(CONFIG, workers=1, max_result_bytes=4096)
     try:

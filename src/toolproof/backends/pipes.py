@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
+import termios
 import time
 from dataclasses import dataclass, field
 
@@ -26,6 +29,7 @@ __all__ = [
     "read_frame",
     "reap",
     "terminate_all",
+    "unread",
     "write_all",
 ]
 
@@ -130,15 +134,43 @@ def hello_error(data: bytes) -> str | None:
     return None if error is None else f"worker could not build the Toolset: {error}"
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` to ``fd``; a closed pipe (dead worker) is left to the reader."""
+def write_all(fd: int, data: bytes) -> bool:
+    """Write every byte of ``data`` to the pipe ``fd``.
+
+    Returns:
+        ``True`` when every byte went into the pipe; ``False`` when its reader had
+        closed it (``EPIPE``: the worker died before it could read the whole frame,
+        so it never started the request). A dead worker is otherwise left to the
+        reader, :func:`read_frame`.
+
+    """
     view = memoryview(data)
     while view:
         try:
             written = os.write(fd, view)
         except BrokenPipeError:
-            return  # the worker died; the read side reports it
+            return False
         view = view[written:]
+    return True
+
+
+def unread(fd: int) -> int:
+    """How many bytes written to the pipe ``fd`` its reader has not taken (``FIONREAD``).
+
+    Works on the write end too, and after the reader died: the pipe's buffer lives
+    as long as one end is open (pipe(7)). A worker that died with bytes of its
+    request still unread had not received the whole frame, so it never ran it.
+
+    Returns:
+        The byte count; 0 when the ioctl is not supported for ``fd``.
+
+    """
+    try:
+        answer = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0
+    count: int = struct.unpack("i", answer)[0]
+    return count
 
 
 async def read_frame(worker: WorkerHandle, timeout: float | None) -> bytes | None:

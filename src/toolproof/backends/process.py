@@ -52,6 +52,7 @@ from toolproof.backends.pipes import (
     read_frame,
     reap,
     terminate_all,
+    unread,
     write_all,
 )
 from toolproof.backends.protocol import (
@@ -70,6 +71,10 @@ __all__ = ["WORKER_MODULE", "ProcessPool", "describe_exit"]
 
 WORKER_MODULE = "toolproof.adapters.process_worker"
 """The module a worker process runs (``python -m``): it builds the Toolset and serves."""
+
+
+_UNSTARTED_RETRIES = 2
+"""Fresh workers a call is offered to when the one it got was dead before it took it."""
 
 
 class ProcessPool:
@@ -314,54 +319,62 @@ class ProcessPool:
         """
         variant, timeout = request.variant, request.timeout
         message = frame(encode_request(variant, request.arguments, request.descriptor))
-        try:
-            worker = await self._acquire()
-        except BackendError as exc:
-            return ToolResult.fail("backend", exc.message, where="backend", retryable=True)
-        if not worker.greeted:
+        # A worker found dead before it took the whole request (killed while idle,
+        # before the pool noticed) never ran it: the call goes to a fresh worker.
+        for attempt in range(_UNSTARTED_RETRIES + 1):
             try:
-                error = await self._greet(worker)
-            except BaseException:
-                self._discard(worker)
-                raise
-            if error is not None:
-                self._discard(worker)
+                worker = await self._acquire()
+            except BackendError as exc:
+                return ToolResult.fail("backend", exc.message, where="backend", retryable=True)
+            if not worker.greeted:
+                try:
+                    error = await self._greet(worker)
+                except BaseException:
+                    self._discard(worker)
+                    raise
+                if error is not None:
+                    self._discard(worker)
+                    return ToolResult.fail(
+                        "backend",
+                        f"process backend for {self.config_path}: {error}",
+                        where="worker",
+                        retryable=False,
+                    )
+            started = time.monotonic()
+            try:
+                delivered = write_all(worker.wfd, message)
+                data = await read_frame(worker, timeout)
+            except TimeoutError:
+                self._replace(worker)
                 return ToolResult.fail(
-                    "backend",
-                    f"process backend for {self.config_path}: {error}",
+                    "timeout",
+                    f"tool {variant!r} did not finish within {timeout} s: worker process "
+                    f"{worker.pid} was killed and replaced",
                     where="worker",
-                    retryable=False,
+                    retryable=True,
+                    detail={"timeout_s": timeout, "pid": worker.pid},
                 )
-        started = time.monotonic()
-        try:
-            write_all(worker.wfd, message)
-            data = await read_frame(worker, timeout)
-        except TimeoutError:
+            except ProtocolError as exc:
+                self._replace(worker)
+                rule = rule_for(exc)
+                assert rule is not None  # the one table maps every engine error
+                return ToolResult.fail(
+                    rule.kind,
+                    f"worker process {worker.pid} broke the protocol while running tool "
+                    f"{variant!r}: {exc.message}; the pool replaced it",
+                    where=rule.where,
+                    retryable=rule.retryable,
+                    detail={"pid": worker.pid},
+                )
+            except BaseException:
+                # Cancelled (or an internal error): the job must not keep running.
+                self._replace(worker)
+                raise
+            unstarted = data is None and (not delivered or unread(worker.wfd) > 0)
+            if not unstarted or attempt == _UNSTARTED_RETRIES:
+                break
+            await reap(worker, 2.0)
             self._replace(worker)
-            return ToolResult.fail(
-                "timeout",
-                f"tool {variant!r} did not finish within {timeout} s: worker process "
-                f"{worker.pid} was killed and replaced",
-                where="worker",
-                retryable=True,
-                detail={"timeout_s": timeout, "pid": worker.pid},
-            )
-        except ProtocolError as exc:
-            self._replace(worker)
-            rule = rule_for(exc)
-            assert rule is not None  # the one table maps every engine error
-            return ToolResult.fail(
-                rule.kind,
-                f"worker process {worker.pid} broke the protocol while running tool "
-                f"{variant!r}: {exc.message}; the pool replaced it",
-                where=rule.where,
-                retryable=rule.retryable,
-                detail={"pid": worker.pid},
-            )
-        except BaseException:
-            # Cancelled (or an internal error): the job must not keep running.
-            self._replace(worker)
-            raise
         if data is None or worker.retired:
             await reap(worker, 2.0)
             status = describe_exit(worker.proc.returncode)
