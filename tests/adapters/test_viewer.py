@@ -140,7 +140,7 @@ def test_list_then_run_then_evidence_with_the_cited_bytes_highlighted(
     assert page.get_attribute("#verdict .verdict", "data-verdict") == "passed"
     assert "strict policy" in page.inner_text("#verdict")
     assert page.locator("#timeline tbody tr").count() == 25
-    assert page.locator("#checks tbody tr").count() == 12
+    assert page.locator("#checks tbody tr").count() == 13
     assert page.locator(".badge.ok").count() == 3  # the three validated claims, verified
     link = page.locator("a.evidence-link").first
     target = link.get_attribute("href")

@@ -162,7 +162,7 @@ def test_a_finding_that_counts_is_printed_and_its_row_shows_its_severity(
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()
     summary = lines[next(i for i, line in enumerate(lines) if line.startswith("verification:")) :]
-    assert summary[0].startswith("verification: passed (strict policy): 12 checks in order, ")
+    assert summary[0].startswith("verification: passed (strict policy): 13 checks in order, ")
     assert summary[0].endswith(", 1 finding, 3 tool calls")
     assert re.fullmatch(
         r"  \[grounding\] info claims\.json: claim claim_[0-9a-f]{64} \('\{note\}'\): "
@@ -180,7 +180,7 @@ def test_a_finding_that_counts_is_printed_and_its_row_shows_its_severity(
     assert "note [grounding] info claims.json: claim claim_" in verified.stdout
     assert verified.stdout.splitlines()[-1] == "verified"
     clean = _cli("run", str(EXAMPLE / "spec.toml"), "--root", str(root))
-    assert "12 checks in order, 0 findings, 3 tool calls" in clean.stdout
+    assert "13 checks in order, 0 findings, 3 tool calls" in clean.stdout
 
 
 def test_a_refused_replay_names_the_changed_document_with_both_digests(tmp_path: Path) -> None:

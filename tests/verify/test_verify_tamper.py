@@ -227,6 +227,7 @@ def test_report_identity_covers_the_check_sequence(run_dir: Path) -> None:
         "finalize",
         "budget",
         "failure-honesty",
+        "approvals",
     ]
     assert (run_dir / "report.json").read_bytes() == report.canonical()
 

@@ -8,6 +8,7 @@ report identity.
 from __future__ import annotations
 
 from toolproof.contract.runs import CheckResult, Policy, Report, Severity
+from toolproof.verify.approvals import check_approvals
 from toolproof.verify.base import Check
 from toolproof.verify.failures import check_failure_honesty
 from toolproof.verify.provenance import (
@@ -124,6 +125,14 @@ CHECKS: tuple[Check, ...] = (
         "no call returns a value after one of its layers reported a failure that is not "
         "retryable; a step with a failed call does not finish ok",
         check_failure_honesty,
+    ),
+    Check(
+        "approvals",
+        "INV-APPROVAL-BOUND",
+        _C,
+        "every call of a gated tool that ran has an approving decision for its call id and "
+        "argument digest before its tool_called; a denied call never ran",
+        check_approvals,
     ),
 )
 """The built-in checks, in the order they run."""

@@ -1,0 +1,247 @@
+"""The ``approvals`` check (INV-APPROVAL-BOUND): forged decisions fail verify naming the call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runs_support import remanifest
+
+from toolproof import ApprovalRequest, Decision, load_toolset
+from toolproof.contract.runs import RunSpec
+from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.runs.replay import replay_run
+from toolproof.runs.run import execute_run
+from toolproof.verify.verifier import verify_run
+
+FIXTURES = Path(__file__).resolve().parent.parent / "extensions"
+GATED = "delete_branch_approve"
+
+
+class Approver:
+    """Approves every branch but ``b3``; counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, request: ApprovalRequest) -> Decision:
+        self.asked.append(request.arguments["branch"])
+        return Decision(request.arguments["branch"] != "b3", reason="policy")
+
+
+def _run(tmp_path: Path, approver: Approver) -> Path:
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "approve_fixture_tools"\npath = "{FIXTURES}"\n\n'
+        '[tools.delete_branch]\nextensions = [["approve"]]\n',
+        encoding="utf-8",
+    )
+    side = str(tmp_path / "side.txt")
+    spec = RunSpec.model_validate(
+        {
+            "task": "Delete three branches.",
+            "steps": [
+                {"id": b, "tool": GATED, "arguments": {"path": side, "branch": b}}
+                for b in ("b1", "b2", "b3")
+            ],
+        }
+    )
+
+    async def main() -> Path:
+        async with load_toolset(config, approver=approver) as toolset:
+            outcome = await execute_run(spec, root=tmp_path / "root", toolset=toolset)
+        return outcome.path
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Approver]:
+    tmp_path = tmp_path_factory.mktemp("approvals")
+    approver = Approver()
+    return _run(tmp_path, approver), approver
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_bytes().splitlines()]
+
+
+def _forge(run_dir: Path, tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
+    """Copy the run, edit its trace, forge a consistent chain and manifest."""
+    copy = tmp_path / "runs" / run_dir.name
+    copy.parent.mkdir(parents=True)
+    for path in sorted(run_dir.rglob("*")):
+        target = copy / path.relative_to(run_dir)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    events = _events(copy)
+    mutate(events)
+    prev, lines = None, []
+    for idx, event in enumerate(events):
+        event["idx"], event["prev"] = idx, prev
+        line = canonical_json(event)
+        prev = digest(line)
+        lines.append(line + b"\n")
+    (copy / "trace.jsonl").write_bytes(b"".join(lines))
+    return remanifest(copy)
+
+
+def _of(events: list[dict[str, Any]], step: str, kind: str) -> dict[str, Any]:
+    return next(e for e in events if e["step"] == step and e["type"] == kind)
+
+
+def _approvals(run_dir: Path) -> list[str]:
+    return [f.finding.message for f in verify_run(run_dir).failures if f.check == "approvals"]
+
+
+def test_a_run_with_gated_calls_verifies_and_denied_bodies_never_ran(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, approver = recorded
+    failures = verify_run(run_dir).failures
+    assert [(f.check, str(f.finding.severity)) for f in failures] == [
+        ("required-steps", "warning")  # b3 denied: its step failed
+    ]
+    assert approver.asked == ["b1", "b2", "b3"]
+    events = _events(run_dir)
+    block = [e["type"] for e in events if e["step"] == "b1"]
+    assert block == [
+        "step_started",
+        "approval_requested",
+        "approval_decided",
+        "tool_called",
+        "tool_returned",
+        "evidence_registered",
+        "step_finished",
+    ]
+    denied = _of(events, "b3", "tool_returned")["result"]["failure"]
+    assert denied["kind"] == "approval_denied"
+    side = run_dir.parent.parent.parent / "side.txt"
+    assert side.read_text(encoding="utf-8") == "b1 force=False\nb2 force=False\n"
+
+
+def test_replay_serves_the_recorded_decisions_and_never_asks(
+    recorded: tuple[Path, Approver],
+) -> None:
+    run_dir, approver = recorded
+    asked = list(approver.asked)
+    result = asyncio.run(replay_run(run_dir))
+    assert result.identical and result.live_calls == 0
+    assert approver.asked == asked
+
+
+def test_an_edited_approved_digest_fails_naming_the_call(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b1", "tool_called")["call_id"]
+    requested = _of(events, "b1", "approval_requested")["arguments_digest"]
+    other = digest_json({"branch": "main"})
+    forged = _forge(
+        run_dir,
+        tmp_path,
+        lambda ev: _of(ev, "b1", "approval_decided").update(approved_digest=other),
+    )
+    assert _approvals(forged) == [
+        f"call {call} ('{GATED}'): the decision approves {other}, not the requested "
+        f"arguments {requested}"
+    ]
+
+
+def test_a_decision_moved_to_another_call_fails_naming_both(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    b1, b2 = (_of(events, s, "tool_called")["call_id"] for s in ("b1", "b2"))
+    forged = _forge(
+        run_dir, tmp_path, lambda ev: _of(ev, "b1", "approval_decided").update(call_id=b2)
+    )
+    (message,) = _approvals(forged)
+    assert message.startswith(f"call {b1} ('{GATED}'): approval_decided at event 2 names call {b2}")
+
+
+def test_a_dropped_decision_fails_naming_the_call(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b2", "tool_called")["call_id"]
+    request = _of(events, "b2", "approval_requested")["request"]
+
+    def drop(ev: list[dict[str, Any]]) -> None:
+        ev.remove(_of(ev, "b2", "approval_decided"))
+
+    assert _approvals(_forge(run_dir, tmp_path, drop)) == [
+        f"call {call} ('{GATED}'): it ran without a decision on request {request}"
+    ]
+
+
+def test_a_call_that_ran_after_a_denial_fails(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b1", "tool_called")["call_id"]
+    request = _of(events, "b1", "approval_requested")["request"]
+    forged = _forge(
+        run_dir,
+        tmp_path,
+        lambda ev: _of(ev, "b1", "approval_decided").update(decision="deny", approved_digest=None),
+    )
+    assert _approvals(forged) == [
+        f"call {call} ('{GATED}'): it ran although request {request} was denied"
+    ]
+
+
+def test_a_request_for_other_arguments_approves_nothing(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b2", "tool_called")
+    actual = digest_json(call["call"]["arguments"])
+    other = digest_json({"branch": "b2", "path": "/elsewhere"})
+
+    def retarget(ev: list[dict[str, Any]]) -> None:
+        _of(ev, "b2", "approval_requested").update(arguments_digest=other)
+        _of(ev, "b2", "approval_decided").update(approved_digest=other)
+
+    assert _approvals(_forge(run_dir, tmp_path, retarget)) == [
+        f"call {call['call_id']} ('{GATED}'): approval was requested for arguments {other}, "
+        f"but the call's arguments digest to {actual}"
+    ]
+
+
+def test_a_decision_after_its_call_is_an_orphan(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b1", "tool_called")["call_id"]
+
+    def late(ev: list[dict[str, Any]]) -> None:
+        decided = _of(ev, "b1", "approval_decided")
+        ev.remove(decided)
+        finished = ev.index(_of(ev, "b1", "step_finished"))
+        ev.insert(finished, decided)
+
+    messages = _approvals(_forge(run_dir, tmp_path, late))
+    assert messages[0].startswith(f"call {call} ('{GATED}'): it ran without a decision")
+    assert messages[1] == (
+        f"approval_decided at event 5 for call {call} is followed by no tool_called in its "
+        "step (it must come before the call it approves)"
+    )
+
+
+if str(FIXTURES) not in sys.path:  # the fixture tools module, for a worker rebuilding it
+    sys.path.insert(0, str(FIXTURES))
