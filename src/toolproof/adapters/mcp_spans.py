@@ -1,4 +1,4 @@
-"""MCP server spans of ``toolproof serve`` (OpenTelemetry MCP semantic conventions 1.37.0).
+"""MCP server spans of ``toolproof serve`` (OpenTelemetry MCP semantic conventions).
 
 :class:`ServerSpans` is a context-tier middleware of the ``mcp`` SDK's low-level
 ``Server``: with telemetry on (:mod:`toolproof.tools.hooks`) each request or

@@ -1,4 +1,4 @@
-"""MCP client spans of the MCP tool source (OpenTelemetry MCP semantic conventions 1.37.0).
+"""MCP client spans of the MCP tool source (OpenTelemetry MCP semantic conventions).
 
 With telemetry on (:mod:`toolproof.tools.hooks`), each ``tools/call`` to an imported
 server is a ``CLIENT`` span ``tools/call {tool}`` (the server's own tool name) with
