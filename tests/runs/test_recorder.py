@@ -19,6 +19,7 @@ from toolproof.contract.trace import (
     ClaimEmitted,
     EvidenceRegistered,
     FailureObserved,
+    ModelTurn,
     RunFailed,
     StepFinished,
     StepStarted,
@@ -61,6 +62,29 @@ def _events(tmp: Path) -> list[tuple[type[Any], dict[str, Any]]]:
         (StepFinished, {"step": "s", "status": "ok"}),
         (StepFinished, {"step": "s", "status": "failed", "detail": {"reason": "x", "n": 1.5}}),
         (RunFailed, {"step": "s", "reason": "budget", "message": "m"}),
+        (
+            ModelTurn,
+            {
+                "step": "turn-00000001",
+                "source": "http",
+                "model": "POST http://127.0.0.1/v1/chat/completions",
+                "request": record.id,
+                "response": record.id,
+                "key": record.digest,
+                "detail": {"status": 200, "response_headers": {"content-type": "text/plain"}},
+            },
+        ),
+        (
+            ModelTurn,
+            {
+                "step": "turn-00000002",
+                "source": "pydantic-ai",
+                "model": "m",
+                "request": record.id,
+                "response": record.id,
+                "key": record.digest,
+            },
+        ),
     ]
 
 

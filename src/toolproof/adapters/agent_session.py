@@ -15,8 +15,11 @@ identical calls replay), served from the recorded results, and no tool body runs
 first divergence refuses with :class:`~toolproof.errors.ReplayRefused` naming the
 recorded event index and a unified diff of recorded vs asked.
 
-Not yet recorded (see docs/agents.md): model turns; a live model is called again on
-replay unless the agent's model is itself deterministic.
+Model turns are recorded too when the agent's model goes through one of the session's
+model recorders (:meth:`Session.pydantic_ai_model`, :meth:`Session.openai_agents_model`,
+:meth:`Session.httpx_transport`): each is a ``model`` step whose request and response
+bytes are evidence; frozen, the recorded response is served by match key
+(:mod:`toolproof.runs.turns`) and occurrence, and no model is asked.
 """
 
 from __future__ import annotations
@@ -31,15 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.config import load_toolset
+from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
-from toolproof.contract.trace import StepFinished, ToolCalled, ToolReturned
+from toolproof.contract.trace import (
+    EvidenceRegistered,
+    ModelTurn,
+    StepFinished,
+    ToolCalled,
+    ToolReturned,
+)
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
 from toolproof.extensions.approvals.request import Approver, approval_scope
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE, finalize_session
+from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.session import LiveSession, discard_live, open_session
+from toolproof.runs.turns import exchange_key, key_text
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.verifier import verify_run
@@ -48,6 +60,7 @@ from toolproof.verify.view import RunView
 __all__ = [
     "ANSWER_FILE",
     "AgentReplay",
+    "RecordedTurn",
     "Session",
     "SessionTool",
     "record_session",
@@ -84,12 +97,31 @@ class _Frozen:
     calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]]
     pending: list[tuple[int, str, bytes]]
     answer: dict[str, Any] | None
+    turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = field(default_factory=dict)
+    """Recorded model turns by (source, match key), in recorded order."""
+    pending_turns: list[tuple[int, str, bytes]] = field(default_factory=list)
+    """(event index, source, match key) of every turn not served yet, in recorded order."""
+    served_turns: dict[tuple[str, bytes], int] = field(default_factory=dict)
     specs: tuple[ToolSpec, ...] = ()
     descriptor: ToolsetDescriptor | None = None
     refused: ReplayRefused | None = None
     """The first refusal, kept so a framework that wraps or swallows it cannot hide it."""
     served: dict[tuple[str, bytes], int] = field(default_factory=dict)
     end: int = 0
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """A recorded model turn as frozen replay serves it.
+
+    Attributes:
+        response: the exact response bytes.
+        detail: the ``model_turn`` event's detail (HTTP: status and kept headers).
+
+    """
+
+    response: bytes
+    detail: dict[str, Any]
 
 
 def _diff(recorded: str, asked: str) -> str:
@@ -113,6 +145,7 @@ class Session:
     Attributes:
         run_id: the committed run's id, once the ``record_session`` block has ended.
         live_calls: tool bodies run (always 0 when frozen).
+        live_turns: model turns asked of a live model (always 0 when frozen).
 
     """
 
@@ -129,6 +162,7 @@ class Session:
         self._frozen = frozen
         self.run_id: str | None = None
         self.live_calls = 0
+        self.live_turns = 0
         self.answered: dict[str, Any] | None = None
 
     @property
@@ -220,6 +254,135 @@ class Session:
             rule="call",
         )
         raise frozen.refused
+
+    def admit_turn(self, source: str) -> None:
+        """Check, before a live model is asked, that its turn can be recorded.
+
+        Raises:
+            RecordingError: it cannot (a broken or closed session, a full disk).
+            InputError: the session is frozen (no model is asked then).
+
+        """
+        if self._live is None:
+            raise InputError(
+                f"a frozen session asks no {source} model: use serve_turn", rule="frozen"
+            )
+        self._live.admit_turn(source)
+        self.live_turns += 1
+
+    def record_turn(self, turn: ModelExchange) -> str:
+        """Record one model turn (a model recorder's request and response) as a ``model`` step.
+
+        Returns:
+            The step id, ``turn-00000001`` and up.
+
+        Raises:
+            RecordingError: it cannot be written; the session records nothing more.
+            InputError: the session is frozen.
+
+        """
+        if self._live is None:
+            raise InputError(f"a frozen session records no {turn.source} model turn", rule="frozen")
+        return self._live.record_turn(turn)
+
+    def serve_turn(self, source: str, key: bytes) -> RecordedTurn:
+        """Frozen: the recorded turn of ``source`` whose match key is ``key``, in occurrence order.
+
+        Args:
+            source: ``pydantic-ai``, ``openai-agents`` or ``http``.
+            key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
+
+        Raises:
+            ReplayRefused: no such turn was recorded, or every recorded one was served
+                already (naming the recorded event index of the next unserved turn, with
+                a unified diff of its match key and the asked one).
+            InputError: the session is live.
+
+        """
+        frozen = self._frozen
+        if frozen is None:
+            raise InputError(f"a live session serves no recorded {source} turn", rule="live")
+        entry = (source, key)
+        taken = frozen.served_turns.get(entry, 0)
+        recorded = frozen.turns.get(entry, [])
+        if taken < len(recorded):
+            frozen.served_turns[entry] = taken + 1
+            index, turn = recorded[taken]
+            frozen.pending_turns = [p for p in frozen.pending_turns if p[0] != index]
+            return turn
+        if frozen.pending_turns:
+            index, _, expected = frozen.pending_turns[0]
+            expected_text = key_text(expected)
+        else:
+            index, expected_text = frozen.end, ""
+        what = "an extra" if entry in frozen.turns else "an unrecorded"
+        hint = ""
+        if self._toolset is None:
+            hint = (
+                " (this replay has no toolset=, so the agent sees the recorded tool names "
+                "with open schemas: pass the Toolset)"
+            )
+        frozen.refused = ReplayRefused(
+            f"frozen replay refused at event {index}: the agent made {what} {source} model "
+            f"request (occurrence {taken + 1}); a live model turn would be a new run{hint}\n"
+            f"{_diff(expected_text, key_text(key))}",
+            event=index,
+            rule="model turn",
+        )
+        raise frozen.refused
+
+    def pydantic_ai_model(self, model: Any) -> Any:
+        """``model`` (a pydantic-ai ``Model`` or model name) wrapped so each turn is recorded.
+
+        Live, each ``request`` is passed to ``model`` and its request and response are
+        recorded as a model turn (pydantic-ai's own objects as canonical JSON); frozen,
+        the response is served from the recording and ``model`` is never asked.
+        Streaming requests are refused (:mod:`toolproof.adapters.pydantic_ai_model`).
+
+        Raises:
+            InputError: pydantic-ai is not installed (``pip install 'toolproof[pydantic-ai]'``).
+
+        """
+        try:
+            from toolproof.adapters.pydantic_ai_model import RecordedModel
+        except ImportError as exc:
+            raise InputError(
+                f"session.pydantic_ai_model() needs pydantic-ai: pip install "
+                f"'toolproof[pydantic-ai]' ({exc})"
+            ) from exc
+        return RecordedModel(model, self)
+
+    def openai_agents_model(self, model: Any) -> Any:
+        """``model`` (an OpenAI Agents SDK ``Model``) wrapped so each turn is recorded.
+
+        Raises:
+            InputError: the SDK is not installed (``pip install 'toolproof[openai-agents]'``).
+
+        """
+        try:
+            from toolproof.adapters.openai_agents_model import RecordedAgentsModel
+        except ImportError as exc:
+            raise InputError(
+                f"session.openai_agents_model() needs the OpenAI Agents SDK: pip install "
+                f"'toolproof[openai-agents]' ({exc})"
+            ) from exc
+        return RecordedAgentsModel(model, self)
+
+    def httpx_transport(self, inner: Any = None) -> Any:
+        """An ``httpx.AsyncBaseTransport`` recording every exchange as a model turn.
+
+        Args:
+            inner: the transport that reaches the network live (default
+                ``httpx.AsyncHTTPTransport()``); frozen it is never used.
+
+        Returns:
+            The transport, for ``httpx.AsyncClient(transport=...)`` (the ``openai`` and
+            ``anthropic`` SDKs take such a client as ``http_client=``).
+
+        """
+        from toolproof.adapters.httpx_transport import RecordingTransport
+
+        return RecordingTransport(self, inner)
 
     def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
         """Give the agent's final answer; its quotes become the run's claim.
@@ -370,6 +533,7 @@ class AgentReplay:
         calls: tool calls served from the recording.
         live_calls: tool bodies run: always 0.
         verified: the recorded run re-verifies.
+        turns: model turns served from the recording (no model was asked).
 
     """
 
@@ -378,6 +542,7 @@ class AgentReplay:
     calls: int
     live_calls: int
     verified: bool
+    turns: int = 0
 
 
 def _recorded(directory: Path) -> _Frozen:
@@ -398,6 +563,19 @@ def _recorded(directory: Path) -> _Frozen:
             index, tool, raw = called[event.call_id]
             calls.setdefault((tool, raw), []).append((index, event.result))
             pending.append((index, tool, raw))
+    turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = {}
+    pending_turns: list[tuple[int, str, bytes]] = []
+    registered: dict[str, EvidenceRecord] = {}
+    for event in events:
+        if isinstance(event, EvidenceRegistered):
+            registered[event.evidence.id] = event.evidence
+        elif isinstance(event, ModelTurn):
+            request = (directory / registered[event.request].path).read_bytes()
+            response = (directory / registered[event.response].path).read_bytes()
+            key = exchange_key(event.source, request, dict(event.detail))
+            turn = RecordedTurn(response, dict(event.detail))
+            turns.setdefault((event.source, key), []).append((event.idx, turn))
+            pending_turns.append((event.idx, event.source, key))
     end = next(
         (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"), len(events)
     )
@@ -413,7 +591,7 @@ def _recorded(directory: Path) -> _Frozen:
             for tool in view.runtime.toolset.tools
             if tool.name not in hidden
         )
-    frozen = _Frozen(calls, pending, answer, specs=specs, end=end)
+    frozen = _Frozen(calls, pending, answer, turns, pending_turns, specs=specs, end=end)
     frozen.descriptor = view.runtime.toolset if view.runtime is not None else None
     return frozen
 
@@ -477,6 +655,16 @@ async def replay_session(
                 )
             session = Session(current, None, frozen)
             await _run_frozen(agent, session, frozen)
+    if frozen.pending_turns and (
+        not frozen.pending or frozen.pending_turns[0][0] < frozen.pending[0][0]
+    ):
+        index, source, key = frozen.pending_turns[0]
+        raise ReplayRefused(
+            f"frozen replay refused at event {index}: the agent never made the recorded "
+            f"{source} model request\n{_diff(key_text(key), '')}",
+            event=index,
+            rule="missing model turn",
+        )
     if frozen.pending:
         index, tool, raw = frozen.pending[0]
         raise ReplayRefused(
@@ -495,4 +683,5 @@ async def replay_session(
             rule="answer",
         )
     served = sum(frozen.served.values())
-    return AgentReplay(directory.name, True, served, session.live_calls, True)
+    turns = sum(frozen.served_turns.values())
+    return AgentReplay(directory.name, True, served, session.live_calls, True, turns)

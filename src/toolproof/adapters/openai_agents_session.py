@@ -4,7 +4,9 @@ Each tool and variant keeps its exact input schema (``params_json_schema``, not 
 strict), and ``on_invoke_tool`` hands the JSON arguments the model sent, parsed and
 otherwise unchanged, to the session, so every call is recorded (or served frozen). A
 failed call answers the model ``"<kind>: <message>"`` (the SDK sends a returned
-string back to the model) instead of ending the run.
+string back to the model) instead of ending the run. A value that is not a string
+reaches the model as JSON with sorted keys, so a live call and its frozen replay send
+the model the same text.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def _invoker(session: SessionCalls, name: str) -> Any:
         result = await session.call(name, parsed)
         if result.failure is not None:
             return f"{result.failure.kind}: {result.failure.message}"
-        return result.value if isinstance(result.value, str) else json.dumps(result.value)
+        if isinstance(result.value, str):
+            return result.value
+        return json.dumps(result.value, sort_keys=True, ensure_ascii=False)
 
     return invoke
 

@@ -62,6 +62,7 @@ class StepKind(StrEnum):
 
     CALL = "call"
     RETRIEVE = "retrieve"
+    MODEL = "model"
     DERIVE = "derive"
     VERIFY = "verify"
     FINALIZE = "finalize"
@@ -119,7 +120,8 @@ class StepSpec(CanonicalModel):
     Attributes:
         id: the step id (``^[A-Za-z][A-Za-z0-9_-]{0,63}$``; not ``derive``,
             ``verify`` or ``finalize``).
-        kind: ``call`` (a tool call) or ``retrieve`` (served by a retrieval runtime).
+        kind: ``call`` (a tool call), ``retrieve`` (served by a retrieval runtime) or
+            ``model`` (a model turn of an agent session, served from its recording).
         tool: for ``call``, the tool or variant name.
         arguments: for ``call``, the JSON arguments; ``{"$ref": "steps.ID.value..."}``
             anywhere inside is replaced by an earlier step's result.
@@ -129,7 +131,7 @@ class StepSpec(CanonicalModel):
     """
 
     id: str
-    kind: Literal["call", "retrieve"] = "call"
+    kind: Literal["call", "retrieve", "model"] = "call"
     tool: str | None = None
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     after: list[str] = Field(default_factory=list)

@@ -24,6 +24,7 @@ __all__ = [
     "EventBase",
     "EvidenceRegistered",
     "FailureObserved",
+    "ModelTurn",
     "RunFailed",
     "StepFinished",
     "StepStarted",
@@ -121,6 +122,36 @@ class FailureObserved(EventBase):
     recovered_by: str = ""
 
 
+class ModelTurn(EventBase):
+    """One model request and its response, both stored exactly as evidence (a ``model`` step).
+
+    Recorded by the session's model recorders (``session.pydantic_ai_model``,
+    ``session.openai_agents_model``, ``session.httpx_transport``) right after the two
+    ``evidence_registered`` events of its bytes. Secrets never appear: HTTP headers are
+    kept only when allow-listed (docs/agents.md).
+
+    Attributes:
+        source: who recorded it: ``pydantic-ai``, ``openai-agents`` or ``http``.
+        model: the model as the framework names it (``http``: ``"POST <url>"``).
+        request: the evidence id of the request bytes (the framework's request objects
+            as canonical JSON; ``http``: the request body).
+        response: the evidence id of the response bytes (``http``: the response body).
+        key: ``sha256:<hex>`` of the match key: the canonical request without the
+            fields that vary per call (frozen replay matches on it).
+        detail: ``http``: ``method``, ``url`` (secret query values redacted), ``status``
+            and the allow-listed ``request_headers`` / ``response_headers``.
+
+    """
+
+    type: Literal["model_turn"] = "model_turn"
+    source: str
+    model: str
+    request: str
+    response: str
+    key: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 class RunFailed(EventBase):
     """The run stopped early.
 
@@ -206,6 +237,7 @@ TraceEvent = Annotated[
     | ClaimEmitted
     | StepFinished
     | FailureObserved
+    | ModelTurn
     | RunFailed
     | ApprovalRequested
     | ApprovalDecided,

@@ -39,9 +39,10 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
+from toolproof.evidence.store import record_from_json
 from toolproof.identity import digest
 from toolproof.runs.calls import CallPort, Clock
-from toolproof.runs.recorder import Recorder, call_json, failure_reason
+from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
 from toolproof.verify.checks import CHECK_SEQUENCE
@@ -96,6 +97,17 @@ class StepContext:
 
         """
         return self._executor.register(self.node.id, data, media_type, kind, None, detail or {})
+
+    def record_model_turn(self, turn: ModelExchange) -> tuple[EvidenceRecord, EvidenceRecord]:
+        """Record a model turn for this (``model``) step: its bytes, then ``model_turn``.
+
+        Both byte strings count against the evidence budget.
+
+        Returns:
+            The request's and the response's evidence records.
+
+        """
+        return self._executor.model_turn(self.node.id, turn)
 
     async def call_tool(
         self, tool: str, arguments: dict[str, Any]
@@ -210,6 +222,21 @@ class Executor:
         self.evidence.append(record)
         return record
 
+    def model_turn(
+        self, node_id: str, turn: ModelExchange
+    ) -> tuple[EvidenceRecord, EvidenceRecord]:
+        """Record a model turn of step ``node_id`` within the evidence budget.
+
+        Raises:
+            _BudgetStop: the bytes would exceed the budget (the step is finished failed).
+
+        """
+        self._admit(node_id, turn.request + turn.response)
+        request, response = self.recorder.model_block(node_id, turn)
+        records = (record_from_json(request), record_from_json(response))
+        self.evidence.extend(records)
+        return records
+
     def _admit(self, node_id: str, data: bytes) -> None:
         limit = self.spec.budgets.evidence_bytes
         if limit is None:
@@ -270,7 +297,7 @@ class Executor:
                 return
         if node.kind == StepKind.CALL:
             await self._call(node)
-        elif node.kind == StepKind.RETRIEVE:
+        elif node.kind in (StepKind.RETRIEVE, StepKind.MODEL):
             await self._handled(node)
         elif node.kind == StepKind.DERIVE:
             await self._derive(node)

@@ -2,8 +2,8 @@
 
 See :mod:`toolproof.runs.session` for the layout. Finalizing (on SIGTERM/SIGINT or
 when stdin closes, for ``serve --record``) turns the live session into an ordinary
-run: the calls become the steps of a spec (``policy = "audit"``: a client's bad call
-is a warning, not a broken record), the plan is executed *frozen* from the recorded
+run: the calls and model turns become the steps of a spec (``policy = "audit"``: a
+client's bad call is a warning, not a broken record), the plan is executed *frozen* from the recorded
 results (no tool is called) by the executor, which writes the call steps with the
 same recorder that wrote them live and then the ``derive``, ``verify`` and
 ``finalize`` nodes, and the run directory is committed atomically to
@@ -40,13 +40,20 @@ from toolproof.contract.runs import (
     StepSpec,
     Timings,
 )
-from toolproof.contract.trace import EvidenceRegistered, StepFinished, ToolCalled, TraceEvent
+from toolproof.contract.trace import (
+    EvidenceRegistered,
+    ModelTurn,
+    StepFinished,
+    ToolCalled,
+    TraceEvent,
+)
 from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.planner import plan_run
-from toolproof.runs.run import RecordedRun, record_run
+from toolproof.runs.run import RecordedRun, record_run, step_kinds
 from toolproof.runs.session import SESSION_FILE, SESSION_TASK, discard_live
+from toolproof.runs.turns import RecordedTurns, turn_providers
 
 __all__ = [
     "RECOVERY_FILE",
@@ -142,6 +149,7 @@ async def _commit(
 ) -> SessionOutcome:
     runtime = ExecutionRuntime.model_validate_json((live / "runtime.json").read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
+    turns = [event for event in events if isinstance(event, ModelTurn)]
     config = header.get("config")
     task = str(header.get("task", SESSION_TASK))
     if dropped is not None:
@@ -159,10 +167,21 @@ async def _commit(
                 "id": "",
             }
         )
+    if turns:  # an agent's model: a declared source of variation
+        runtime = ExecutionRuntime.model_validate(
+            {**runtime.to_json(), "providers": turn_providers(turns, runtime.providers), "id": ""}
+        )
+    steps = [
+        StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments)
+        if isinstance(e, ToolCalled)
+        else StepSpec(id=e.step, kind="model", params={"source": e.source, "model": e.model})
+        for e in events
+        if isinstance(e, ToolCalled | ModelTurn)
+    ]
     spec = RunSpec(
         task=task,
         toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
-        steps=[StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments) for e in calls],
+        steps=steps,
         policy=Policy.AUDIT,
         reasoner=reasoner,
     )
@@ -195,7 +214,8 @@ async def _write_run(
     dropped: list[str] | None,
     calls: int,
 ) -> tuple[CommittedRun, RecordedRun]:
-    plan = plan_run(spec, runtime.toolset)
+    handlers = {"model": RecordedTurns(events, live)}
+    plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
             writer.temp,
@@ -205,6 +225,7 @@ async def _write_run(
             calls=FrozenCalls(events),
             clock=FrozenClock(events),
             reasoner=reasoner_for(spec.reasoner),
+            handlers=handlers,
         )
         replayed = (writer.temp / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
         if replayed != live_lines:

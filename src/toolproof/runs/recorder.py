@@ -19,6 +19,11 @@ stored once under ``evidence/``. Sessions wrap the block in ``step_started`` /
 ``step_finished`` (:meth:`Recorder.call_step`), exactly as the executor does for a
 ``call`` step, so a session's trace is what frozen replay of it writes.
 
+A *model turn* (an agent session's model request and response) is its own block,
+:meth:`Recorder.model_block`: ``evidence_registered`` (request bytes) ·
+``evidence_registered`` (response bytes) · ``model_turn``, wrapped in a ``model``
+step by :meth:`Recorder.model_step` live and by the executor frozen.
+
 Durability (:class:`Durability`):
 
 * ``commit``: the executor's runs. Lines stay in memory and land when the run
@@ -40,7 +45,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -57,6 +62,7 @@ from toolproof.contract.trace import (
     EventBase,
     EvidenceRegistered,
     FailureObserved,
+    ModelTurn,
     RunFailed,
     StepFinished,
     StepStarted,
@@ -74,6 +80,7 @@ __all__ = [
     "SYNC_INTERVAL",
     "CallRecord",
     "Durability",
+    "ModelExchange",
     "Recorder",
     "call_json",
     "failure_reason",
@@ -91,6 +98,7 @@ _EVENT_CLASSES: tuple[type[EventBase], ...] = (
     ClaimEmitted,
     StepFinished,
     FailureObserved,
+    ModelTurn,
     RunFailed,
     ApprovalRequested,
     ApprovalDecided,
@@ -170,6 +178,32 @@ def call_json(
 def failure_reason(failure: ToolFailure) -> str:
     """The ``reason`` a failed call step finishes with: ``"<kind>: <message>"``."""
     return f"{failure.kind}: {failure.message}"
+
+
+@dataclass(frozen=True)
+class ModelExchange:
+    """One model turn to record (see :class:`~toolproof.contract.trace.ModelTurn`).
+
+    Attributes:
+        source: ``pydantic-ai``, ``openai-agents`` or ``http``.
+        model: the model's name as the framework gives it.
+        request: the exact request bytes stored as evidence.
+        response: the exact response bytes stored as evidence.
+        key: ``sha256:<hex>`` of the match key frozen replay matches on.
+        request_media_type: the request bytes' media type.
+        response_media_type: the response bytes' media type.
+        detail: source-specific plain JSON (HTTP: method, URL, status, kept headers).
+
+    """
+
+    source: str
+    model: str
+    request: bytes
+    response: bytes
+    key: str
+    request_media_type: str = "application/json"
+    response_media_type: str = "application/json"
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -468,6 +502,53 @@ class Recorder:
             detail = {"evidence": recorded.evidence_json["id"]}
             self.emit(StepFinished, step=step, status="ok", detail=detail)
         return recorded
+
+    def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Record the block of one model turn: its request and response bytes, then ``model_turn``.
+
+        The block is ``evidence_registered`` (kind ``model_request``) ·
+        ``evidence_registered`` (kind ``model_response``) · ``model_turn``.
+
+        Returns:
+            The request's and the response's evidence records, as plain JSON.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        request = self.register_json(
+            step, turn.request, turn.request_media_type, "model_request", None, {}
+        )
+        response = self.register_json(
+            step, turn.response, turn.response_media_type, "model_response", None, {}
+        )
+        self.emit(
+            ModelTurn,
+            step=step,
+            source=turn.source,
+            model=turn.model,
+            request=request["id"],
+            response=response["id"],
+            key=turn.key,
+            detail=turn.detail,
+        )
+        return request, response
+
+    def model_step(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Record a whole model step: ``step_started`` (``model``), the block, ``step_finished``.
+
+        The step finishes ``ok`` with ``detail.evidence`` = ``[request id, response id]``,
+        as the executor finishes a frozen ``model`` step. Not committed: call :meth:`commit`.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        self.emit(StepStarted, step=step, kind="model")
+        request, response = self.model_block(step, turn)
+        detail = {"evidence": [request["id"], response["id"]]}
+        self.emit(StepFinished, step=step, status="ok", detail=detail)
+        return request, response
 
     def commit(self) -> None:
         """Make what was recorded since the last commit land, as :attr:`durability` says.

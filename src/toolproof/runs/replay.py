@@ -21,8 +21,9 @@ from typing import Any
 
 from toolproof.bundle.manifest import check_manifest
 from toolproof.bundle.rundir import RUNS_DIR
-from toolproof.contract.runs import ExecutionRuntime, Report
+from toolproof.contract.runs import ExecutionRuntime, Report, RunSpec
 from toolproof.contract.tools import ToolDescriptor, ToolsetDescriptor
+from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
@@ -32,6 +33,7 @@ from toolproof.runs.executor import StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
+from toolproof.runs.turns import RecordedTurns
 from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
@@ -147,6 +149,15 @@ def _scratch_root(directory: Path) -> Path | None:
     return directory.parent.parent if directory.parent.name == RUNS_DIR else None
 
 
+def _with_turns(
+    handlers: Mapping[str, StepHandler], spec: RunSpec, events: list[TraceEvent], directory: Path
+) -> Mapping[str, StepHandler]:
+    """``handlers`` plus the recorded model turns of an agent session's ``model`` steps."""
+    if "model" in handlers or not any(step.kind == "model" for step in spec.steps):
+        return handlers
+    return {**handlers, "model": RecordedTurns(events, directory)}
+
+
 async def replay_run(
     directory: Path,
     *,
@@ -184,6 +195,7 @@ async def replay_run(
         raise _refuse(f"[schema] {rel}: {problem}", file=rel, check="schema")
     assert view.spec is not None and view.plan is not None and view.runtime is not None
     spec, plan, runtime, events = view.spec, view.plan, view.runtime, view.events
+    handlers = _with_turns(handlers, spec, events, directory)
     differences: list[str] = []
 
     def differ(message: str, **fields: Any) -> None:

@@ -11,7 +11,10 @@ finalized (:mod:`toolproof.runs.finalize`):
   executor uses): ``step_started``, the call block, ``step_finished``. Each call is
   one plan step, ``call-00000001`` and up. The block is handed to the OS in one write
   before the call is answered, and fsynced by group commit (at most every 50 ms);
-* ``evidence/``: the result bytes, named by their SHA-256.
+  A model turn recorded by the session's model recorders is a ``model`` step
+  (``turn-00000001`` and up): ``step_started``, the model block, ``step_finished``;
+* ``evidence/``: the result bytes (and model requests and responses), named by their
+  SHA-256.
 
 The surface is three steps per call: :meth:`LiveSession.admit` before the body runs
 (it refuses a call that cannot be recorded, so nothing runs unrecorded),
@@ -39,8 +42,16 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
-from toolproof.runs.recorder import CallRecord, Durability, Recorder, call_json, other_failures
+from toolproof.runs.recorder import (
+    CallRecord,
+    Durability,
+    ModelExchange,
+    Recorder,
+    call_json,
+    other_failures,
+)
 from toolproof.runs.spec import iter_refs
+from toolproof.runs.turns import turn_step_id
 from toolproof.tools.observe import Observation
 from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
@@ -121,6 +132,7 @@ class LiveSession:
         recorder: the recorder writing its trace and evidence.
         calls: calls recorded so far.
         admitted: calls admitted so far (the last step number handed out).
+        turns: model turns recorded so far.
         closed: no more calls are recorded.
         broken: the write error that stopped the recording, or ``None``.
 
@@ -132,12 +144,15 @@ class LiveSession:
     recorder: Recorder
     calls: int = 0
     admitted: int = 0
+    turns: int = 0
     closed: bool = False
     broken: OSError | None = None
     _where: str = ""
+    _trace: str = ""
 
     def __post_init__(self) -> None:
         self._where = str(self.directory)
+        self._trace = str(self.directory / "trace.jsonl")
 
     def _cannot_write(self, exc: OSError) -> str:
         where = exc.filename or self.directory / "trace.jsonl"
@@ -251,6 +266,67 @@ class LiveSession:
             self.broken = exc
             raise _unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
         return recorded
+
+    def admit_turn(self, source: str) -> None:
+        """Check that a model turn can be recorded, before the model is asked.
+
+        Raises:
+            RecordingError: the session is closed, an earlier write failed, or the
+                filesystem has less than :data:`RESERVE_BYTES` free (the message names the
+                path); the model is not asked.
+
+        """
+        why = None
+        if self.broken is not None:
+            why = self._cannot_write(self.broken)
+        elif self.closed:
+            why = "the session is closed"
+        else:
+            try:
+                free, below_limit = _room(self._where, self.recorder.trace.size)
+            except OSError as exc:
+                why = self._cannot_write(exc)
+            else:
+                if min(free, below_limit) < RESERVE_BYTES:
+                    error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self._trace)
+                    why = f"{self._cannot_write(error)} ({min(free, below_limit)} bytes of room)"
+        if why is not None:
+            raise RecordingError(
+                f"a {source} model turn cannot be recorded: {why}", path=str(self.directory)
+            )
+
+    def record_turn(self, turn: ModelExchange) -> str:
+        """Record one model turn as the next ``model`` step, before its response is handed on.
+
+        Args:
+            turn: the exchange (:class:`~toolproof.runs.recorder.ModelExchange`).
+
+        Returns:
+            The step id (``turn-00000001`` and up).
+
+        Raises:
+            RecordingError: the turn cannot be written (the message names the path); the
+                session records nothing more.
+
+        """
+        if self.closed or self.broken is not None:
+            raise RecordingError(
+                f"a {turn.source} model turn cannot be recorded: "
+                f"{self._cannot_write(self.broken or OSError())}",
+                path=str(self.directory),
+            )
+        self.turns += 1
+        step = turn_step_id(self.turns)
+        try:
+            self.recorder.model_step(step, turn)
+            self.recorder.commit()
+        except OSError as exc:
+            self.broken = exc
+            raise RecordingError(
+                f"a {turn.source} model turn was answered, but {self._cannot_write(exc)}",
+                path=str(self.directory),
+            ) from exc
+        return step
 
     def close(self) -> None:
         """Stop recording and close the trace (fsynced); finalize with :mod:`.finalize`.

@@ -351,15 +351,17 @@ def _replay_agent(directory: Path, reference: str, config: Path | None, as_json:
         "run_id": result.run_id,
         "identical": result.identical,
         "calls": result.calls,
+        "turns": result.turns,
         "live_calls": result.live_calls,
         "verified": result.verified,
     }
     if as_json:
         emit_json(document)
     else:
+        turns = f" and {count(result.turns, 'model turn')}" if result.turns else ""
         out_console.print(
-            f"agent replay identical: {result.calls} tool calls served from the recording, "
-            f"{result.live_calls} live calls; the run verifies"
+            f"agent replay identical: {result.calls} tool calls{turns} served from the "
+            f"recording, {result.live_calls} live calls; the run verifies"
         )
 
 

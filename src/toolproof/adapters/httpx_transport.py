@@ -1,0 +1,194 @@
+"""An ``httpx`` transport recording every exchange as a model turn, or serving it frozen.
+
+Any SDK built on httpx takes a client with this transport: ``openai``'s
+``AsyncOpenAI(http_client=httpx.AsyncClient(transport=session.httpx_transport()))``,
+``anthropic``'s likewise. Each request is one model turn (source ``http``):
+
+* recorded: the method, the URL (values of :data:`SECRET_QUERY_PARAMS` replaced by
+  ``REDACTED``), the exact request body bytes, the status, the exact response body
+  bytes (as the SDK reads them: a compressed body is stored decoded) and only the
+  headers of :data:`REQUEST_HEADERS_KEPT` / :data:`RESPONSE_HEADERS_KEPT`. Secrets never
+  enter the run: ``Authorization``, ``Proxy-Authorization``, ``api-key``, ``x-api-key``,
+  ``Cookie`` and ``Set-Cookie`` (:data:`SECRET_HEADERS`) are never kept, and no header
+  outside the allow-lists is;
+* matched, frozen, by method, URL and body (a JSON body canonically); headers are
+  ignored, since SDKs vary them per call (``x-stainless-retry-count``,
+  ``x-stainless-read-timeout``, ``user-agent``, idempotency keys). A replayed response
+  carries the recorded status, kept headers and body; nothing reaches the network.
+
+A request that fails before a response (a refused connection, a timeout) is not a turn:
+the error reaches the SDK unrecorded (it may retry; each answered attempt is a turn).
+The whole response body is read before it is handed on, so a streamed (SSE) response
+arrives at once.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from toolproof.adapters.turn_session import TurnSession
+from toolproof.identity import digest
+from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.turns import turn_key
+
+__all__ = [
+    "REQUEST_HEADERS_KEPT",
+    "RESPONSE_HEADERS_KEPT",
+    "SECRET_HEADERS",
+    "SECRET_QUERY_PARAMS",
+    "SOURCE",
+    "RecordingTransport",
+    "kept_headers",
+    "recorded_url",
+]
+
+SOURCE = "http"
+"""The ``source`` of the turns this transport records."""
+
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie"}
+)
+"""Headers never recorded, whatever an allow-list says."""
+REQUEST_HEADERS_KEPT = (
+    "accept",
+    "anthropic-beta",
+    "anthropic-version",
+    "content-type",
+    "openai-beta",
+)
+"""The request headers a recorded turn keeps (lowercase); every other one is dropped."""
+RESPONSE_HEADERS_KEPT = ("content-type", "openai-model", "request-id", "x-request-id")
+"""The response headers a recorded turn keeps and a frozen replay serves (lowercase)."""
+SECRET_QUERY_PARAMS = frozenset(
+    {"key", "api_key", "api-key", "apikey", "access_token", "token", "sig", "signature"}
+)
+"""URL query parameters whose values are recorded as ``REDACTED`` (Gemini's ``?key=``)."""
+
+assert not SECRET_HEADERS & set(REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
+
+_UNSERVED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+"""Headers of the live response not handed on with the decoded body it was read into."""
+
+
+def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
+    """The allow-listed headers, lowercase names, multiple values joined by ``", "``."""
+    out: dict[str, str] = {}
+    for name in allowed:
+        values = headers.get_list(name)
+        if values and name not in SECRET_HEADERS:
+            out[name] = ", ".join(values)
+    return out
+
+
+def recorded_url(url: httpx.URL) -> str:
+    """The URL as recorded: userinfo dropped, secret query values ``REDACTED``."""
+    parts = urlsplit(str(url))
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, "REDACTED" if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs]
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _media(headers: httpx.Headers) -> str:
+    return headers.get("content-type") or "application/octet-stream"
+
+
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """Records each exchange in ``session`` (live) or serves it from the recording (frozen).
+
+    Args:
+        session: the session recording the turns.
+        inner: the transport reaching the network live (default
+            ``httpx.AsyncHTTPTransport()``, created on first use; never when frozen).
+
+    """
+
+    def __init__(self, session: TurnSession, inner: httpx.AsyncBaseTransport | None = None):
+        self.session = session
+        self._inner = inner
+
+    @property
+    def inner(self) -> httpx.AsyncBaseTransport:
+        """The live transport."""
+        if self._inner is None:
+            self._inner = httpx.AsyncHTTPTransport()
+        return self._inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` (recorded) or answer it from the recording (frozen).
+
+        Raises:
+            ReplayRefused: frozen, and no recorded turn has this method, URL and body.
+            RecordingError: live, and the turn cannot be recorded.
+            httpx.HTTPError: live, the inner transport's errors, unrecorded.
+
+        """
+        body = await request.aread()
+        url = recorded_url(request.url)
+        method = request.method.upper()
+        key = turn_key(SOURCE, body, method=method, url=url)
+        if self.session.frozen:
+            recorded = self.session.serve_turn(SOURCE, key)
+            headers = recorded.detail.get("response_headers") or {}
+            return httpx.Response(
+                int(recorded.detail.get("status", 200)),
+                headers=headers,
+                content=recorded.response,
+                request=request,
+            )
+        self.session.admit_turn(SOURCE)
+        live = await self.inner.handle_async_request(request)
+        try:
+            answer = await live.aread()
+        finally:
+            await live.aclose()
+        self.session.record_turn(
+            ModelExchange(
+                source=SOURCE,
+                model=f"{method} {url}",
+                request=body,
+                response=answer,
+                key=digest(key),
+                request_media_type=_media(request.headers),
+                response_media_type=_media(live.headers),
+                detail={
+                    "method": method,
+                    "url": url,
+                    "status": live.status_code,
+                    "request_headers": kept_headers(request.headers, REQUEST_HEADERS_KEPT),
+                    "response_headers": kept_headers(live.headers, RESPONSE_HEADERS_KEPT),
+                },
+            )
+        )
+        headers = [(k, v) for k, v in live.headers.multi_items() if k.lower() not in _UNSERVED]
+        return httpx.Response(
+            live.status_code,
+            headers=headers,
+            content=answer,
+            request=request,
+            extensions={k: v for k, v in live.extensions.items() if k != "network_stream"},
+        )
+
+    async def aclose(self) -> None:
+        """Close the inner transport, if one was made."""
+        if self._inner is not None:
+            await self._inner.aclose()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        mode = "frozen" if self.session.frozen else "live"
+        return f"RecordingTransport({mode})"

@@ -1,0 +1,133 @@
+"""A pydantic-ai ``Model`` whose every turn is recorded (imported only when asked for).
+
+:class:`RecordedModel` is a pydantic-ai ``WrapperModel``: every member it does not
+change is the wrapped model's. Each ``request`` is one model turn of the session:
+
+* live: the wrapped model is asked, and the request (``{"messages", "model_settings",
+  "parameters"}``: pydantic-ai's ``ModelMessage`` list, settings and
+  ``ModelRequestParameters`` dumped by pydantic-ai's own type adapters as JSON) and the
+  ``ModelResponse`` are recorded as canonical JSON before the response is handed back;
+* frozen: the response recorded for the same match key (the request without its
+  per-call timestamps and run ids, :mod:`toolproof.runs.turns`) and occurrence is
+  served, rebuilt by pydantic-ai's type adapter; the wrapped model is never asked.
+
+``request_stream`` is refused (streamed turns are not recorded yet): run the agent
+with ``agent.run`` rather than ``run_stream``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from toolproof.adapters.turn_session import TurnSession
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json, digest
+from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.turns import turn_key
+
+__all__ = ["SOURCE", "RecordedModel", "request_bytes"]
+
+SOURCE = "pydantic-ai"
+"""The ``source`` of the turns this model records."""
+
+_RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
+_PARAMETERS: TypeAdapter[ModelRequestParameters] = TypeAdapter(ModelRequestParameters)
+
+
+def _settings(value: Any) -> Any:
+    """Settings as JSON: plain values kept, anything else (an ``httpx.Timeout``) as its repr."""
+    if isinstance(value, dict):
+        return {str(k): _settings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_settings(item) for item in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
+def request_bytes(
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    parameters: ModelRequestParameters,
+) -> bytes:
+    """The canonical JSON of one pydantic-ai request (see the module docstring).
+
+    Raises:
+        CanonicalizationError: a value has no canonical JSON form.
+
+    """
+    return canonical_json(
+        {
+            "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+            "model_settings": _settings(model_settings),
+            "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
+        }
+    )
+
+
+class RecordedModel(WrapperModel):
+    """``wrapped`` with every turn recorded in (or served from) ``session``.
+
+    Args:
+        wrapped: the pydantic-ai model, or a model name pydantic-ai infers one from.
+        session: the session recording the turns.
+
+    """
+
+    def __init__(self, wrapped: Model | str, session: TurnSession) -> None:
+        super().__init__(wrapped)
+        self.session = session
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Ask the wrapped model (recorded) or serve the recorded response (frozen).
+
+        Raises:
+            ReplayRefused: frozen, and no recorded turn has this request's match key.
+            RecordingError: live, and the turn cannot be recorded.
+
+        """
+        request = request_bytes(messages, model_settings, model_request_parameters)
+        key = turn_key(SOURCE, request)
+        if self.session.frozen:
+            recorded = self.session.serve_turn(SOURCE, key)
+            return _RESPONSE.validate_json(recorded.response)
+        self.session.admit_turn(SOURCE)
+        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        self.session.record_turn(
+            ModelExchange(
+                source=SOURCE,
+                model=f"{self.wrapped.system}:{self.wrapped.model_name}",
+                request=request,
+                response=canonical_json(_RESPONSE.dump_python(response, mode="json")),
+                key=digest(key),
+            )
+        )
+        return response
+
+    @asynccontextmanager
+    async def request_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[StreamedResponse]:
+        """Refused: streamed turns are not recorded yet.
+
+        Raises:
+            InputError: always; use ``agent.run`` instead of ``run_stream``.
+
+        """
+        raise InputError(
+            "session.pydantic_ai_model() records whole turns only: a streamed request "
+            "(agent.run_stream, an event_stream_handler) is not recorded; use agent.run",
+            rule="streaming",
+        )
+        yield  # pragma: no cover - makes this an async generator

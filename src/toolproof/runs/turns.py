@@ -1,0 +1,239 @@
+"""Model turns: their match keys, and the frozen ``model`` steps that serve them back.
+
+A model turn is one request an agent's model made and the response it got, recorded by
+a session's model recorder as a ``model`` step (``turn-00000001`` and up; the block is
+:meth:`~toolproof.runs.recorder.Recorder.model_block`). Frozen replay matches a turn
+by its *match key* (:func:`turn_key`): the canonical request without what varies from
+one call to the next:
+
+* ``pydantic-ai``: the request is ``{"messages", "model_settings", "parameters"}``,
+  pydantic-ai's own objects as JSON; the key drops every message's and part's
+  ``timestamp`` and every message's ``run_id`` and ``conversation_id``;
+* ``openai-agents``: the request is every argument of ``Model.get_response`` but
+  ``tracing``, as JSON; the key is the request;
+* ``http``: the request is the body bytes; the key is ``{"method", "url", "body"}``
+  with a JSON body parsed (so key order and spacing do not matter), other bodies as
+  text or base64. Headers are not in it (they vary per call: retry counts, timeouts).
+
+:class:`RecordedTurns` is the step handler of ``model`` steps when a run is executed
+frozen (a session being finalized, ``toolproof replay``): it hands the recorded bytes
+to the recorder again, so the re-executed trace is the recorded one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolproof.contract.evidence import EvidenceRecord
+from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
+from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
+from toolproof.errors import InputError
+from toolproof.evidence.reasoners import StepOutput
+from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.runs.executor import StepContext
+from toolproof.runs.recorder import ModelExchange
+
+__all__ = [
+    "TURN_PROVIDER_ORIGIN",
+    "TURN_SOURCES",
+    "RecordedTurns",
+    "exchange_key",
+    "key_text",
+    "turn_key",
+    "turn_provider_name",
+    "turn_providers",
+    "turn_step_id",
+]
+
+TURN_SOURCES = ("pydantic-ai", "openai-agents", "http")
+"""The recorders a model turn can come from."""
+TURN_PROVIDER_ORIGIN = "agent-session"
+"""The ``origin`` of the model providers a session's model turns add to its runtime."""
+
+_PER_CALL_MESSAGE_FIELDS = ("timestamp", "run_id", "conversation_id")
+_PER_CALL_PART_FIELDS = ("timestamp",)
+
+
+def turn_step_id(number: int) -> str:
+    """The step id of the ``number``-th model turn of a session (from 1): ``turn-00000001``."""
+    return f"turn-{number:08d}"
+
+
+def turn_provider_name(source: str, model: str) -> str:
+    """The provider name of a session's model: ``"<source> <model>"``."""
+    return f"{source} {model}"
+
+
+def turn_providers(
+    turns: Sequence[ModelTurn], providers: Sequence[PluginDescriptor] = ()
+) -> list[PluginDescriptor]:
+    """``providers`` plus one ``model`` provider per distinct (source, model) of ``turns``.
+
+    These declare the agent's model a source of variation (``toolproof diff`` shows
+    ``varies: model``); sorted by kind and name, as ``ExecutionRuntime.providers`` is.
+    """
+    out = list(providers)
+    names = {(p.kind, p.name) for p in out}
+    for turn in turns:
+        name = turn_provider_name(turn.source, turn.model)
+        if (MODEL_PROVIDER_KIND, name) in names:
+            continue
+        names.add((MODEL_PROVIDER_KIND, name))
+        out.append(
+            PluginDescriptor(
+                kind=MODEL_PROVIDER_KIND,
+                name=name,
+                version="1",
+                config_digest=digest_json({"source": turn.source, "model": turn.model}),
+                origin=TURN_PROVIDER_ORIGIN,
+            )
+        )
+    return sorted(out, key=lambda p: (p.kind, p.name))
+
+
+def _pydantic_ai_key(request: Any) -> Any:
+    if not isinstance(request, dict):
+        return request
+    messages = []
+    for message in request.get("messages") or []:
+        if not isinstance(message, dict):
+            messages.append(message)
+            continue
+        kept = {k: v for k, v in message.items() if k not in _PER_CALL_MESSAGE_FIELDS}
+        if isinstance(kept.get("parts"), list):
+            kept["parts"] = [
+                {k: v for k, v in part.items() if k not in _PER_CALL_PART_FIELDS}
+                if isinstance(part, dict)
+                else part
+                for part in kept["parts"]
+            ]
+        messages.append(kept)
+    return {**request, "messages": messages}
+
+
+def _body(body: bytes) -> dict[str, Any]:
+    if not body:
+        return {"empty": True}
+    try:
+        return {"json": json.loads(body)}
+    except ValueError:
+        pass
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode("ascii")}
+
+
+def turn_key(source: str, request: bytes, *, method: str = "", url: str = "") -> bytes:
+    """The match key of a model turn, as canonical JSON bytes (see the module docstring).
+
+    Args:
+        source: ``pydantic-ai``, ``openai-agents`` or ``http``.
+        request: the request bytes as recorded (a JSON document; ``http``: the body).
+        method: ``http`` only: the request method.
+        url: ``http`` only: the URL as recorded (secret query values redacted).
+
+    Raises:
+        InputError: an unknown source, or a framework request that is not JSON.
+
+    """
+    if source == "http":
+        return canonical_json({"method": method.upper(), "url": url, "body": _body(request)})
+    if source not in TURN_SOURCES:
+        raise InputError(
+            f"model turn source {source!r} is unknown (known: {', '.join(TURN_SOURCES)})",
+            rule="source",
+        )
+    try:
+        parsed = json.loads(request)
+    except ValueError as exc:
+        raise InputError(f"a {source} model request is not JSON ({exc})", rule="request") from None
+    return canonical_json(_pydantic_ai_key(parsed) if source == "pydantic-ai" else parsed)
+
+
+def key_text(key: bytes) -> str:
+    """A match key shown for a diff: indented JSON, keys sorted, one value per line."""
+    return json.dumps(json.loads(key), indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def exchange_key(source: str, request: bytes, detail: dict[str, Any]) -> bytes:
+    """:func:`turn_key` of a recorded turn (``detail`` gives an HTTP turn's method and URL)."""
+    return turn_key(
+        source, request, method=str(detail.get("method", "")), url=str(detail.get("url", ""))
+    )
+
+
+class RecordedTurns:
+    """The ``model`` step handler of a frozen execution: recorded turns, served by step id.
+
+    Args:
+        events: the recorded trace.
+        directory: the directory holding the recorded ``evidence/`` (a run or a live
+            session).
+
+    """
+
+    def __init__(self, events: Sequence[TraceEvent], directory: Path) -> None:
+        self.directory = Path(directory)
+        self._turns: dict[str, tuple[ModelTurn, EvidenceRecord, EvidenceRecord]] = {}
+        registered: dict[tuple[str, str], EvidenceRecord] = {}
+        for event in events:
+            if isinstance(event, EvidenceRegistered):
+                registered[(event.step, event.evidence.id)] = event.evidence
+            elif isinstance(event, ModelTurn):
+                request = registered.get((event.step, event.request))
+                response = registered.get((event.step, event.response))
+                if request is not None and response is not None:
+                    self._turns[event.step] = (event, request, response)
+
+    def __contains__(self, step: str) -> bool:
+        return step in self._turns
+
+    def _bytes(self, record: EvidenceRecord) -> bytes:
+        path = self.directory / record.path
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(
+                f"model turn evidence {record.path} cannot be read: {exc.strerror or exc}",
+                path=str(path),
+            ) from None
+        if digest(data) != record.digest:
+            raise InputError(
+                f"model turn evidence {record.path} does not match its recorded digest "
+                f"{record.digest}",
+                path=str(path),
+            )
+        return data
+
+    async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
+        """Record the turn recorded for ``node`` again, from its recorded bytes.
+
+        Returns:
+            ``ok`` with the request's and the response's evidence; not ok when no turn
+            was recorded for the step.
+
+        Raises:
+            InputError: the recorded bytes are missing or do not match their digest.
+
+        """
+        recorded = self._turns.get(node.id)
+        if recorded is None:
+            return StepOutput(node.id, False, reason=f"no model turn is recorded for {node.id!r}")
+        event, request, response = recorded
+        exchange = ModelExchange(
+            source=event.source,
+            model=event.model,
+            request=self._bytes(request),
+            response=self._bytes(response),
+            key=event.key,
+            request_media_type=request.media_type,
+            response_media_type=response.media_type,
+            detail=dict(event.detail),
+        )
+        records = context.record_model_turn(exchange)
+        return StepOutput(node.id, True, None, records)
