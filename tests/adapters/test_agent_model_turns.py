@@ -135,8 +135,8 @@ def test_pydantic_ai_turns_are_model_steps_with_their_bytes_as_evidence(tmp_path
     spec = json.loads((run / "spec.json").read_bytes())
     assert [(s["id"], s["kind"]) for s in spec["steps"]][:3] == [
         ("turn-00000001", "model"),
+        ("call-00000002", "call"),  # lookup, admitted second, returned first
         ("call-00000001", "call"),
-        ("call-00000002", "call"),
     ]
     runtime = json.loads((run / "runtime.json").read_bytes())
     assert [(p["kind"], p["name"], p["origin"]) for p in runtime["providers"]] == [

@@ -3,8 +3,8 @@
 See :mod:`toolproof.runs.session` for the layout. Finalizing (on SIGTERM/SIGINT or
 when stdin closes, for ``serve --record``) turns the live session into an ordinary
 run: the calls and model turns become the steps of a spec (``policy = "audit"``: a
-client's bad call is a warning, not a broken record), the plan is executed *frozen* from the recorded
-results (no tool is called) by the executor, which writes the call steps with the
+client's bad call is a warning, not a broken record), the plan is executed *frozen*
+from the recorded results (no tool is called) by the executor, which writes the call steps with the
 same recorder that wrote them live and then the ``derive``, ``verify`` and
 ``finalize`` nodes, and the run directory is committed atomically to
 ``ROOT/runs/<run_id>`` with its manifest; the live directory is then removed. The
