@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import everything_bin
+from mcp_support import everything_bin, mcp1_venv
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -84,6 +84,25 @@ def test_a_call_to_an_imported_stdio_server_is_a_client_span(
     # the ids are the JSON-RPC ids written on the wire: increasing, one per request
     assert int(str(total.attributes["jsonrpc.request.id"])) > int(str(echo_id)) > 0
     assert echo.status.status_code.name == "UNSET"
+
+
+def test_a_server_on_the_mcp_1x_sdk_takes_the_injected_traceparent(
+    exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """``params._meta`` with ``traceparent`` is an open map for a 1.x server too."""
+    server = mcp1_venv() / "bin" / "mcp-server-time"
+    config = f'[[mcp]]\nname = "time"\ncommand = "{server}"\nargs = ["--local-timezone", "UTC"]\n'
+
+    async def main() -> bool:
+        async with load_toolset(write(tmp_path, config)) as toolset:
+            return (await toolset["time_get_current_time"].call({"timezone": "UTC"})).ok
+
+    assert asyncio.run(main()) is True
+    [span] = named(exporter, "tools/call get_current_time")
+    assert span.attributes is not None
+    assert (span.kind, span.status.status_code.name) == (SpanKind.CLIENT, "UNSET")
+    assert span.attributes["network.transport"] == "pipe"
+    assert str(span.attributes["jsonrpc.request.id"]).isdigit()
 
 
 def test_a_call_over_streamable_http_names_the_session_and_the_server(
