@@ -30,8 +30,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import toolproof
+from toolproof import Tool, Toolset
 from toolproof.adapters.telemetry import uninstrument
-from toolproof.backends.protocol import ProtocolError, decode_request, encode_request
+from toolproof.backends.protocol import (
+    ProtocolError,
+    decode_request,
+    descriptor_digest,
+    encode_request,
+    serve_request,
+)
 from toolproof.config import load_toolset
 
 TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
@@ -139,6 +146,41 @@ def test_a_malformed_trace_field_is_refused(trace: Any) -> None:
         "relocation protocol: request field 'trace' must be an object of W3C Trace Context "
         "strings (keys traceparent, tracestate; at most 1024 characters each)"
     )
+
+
+def test_the_worker_span_continues_the_carried_context_and_names_a_refusal(
+    exporter: InMemorySpanExporter,
+) -> None:
+    async def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(add))
+    toolset.seal()
+    digest = descriptor_digest(toolset["add"])
+    carried = {"traceparent": TRACEPARENT}
+
+    async def go() -> list[Any]:
+        good = decode_request(encode_request("add", {"a": 1, "b": 2}, digest, carried))
+        stale = decode_request(encode_request("add", {"a": 1, "b": 2}, "sha256:00", carried))
+        return [await serve_request(toolset, good), await serve_request(toolset, stale)]
+
+    served, refused = run(go())
+    assert served.value == 3 and refused.failure is not None
+    first, second = [
+        s for s in exporter.get_finished_spans() if s.name == "toolproof.backend.run add"
+    ]
+    for span in (first, second):
+        assert span.kind == SpanKind.SERVER and span.parent is not None
+        assert (span.parent.trace_id, span.parent.span_id) == (
+            0x4BF92F3577B34DA6A3CE929D0E0E4736,
+            0x00F067AA0BA902B7,
+        )
+    assert first.attributes is not None and "error.type" not in first.attributes
+    assert second.attributes is not None
+    assert second.attributes["error.type"] == "descriptor_mismatch"
+    assert second.attributes["toolproof.worker.pid"] == os.getpid()
 
 
 TELEMETRY = "\n[telemetry]\nenabled = true\n"

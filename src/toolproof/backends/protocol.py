@@ -256,7 +256,8 @@ async def serve_request(toolset: Toolset, request: BackendRequest) -> ToolResult
 
     With telemetry on, the run is a ``SERVER`` span ``toolproof.backend.run {variant}``
     continuing the caller's trace (``request.trace``), with ``gen_ai.tool.name``,
-    ``toolproof.worker.pid`` and, for a failure, ``error.type``.
+    ``toolproof.worker.pid`` and, for a failure (a refused request included),
+    ``error.type``.
 
     The arguments are validated again against the variant's schema (a broker is not
     a trusted channel), so a request the caller did not validate never reaches a body.
@@ -267,6 +268,22 @@ async def serve_request(toolset: Toolset, request: BackendRequest) -> ToolResult
         caller's and the worker's descriptors differ (both digests are named).
 
     """
+    hook = hooks.ACTIVE
+    if hook is None:
+        return await _run_request(toolset, request)
+    attributes: dict[str, str | int] = {
+        "gen_ai.tool.name": request.variant,
+        "toolproof.worker.pid": os.getpid(),
+    }
+    name = f"toolproof.backend.run {request.variant}"
+    with hook.span(name, attributes, kind="server", parent=request.trace) as span:
+        result = await _run_request(toolset, request)
+        if result.failure is not None:
+            hook.fail(span, result.failure.kind, result.failure.message)
+        return result
+
+
+async def _run_request(toolset: Toolset, request: BackendRequest) -> ToolResult:
     tool = toolset.get(request.variant)
     if tool is None:
         return ToolResult.fail(
@@ -290,19 +307,7 @@ async def serve_request(toolset: Toolset, request: BackendRequest) -> ToolResult
             where="worker",
             detail={"caller_descriptor": request.descriptor, "worker_descriptor": mine},
         )
-    hook = hooks.ACTIVE
-    if hook is None:
-        return await tool.call(request.arguments)
-    attributes: dict[str, str | int] = {
-        "gen_ai.tool.name": request.variant,
-        "toolproof.worker.pid": os.getpid(),
-    }
-    name = f"toolproof.backend.run {request.variant}"
-    with hook.span(name, attributes, kind="server", parent=request.trace) as span:
-        result = await tool.call(request.arguments)
-        if result.failure is not None:
-            hook.fail(span, result.failure.kind, result.failure.message)
-        return result
+    return await tool.call(request.arguments)
 
 
 def frame(payload: bytes) -> bytes:
