@@ -56,6 +56,10 @@ WITH_JSON = [name for name in LEAVES if any("--json" in p.opts for p in COMMANDS
 
 def test_the_command_tree_is_the_documented_one() -> None:
     assert LEAVES == [
+        "approvals approve",
+        "approvals deny",
+        "approvals list",
+        "approvals show",
         "attest",
         "corpus info",
         "corpus python-docs",
@@ -75,7 +79,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "view",
         "worker",
     ]
-    assert GROUPS == ["", "corpus", "extensions", "runs", "tools"]
+    assert GROUPS == ["", "approvals", "corpus", "extensions", "runs", "tools"]
 
 
 @pytest.mark.parametrize("group", GROUPS)

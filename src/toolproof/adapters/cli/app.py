@@ -207,6 +207,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.attest",
     "toolproof.adapters.cli.lock",
     "toolproof.adapters.cli.view",
+    "toolproof.adapters.cli.approvals",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

@@ -150,6 +150,11 @@ class StoredRequest:
         }
 
 
+def _timeout_reason(deadline: float, created_at: str) -> str:
+    seconds = deadline - datetime.fromisoformat(created_at).timestamp()
+    return f"no decision within {seconds:g} s (timeout)"
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else canonical_json(value).decode("utf-8")
 
@@ -281,6 +286,7 @@ class ApprovalStore:
         reason: str = "",
         approved_digest: str | None = None,
         approved_arguments: dict[str, Any] | None = None,
+        enforce_deadline: bool = True,
     ) -> StoredRequest:
         """Write the decision on a ``pending`` request, in one transaction.
 
@@ -293,6 +299,9 @@ class ApprovalStore:
             approved_digest: digest of the arguments approved (the request's own, or
                 the edited ones').
             approved_arguments: edited arguments (``approve_with_edits``), else ``None``.
+            enforce_deadline: a request past its deadline is denied (``fail-closed``,
+                timeout) instead of decided; the callback channel, bounded by its own
+                timeout, turns this off.
 
         Returns:
             The decided row.
@@ -309,6 +318,8 @@ class ApprovalStore:
         else:
             decision = "approve" if approve else "deny"
         status = "approved" if approve else "denied"
+        if enforce_deadline:
+            self.expire(request_id)
         with self._connect() as db:
             changed = db.execute(
                 "UPDATE approval_requests SET status = ?, decision = ?, who = ?, channel = ?, "
@@ -328,12 +339,37 @@ class ApprovalStore:
             ).rowcount
         row = self.require(request_id)
         if not changed:
+            how = f" ({row.reason})" if row.channel == "fail-closed" and row.reason else ""
             raise InputError(
-                f"approval request {request_id!r} is {row.status}, not pending "
-                "(rule: a request is decided once)",
+                f"approval request {request_id!r} is {row.status}{how}, not pending "
+                "(rule: a request is decided once, before its deadline)",
                 rule="decided once",
             )
         return row
+
+    def expire(self, request_id: str, *, now: float | None = None) -> bool:
+        """Deny a ``pending`` request whose deadline has passed (fail closed, ``toolproof``).
+
+        Returns:
+            Whether it was expired now.
+
+        """
+        moment = time.time() if now is None else now
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT deadline, created_at FROM approval_requests "
+                "WHERE id = ? AND status = 'pending'",
+                (request_id,),
+            ).fetchone()
+            if row is None or row[0] >= moment:
+                return False
+            changed = db.execute(
+                "UPDATE approval_requests SET status = 'denied', decision = 'deny', "
+                "who = 'toolproof', channel = 'fail-closed', reason = ?, decided_at = ? "
+                "WHERE id = ? AND status = 'pending'",
+                (_timeout_reason(row[0], row[1]), utc_now(), request_id),
+            ).rowcount
+        return bool(changed)
 
     def consume(self, request_id: str) -> bool:
         """Mark an ``approved`` request ``consumed``; ``False`` when it was not approved."""

@@ -175,7 +175,9 @@ class _Gate:
             return self._denied(handle, "toolproof", f"handle {handle}: {why}; it approves nothing")
         self._requested(row.id, fingerprint, digest, row.rule)
         decided: StoredRequest | ToolResult = row
-        if row.status == "pending":
+        if row.status == "pending" and row.deadline <= time.time():
+            decided = await self._expire(row)  # a deferred call retried too late
+        elif row.status == "pending":
             if approver is None and self.policy.mode == "defer":
                 return ToolResult.fail(
                     "approval_pending",
@@ -284,6 +286,7 @@ class _Gate:
                 reason=answer.reason,
                 approved_digest=approved_digest,
                 approved_arguments=edited,
+                enforce_deadline=False,
             )
         except InputError:  # decided meanwhile through another channel: that decision stands
             return await self._reread(row)
@@ -320,6 +323,7 @@ class _Gate:
                 who="toolproof",
                 channel=FAIL_CLOSED,
                 reason=reason,
+                enforce_deadline=False,
             )
         except InputError:
             return await self._reread(row)
