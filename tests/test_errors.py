@@ -90,6 +90,7 @@ def test_codes_are_unique_and_stable() -> None:
         "BackendError": "backend",
         "ProtocolError": "protocol",
         "RecordingError": "recording",
+        "AuthenticationError": "unauthorized",
         "VerificationError": "verification",
         "ReplayRefused": "replay-refused",
     }

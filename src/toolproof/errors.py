@@ -18,6 +18,7 @@ Hierarchy (split by fault)::
         ├── BackendError                a relocation engine failed (worker, broker)
         │   └── ProtocolError           a message that breaks the relocation protocol
         ├── RecordingError              a run or session cannot be written (full disk)
+        ├── AuthenticationError         a request without a valid bearer token (HTTP 401)
         ├── VerificationError           a run directory failed verification (exit 2)
         └── ReplayRefused               frozen replay refused (exit 2)
 
@@ -38,6 +39,7 @@ from pydantic import ValidationError
 
 __all__ = [
     "FOREIGN_CODE_ERRORS",
+    "AuthenticationError",
     "BackendError",
     "CanonicalizationError",
     "ConfigError",
@@ -236,6 +238,13 @@ class RecordingError(ToolproofError):
     """
 
 
+class AuthenticationError(ToolproofError):
+    """An HTTP request without a valid bearer token (missing, wrong, or not accepted there).
+
+    HTTP 401 with ``WWW-Authenticate: Bearer``; CLI exit code 1.
+    """
+
+
 class VerificationError(ToolproofError):
     """A run directory failed verification. CLI exit code 2."""
 
@@ -285,6 +294,7 @@ ERROR_TABLE: dict[type[BaseException], ErrorMapping] = {
         (BackendError, "backend", (1, 503, -32603)),
         (ProtocolError, "protocol", (1, 503, -32603)),
         (RecordingError, "recording", (1, 507, -32603)),
+        (AuthenticationError, "unauthorized", (1, 401, -32600)),
         (VerificationError, "verification", _REFUSED),
         (ReplayRefused, "replay-refused", _REFUSED),
     )

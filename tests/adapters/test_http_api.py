@@ -179,6 +179,8 @@ def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> Non
         (method.upper(), path) for path, item in document["paths"].items() for method in item
     )
     assert operations == [
+        ("GET", "/v1/approvals"),
+        ("GET", "/v1/approvals/{request_id}"),
         ("GET", "/v1/diff"),
         ("GET", "/v1/health"),
         ("GET", "/v1/runs"),
@@ -186,6 +188,7 @@ def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> Non
         ("GET", "/v1/runs/{run_id}/attestations"),
         ("GET", "/v1/runs/{run_id}/files/{path}"),
         ("GET", "/v1/runs/{run_id}/trace"),
+        ("POST", "/v1/approvals/{request_id}"),
         ("POST", "/v1/runs"),
         ("POST", "/v1/runs/{run_id}/replay"),
         ("POST", "/v1/runs/{run_id}/verify"),

@@ -258,9 +258,34 @@ def register(app: typer.Typer) -> None:
             min=1024,
             help="The largest document or trace page answered, in bytes.",
         ),
+        approvals_store: Path | None = typer.Option(
+            None,
+            "--approvals-store",
+            help="Serve /v1/approvals over this approvals store (the [approvals] store file).",
+            metavar="FILE",
+        ),
+        approvers: Path | None = typer.Option(
+            None,
+            "--approvers",
+            help='Named approver tokens for /v1/approvals: TOML, NAME = "TOKEN" per line.',
+            metavar="FILE",
+        ),
     ) -> None:
         """Serve the runs HTTP API (create, list, show, verify, replay) over one artifact root."""
-        run_async(_serve_api(root, host, port, token, token_file, no_auth, max_body, max_response))
+        run_async(
+            _serve_api(
+                root,
+                host,
+                port,
+                token,
+                token_file,
+                no_auth,
+                max_body,
+                max_response,
+                approvals_store=approvals_store,
+                approvers=approvers,
+            )
+        )
 
 
 async def _serve_api(
@@ -272,6 +297,9 @@ async def _serve_api(
     no_auth: bool,
     max_body: int,
     max_response: int = 16 * 1024 * 1024,
+    *,
+    approvals_store: Path | None = None,
+    approvers: Path | None = None,
 ) -> None:
     try:
         from toolproof.adapters.http import ApiSettings, create_app
@@ -281,9 +309,12 @@ async def _serve_api(
         ) from exc
     from toolproof.adapters.asgi import serve_asgi
     from toolproof.adapters.http.settings import resolve_token
+    from toolproof.adapters.tokens import load_named_tokens
 
     if not root.is_dir():
         raise InputError(f"--root {str(root)!r}: not a directory", path=str(root))
+    if approvers is not None and approvals_store is None:
+        raise InputError("--approvers needs --approvals-store FILE (the store to decide in)")
     settings = ApiSettings(
         root=root.resolve(),
         token=None if no_auth else resolve_token(token, token_file),
@@ -292,6 +323,8 @@ async def _serve_api(
         port=port,
         max_body_bytes=max_body,
         max_response_bytes=max_response,
+        approvals_store=approvals_store.resolve() if approvals_store is not None else None,
+        approvers=load_named_tokens(approvers) if approvers is not None else {},
     )
     stop = asyncio.Event()
     _stop_on_signals(stop)

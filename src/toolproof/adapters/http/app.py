@@ -5,14 +5,18 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from toolproof import __version__
+from toolproof.adapters.http.approvals import approvals_router
 from toolproof.adapters.http.guards import BodyLimit
 from toolproof.adapters.http.problems import install_problem_handlers
 from toolproof.adapters.http.routes import public, router
 from toolproof.adapters.http.settings import ApiSettings
 from toolproof.adapters.rebinding import HostGuard, loopback_names
-from toolproof.adapters.tokens import BearerGuard
+from toolproof.adapters.tokens import BearerGuard, NamedBearerGuard
 
-__all__ = ["PUBLIC_PATHS", "create_app"]
+__all__ = ["APPROVALS_PREFIX", "PUBLIC_PATHS", "create_app"]
+
+APPROVALS_PREFIX = "/v1/approvals"
+"""Where the approval channel lives; only named approver tokens are served there."""
 
 PUBLIC_PATHS = frozenset(
     {"/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
@@ -29,6 +33,10 @@ is refused (421 / 403: DNS-rebinding protection). Request bodies larger than
 the configured limit are refused with 413; run ids must match `^run_[0-9a-f]{64}$`;
 every path the API touches is confined to the artifact root. Errors answer a
 `Problem` document.
+
+`/v1/approvals` is the approval channel of gated tools (`--approvals-store FILE`): it
+takes only the named approver tokens of `--approvers FILE`, never the runs token, and
+records each decision under the token's name.
 """
 
 
@@ -57,10 +65,18 @@ def create_app(settings: ApiSettings, *, public_paths: frozenset[str] = frozense
     install_problem_handlers(app)
     app.include_router(public)
     app.include_router(router)
-    # Middleware added last runs first: Host/Origin, then the token, then the body limit.
+    app.include_router(approvals_router)
+    # Middleware added last runs first: Host/Origin, the runs token, the approver tokens
+    # (under /v1/approvals instead of the runs token), then the body limit.
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(NamedBearerGuard, prefix=APPROVALS_PREFIX, tokens=settings.approvers)
     if not settings.auth_disabled and settings.token is not None:
-        app.add_middleware(BearerGuard, token=settings.token, public=PUBLIC_PATHS | public_paths)
+        app.add_middleware(
+            BearerGuard,
+            token=settings.token,
+            public=PUBLIC_PATHS | public_paths,
+            delegated=(APPROVALS_PREFIX,),
+        )
     names = loopback_names(settings.host, settings.port)
     if names is not None:
         app.add_middleware(HostGuard, names=names)

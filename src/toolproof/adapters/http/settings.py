@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolproof.adapters.tokens import is_loopback
@@ -44,6 +45,10 @@ class ApiSettings:
         max_body_bytes: the largest request body accepted (bytes); larger is a 413.
         max_response_bytes: the largest document or trace page answered (bytes).
         max_page: the largest ``limit`` of a paged listing.
+        approvals_store: the approvals store (SQLite) ``/v1/approvals`` reads and
+            decides in; ``None``: those endpoints answer 404.
+        approvers: ``{name: token}`` of the people who may use ``/v1/approvals`` (the
+            name is recorded as who decided); the runs token is never one of them.
 
     Raises:
         InputError: no token and auth not disabled, or auth disabled on a host that
@@ -59,6 +64,8 @@ class ApiSettings:
     max_body_bytes: int = 1024 * 1024
     max_response_bytes: int = 16 * 1024 * 1024
     max_page: int = 1000
+    approvals_store: Path | None = None
+    approvers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.auth_disabled and not is_loopback(self.host):
@@ -71,6 +78,11 @@ class ApiSettings:
             raise InputError(
                 f"the HTTP API needs a bearer token: pass --token-file FILE or set {TOKEN_ENV} "
                 "(or --no-auth on a loopback address)"
+            )
+        if self.token is not None and self.token in self.approvers.values():
+            raise InputError(
+                "the runs API token is also an approver token: give approvers tokens of "
+                "their own (rule: the runs token cannot decide approvals)"
             )
         if self.max_body_bytes <= 0 or self.max_response_bytes <= 0 or self.max_page <= 0:
             raise InputError("the API's size and page limits must be positive")
