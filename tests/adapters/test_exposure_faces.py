@@ -19,6 +19,7 @@ import httpx
 import pytest
 from agents import Agent as OpenAIAgent
 from agents import Model, ModelResponse, RunConfig, Runner, Usage
+from approval_support import write_gated_root
 from exposure_support import EVERY, EXPOSED, HIDDEN, arguments_of, gated_toolset
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -328,3 +329,24 @@ def test_a_frozen_replay_without_the_toolset_offers_only_the_recorded_exposed_na
 
     replayed = asyncio.run(scenario())
     assert (replayed.identical, replayed.calls, replayed.live_calls) == (True, 1, 0)
+
+
+def test_the_built_in_approve_gate_hides_its_base_unless_expose_names_it(tmp_path: Path) -> None:
+    async def load(config: Path) -> tuple[dict[str, str], list[str], Any]:
+        async with toolproof.load_toolset(config) as toolset:
+            exposed = [tool.name for tool in toolset.exposed()]
+            return toolset.hidden(), exposed, toolset.descriptor().exposure
+
+    hidden, exposed, record = asyncio.run(load(write_gated_root(tmp_path / "a")))
+    assert hidden == {
+        "delete_branch": (
+            "ungated: delete_branch_approve gates delete_branch "
+            "(name it in [serve] expose to show it)"
+        )
+    }
+    assert exposed == ["delete_branch_approve", "list_branches"]
+    assert (record.expose, record.hide, record.hidden) == ([], [], ["delete_branch"])
+    opened = write_gated_root(tmp_path / "b", serve='\n[serve]\nexpose = ["delete_branch"]\n')
+    hidden, exposed, record = asyncio.run(load(opened))
+    assert (hidden, exposed) == ({}, ["delete_branch", "delete_branch_approve", "list_branches"])
+    assert (record.expose, record.hidden) == (["delete_branch"], [])
