@@ -52,6 +52,7 @@ from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.session import LiveSession, discard_live, open_session
 from toolproof.runs.turns import exchange_key, key_text
+from toolproof.tools.exposure import GATE_EXTENSION, is_gated
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.verifier import verify_run
@@ -104,6 +105,8 @@ class _Frozen:
     served_turns: dict[tuple[str, bytes], int] = field(default_factory=dict)
     specs: tuple[ToolSpec, ...] = ()
     descriptor: ToolsetDescriptor | None = None
+    gated: frozenset[str] = frozenset()
+    """The recorded tools whose layer chain holds ``approve``."""
     refused: ReplayRefused | None = None
     """The first refusal, kept so a framework that wraps or swallows it cannot hide it."""
     served: dict[tuple[str, bytes], int] = field(default_factory=dict)
@@ -174,6 +177,18 @@ class Session:
     def toolset(self) -> Mapping[str, SessionTool]:
         """Every exposed tool and variant of the Toolset, by name, as recorded callables."""
         return {spec.name: SessionTool(spec, self) for spec in self.tool_specs()}
+
+    def is_gated(self, name: str) -> bool:
+        """Whether tool ``name`` is gated by ``approve`` (its layer chain holds the wrapper).
+
+        The framework adapters map a gated call the gate defers to the framework's own
+        deferral (pydantic-ai ``ApprovalRequired``, the Agents SDK's interruption).
+        """
+        if self._toolset is None:
+            assert self._frozen is not None
+            return name in self._frozen.gated
+        tool = self._toolset.get(name)
+        return tool is not None and is_gated(tool)
 
     def tool_specs(self) -> list[ToolSpec]:
         """The specs of every exposed tool and variant, in the Toolset's order.
@@ -591,7 +606,14 @@ def _recorded(directory: Path) -> _Frozen:
             for tool in view.runtime.toolset.tools
             if tool.name not in hidden
         )
-    frozen = _Frozen(calls, pending, answer, turns, pending_turns, specs=specs, end=end)
+    gated = frozenset(
+        tool.name
+        for tool in (view.runtime.toolset.tools if view.runtime is not None else [])
+        if any(layer.name == GATE_EXTENSION for layer in tool.stack)
+    )
+    frozen = _Frozen(
+        calls, pending, answer, turns, pending_turns, specs=specs, end=end, gated=gated
+    )
     frozen.descriptor = view.runtime.toolset if view.runtime is not None else None
     return frozen
 

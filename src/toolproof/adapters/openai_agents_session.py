@@ -7,6 +7,19 @@ failed call answers the model ``"<kind>: <message>"`` (the SDK sends a returned
 string back to the model) instead of ending the run. A value that is not a string
 reaches the model as JSON with sorted keys, so a live call and its frozen replay send
 the model the same text.
+
+A gated variant (its layer chain holds ``approve``) is given a ``needs_approval``
+check that makes the call: when the gate defers it (``[approvals] mode = "defer"``,
+failure kind ``approval_pending``) the run stops with the SDK's approval interruption
+(``result.interruptions``), and the handle is kept under the SDK's call id. A person
+decides through a toolproof channel (``toolproof approvals``, the HTTP API); the
+application then approves the interruption (``state = result.to_state();
+state.approve(item)``) and resumes (``Runner.run(agent, state)``) in the same session:
+the call is retried with the handle and runs only if the store holds an approval for
+exactly those arguments (else the model is told the denial). ``state.approve`` by
+itself decides nothing: it resumes. A call the gate does not defer (no rule matched,
+or an approver callback decided) is answered from that first attempt; nothing runs
+twice.
 """
 
 from __future__ import annotations
@@ -16,10 +29,14 @@ import json
 from typing import Any, Protocol
 
 from agents import FunctionTool, RunContextWrapper
+from agents.tool_context import ToolContext
 
 from toolproof.contract.tools import ToolResult, ToolSpec
 
-__all__ = ["SessionCalls", "session_function_tools"]
+__all__ = ["HANDLE_KEY", "SessionCalls", "session_function_tools"]
+
+HANDLE_KEY = "approval_handle"
+"""The reserved param of the ``approve`` wrapper a deferred call is retried with."""
 
 
 class SessionCalls(Protocol):
@@ -33,34 +50,82 @@ class SessionCalls(Protocol):
         """One recorded (or frozen) call."""
         ...
 
+    def is_gated(self, name: str) -> bool:
+        """Whether tool ``name`` is gated by ``approve`` (gets the interruption)."""
+        ...
 
-def _invoker(session: SessionCalls, name: str) -> Any:
-    async def invoke(context: RunContextWrapper[Any], arguments: str) -> Any:
+
+def _answer(result: ToolResult) -> Any:
+    if result.failure is not None:
+        return f"{result.failure.kind}: {result.failure.message}"
+    if isinstance(result.value, str):
+        return result.value
+    return json.dumps(result.value, sort_keys=True, ensure_ascii=False)
+
+
+class _Gated:
+    """The deferred calls of one gated tool, by the SDK's call id."""
+
+    def __init__(self, session: SessionCalls, name: str) -> None:
+        self.session = session
+        self.name = name
+        self.handles: dict[str, str] = {}
+        self.answered: dict[str, ToolResult] = {}
+
+    async def needs_approval(
+        self, context: RunContextWrapper[Any], arguments: dict[str, Any], call_id: str
+    ) -> bool:
+        """Make the call; interrupt the run when the gate defers it."""
+        result = await self.session.call(self.name, arguments)
+        failure = result.failure
+        handle = failure.detail.get("handle") if failure is not None else None
+        if failure is not None and failure.kind == "approval_pending" and isinstance(handle, str):
+            self.handles[call_id] = handle
+            return True
+        self.answered[call_id] = result
+        return False
+
+    async def invoke(self, call_id: str, parsed: dict[str, Any]) -> ToolResult:
+        """The first attempt's result, or the approved retry with the handle."""
+        if call_id in self.answered:
+            return self.answered.pop(call_id)
+        handle = self.handles.pop(call_id, None)
+        arguments = parsed if handle is None else {**parsed, HANDLE_KEY: handle}
+        return await self.session.call(self.name, arguments)
+
+
+def _invoker(session: SessionCalls, name: str, gated: _Gated | None) -> Any:
+    # ToolContext (not RunContextWrapper) in the annotation: the SDK passes the call id
+    async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         try:
             parsed = json.loads(arguments or "{}")
         except ValueError as exc:
             return f"invalid_arguments: the arguments are not JSON ({exc})"
         if not isinstance(parsed, dict):
             return "invalid_arguments: the arguments must be a JSON object"
-        result = await session.call(name, parsed)
-        if result.failure is not None:
-            return f"{result.failure.kind}: {result.failure.message}"
-        if isinstance(result.value, str):
-            return result.value
-        return json.dumps(result.value, sort_keys=True, ensure_ascii=False)
+        if gated is not None:
+            return _answer(await gated.invoke(context.tool_call_id, parsed))
+        return _answer(await session.call(name, parsed))
 
     return invoke
 
 
 def session_function_tools(session: SessionCalls) -> list[FunctionTool]:
-    """One ``FunctionTool`` per tool and variant of ``session``, schemas exactly as bound."""
-    return [
-        FunctionTool(
-            name=spec.name,
-            description=spec.description or spec.name,
-            params_json_schema=copy.deepcopy(dict(spec.input_schema)),
-            on_invoke_tool=_invoker(session, spec.name),
-            strict_json_schema=False,
+    """One ``FunctionTool`` per tool and variant of ``session``, schemas exactly as bound.
+
+    Gated variants get the ``needs_approval`` check of the module docstring.
+    """
+    tools = []
+    for spec in session.tool_specs():
+        gated = _Gated(session, spec.name) if session.is_gated(spec.name) else None
+        tools.append(
+            FunctionTool(
+                name=spec.name,
+                description=spec.description or spec.name,
+                params_json_schema=copy.deepcopy(dict(spec.input_schema)),
+                on_invoke_tool=_invoker(session, spec.name, gated),
+                strict_json_schema=False,
+                needs_approval=gated.needs_approval if gated is not None else False,
+            )
         )
-        for spec in session.tool_specs()
-    ]
+    return tools
