@@ -386,3 +386,17 @@ def test_digests_are_formatted_by_identity_only() -> None:
     from toolproof.identity import digest, hash_digest
 
     assert hash_digest(hashlib.sha256(b"ab")) == digest(b"ab")
+
+
+def test_no_module_but_identity_prefixes_a_hex_with_sha256() -> None:
+    src = Path(__file__).resolve().parents[1] / "src" / "toolproof"
+    patterns = ('"sha256:" +', "'sha256:' +", 'f"sha256:{', "f'sha256:{")
+    by_hand = sorted(
+        path.relative_to(src).as_posix()
+        for path in src.rglob("*.py")
+        if any(pattern in path.read_text(encoding="utf-8") for pattern in patterns)
+    )
+    assert by_hand == ["identity.py"]
+    from toolproof.identity import digest, digest_of_hex
+
+    assert digest_of_hex(hashlib.sha256(b"ab").hexdigest()) == digest(b"ab")

@@ -66,6 +66,7 @@ from pydantic import (
 
 from toolproof.backends import register_backends
 from toolproof.contract.bounds import Seconds
+from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import (
     FOREIGN_CODE_ERRORS,
     ConfigError,
@@ -140,7 +141,7 @@ class McpSource(_Closed):
     :mod:`toolproof.tools.filters`). See ``docs/mcp.md``.
     """
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
@@ -208,7 +209,7 @@ class RetrievalSource(_Closed):
     the pinned corpus and this entry as JSON.
     """
 
-    name: str = Field(default="retrieve", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    name: str = Field(default="retrieve", pattern=TOOL_NAME_PATTERN)
     corpus: str = Field(min_length=1)
     max_chunk_bytes: int = Field(default=1500, ge=64, le=1_048_576)
     tokenizer: str = "porter unicode61 remove_diacritics 2"

@@ -51,6 +51,7 @@ __all__ = [
     "content_id",
     "digest",
     "digest_json",
+    "digest_of_hex",
     "fast_plain_json",
     "hash_digest",
     "is_digest",
@@ -311,6 +312,15 @@ def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
 def digest(data: bytes) -> str:
     """Return the SHA-256 digest of ``data`` as ``sha256:<64 lowercase hex>`` (the OCI form)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest_of_hex(hex_digest: str) -> str:
+    """``sha256:<hex>`` of an already computed SHA-256 hex (an id's or a file name's hex part).
+
+    The hex is not checked (a file name may be anything); check the result with
+    :func:`is_digest` where that matters.
+    """
+    return "sha256:" + hex_digest
 
 
 def hash_digest(sha: Any) -> str:

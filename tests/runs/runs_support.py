@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from toolproof import Tool, Toolset
-from toolproof.bundle.manifest import MANIFEST_FILE, build_manifest
+from toolproof.bundle.manifest import build_manifest
+from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import RunSpec
 from toolproof.identity import canonical_json
 from toolproof.runs.executor import StepHandler

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.trace import read_trace
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.trace import ToolCalled, ToolReturned
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest_json
@@ -117,7 +118,7 @@ def read_spans(path: Path) -> list[dict[str, Any]]:
 
 def _recorded_calls(directory: Path) -> list[tuple[str, dict[str, Any]]]:
     """``(call_id, expected attributes)`` for each call of the run, in recorded order."""
-    lines, _ = read_trace((directory / "trace.jsonl").read_bytes())
+    lines, _ = read_trace((directory / TRACE_FILE).read_bytes())
     order: list[str] = []
     expected: dict[str, dict[str, Any]] = {}
     for line in lines:

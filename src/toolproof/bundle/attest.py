@@ -42,8 +42,9 @@ from toolproof.bundle.dsse import (
     load_public_key,
     parse_envelope,
 )
-from toolproof.bundle.manifest import MANIFEST_FILE, check_manifest
+from toolproof.bundle.manifest import check_manifest
 from toolproof.bundle.rundir import RUNS_DIR
+from toolproof.contract.layout import MANIFEST_FILE, PLAN_FILE, REPORT_FILE, RUNTIME_FILE
 from toolproof.contract.runs import ExecutionRuntime, Manifest, Plan, Report
 from toolproof.errors import IdentityMismatchError, InputError, VerificationError
 from toolproof.identity import canonical_json, digest
@@ -105,9 +106,9 @@ def run_predicate(directory: Path) -> dict[str, Any]:
             read as its model (or its content id does not match).
 
     """
-    plan: Plan = _read_model(directory, "plan.json", Plan)
-    runtime: ExecutionRuntime = _read_model(directory, "runtime.json", ExecutionRuntime)
-    report: Report = _read_model(directory, "report.json", Report)
+    plan: Plan = _read_model(directory, PLAN_FILE, Plan)
+    runtime: ExecutionRuntime = _read_model(directory, RUNTIME_FILE, ExecutionRuntime)
+    report: Report = _read_model(directory, REPORT_FILE, Report)
     predicate: dict[str, Any] = {
         "plan": plan.id,
         "runtime": runtime.id,

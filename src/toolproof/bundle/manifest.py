@@ -16,20 +16,19 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from toolproof.bundle.paths import path_problem
+from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Finding, Manifest, ManifestEntry, Severity, run_id_for
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json, hash_digest
 
 __all__ = [
     "BLOCK_BYTES",
-    "MANIFEST_FILE",
     "build_manifest",
     "check_manifest",
     "hash_file",
     "list_files",
 ]
 
-MANIFEST_FILE = "manifest.json"
 BLOCK_BYTES = 4 * 1024 * 1024
 """Bytes read per block when hashing a file (4 MiB)."""
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024

@@ -23,7 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from toolproof.bundle.manifest import MANIFEST_FILE, build_manifest, check_manifest
+from toolproof.bundle.manifest import build_manifest, check_manifest
+from toolproof.contract.layout import EVIDENCE_DIR, MANIFEST_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.errors import VerificationError
 from toolproof.identity import canonical_json, digest
@@ -144,7 +145,7 @@ class RunDirectoryWriter:
         _remove_stale(self.root)
         prefix = f"{TEMP_PREFIX}{os.getpid()}-"
         self.temp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
-        (self.temp / "evidence").mkdir()
+        (self.temp / EVIDENCE_DIR).mkdir()
         self.known: dict[str, tuple[int, str]] = {}
         self._done = False
 
@@ -174,7 +175,7 @@ class RunDirectoryWriter:
         manifest = build_manifest(self.temp, self.known)
         write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
         _sync_files(self.temp, [entry.path for entry in manifest.files])
-        _fsync_dir(self.temp / "evidence")
+        _fsync_dir(self.temp / EVIDENCE_DIR)
         _fsync_dir(self.temp)
         runs = self.root / RUNS_DIR
         runs.mkdir(exist_ok=True)

@@ -19,6 +19,7 @@ from typing import Self
 from pydantic import Field, JsonValue, model_validator
 
 from toolproof.contract.base import CanonicalModel, ContentModel
+from toolproof.contract.layout import evidence_path
 
 __all__ = [
     "EVIDENCE_ID_RE",
@@ -44,7 +45,7 @@ def evidence_id_for(sha256_digest: str) -> str:
 
 def evidence_path_for(evidence_id: str) -> str:
     """The relative POSIX path of an evidence file in a run directory: ``evidence/<hex>``."""
-    return "evidence/" + evidence_id.removeprefix("evidence_")
+    return evidence_path(evidence_id.removeprefix("evidence_"))
 
 
 class EvidenceSource(CanonicalModel):

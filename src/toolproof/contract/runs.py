@@ -16,6 +16,7 @@ from typing import Literal, Self
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from toolproof.contract.base import CanonicalModel, ContentModel
+from toolproof.contract.layout import TIMINGS_FILE
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.identity import content_id, digest_json
 
@@ -54,7 +55,6 @@ RESERVED_STEP_IDS = frozenset({"derive", "verify", "finalize"})
 """Node ids the planner adds itself; a spec step may not use them."""
 RUN_ID_RE = re.compile(r"^run_[0-9a-f]{64}$")
 """A run id: ``run_`` + SHA-256 hex."""
-TIMINGS_FILE = "timings.json"
 
 
 class StepKind(StrEnum):

@@ -21,7 +21,7 @@ from pydantic import (
 
 from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel, ContentModel
 from toolproof.errors import ToolCallError
-from toolproof.identity import digest_json
+from toolproof.identity import digest_json, digest_of_hex
 
 __all__ = [
     "ExposureRecord",
@@ -78,7 +78,8 @@ class ToolSpec(CanonicalModel):
     """The wire description of a tool.
 
     Attributes:
-        name: the tool name, ``^[A-Za-z0-9_.-]{1,64}$`` (checked by the Toolset).
+        name: the tool name (:data:`toolproof.contract.names.TOOL_NAME_PATTERN`, checked
+            by the Toolset).
         version: the tool's own version string (``"0"`` when not stated).
         description: what the tool does, for a model or a person.
         input_schema: the JSON Schema (draft 2020-12) of the arguments object; the
@@ -351,4 +352,4 @@ class ToolsetDescriptor(ContentModel):
     @property
     def digest(self) -> str:
         """The descriptor digest, ``sha256:<hex>`` (the hex of :attr:`id`)."""
-        return "sha256:" + self.id.split("_", 1)[1]
+        return digest_of_hex(self.id.split("_", 1)[1])

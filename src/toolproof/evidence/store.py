@@ -21,6 +21,7 @@ from toolproof.contract.evidence import (
     evidence_id_for,
     evidence_path_for,
 )
+from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
 from toolproof.identity import digest
 
@@ -67,7 +68,7 @@ class EvidenceStore:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
-        self.directory = self.run_dir / "evidence"
+        self.directory = self.run_dir / EVIDENCE_DIR
         self.directory.mkdir(exist_ok=True)
         self._root = str(self.run_dir)
         self._sizes: dict[str, int] = {}

@@ -18,13 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolproof.contract.names import TOOL_NAME_PATTERN, TOOL_NAME_RE
 from toolproof.contract.tools import StackLayer
 from toolproof.errors import ExtensionError
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.registry import Extension, ExtensionRegistry, default_registry
 from toolproof.extensions.schema import first_difference, is_concrete, strip_reserved
 from toolproof.tools.tool import Tool
-from toolproof.tools.toolset import TOOL_NAME_RE, Toolset
+from toolproof.tools.toolset import Toolset
 
 __all__ = ["ApplyContext", "ComboElement", "apply_combos", "build_combo", "combo_text"]
 
@@ -232,7 +233,7 @@ def build_combo(
                 inner = known
                 continue
             if TOOL_NAME_RE.match(name) is None:
-                raise ExtensionError(f"variant name {name!r} must match ^[A-Za-z0-9_.-]{{1,64}}$")
+                raise ExtensionError(f"variant name {name!r} must match {TOOL_NAME_PATTERN}")
             if is_taken(name) or any(tool.name == name for _, tool in built):
                 raise ExtensionError(
                     f"variant name {name!r} is already taken (rule: an extension mints a new "

@@ -15,6 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.rundir import RUNS_DIR
+from toolproof.contract.layout import (
+    CLAIMS_FILE,
+    MANIFEST_FILE,
+    REPORT_FILE,
+    SPEC_FILE,
+    TIMINGS_FILE,
+    TRACE_FILE,
+)
 from toolproof.errors import InputError
 
 __all__ = ["RUN_PREFIX_RE", "RunEntry", "find_runs", "list_runs", "read_entry"]
@@ -80,18 +88,18 @@ def _tool_calls(trace: Path) -> int:
 
 def read_entry(directory: Path) -> RunEntry:
     """Read what a listing shows of ``directory``; unreadable parts are ``None``."""
-    run_id = _field(_json(directory / "manifest.json"), "run_id")
-    task = _field(_json(directory / "spec.json"), "task")
-    outcome = _field(_json(directory / "report.json"), "outcome")
-    claims = _json(directory / "claims.json")
-    started = _field(_json(directory / "timings.json"), "started_at")
+    run_id = _field(_json(directory / MANIFEST_FILE), "run_id")
+    task = _field(_json(directory / SPEC_FILE), "task")
+    outcome = _field(_json(directory / REPORT_FILE), "outcome")
+    claims = _json(directory / CLAIMS_FILE)
+    started = _field(_json(directory / TIMINGS_FILE), "started_at")
     return RunEntry(
         path=directory,
         run_id=run_id if isinstance(run_id, str) else None,
         task=task if isinstance(task, str) else None,
         outcome=outcome if outcome in ("passed", "failed") else None,
         claims=len(claims) if isinstance(claims, list) else None,
-        tool_calls=_tool_calls(directory / "trace.jsonl"),
+        tool_calls=_tool_calls(directory / TRACE_FILE),
         started_at=started if isinstance(started, str) else "",
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.manifest import MANIFEST_FILE
+from toolproof.contract.layout import MANIFEST_FILE, PLAN_FILE, RUNTIME_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manifest
 from toolproof.errors import InputError
 
@@ -137,7 +137,7 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
 
 def _runtime(directory: Path) -> ExecutionRuntime | None:
     try:
-        return ExecutionRuntime.model_validate_json((directory / "runtime.json").read_bytes())
+        return ExecutionRuntime.model_validate_json((directory / RUNTIME_FILE).read_bytes())
     except (OSError, ValidationError):
         return None
 
@@ -200,14 +200,14 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         **(varying_sources(runtime_b) if runtime_b else {}),
     }
     explained = False
-    if files.get("trace.jsonl") == "changed":
-        trace_a = (a / "trace.jsonl").read_bytes()
-        first = first_trace_difference(trace_a, (b / "trace.jsonl").read_bytes())
+    if files.get(TRACE_FILE) == "changed":
+        trace_a = (a / TRACE_FILE).read_bytes()
+        first = first_trace_difference(trace_a, (b / TRACE_FILE).read_bytes())
         if first is not None:
             source = _source_of(trace_a, first["idx"], varying)
             first["source"] = source
             same_inputs = all(
-                files.get(name) == "same" for name in ("spec.json", "plan.json", "runtime.json")
+                files.get(name) == "same" for name in (SPEC_FILE, PLAN_FILE, RUNTIME_FILE)
             )
             explained = source is not None and same_inputs
     return RunDiff(ma.run_id, mb.run_id, files, first, varying, explained)

@@ -31,6 +31,14 @@ from typing import Any
 
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, pid_alive
 from toolproof.bundle.trace import TraceLine, read_trace
+from toolproof.contract.layout import (
+    EVIDENCE_DIR,
+    MANIFEST_FILE,
+    RUNTIME_FILE,
+    TIMINGS_FILE,
+    TRACE_FILE,
+    evidence_path,
+)
 from toolproof.contract.runs import (
     ExecutionRuntime,
     Policy,
@@ -91,7 +99,7 @@ class SessionOutcome:
 
 def is_live_session(directory: Path) -> bool:
     """Whether ``directory`` is a live session (a ``session.json``, no ``manifest.json``)."""
-    return (directory / SESSION_FILE).is_file() and not (directory / "manifest.json").exists()
+    return (directory / SESSION_FILE).is_file() and not (directory / MANIFEST_FILE).exists()
 
 
 def _sound_prefix(lines: list[TraceLine]) -> tuple[list[TraceEvent], list[str]]:
@@ -120,13 +128,13 @@ def _sound_prefix(lines: list[TraceLine]) -> tuple[list[TraceEvent], list[str]]:
 
 
 def _unreferenced(live: Path, events: list[TraceEvent]) -> list[str]:
-    folder = live / "evidence"
+    folder = live / EVIDENCE_DIR
     kept = {e.evidence.path for e in events if isinstance(e, EvidenceRegistered)}
     names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     return [
-        f"evidence/{name}: stored for a call whose block is incomplete"
+        f"{evidence_path(name)}: stored for a call whose block is incomplete"
         for name in names
-        if f"evidence/{name}" not in kept
+        if evidence_path(name) not in kept
     ]
 
 
@@ -147,7 +155,7 @@ async def _commit(
     header: dict[str, Any],
     dropped: list[str] | None,
 ) -> SessionOutcome:
-    runtime = ExecutionRuntime.model_validate_json((live / "runtime.json").read_bytes())
+    runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
     turns = [event for event in events if isinstance(event, ModelTurn)]
     config = header.get("config")
@@ -185,7 +193,7 @@ async def _commit(
         policy=Policy.AUDIT,
         reasoner=reasoner,
     )
-    live_lines = (live / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
+    live_lines = (live / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
     try:
         committed, recorded = await _write_run(
             live, root, spec, runtime, events, live_lines, header, dropped, len(calls)
@@ -227,7 +235,7 @@ async def _write_run(
             reasoner=reasoner_for(spec.reasoner),
             handlers=handlers,
         )
-        replayed = (writer.temp / "trace.jsonl").read_bytes().split(b"\n")[: len(events)]
+        replayed = (writer.temp / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
         if replayed != live_lines:
             pairs = enumerate(zip(replayed, live_lines, strict=False))
             first = next((i for i, (a, b) in pairs if a != b), min(len(replayed), len(live_lines)))
@@ -244,7 +252,7 @@ async def _write_run(
                 {"session": live.name, "kept_calls": calls, "dropped": dropped},
             )
         started_at, seconds = _started(header)
-        writer.write_json("timings.json", Timings(started_at=started_at, wall_seconds=seconds))
+        writer.write_json(TIMINGS_FILE, Timings(started_at=started_at, wall_seconds=seconds))
         return writer.commit(), recorded
 
 
@@ -256,7 +264,7 @@ def _read_live(live: Path) -> tuple[dict[str, Any], list[TraceLine], str | None]
         )
     try:
         header = json.loads((live / SESSION_FILE).read_bytes())
-        data = (live / "trace.jsonl").read_bytes() if (live / "trace.jsonl").is_file() else b""
+        data = (live / TRACE_FILE).read_bytes() if (live / TRACE_FILE).is_file() else b""
     except (OSError, ValueError) as exc:
         raise InputError(f"{live}: cannot read the live session: {exc}", path=str(live)) from exc
     lines, problem = read_trace(data)

@@ -54,6 +54,7 @@ from typing import Any
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     ApprovalDecided,
@@ -317,7 +318,7 @@ class Recorder:
         self.on_event = on_event
         buffered = self.durability == Durability.COMMIT
         self.trace = TraceWriter(
-            self.directory / "trace.jsonl", buffer_bytes=1 << 20 if buffered else 0
+            self.directory / TRACE_FILE, buffer_bytes=1 << 20 if buffered else 0
         )
         self.store = EvidenceStore(self.directory)
         self._new_files: list[str] = []

@@ -21,6 +21,7 @@ from typing import Any
 
 from toolproof.bundle.manifest import check_manifest
 from toolproof.bundle.rundir import RUNS_DIR
+from toolproof.contract.layout import REPORT_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, Report, RunSpec
 from toolproof.contract.tools import ToolDescriptor, ToolsetDescriptor
 from toolproof.contract.trace import TraceEvent
@@ -260,9 +261,9 @@ async def replay_run(
         if calls.refused is not None:  # raised inside a handler or reasoner that caught it
             raise calls.refused
         difference = first_trace_difference(
-            (directory / "trace.jsonl").read_bytes(), (scratch / "trace.jsonl").read_bytes()
+            (directory / TRACE_FILE).read_bytes(), (scratch / TRACE_FILE).read_bytes()
         )
-    report_matches = (directory / "report.json").read_bytes() == canonical_json(
+    report_matches = (directory / REPORT_FILE).read_bytes() == canonical_json(
         recorded.report.to_json()
     )
     differences += calls.differences

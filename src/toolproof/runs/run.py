@@ -18,6 +18,15 @@ from pathlib import Path
 
 from toolproof.bundle.rundir import RUNS_DIR, CommittedRun, RunDirectoryWriter, write_file
 from toolproof.contract.evidence import evidence_path_for
+from toolproof.contract.layout import (
+    CLAIMS_FILE,
+    PLAN_FILE,
+    REPORT_FILE,
+    RUNTIME_FILE,
+    SPEC_FILE,
+    TIMINGS_FILE,
+    TRACE_FILE,
+)
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import RecordingError
@@ -112,7 +121,7 @@ async def record_run(
 
     """
     known: dict[str, tuple[int, str]] = {}
-    for name, model in (("spec.json", spec), ("plan.json", plan), ("runtime.json", runtime)):
+    for name, model in ((SPEC_FILE, spec), (PLAN_FILE, plan), (RUNTIME_FILE, runtime)):
         known[name] = write_file(directory / name, canonical_json(model.to_json()), sync=durable)
     recorder = Recorder(directory, on_event=on_event)
     store = recorder.store
@@ -129,7 +138,7 @@ async def record_run(
         )
         outcome = await executor.run()
     finally:
-        known["trace.jsonl"] = recorder.close(sync=durable)
+        known[TRACE_FILE] = recorder.close(sync=durable)
     for record in executor.evidence:
         known[record.path] = (record.size, record.digest)
     for evidence_id in store.touched():  # rewritten after it was recorded: hash what is there
@@ -138,12 +147,12 @@ async def record_run(
             data = path.read_bytes()
             known[evidence_path_for(evidence_id)] = (len(data), digest(data))
     claims = canonical_json([claim.to_json() for claim in outcome.claims])
-    known["claims.json"] = write_file(directory / "claims.json", claims, sync=durable)
+    known[CLAIMS_FILE] = write_file(directory / CLAIMS_FILE, claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
     sizes = {path: size for path, (size, _) in known.items()}
     report = run_checks(RunView(directory, digests, sizes), spec.policy, checks)
     report_bytes = canonical_json(report.to_json())
-    known["report.json"] = write_file(directory / "report.json", report_bytes, sync=durable)
+    known[REPORT_FILE] = write_file(directory / REPORT_FILE, report_bytes, sync=durable)
     return RecordedRun(outcome, report, known)
 
 
@@ -281,5 +290,5 @@ async def _record_and_commit(
             wall_seconds=round(time.monotonic() - started, 6),
             steps=recorded.outcome.step_seconds,
         )
-        writer.write_json("timings.json", timings)
+        writer.write_json(TIMINGS_FILE, timings)
         return writer.commit(), recorded

@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.bundle.rundir import write_file
+from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
@@ -152,10 +153,10 @@ class LiveSession:
 
     def __post_init__(self) -> None:
         self._where = str(self.directory)
-        self._trace = str(self.directory / "trace.jsonl")
+        self._trace = str(self.directory / TRACE_FILE)
 
     def _cannot_write(self, exc: OSError) -> str:
-        where = exc.filename or self.directory / "trace.jsonl"
+        where = exc.filename or self.directory / TRACE_FILE
         return f"cannot write the recording at {where}: {exc.strerror or exc}"
 
     def admit(self, tool: str, arguments: Any) -> Admission:
@@ -214,7 +215,7 @@ class LiveSession:
             except OSError as exc:
                 why = self._cannot_write(exc)
             else:
-                trace = str(self.directory / "trace.jsonl")
+                trace = str(self.directory / TRACE_FILE)
                 if free < needed:
                     error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), trace)
                     why = (
@@ -389,7 +390,7 @@ def open_session(
     try:
         directory.mkdir(parents=True)
         write_file(directory / SESSION_FILE, json.dumps(header, sort_keys=True).encode("utf-8"))
-        write_file(directory / "runtime.json", canonical_json(runtime.to_json()))
+        write_file(directory / RUNTIME_FILE, canonical_json(runtime.to_json()))
         recorder = Recorder(directory, durability=durability)
     except OSError as exc:
         shutil.rmtree(directory, ignore_errors=True)

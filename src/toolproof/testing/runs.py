@@ -12,12 +12,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from toolproof.bundle.manifest import MANIFEST_FILE
-from toolproof.contract.evidence import ClaimStatus
+from toolproof.contract.evidence import ClaimStatus, evidence_path_for
+from toolproof.contract.layout import MANIFEST_FILE, TRACE_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.errors import ReplayRefused
-from toolproof.identity import digest
+from toolproof.identity import digest, digest_of_hex
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.testing.errors import ConformanceError
 from toolproof.verify.verifier import OUTER_CHECKS, verify_run
@@ -108,7 +108,7 @@ def assert_supports_exact(run_dir: Path) -> int:
                 "INV-DERIVED-GROUNDED", f"claim {number} is validated without supports"
             )
         for support in claim.supports:
-            rel = f"evidence/{support.evidence.removeprefix('evidence_')}"
+            rel = evidence_path_for(support.evidence)
             data = view.read_bytes(rel)[support.start : support.end]
             if digest(data) != support.sha256:
                 raise ConformanceError(
@@ -119,7 +119,7 @@ def assert_supports_exact(run_dir: Path) -> int:
             checked += 1
         for citation in claim.citations:
             support = claim.supports[citation.support]
-            rel = f"evidence/{support.evidence.removeprefix('evidence_')}"
+            rel = evidence_path_for(support.evidence)
             data = view.read_bytes(rel)[support.start : support.end]
             if citation.text.encode("utf-8") != data:
                 raise ConformanceError(
@@ -179,7 +179,7 @@ def assert_replay_refuses(run_dir: Path) -> None:
         copy = Path(tmp) / "runs" / run_dir.name
         shutil.copytree(run_dir, copy)
         view = RunView(copy)
-        target = (view.evidence_files() or ["trace.jsonl"])[0]
+        target = (view.evidence_files() or [TRACE_FILE])[0]
         data = bytearray((copy / target).read_bytes())
         data[0] ^= 0x01
         (copy / target).write_bytes(bytes(data))
@@ -189,7 +189,7 @@ def assert_replay_refuses(run_dir: Path) -> None:
         runtime = RunView(copy).runtime
         if runtime is not None and runtime.toolset.tools:
             tools = list(runtime.toolset.tools)
-            tools[0] = tools[0].model_copy(update={"fingerprint": "sha256:" + "0" * 64})
+            tools[0] = tools[0].model_copy(update={"fingerprint": digest_of_hex("0" * 64)})
             changed = ToolsetDescriptor.model_validate(
                 {**runtime.toolset.to_json(), "tools": [t.to_json() for t in tools], "id": ""}
             )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
+from toolproof.contract.names import TOOL_NAME_RE, TOOL_NAME_RULE
 from toolproof.contract.tools import ExposureRecord, ToolsetDescriptor
 from toolproof.errors import ToolNameError, ToolsetSealedError, UsageError
 from toolproof.tools.catalog import Catalog
@@ -17,11 +17,6 @@ from toolproof.tools.resources import FILTERS, LOCK_DIGEST, Resources
 from toolproof.tools.tool import Tool
 
 __all__ = ["TOOL_NAME_RE", "Quarantined", "Toolset", "check_tool_name"]
-
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
-"""What a tool or variant name must match: ``^[A-Za-z0-9_.-]{1,64}$`` (MCP's and most model
-APIs' tool-name rule), written with ``\\Z`` because Python's ``$`` also matches before a
-trailing newline."""
 
 
 def check_tool_name(name: object) -> str:
@@ -32,9 +27,7 @@ def check_tool_name(name: object) -> str:
 
     """
     if not isinstance(name, str) or TOOL_NAME_RE.match(name) is None:
-        raise ToolNameError(
-            str(name), "must match ^[A-Za-z0-9_.-]{1,64}$ (letters, digits, '_', '.', '-')"
-        )
+        raise ToolNameError(str(name), TOOL_NAME_RULE)
     return name
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import (
     ApprovalDecided,
@@ -146,7 +147,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
     calls: dict[str, tuple[ToolCalled, list[ApprovalRequested | ApprovalDecided]]] = {}
 
     def bad(idx: int, message: str) -> None:
-        out.append(finding(_CRIT, "trace.jsonl", message, event=idx))
+        out.append(finding(_CRIT, TRACE_FILE, message, event=idx))
 
     for event in view.events:
         if isinstance(event, ApprovalRequested | ApprovalDecided):

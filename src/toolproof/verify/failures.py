@@ -13,6 +13,7 @@ compares them with what was returned and how the step finished:
 
 from __future__ import annotations
 
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import FailureObserved, StepFinished, ToolCalled, ToolReturned
 from toolproof.verify.base import MAX_FINDINGS, finding
@@ -44,7 +45,7 @@ def check_failure_honesty(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: call {event.call_id} to {tool!r} (step "
                         f"{event.step!r}) returned a value although a layer reported "
                         f"{event.failure.kind}: {event.failure.message}; a layer turned a "
@@ -60,7 +61,7 @@ def check_failure_honesty(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: step {event.step!r} finished ok although its call "
                         f"{call_id} failed; a failed call fails its step",
                         event=event.idx,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from toolproof.contract.evidence import ClaimStatus, ClaimType, evidence_path_for
+from toolproof.contract.layout import CLAIMS_FILE, EVIDENCE_DIR, TRACE_FILE
 from toolproof.contract.runs import Finding, Severity, StepKind
 from toolproof.contract.trace import (
     EvidenceRegistered,
@@ -14,7 +15,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import encode_value
-from toolproof.identity import digest
+from toolproof.identity import digest, digest_of_hex
 from toolproof.verify.base import MAX_FINDINGS, finding
 from toolproof.verify.view import RunView
 
@@ -51,7 +52,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "claims.json",
+                        CLAIMS_FILE,
                         f"{label} is {claim.type} "
                         "but validated; only derived claims can be validated",
                     )
@@ -60,7 +61,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "claims.json",
+                        CLAIMS_FILE,
                         f"{label} has "
                         f"{len(claim.supports)} supports, min_supports is {minimum}; "
                         "mark it insufficient_evidence or cite more evidence",
@@ -72,7 +73,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     Severity.ERROR,
-                    "claims.json",
+                    CLAIMS_FILE,
                     f"{label} is derived but not validated: {claim.reason or 'no reason given'}",
                 )
             )
@@ -82,7 +83,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     Severity.INFO,
-                    "claims.json",
+                    CLAIMS_FILE,
                     f"{label}: insufficient evidence: {claim.reason or 'no reason given'}",
                 )
             )
@@ -91,7 +92,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "claims.json",
+                        CLAIMS_FILE,
                         f"{label} cites support #{citation.support}, which it does not have",
                     )
                 )
@@ -102,7 +103,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         Severity.ERROR,
-                        "claims.json",
+                        CLAIMS_FILE,
                         f"{label}: citation of "
                         f"support #{citation.support} does not match the cited bytes",
                     )
@@ -165,7 +166,7 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                 )
     for rel in sorted(on_disk - registered):
         size, file_digest = view.size_and_digest(rel)
-        name_ok = file_digest == "sha256:" + rel.removeprefix("evidence/")
+        name_ok = file_digest == digest_of_hex(rel.removeprefix(EVIDENCE_DIR + "/"))
         why = "" if name_ok else " and its name is not its SHA-256"
         out.append(finding(_CRIT, rel, f"{rel} is not registered in the trace{why}"))
     return out[:MAX_FINDINGS]
@@ -228,7 +229,7 @@ def check_required_steps(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     Severity.ERROR,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"plan step {node.id!r} never "
                     "finished; the run stopped early or the trace lost events",
                 )
@@ -238,7 +239,7 @@ def check_required_steps(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     Severity.WARNING,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"step {node.id!r} {event.status}: {why}",
                     event=event.idx,
                 )
@@ -261,7 +262,7 @@ def check_finalize(view: RunView) -> list[Finding] | None:
         return [
             finding(
                 Severity.ERROR,
-                "trace.jsonl",
+                TRACE_FILE,
                 "the trace does not end with the "
                 "finalize step: the run did not complete or events were removed",
             )
@@ -270,7 +271,7 @@ def check_finalize(view: RunView) -> list[Finding] | None:
         return [
             finding(
                 Severity.ERROR,
-                "trace.jsonl",
+                TRACE_FILE,
                 f"the run finalized as {events[-1].status}: {events[-1].detail.get('reason', '')}",
             )
         ]
@@ -291,7 +292,7 @@ def check_budget(view: RunView) -> list[Finding] | None:
         out.append(
             finding(
                 Severity.ERROR,
-                "trace.jsonl",
+                TRACE_FILE,
                 f"{calls} tool calls exceed the budget of {budgets.tool_calls}",
             )
         )
@@ -300,7 +301,7 @@ def check_budget(view: RunView) -> list[Finding] | None:
         out.append(
             finding(
                 Severity.ERROR,
-                "trace.jsonl",
+                TRACE_FILE,
                 f"{total} evidence bytes exceed the budget of {budgets.evidence_bytes}",
             )
         )
@@ -309,7 +310,7 @@ def check_budget(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     Severity.ERROR,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"the run stopped at event {event.idx} ({event.reason}): {event.message}",
                     event=event.idx,
                 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from toolproof.contract.layout import CLAIMS_FILE, PLAN_FILE, RUN_FILES, RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, Finding, Severity, StepKind
 from toolproof.contract.trace import (
     ClaimEmitted,
@@ -16,7 +17,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.identity import canonical_json
 from toolproof.verify.base import MAX_FINDINGS, finding
-from toolproof.verify.view import RUN_FILES, RunView
+from toolproof.verify.view import RunView
 
 __all__ = ["check_call_linkage", "check_links", "check_plan", "check_schema", "check_trace_chain"]
 
@@ -67,7 +68,7 @@ def check_plan(view: RunView) -> list[Finding] | None:
     out: list[Finding] = []
 
     def bad(message: str) -> None:
-        out.append(finding(_CRIT, "plan.json", message + "; re-run the spec to get a sound plan"))
+        out.append(finding(_CRIT, PLAN_FILE, message + "; re-run the spec to get a sound plan"))
 
     if plan.task != spec.task:
         bad("the plan's task differs from the spec's task")
@@ -88,7 +89,7 @@ def check_plan(view: RunView) -> list[Finding] | None:
         bad("the plan does not end with the derive, verify and finalize nodes")
     if runtime.seed != spec.seed:
         out.append(
-            finding(_CRIT, "runtime.json", f"runtime seed {runtime.seed} != spec seed {spec.seed}")
+            finding(_CRIT, RUNTIME_FILE, f"runtime seed {runtime.seed} != spec seed {spec.seed}")
         )
     return out[:MAX_FINDINGS]
 
@@ -104,7 +105,7 @@ def _lifecycle(view: RunView, out: list[Finding]) -> None:
             out.append(
                 finding(
                     _CRIT,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"event {event.idx} names unknown step {event.step!r} (not a plan node)",
                     **where,
                 )
@@ -114,7 +115,7 @@ def _lifecycle(view: RunView, out: list[Finding]) -> None:
                 out.append(
                     finding(
                         _CRIT,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx} starts step "
                         f"{event.step!r} while {open_node!r} is open or it ran before",
                         **where,
@@ -125,7 +126,7 @@ def _lifecycle(view: RunView, out: list[Finding]) -> None:
                 out.append(
                     finding(
                         _CRIT,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: step {event.step!r} starts out of plan order",
                         **where,
                     )
@@ -138,7 +139,7 @@ def _lifecycle(view: RunView, out: list[Finding]) -> None:
                 out.append(
                     finding(
                         _CRIT,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: run_failed while step {open_node!r} is open",
                         **where,
                     )
@@ -147,7 +148,7 @@ def _lifecycle(view: RunView, out: list[Finding]) -> None:
             out.append(
                 finding(
                     _CRIT,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"event {event.idx} ({event.type}) belongs "
                     f"to step {event.step!r} but step {open_node!r} is open",
                     **where,
@@ -170,7 +171,7 @@ def check_trace_chain(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     _CRIT,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"event at line {line.position + 1} has "
                     f"idx {event.idx}, expected {line.position} (events were "
                     "removed, added or reordered)",
@@ -181,7 +182,7 @@ def check_trace_chain(view: RunView) -> list[Finding] | None:
             out.append(
                 finding(
                     _CRIT,
-                    "trace.jsonl",
+                    TRACE_FILE,
                     f"event {line.position} has prev "
                     f"{event.prev}, but the event before hashes to {previous} "
                     "(the hash chain is broken)",
@@ -206,7 +207,7 @@ def check_call_linkage(view: RunView) -> list[Finding] | None:
     called: set[str] = set()
 
     def bad(idx: int, message: str) -> None:
-        out.append(finding(_CRIT, "trace.jsonl", f"event {idx}: {message}", event=idx))
+        out.append(finding(_CRIT, TRACE_FILE, f"event {idx}: {message}", event=idx))
 
     for event in view.events:
         if pending is not None and not (
@@ -253,7 +254,7 @@ def check_links(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         _CRIT,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: evidence source "
                         f"step {source.step!r} is not {event.step!r}",
                         event=event.idx,
@@ -263,7 +264,7 @@ def check_links(view: RunView) -> list[Finding] | None:
                 out.append(
                     finding(
                         _CRIT,
-                        "trace.jsonl",
+                        TRACE_FILE,
                         f"event {event.idx}: evidence names "
                         f"call {source.call}, which did not return a value before it",
                         event=event.idx,
@@ -277,7 +278,7 @@ def check_links(view: RunView) -> list[Finding] | None:
                     out.append(
                         finding(
                             _CRIT,
-                            "trace.jsonl",
+                            TRACE_FILE,
                             f"event {event.idx}: claim "
                             f"{event.claim.id} cites {support.evidence}, which is not "
                             "registered before it",
@@ -289,7 +290,7 @@ def check_links(view: RunView) -> list[Finding] | None:
         out.append(
             finding(
                 _CRIT,
-                "claims.json",
+                CLAIMS_FILE,
                 "claims.json differs from the claims emitted "
                 "in trace.jsonl; one of them was altered",
             )

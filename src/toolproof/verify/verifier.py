@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.bundle.manifest import check_manifest
+from toolproof.contract.layout import REPORT_FILE, RUNTIME_FILE, SPEC_FILE, TIMINGS_FILE
 from toolproof.contract.runs import Finding, Policy, Report, Severity, Timings
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json
@@ -96,7 +97,7 @@ class Verification:
 
 def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationFailure]:
     out = []
-    raw = (directory / "report.json").read_bytes() if (directory / "report.json").is_file() else b""
+    raw = (directory / REPORT_FILE).read_bytes() if (directory / REPORT_FILE).is_file() else b""
     if raw != canonical_json(report.to_json()):
         message = (
             "report.json is missing"
@@ -106,16 +107,16 @@ def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationF
         )
         out.append(
             VerificationFailure(
-                "report", Finding(severity=Severity.CRITICAL, file="report.json", message=message)
+                "report", Finding(severity=Severity.CRITICAL, file=REPORT_FILE, message=message)
             )
         )
     try:
-        Timings.model_validate_json((directory / "timings.json").read_bytes())
+        Timings.model_validate_json((directory / TIMINGS_FILE).read_bytes())
     except (ValidationError, OSError) as exc:
         message = f"timings.json is missing or invalid: {type(exc).__name__}"
         out.append(
             VerificationFailure(
-                "timings", Finding(severity=Severity.CRITICAL, file="timings.json", message=message)
+                "timings", Finding(severity=Severity.CRITICAL, file=TIMINGS_FILE, message=message)
             )
         )
     return out
@@ -125,12 +126,12 @@ def _sequence(view: RunView) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
     """The run's check sequence, and problems building it (file, message)."""
     if view.spec is None or not view.spec.checks:
         if view.runtime is not None and view.runtime.checks:
-            return CHECKS, [("runtime.json", "runtime.json names checks the spec does not")]
+            return CHECKS, [(RUNTIME_FILE, "runtime.json names checks the spec does not")]
         return CHECKS, []
     try:
         checks, descriptors = check_sequence(view.spec.checks)
     except InputError as exc:
-        return CHECKS, [("spec.json", f"{exc.message}; install it to verify this run")]
+        return CHECKS, [(SPEC_FILE, f"{exc.message}; install it to verify this run")]
     recorded = view.runtime.checks if view.runtime is not None else []
     if descriptors != recorded:
         now = ", ".join(f"{d.name}/{d.version}" for d in descriptors)
@@ -139,7 +140,7 @@ def _sequence(view: RunView) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
             f"the additional checks are not the ones the run recorded (recorded {then}; "
             f"installed now {now}); verify with the recorded versions, or re-run"
         )
-        return checks, [("runtime.json", message)]
+        return checks, [(RUNTIME_FILE, message)]
     return checks, []
 
 

@@ -10,15 +10,21 @@ from pydantic import TypeAdapter, ValidationError
 from toolproof.bundle.manifest import hash_file
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.evidence import Claim
+from toolproof.contract.layout import (
+    CLAIMS_FILE,
+    EVIDENCE_DIR,
+    PLAN_FILE,
+    RUNTIME_FILE,
+    SPEC_FILE,
+    TRACE_FILE,
+    evidence_path,
+)
 from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json
 
-__all__ = ["RUN_FILES", "RunView"]
-
-RUN_FILES = ("spec.json", "plan.json", "runtime.json", "trace.jsonl", "claims.json")
-"""The files the ordered checks read (besides ``evidence/``)."""
+__all__ = ["RunView"]
 
 _CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
 
@@ -58,9 +64,9 @@ class RunView:
         self._sizes = dict(sizes or {})
         self._digests: dict[str, tuple[int, str]] = {}
         self.problems: dict[str, str] = {}
-        self.spec: RunSpec | None = self._model("spec.json", RunSpec)
-        self.plan: Plan | None = self._model("plan.json", Plan)
-        self.runtime: ExecutionRuntime | None = self._model("runtime.json", ExecutionRuntime)
+        self.spec: RunSpec | None = self._model(SPEC_FILE, RunSpec)
+        self.plan: Plan | None = self._model(PLAN_FILE, Plan)
+        self.runtime: ExecutionRuntime | None = self._model(RUNTIME_FILE, ExecutionRuntime)
         self.claims: list[Claim] | None = self._claims()
         self.trace: list[TraceLine] = []
         self.events: list[TraceEvent] | None = None
@@ -91,46 +97,44 @@ class RunView:
         return model
 
     def _claims(self) -> list[Claim] | None:
-        raw = self._read("claims.json")
+        raw = self._read(CLAIMS_FILE)
         if raw is None:
             return None
         try:
             claims = _CLAIMS.validate_json(raw)
         except ValidationError as exc:
-            self.problems["claims.json"] = (
-                f"claims.json is not a list of claims: {_problem_of(exc)}"
-            )
+            self.problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {_problem_of(exc)}"
             return None
         except InputError as exc:
-            self.problems["claims.json"] = f"claims.json is not a list of claims: {exc.message}"
+            self.problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {exc.message}"
             return None
         if canonical_json([claim.to_json() for claim in claims]) != raw:
-            self.problems["claims.json"] = "claims.json is not in canonical JSON form (RFC 8785)"
+            self.problems[CLAIMS_FILE] = "claims.json is not in canonical JSON form (RFC 8785)"
             return None
         return claims
 
     def _trace(self) -> None:
-        raw = self._read("trace.jsonl")
+        raw = self._read(TRACE_FILE)
         if raw is None:
             return
         self.trace, problem = read_trace(raw)
         if problem is not None:
-            self.problems["trace.jsonl"] = f"trace.jsonl {problem}"
+            self.problems[TRACE_FILE] = f"trace.jsonl {problem}"
         bad = [line for line in self.trace if line.event is None]
         if bad:
             self.problems.setdefault(
-                "trace.jsonl", f"trace.jsonl line {bad[0].position + 1} {bad[0].problem}"
+                TRACE_FILE, f"trace.jsonl line {bad[0].position + 1} {bad[0].problem}"
             )
         if problem is None and not bad:
             self.events = [line.event for line in self.trace if line.event is not None]
 
     def evidence_files(self) -> list[str]:
         """Relative paths of the regular files under ``evidence/``, sorted."""
-        folder = self.directory / "evidence"
+        folder = self.directory / EVIDENCE_DIR
         if not folder.is_dir():
             return []
         return sorted(
-            f"evidence/{entry.name}"
+            evidence_path(entry.name)
             for entry in folder.iterdir()
             if entry.is_file() and not entry.is_symlink()
         )

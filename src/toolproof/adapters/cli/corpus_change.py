@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.config import load_config
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.errors import InputError
 from toolproof.evidence.corpus import load_corpus
 
@@ -66,7 +67,7 @@ def document_changes(config: Path, run: Path, tools: list[str]) -> list[str]:
     corpora = {source.name: source.corpus for source in parsed.retrieval if source.name in tools}
     if not corpora:
         return []
-    recorded = _recorded(run / "trace.jsonl", set(corpora))
+    recorded = _recorded(run / TRACE_FILE, set(corpora))
     lines = []
     for tool in sorted(corpora):
         try:

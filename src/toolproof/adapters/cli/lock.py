@@ -25,6 +25,7 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import CONFIG, ToolproofConfig, load_toolset, lock_path_of
+from toolproof.contract.layout import RUNTIME_FILE
 from toolproof.contract.runs import ExecutionRuntime
 from toolproof.errors import InputError, VerificationError
 from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
@@ -35,7 +36,7 @@ __all__ = ["print_drifts", "register", "run_lock"]
 def run_lock(directory: Path) -> str | None:
     """The lock digest the run in ``directory`` recorded (``runtime.json``), or ``None``."""
     try:
-        runtime = ExecutionRuntime.model_validate_json((directory / "runtime.json").read_bytes())
+        runtime = ExecutionRuntime.model_validate_json((directory / RUNTIME_FILE).read_bytes())
     except (OSError, ValidationError, InputError):
         return None
     return runtime.toolset.lock

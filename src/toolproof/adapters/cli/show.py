@@ -17,6 +17,7 @@ from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
+from toolproof.contract.layout import CLAIMS_FILE, MANIFEST_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest
 from toolproof.verify.verifier import verify_run
@@ -39,7 +40,7 @@ _CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
 def _events(directory: Path) -> list[dict[str, Any]]:
     """The trace's events that parse as JSON objects (an unreadable trace has none)."""
     try:
-        lines = (directory / "trace.jsonl").read_bytes().splitlines()
+        lines = (directory / TRACE_FILE).read_bytes().splitlines()
     except OSError:
         return []
     events = []
@@ -169,12 +170,12 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
 
     """
     try:
-        claims = _CLAIMS.validate_json((directory / "claims.json").read_bytes())
+        claims = _CLAIMS.validate_json((directory / CLAIMS_FILE).read_bytes())
     except (OSError, ValidationError, InputError) as exc:
         raise VerificationError(
             f"{directory}: claims.json is missing or invalid ({type(exc).__name__}); "
             "run `toolproof verify` on it",
-            file="claims.json",
+            file=CLAIMS_FILE,
         ) from None
     sources = _sources(directory)
     return [
@@ -278,7 +279,7 @@ def show_command(
 def _stored_policy(directory: Path) -> str:
     """The policy the run's spec names (read unverified: the manifest check failed)."""
     try:
-        policy = json.loads((directory / "spec.json").read_bytes()).get("policy", "strict")
+        policy = json.loads((directory / SPEC_FILE).read_bytes()).get("policy", "strict")
     except (OSError, ValueError, AttributeError):
         return "unknown"
     return policy if isinstance(policy, str) else "unknown"
@@ -287,7 +288,7 @@ def _stored_policy(directory: Path) -> str:
 def _run_id(directory: Path) -> str:
     """The manifest's run id (a run's identity is its content), else the folder name."""
     try:
-        run_id = json.loads((directory / "manifest.json").read_bytes()).get("run_id")
+        run_id = json.loads((directory / MANIFEST_FILE).read_bytes()).get("run_id")
     except (OSError, ValueError, AttributeError):
         return directory.name
     return run_id if isinstance(run_id, str) else directory.name

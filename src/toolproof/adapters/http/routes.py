@@ -28,6 +28,7 @@ from toolproof.adapters.http.problems import ApiProblem, Problem
 from toolproof.adapters.http.settings import ApiSettings
 from toolproof.bundle.attest import attestation_path, stored_public_keys
 from toolproof.bundle.paths import confine, path_problem
+from toolproof.contract.layout import CLAIMS_FILE, REPORT_FILE, SPEC_FILE, TIMINGS_FILE, TRACE_FILE
 from toolproof.errors import InputError
 from toolproof.runs.diff import diff_runs
 
@@ -77,14 +78,14 @@ def _read_json(path: Path, budget: int) -> tuple[Any, int]:
 def _summary(settings: ApiSettings, run_id: str) -> RunSummary:
     directory = settings.root / "runs" / run_id
     budget = settings.max_response_bytes
-    spec, _ = _read_json(directory / "spec.json", budget)
-    report, _ = _read_json(directory / "report.json", budget)
-    timings, _ = _read_json(directory / "timings.json", budget)
-    claims, _ = _read_json(directory / "claims.json", budget)
+    spec, _ = _read_json(directory / SPEC_FILE, budget)
+    report, _ = _read_json(directory / REPORT_FILE, budget)
+    timings, _ = _read_json(directory / TIMINGS_FILE, budget)
+    claims, _ = _read_json(directory / CLAIMS_FILE, budget)
     task = spec.get("task") if isinstance(spec, dict) else None
     outcome = report.get("outcome") if isinstance(report, dict) else None
     started = timings.get("started_at") if isinstance(timings, dict) else None
-    trace = directory / "trace.jsonl"
+    trace = directory / TRACE_FILE
     calls = None
     if trace.is_file() and not trace.is_symlink():
         calls = trace.read_bytes().count(b'"type":"tool_called"')
@@ -190,7 +191,7 @@ def get_trace(
     event larger than that limit by itself is a 422 ``response-too-large`` naming the
     event, its size and the limit (a page never comes back empty with more to come).
     """
-    path = run_directory(settings, run_id) / "trace.jsonl"
+    path = run_directory(settings, run_id) / TRACE_FILE
     lines: list[bytes] = []
     size = 0
     more = False

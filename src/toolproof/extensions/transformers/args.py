@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import Field, JsonValue
 
+from toolproof.contract.names import PARAMETER_NAME_RE
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import StrictConfig
 from toolproof.tools.schema import compile_validator, validation_errors
 from toolproof.tools.tool import Tool
-from toolproof.tools.toolset import TOOL_NAME_RE
 
 __all__ = ["ArgsConfig", "args_factory"]
 
@@ -73,7 +73,7 @@ def _check_names(cfg: ArgsConfig, properties: dict[str, Any], tool: str) -> None
             )
     seen: dict[str, str] = {}
     for original, new in cfg.rename.items():
-        if not TOOL_NAME_RE.match(new):
+        if not PARAMETER_NAME_RE.match(new):
             raise _refuse(f"args: rename {original!r} -> {new!r}: not a valid parameter name")
         if new != original and new in properties:
             raise _refuse(
