@@ -24,15 +24,18 @@ arrives at once.
 
 from __future__ import annotations
 
+import json
 from types import TracebackType
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from toolproof.adapters.turn_session import TurnSession
+from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.identity import digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
+from toolproof.tools import hooks
 
 __all__ = [
     "REQUEST_HEADERS_KEPT",
@@ -96,6 +99,27 @@ def recorded_url(url: httpx.URL) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def _inference(path: str, body: bytes) -> tuple[str, str]:
+    """The GenAI operation and model a request names (the span of its turn).
+
+    The operation comes from an OpenAI-style path (``/embeddings``, ``/completions``,
+    else ``chat``), the model from a JSON body's ``"model"`` (else the path).
+    """
+    operation = "chat"
+    if path.endswith("/embeddings"):
+        operation = "embeddings"
+    elif path.endswith("/completions") and not path.endswith("/chat/completions"):
+        operation = "text_completion"
+    model: Any = None
+    try:
+        parsed = json.loads(body) if body[:1] == b"{" else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        model = parsed.get("model")
+    return operation, model if isinstance(model, str) and model else path
+
+
 def _media(headers: httpx.Headers) -> str:
     return headers.get("content-type") or "application/octet-stream"
 
@@ -144,13 +168,15 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 request=request,
             )
         self.session.admit_turn(SOURCE)
-        live = await self.inner.handle_async_request(request)
-        try:
-            answer = await live.aread()
-        finally:
-            await live.aclose()
-        self.session.record_turn(
-            ModelExchange(
+        traced = hooks.ACTIVE is not None  # the body is parsed for the span only
+        operation, model = _inference(request.url.path, body) if traced else ("chat", "")
+        with hooks.model_turn(model, operation=operation) as span:
+            live = await self.inner.handle_async_request(request)
+            try:
+                answer = await live.aread()
+            finally:
+                await live.aclose()
+            turn = ModelExchange(
                 source=SOURCE,
                 model=f"{method} {url}",
                 request=body,
@@ -166,7 +192,10 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                     "response_headers": kept_headers(live.headers, RESPONSE_HEADERS_KEPT),
                 },
             )
-        )
+            turn_recorded(span, self.session.record_turn(turn), turn)
+            span.set_attribute("http.response.status_code", live.status_code)
+            if live.status_code >= 400:
+                hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
         headers = [(k, v) for k, v in live.headers.multi_items() if k.lower() not in _UNSERVED]
         return httpx.Response(
             live.status_code,

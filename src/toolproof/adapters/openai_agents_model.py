@@ -33,11 +33,12 @@ from agents.items import TResponseInputItem, TResponseOutputItem
 from agents.usage import deserialize_usage, serialize_usage
 from pydantic import BaseModel, TypeAdapter
 
-from toolproof.adapters.turn_session import TurnSession
+from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
+from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedAgentsModel", "response_bytes", "response_from"]
 
@@ -167,28 +168,32 @@ class RecordedAgentsModel(Model):
         if self.session.frozen:
             return response_from(self.session.serve_turn(SOURCE, key).response)
         self.session.admit_turn(SOURCE)
-        response = await self.wrapped.get_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        )
         name = getattr(self.wrapped, "model", None)
-        self.session.record_turn(
-            ModelExchange(
+        model = name if isinstance(name, str) else type(self.wrapped).__name__
+        with hooks.model_turn(model, provider="openai") as span:
+            response = await self.wrapped.get_response(
+                system_instructions,
+                input,
+                model_settings,
+                tools,
+                output_schema,
+                handoffs,
+                tracing,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+                prompt=prompt,
+            )
+            turn = ModelExchange(
                 source=SOURCE,
-                model=name if isinstance(name, str) else type(self.wrapped).__name__,
+                model=model,
                 request=request,
                 response=response_bytes(response),
                 key=digest(key),
             )
-        )
+            turn_recorded(span, self.session.record_turn(turn), turn)
+            if span is not hooks.NO_SPAN:
+                span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:

@@ -27,11 +27,12 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from toolproof.adapters.turn_session import TurnSession
+from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
+from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedModel", "request_bytes"]
 
@@ -105,16 +106,23 @@ class RecordedModel(WrapperModel):
             recorded = self.session.serve_turn(SOURCE, key)
             return _RESPONSE.validate_json(recorded.response)
         self.session.admit_turn(SOURCE)
-        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
-        self.session.record_turn(
-            ModelExchange(
+        with hooks.model_turn(self.wrapped.model_name, provider=self.wrapped.system) as span:
+            response = await self.wrapped.request(
+                messages, model_settings, model_request_parameters
+            )
+            turn = ModelExchange(
                 source=SOURCE,
                 model=f"{self.wrapped.system}:{self.wrapped.model_name}",
                 request=request,
                 response=canonical_json(_RESPONSE.dump_python(response, mode="json")),
                 key=digest(key),
             )
-        )
+            turn_recorded(span, self.session.record_turn(turn), turn)
+            if span is not hooks.NO_SPAN:
+                if response.model_name:
+                    span.set_attribute("gen_ai.response.model", response.model_name)
+                span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
         return response
 
     @asynccontextmanager

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from toolproof.identity import digest
 from toolproof.runs.recorder import ModelExchange
+from toolproof.tools import hooks
 
-__all__ = ["TurnSession"]
+__all__ = ["TurnSession", "turn_recorded"]
 
 
 class TurnSession(Protocol):
@@ -32,3 +34,19 @@ class TurnSession(Protocol):
     def serve_turn(self, source: str, key: bytes) -> Any:
         """The recorded turn for match key ``key``: its ``response`` bytes and ``detail``."""
         ...
+
+
+def turn_recorded(span: hooks.Span, step: str, turn: ModelExchange) -> None:
+    """Link a model-turn span (:func:`toolproof.tools.hooks.model_turn`) to its evidence.
+
+    Sets ``toolproof.step`` (the model step's id), ``toolproof.turn.source`` and the
+    ``sha256:`` digests of the exact request and response bytes stored under
+    ``evidence/`` (``toolproof.request_digest``, ``toolproof.response_digest``); nothing
+    with telemetry off.
+    """
+    if span is hooks.NO_SPAN:
+        return
+    span.set_attribute("toolproof.step", step)
+    span.set_attribute("toolproof.turn.source", turn.source)
+    span.set_attribute("toolproof.request_digest", digest(turn.request))
+    span.set_attribute("toolproof.response_digest", digest(turn.response))
