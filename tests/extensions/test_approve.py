@@ -338,3 +338,21 @@ def test_bad_approvals_tables_are_refused(
         asyncio.run(load_toolset(config).__aenter__())
     assert caught.value.fields["key"] == key
     assert caught.value.fields["rule"].startswith(rule)
+
+
+def test_argument_predicates_use_json_pointers_and_json_equality() -> None:
+    from toolproof.contract.tools import ToolAnnotations
+    from toolproof.extensions.approvals import ApprovalPolicy, compile_rules
+
+    policy = ApprovalPolicy.model_validate(
+        {"rules": [{"arguments": {"/opts/0/a~1b": True, "/n": 1}}, {"when": {"title": "x"}}]}
+    )
+    (rule,) = compile_rules(policy, ToolAnnotations()) or ()
+    assert rule.matches({"opts": [{"a/b": True}], "n": 1.0})
+    assert not rule.matches({"opts": [{"a/b": 1}], "n": 1})  # 1 is not true
+    assert not rule.matches({"opts": [{"a/b": True}], "n": True})  # true is not 1
+    assert not rule.matches({"opts": [], "n": 1})
+    assert rule.matches({"opts": {"0": {"a/b": True}}, "n": 1})  # RFC 6901: "0" names a key too
+    assert compile_rules(ApprovalPolicy(), ToolAnnotations()) is None
+    titled = compile_rules(policy, ToolAnnotations(title="x")) or ()
+    assert [r.index for r in titled] == [0, 1]

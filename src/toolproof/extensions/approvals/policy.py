@@ -153,11 +153,29 @@ class CompiledRule:
     index: int
     arguments: tuple[tuple[str, Any], ...]
     record: Mapping[str, Any]
+    _parts: tuple[tuple[tuple[str, ...], Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        parts = tuple(
+            (tuple(_unescape(p) for p in pointer.split("/")[1:]), expected)
+            for pointer, expected in self.arguments
+        )
+        object.__setattr__(self, "_parts", parts)
 
     def matches(self, arguments: dict[str, Any]) -> bool:
         """Whether every argument predicate holds for ``arguments``."""
-        for pointer, expected in self.arguments:
-            if not json_equal(resolve_pointer(arguments, pointer), expected):
+        for parts, expected in self._parts:
+            node: Any = arguments
+            for part in parts:
+                if type(node) is dict:
+                    node = node.get(part, _MISSING)
+                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    return False
+                if node is _MISSING:
+                    return False
+            if node is not expected and not json_equal(node, expected):
                 return False
         return True
 
