@@ -281,3 +281,34 @@ def test_agents_sdk_turns_record_verify_and_replay_frozen(tmp_path: Path) -> Non
     assert refused.value.event == turns[0]["idx"]
     assert '-      "content": "What is it?",' in refused.value.message
     assert '+      "content": "What was it?",' in refused.value.message
+
+
+def _counting_agent(asked: list[int]) -> Callable[[Session], Coroutine[Any, Any, None]]:
+    """Two concurrent runs, then a third, all asking the model the identical request."""
+    from pydantic_ai.messages import TextPart
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> PaiResponse:
+        asked.append(len(asked) + 1)
+        return PaiResponse(parts=[TextPart(f"answer {len(asked)}")])
+
+    async def agent(session: Session) -> None:
+        runner = Agent(session.pydantic_ai_model(FunctionModel(respond)))
+        both = await asyncio.gather(runner.run("same?"), runner.run("same?"))
+        third = await runner.run("same?")
+        session.answer(" / ".join(r.output for r in [*both, third]))
+
+    return agent
+
+
+def test_identical_model_requests_are_served_in_recorded_order(tmp_path: Path) -> None:
+    asked: list[int] = []
+    run = _record(tmp_path, _counting_agent(asked))
+    assert asked == [1, 2, 3]
+    keys = {e["key"] for e in _events(run) if e["type"] == "model_turn"}
+    assert len(keys) == 1
+    replayed: list[int] = []
+    replay = asyncio.run(toolproof.replay_session(run, _counting_agent(replayed)))
+    assert (replay.identical, replay.turns, replay.calls) == (True, 3, 0)
+    assert replayed == []
+    spec = json.loads((run / "spec.json").read_bytes())
+    assert spec["reasoner"]["params"]["answer"] == "answer 1 / answer 2 / answer 3"

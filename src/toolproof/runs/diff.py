@@ -2,7 +2,8 @@
 
 Two live runs of the same spec with the same runtime can differ only where a source
 declared non-deterministic varies: a tool with ``deterministic=False`` (and its
-``varies``, e.g. ``clock``), or a reasoner with ``deterministic = False``. The diff
+``varies``, e.g. ``clock``), a reasoner with ``deterministic = False``, or the model of
+an agent session (``model <source> <model>``, varies: ``model``). The diff
 lists these sources (:attr:`RunDiff.varying`) and says whether the first trace
 difference comes from one of them (:attr:`RunDiff.explained`), so a clock reading
 that changed is reported as variation, not as corruption.
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 from toolproof.contract.layout import MANIFEST_FILE, PLAN_FILE, RUNTIME_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manifest
 from toolproof.errors import InputError
+from toolproof.runs.turns import TURN_PROVIDER_ORIGIN, turn_provider_name
 
 __all__ = ["RunDiff", "diff_runs", "first_trace_difference", "varying_sources"]
 
@@ -118,8 +120,10 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
 
     Returns:
         ``{"tool <name>": varies, "reasoner <name>": varies}`` for every tool and the
-        reasoner whose descriptor says ``deterministic = false``, and ``{"tool <name>":
-        ["model"]}`` for every model provider a reasoner called (``llm.chat``).
+        reasoner whose descriptor says ``deterministic = false``, ``{"tool <name>":
+        ["model"]}`` for every model provider a reasoner called (``llm.chat``), and
+        ``{"model <source> <model>": ["model"]}`` for an agent session's model (its
+        recorded model turns).
 
     """
     out = {
@@ -129,7 +133,8 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
     }
     for provider in runtime.providers:
         if provider.kind == MODEL_PROVIDER_KIND:
-            out[f"tool {provider.name}"] = ["model"]
+            where = "model" if provider.origin == TURN_PROVIDER_ORIGIN else "tool"
+            out[f"{where} {provider.name}"] = ["model"]
     if not runtime.reasoner.deterministic:
         out[f"reasoner {runtime.reasoner.name}"] = list(runtime.reasoner.varies)
     return out
@@ -148,6 +153,10 @@ def _source_of(trace: bytes, idx: int, varying: dict[str, list[str]]) -> str | N
     if idx >= len(lines):
         return None
     event = _fields(lines[idx])
+    turn = _turn_of(lines, event)
+    if turn is not None:
+        name = f"model {turn_provider_name(str(turn.get('source')), str(turn.get('model')))}"
+        return name if name in varying else None
     call_id = event.get("call_id")
     if event.get("type") == "evidence_registered":
         call_id = (event.get("evidence") or {}).get("source", {}).get("call")
@@ -161,6 +170,20 @@ def _source_of(trace: bytes, idx: int, varying: dict[str, list[str]]) -> str | N
         if called.get("type") == "tool_called" and called.get("call_id") == call_id:
             tool = f"tool {called.get('call', {}).get('tool')}"
             return tool if tool in varying else None
+    return None
+
+
+def _turn_of(lines: list[bytes], event: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``model_turn`` event of the model step ``event`` belongs to, if it does."""
+    step = str(event.get("step", ""))
+    if event.get("type") == "model_turn":
+        return event
+    if not step.startswith("turn-"):
+        return None
+    for line in lines:
+        other = _fields(line)
+        if other.get("type") == "model_turn" and other.get("step") == step:
+            return other
     return None
 
 

@@ -1,4 +1,9 @@
-"""``toolproof show RUN``: the claims of a run with the exact bytes they cite."""
+"""``toolproof show RUN``: the claims of a run with the exact bytes they cite.
+
+An agent session's run (model turns recorded) is shown as a timeline first
+(:mod:`toolproof.adapters.cli.timeline`): each model turn, the tool calls that
+followed it, then the answer's claim with every citation and its bytes.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_con
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
+from toolproof.adapters.cli.timeline import print_timeline, timeline_view
 from toolproof.adapters.html_report import describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.contract.layout import CLAIMS_FILE, MANIFEST_FILE, SPEC_FILE, TRACE_FILE
@@ -242,10 +248,16 @@ def show_command(
         metavar="FILE",
     ),
 ) -> None:
-    """Show a run's claims with their cited snippets (or, without claims, its tool calls)."""
+    """Show a run's claims with their cited snippets (or, without claims, its tool calls).
+
+    An agent run with model turns is a timeline: each model turn, the tool calls after
+    it, then the answer with each citation and its bytes.
+    """
     directory = resolve_run(root, run)
     claims = claim_view(directory)
     calls = call_view(directory)
+    timeline = timeline_view(directory, _events(directory))
+    turns = any(entry["kind"] == "model_turn" for entry in timeline)
     run_id = _run_id(directory)
     if html is not None:
         verification = verify_run(directory)
@@ -261,9 +273,16 @@ def show_command(
         write_html(html, run_id, claims, verdict)
         err_console.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
-        emit_json({"run": run_id, "claims": claims, "calls": calls})
+        document = {"run": run_id, "claims": claims, "calls": calls}
+        if turns:
+            document["timeline"] = timeline
+        emit_json(document)
         return
-    if claims or not calls:
+    if turns:
+        print_timeline(timeline)
+        out_console.print("[bold]answer[/]")
+        print_claims(claims)
+    elif claims or not calls:
         print_claims(claims)
     else:
         print_calls(calls)

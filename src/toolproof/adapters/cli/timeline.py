@@ -1,0 +1,205 @@
+"""An agent run as a timeline: each model turn, the tool calls after it, then the answer.
+
+:func:`timeline_view` reads the trace in order: a ``model`` step (its ``model_turn``
+event and the request and response evidence) or a ``call`` step (its call and
+result). A model turn is summarised from its response bytes: the tool calls it asked
+for, or the start of its text, for pydantic-ai's ``ModelResponse``, the Agents SDK's
+output items and an OpenAI-style chat completion; other bytes show their first
+characters. ``toolproof show`` prints it before the answer's claims.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from toolproof.adapters.cli.app import out_console
+
+__all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
+
+PREVIEW_CHARS = 80
+"""Characters of a text or a value shown in a timeline line."""
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _pydantic_ai(value: dict[str, Any]) -> list[str]:
+    out = []
+    for part in value.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("part_kind") == "tool-call":
+            out.append(f"calls {part.get('tool_name')}")
+        elif part.get("part_kind") == "text":
+            out.append(f"says {json.dumps(_short(str(part.get('content', ''))))}")
+    return out
+
+
+def _agents(value: dict[str, Any]) -> list[str]:
+    out = []
+    for item in value.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call":
+            out.append(f"calls {item.get('name')}")
+        elif item.get("type") == "message":
+            text = " ".join(
+                str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict)
+            )
+            out.append(f"says {json.dumps(_short(text))}")
+    return out
+
+
+def _chat(value: dict[str, Any]) -> list[str]:
+    out = []
+    for choice in value.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                out.append(f"calls {(call.get('function') or {}).get('name')}")
+        if message.get("content"):
+            out.append(f"says {json.dumps(_short(str(message['content'])))}")
+    return out
+
+
+def turn_summary(source: str, response: bytes) -> str:
+    """What a model turn's response did, in one line (see the module docstring).
+
+    Args:
+        source: the turn's recorder (``pydantic-ai``, ``openai-agents``, ``http``).
+        response: the recorded response bytes.
+
+    Returns:
+        ``"calls read_file, calls lookup"``, ``'says "It is …"'``, or the bytes' start.
+
+    """
+    try:
+        value = json.loads(response)
+    except ValueError:
+        return _short(response.decode("utf-8", errors="replace"))
+    if isinstance(value, dict):
+        shape = {"pydantic-ai": _pydantic_ai, "openai-agents": _agents}.get(source, _chat)
+        said = shape(value)
+        if said:
+            return ", ".join(said)
+    return _short(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _read(directory: Path, record: dict[str, Any] | None) -> bytes:
+    if not record:
+        return b""
+    path = directory / str(record.get("path", ""))
+    try:
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+    except OSError:
+        return b""
+
+
+def _call_label(step: str) -> str:
+    number = step.removeprefix("call-")
+    return f"call_{int(number)}" if number.isdigit() else step
+
+
+def _turn_entry(
+    directory: Path, event: dict[str, Any], evidence: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    request = evidence.get(str(event.get("request")))
+    response = evidence.get(str(event.get("response")))
+    data = _read(directory, response)
+    return {
+        "kind": "model_turn",
+        "step": event.get("step"),
+        "event": event.get("idx"),
+        "source": event.get("source"),
+        "model": event.get("model"),
+        "request": {"file": (request or {}).get("path"), "size": (request or {}).get("size")},
+        "response": {"file": (response or {}).get("path"), "size": (response or {}).get("size")},
+        "status": (event.get("detail") or {}).get("status"),
+        "summary": turn_summary(str(event.get("source")), data),
+    }
+
+
+def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model turns and tool calls of a run's trace, in order.
+
+    Args:
+        directory: the run directory (the evidence files are read from it).
+        events: the trace's events as JSON objects.
+
+    Returns:
+        ``{"kind": "model_turn", "step", "event", "source", "model", "request",
+        "response", "status", "summary"}`` and ``{"kind": "call", "step", "event",
+        "call", "tool", "arguments", "ok", "value", "failure"}`` entries; ``call`` is
+        the ``call_N`` an answer cites it by.
+
+    """
+    evidence: dict[str, dict[str, Any]] = {}
+    entries: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    for event in events:
+        kind = event.get("type")
+        if kind == "evidence_registered" and isinstance(event.get("evidence"), dict):
+            evidence[str(event["evidence"].get("id"))] = event["evidence"]
+        elif kind == "model_turn":
+            entries.append(_turn_entry(directory, event, evidence))
+        elif kind == "tool_called":
+            call = event.get("call") or {}
+            entry = {
+                "kind": "call",
+                "step": event.get("step"),
+                "event": event.get("idx"),
+                "call": _call_label(str(event.get("step"))),
+                "tool": call.get("tool"),
+                "arguments": call.get("arguments"),
+                "ok": None,
+                "value": None,
+                "failure": None,
+            }
+            calls[str(event.get("call_id"))] = entry
+            entries.append(entry)
+        elif kind == "tool_returned" and str(event.get("call_id")) in calls:
+            result = event.get("result") or {}
+            calls[str(event.get("call_id"))].update(
+                ok=result.get("ok"), value=result.get("value"), failure=result.get("failure")
+            )
+    return entries
+
+
+def print_timeline(entries: list[dict[str, Any]]) -> None:
+    """Print :func:`timeline_view` entries: each turn, the calls under it, indented."""
+    turns = sum(entry["kind"] == "model_turn" for entry in entries)
+    calls = len(entries) - turns
+    out_console.print(f"[bold]timeline[/] ({turns} model turns, {calls} tool calls)")
+    number = 0
+    for entry in entries:
+        if entry["kind"] == "model_turn":
+            number += 1
+            status = f" HTTP {entry['status']}" if entry.get("status") is not None else ""
+            size = (entry["response"] or {}).get("size")
+            out_console.print(
+                f"[bold]model turn {number}[/] {escape(str(entry['source']))} "
+                f"{escape(str(entry['model']))}{status} [dim]({size} response bytes)[/]"
+            )
+            out_console.print(textwrap.indent(f"→ {escape(entry['summary'])}", "   "))
+            continue
+        arguments = json.dumps(entry["arguments"], ensure_ascii=False, sort_keys=True)
+        head = f"{entry['call']} {entry['tool']}({_short(arguments)})"
+        if entry["ok"]:
+            value = entry["value"]
+            shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            tail = f"[green]ok[/] {escape(_short(shown))}"
+        elif entry["ok"] is None:
+            tail = "[yellow]no result recorded[/]"
+        else:
+            failure = entry["failure"] or {}
+            tail = f"[red]failed[/] {escape(str(failure.get('kind')))}"
+        out_console.print(f"     [bold]{escape(head)}[/] {tail}")

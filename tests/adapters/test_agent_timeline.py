@@ -1,0 +1,90 @@
+"""``toolproof show`` of an agent run is a timeline; ``toolproof diff`` of two names the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from test_agent_model_turns import _pai_agent, _record
+
+from toolproof.adapters.cli.timeline import turn_summary
+from toolproof.runs.diff import diff_runs
+
+TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
+MODEL = "model pydantic-ai function:function:respond:"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(
+    tmp_path: Path,
+) -> None:
+    run = _record(tmp_path, _pai_agent([]))
+    done = _cli("show", str(run))
+    assert done.returncode == 0, done.stderr
+    lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert lines[0] == "timeline (3 model turns, 3 tool calls)"
+    turn = [n for n, line in enumerate(lines) if line.startswith("model turn ")]
+    assert [lines[n].split(" (")[0] for n in turn] == [
+        "model turn 1 pydantic-ai function:function:respond:",
+        "model turn 2 pydantic-ai function:function:respond:",
+        "model turn 3 pydantic-ai function:function:respond:",
+    ]
+    assert lines[turn[0] + 1].strip() == "→ calls read_file, calls lookup"
+    assert (
+        lines[turn[0] + 2].strip()
+        == 'call_2 lookup({"item": "pear"}) ok {"count": 4, "item": "pear"}'
+    )
+    assert lines[turn[0] + 3].strip().startswith('call_1 read_file({"path": "README.md"}) ok ')
+    assert lines[turn[2] + 1].strip() == '→ says "The README was \\"Created by Ada\\" [call_3]."'
+    answer = lines.index("answer")
+    assert answer > turn[2]
+    assert "(derived, validated)" in lines[answer + 1]
+    assert any("⟦Created by Ada⟧" in line for line in lines[answer:])
+    document = json.loads(_cli("show", str(run), "--json").stdout)
+    kinds = [(e["kind"], e["step"]) for e in document["timeline"]]
+    assert kinds == [
+        ("model_turn", "turn-00000001"),
+        ("call", "call-00000002"),
+        ("call", "call-00000001"),
+        ("model_turn", "turn-00000002"),
+        ("call", "call-00000003"),
+        ("model_turn", "turn-00000003"),
+    ]
+    assert document["timeline"][0]["request"]["file"].startswith("evidence/")
+
+
+def test_two_live_runs_of_one_agent_differ_by_the_model_declared_as_varying(
+    tmp_path: Path,
+) -> None:
+    first = _record(tmp_path / "a", _pai_agent([]))
+    second = _record(tmp_path / "b", _pai_agent([]))
+    diff = diff_runs(first, second)
+    assert diff.varying == {MODEL: ["model"]}
+    assert diff.first_event is not None
+    assert (diff.first_event["idx"], diff.first_event["source"]) == (1, MODEL)
+    assert diff.explained is True
+    assert {path: diff.files[path] for path in ("spec.json", "plan.json", "runtime.json")} == {
+        "spec.json": "same",
+        "plan.json": "same",
+        "runtime.json": "same",
+    }
+    done = _cli("diff", str(first), str(second))
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert f"declared non-deterministic sources: {MODEL} (varies: model)" in text
+    assert "the difference comes from a declared non-deterministic source" in text
+
+
+def test_turn_summaries_read_each_framework_and_chat_completions() -> None:
+    chat = {"choices": [{"message": {"content": "Hi there", "tool_calls": []}}]}
+    assert turn_summary("http", json.dumps(chat).encode()) == 'says "Hi there"'
+    call = {"type": "function_call", "name": "lookup"}
+    assert turn_summary("openai-agents", json.dumps({"output": [call]}).encode()) == "calls lookup"
+    assert turn_summary("http", b"not json at all") == "not json at all"
