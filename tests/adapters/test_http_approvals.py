@@ -158,7 +158,8 @@ def test_a_request_is_decided_once(gated: tuple[Path, str]) -> None:
     assert first.status_code == 200
     assert (second.status_code, second.json()["error"]) == (409, "approval-decided")
     assert second.json()["message"] == (
-        f"approval request {handle!r} is approved, not pending (rule: a request is decided once)"
+        f"approval request {handle!r} is approved, not pending "
+        "(rule: a request is decided once, before its deadline)"
     )
 
 
