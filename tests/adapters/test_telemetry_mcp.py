@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from serve_helpers import free_port, spawn
 
 import toolproof
 from toolproof import Tool, Toolset, load_toolset
@@ -254,3 +255,59 @@ def test_client_span_injects_traceparent_and_a_real_serve_continues_it(
     assert server_attributes["mcp.protocol.version"] == client.attributes["mcp.protocol.version"]  # type: ignore[index]
     tool = remote["execute_tool add"]
     assert (tool.trace_id, tool.parent_span_id) == (server.trace_id, server.span_id)
+
+
+def test_over_streamable_http_both_sides_name_the_same_session(
+    exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """A real ``toolproof serve --http`` ([telemetry] on, OTLP to a receiver here) and a
+    toolset importing it by URL: client and server spans carry one ``mcp.session.id``."""
+    _Receiver.requests.clear()
+    receiver = HTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{receiver.server_port}/v1/traces"
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "served_tools.py").write_text(SERVED_TOOLS, encoding="utf-8")
+    (served / "toolproof.toml").write_text(
+        '[[python]]\nmodule = "served_tools"\n\n[telemetry]\nenabled = true\n', encoding="utf-8"
+    )
+    port = free_port()
+    (tmp_path / "toolproof.toml").write_text(
+        f'[[mcp]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\n', encoding="utf-8"
+    )
+
+    async def main() -> Any:
+        async with load_toolset(tmp_path / "toolproof.toml") as loaded:
+            return (await loaded["web_add"].call({"a": 1, "b": 2})).value
+
+    args = ["serve", "--config", str(served / "toolproof.toml"), "--http", f"127.0.0.1:{port}"]
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}
+    try:
+        with spawn(args, port, env=env):
+            assert asyncio.run(main()) == {"result": 3}
+        # leaving spawn SIGTERMs serve, which flushes its spans before it exits
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    client = spans(exporter)["tools/call add"]
+    assert client.attributes is not None
+    session = client.attributes["mcp.session.id"]
+    assert isinstance(session, str) and session
+    assert (client.attributes["network.transport"], client.attributes["server.port"]) == (
+        "tcp",
+        port,
+    )
+    [server] = [
+        span
+        for request in _Receiver.requests
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+        if span.name == "tools/call add"
+    ]
+    attributes = {item.key: item.value for item in server.attributes}
+    assert attributes["mcp.session.id"].string_value == session
+    assert attributes["network.transport"].string_value == "tcp"
+    assert attributes["client.address"].string_value == "127.0.0.1"
+    assert server.parent_span_id == ids(client)[1].to_bytes(8, "big")
