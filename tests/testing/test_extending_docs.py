@@ -27,7 +27,7 @@ def _exec(index: int) -> dict[str, Any]:
 
 
 def test_the_documented_reasoner_and_check_work(tmp_path: Path) -> None:
-    assert len(BLOCKS) == 5  # the reasoner, the check, the kit, two cassette blocks
+    assert len(BLOCKS) == 6  # the reasoner, the check, the kit, three cassette blocks
     reasoner = _exec(0)["QuoteReasoner"]
     register_reasoner(reasoner)
     register_check(_exec(1)["statement_quotes"])

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from toolproof.config import load_toolset
 from toolproof.contract.evidence import EvidenceRecord
@@ -61,6 +61,7 @@ from toolproof.verify.view import RunView
 __all__ = [
     "ANSWER_FILE",
     "AgentReplay",
+    "CassetteLike",
     "RecordedTurn",
     "Session",
     "SessionTool",
@@ -89,6 +90,31 @@ class SessionTool:
     async def call(self, arguments: dict[str, Any]) -> ToolResult:
         """Call the tool through the session (recorded, or served frozen)."""
         return await self._session.call(self.spec.name, arguments)
+
+
+class CassetteLike(Protocol):
+    """What :meth:`Session.from_cassette` needs (``toolproof.testing.Cassette`` is one)."""
+
+    @property
+    def frozen(self) -> bool:
+        """Whether model turns are served (``True``) or asked live and recorded."""
+        ...
+
+    def toolset(self, base: Toolset | None = None) -> Toolset:
+        """A Toolset whose tools answer from the cassette."""
+        ...
+
+    def serve_turn(self, source: str, key: bytes) -> Any:
+        """The next recorded turn with match key ``key``: its ``response`` and ``detail``."""
+        ...
+
+    def admit_turn(self, source: str) -> None:
+        """Check that a live model turn can be recorded."""
+        ...
+
+    def record_turn(self, turn: ModelExchange) -> str:
+        """Record a live model turn; its step id."""
+        ...
 
 
 @dataclass
@@ -167,10 +193,37 @@ class Session:
         self.live_calls = 0
         self.live_turns = 0
         self.answered: dict[str, Any] | None = None
+        self._cassette: CassetteLike | None = None
+
+    @classmethod
+    def from_cassette(cls, cassette: CassetteLike, toolset: Toolset | None = None) -> Session:
+        """A session served by a cassette (``toolproof.testing.Cassette``), for an app's tests.
+
+        The agent code runs as it does live: its tool calls go to
+        ``cassette.toolset(toolset)`` (served in recorded order; a miss fails closed; a
+        recording cassette runs the real tool and records it) and its model turns, through
+        the session's model recorders, to the cassette (``serve_turn``, or ``admit_turn``
+        and ``record_turn`` while it records). Nothing is recorded in a run of its own:
+        the cassette's record mode decides (docs/extending.md).
+
+        Args:
+            cassette: the cassette.
+            toolset: the real Toolset (its specs are what the agent sees; its tools run only
+                when the cassette records). ``None``: the recorded tool names, open schemas.
+
+        Raises:
+            InputError: the cassette records and ``toolset`` is ``None``.
+
+        """
+        session = cls(cassette.toolset(toolset), None)
+        session._cassette = cassette
+        return session
 
     @property
     def frozen(self) -> bool:
-        """Whether results are served from a recording (no tool body runs)."""
+        """Whether results are served from a recording (no tool body runs, no model is asked)."""
+        if self._cassette is not None:
+            return self._cassette.frozen
         return self._frozen is not None
 
     @property
@@ -216,6 +269,15 @@ class Session:
         """
         if self._frozen is not None:
             return self._serve(name, arguments)
+        if self._cassette is not None:  # the cassette's tools serve (or record) the call
+            assert self._toolset is not None
+            served = self._toolset.get(name)
+            if served is None:
+                known = ", ".join(self._toolset.names())
+                return ToolResult.fail(
+                    "unknown_tool", f"no tool {name!r} in this session (known: {known})"
+                )
+            return await served.call(arguments)
         assert self._live is not None and self._toolset is not None
         tool = self._toolset.exposed_tool(name)
         if tool is None:  # a hidden tool reads exactly like an unknown one
@@ -278,6 +340,10 @@ class Session:
             InputError: the session is frozen (no model is asked then).
 
         """
+        if self._cassette is not None:
+            self._cassette.admit_turn(source)
+            self.live_turns += 1
+            return
         if self._live is None:
             raise InputError(
                 f"a frozen session asks no {source} model: use serve_turn", rule="frozen"
@@ -296,6 +362,8 @@ class Session:
             InputError: the session is frozen.
 
         """
+        if self._cassette is not None:
+            return self._cassette.record_turn(turn)
         if self._live is None:
             raise InputError(f"a frozen session records no {turn.source} model turn", rule="frozen")
         return self._live.record_turn(turn)
@@ -311,9 +379,13 @@ class Session:
             ReplayRefused: no such turn was recorded, or every recorded one was served
                 already (naming the recorded event index of the next unserved turn, with
                 a unified diff of its match key and the asked one).
-            InputError: the session is live.
+            InputError: the session is live; or, served by a cassette, the cassette
+                misses (rule ``cassette miss``, with the nearest recorded request's diff).
 
         """
+        if self._cassette is not None:
+            served = self._cassette.serve_turn(source, key)
+            return RecordedTurn(served.response, dict(served.detail))
         frozen = self._frozen
         if frozen is None:
             raise InputError(f"a live session serves no recorded {source} turn", rule="live")

@@ -22,6 +22,14 @@ serve (one not recorded, or one more repeat than recorded):
   it: :meth:`Cassette.save` writes a new run at ``path`` holding the recorded calls
   (in their order) followed by the new ones.
 
+An agent session's run is served whole: ``toolproof.Session.from_cassette(cassette)``
+is a session for the same agent code whose tool calls the cassette answers and whose
+model turns (``session.pydantic_ai_model``, ``openai_agents_model``,
+``httpx_transport``) it serves by match key and occurrence (:meth:`Cassette.serve_turn`;
+a request not recorded fails closed, raising ``InputError`` with a diff of the
+nearest recorded request). While a cassette records, every model turn is asked of
+the live model and recorded.
+
 Recording runs the real tools of the Toolset given to :meth:`Cassette.toolset`
 through the one session recorder (:mod:`toolproof.runs.session`); :meth:`Cassette.save`
 finalizes it into an ordinary run directory at ``path`` (the directory's name need
@@ -36,27 +44,45 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from toolproof.bundle.manifest import check_manifest
+from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolResult, ToolSpec
-from toolproof.contract.trace import ToolCalled, ToolReturned
+from toolproof.contract.trace import EvidenceRegistered, ModelTurn, ToolCalled, ToolReturned
 from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import finalize_session
-from toolproof.runs.session import Admission, LiveSession, open_session
+from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.session import LiveSession, open_session
+from toolproof.runs.turns import exchange_key, key_text
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.view import RunView
 
-__all__ = ["RECORD_MODES", "Cassette", "RecordMode"]
+__all__ = ["RECORD_MODES", "Cassette", "RecordMode", "ServedTurn"]
 
 RecordMode = Literal["none", "once", "new_episodes"]
 """A cassette's record mode (VCR's names; see the module docstring)."""
 RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
 """The record modes, in the order the docs list them."""
+
+
+@dataclass(frozen=True)
+class ServedTurn:
+    """A recorded model turn as a cassette serves it to a model recorder.
+
+    Attributes:
+        response: the exact recorded response bytes.
+        detail: the ``model_turn`` event's detail (HTTP: status and kept headers).
+
+    """
+
+    response: bytes
+    detail: dict[str, Any]
 
 
 def _key(tool: str, arguments: Any) -> tuple[str, bytes]:
@@ -115,16 +141,22 @@ class Cassette:
         self.recording = mode == "new_episodes" or (mode == "once" and not exists)
         self.recorded: dict[tuple[str, bytes], list[ToolResult]] = {}
         self.calls: list[tuple[str, Any]] = []
-        self._results: list[ToolResult] = []
+        self.turns: dict[tuple[str, bytes], list[ServedTurn]] = {}
+        self._turn_keys: list[tuple[str, bytes]] = []
+        self._episodes: list[tuple[str, Any, ToolResult] | ModelExchange] = []
         self.recorded_names: list[str] = []
         if exists:
             self._load(path)
         self.overrides: dict[tuple[str, bytes], ToolResult] = {}
         self.misses: list[str] = []
         self.served = 0
+        self.served_turns = 0
         self.recorded_calls = 0
+        self.recorded_turns = 0
         self._taken: dict[tuple[str, bytes], int] = {}
+        self._turns_taken: dict[tuple[str, bytes], int] = {}
         self._live: LiveSession | None = None
+        self._base: Toolset | None = None
 
     def _load(self, run_dir: Path) -> None:
         manifest, digests, findings = check_manifest(run_dir)
@@ -136,6 +168,7 @@ class Cassette:
             raise InputError(f"cassette {run_dir}: the trace or runtime does not parse")
         self.recorded_names = sorted({tool.name for tool in view.runtime.toolset.tools})
         pending: dict[str, ToolCalled] = {}
+        registered: dict[tuple[str, str], EvidenceRecord] = {}
         for event in view.events:
             if isinstance(event, ToolCalled):
                 pending[event.call_id] = event
@@ -144,7 +177,35 @@ class Cassette:
                 arguments = dict(call.arguments)
                 self.recorded.setdefault(_key(call.tool, arguments), []).append(event.result)
                 self.calls.append((call.tool, arguments))
-                self._results.append(event.result)
+                self._episodes.append((call.tool, arguments, event.result))
+            elif isinstance(event, EvidenceRegistered):
+                registered[(event.step, event.evidence.id)] = event.evidence
+            elif isinstance(event, ModelTurn):
+                request = registered[(event.step, event.request)]
+                response = registered[(event.step, event.response)]
+                self._load_turn(run_dir, event, request, response)
+
+    def _load_turn(
+        self, run_dir: Path, event: ModelTurn, request: EvidenceRecord, response: EvidenceRecord
+    ) -> None:
+        asked = (run_dir / request.path).read_bytes()  # the manifest vouches for the bytes
+        answered = (run_dir / response.path).read_bytes()
+        detail = dict(event.detail)
+        key = (event.source, exchange_key(event.source, asked, detail))
+        self.turns.setdefault(key, []).append(ServedTurn(answered, detail))
+        self._turn_keys.append(key)
+        self._episodes.append(
+            ModelExchange(
+                source=event.source,
+                model=event.model,
+                request=asked,
+                response=answered,
+                key=event.key,
+                request_media_type=request.media_type,
+                response_media_type=response.media_type,
+                detail=detail,
+            )
+        )
 
     def override(self, tool: str, arguments: dict[str, Any], result: Any) -> None:
         """Answer every ``tool(arguments)`` call with ``result`` (a :class:`ToolResult` or JSON).
@@ -221,8 +282,12 @@ class Cassette:
             tempfile.mkdtemp(prefix=f".{self.path.name}.recording-", dir=self.path.parent)
         )
         live = open_session(scratch, base, task=self.task)
-        for (tool, arguments), result in zip(self.calls, self._results, strict=True):
-            live.record(Admission(tool, arguments), result)  # the episodes kept, in order
+        for episode in self._episodes:  # the recorded episodes, kept in their order
+            if isinstance(episode, ModelExchange):
+                live.record_turn(episode)
+            else:
+                tool, arguments, result = episode
+                live.record(live.admit(tool, arguments), result)
         return live
 
     async def _record(self, base: Toolset, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -281,6 +346,7 @@ class Cassette:
                 "the real Toolset: cassette.toolset(real_toolset)",
                 rule="record mode",
             )
+        self._base = base if base is not None else self._base
         toolset = Toolset()
         if base is not None:
             for name in base.names():
@@ -294,6 +360,101 @@ class Cassette:
                 )
                 toolset.add(self.tool(spec))
         return toolset.seal()
+
+    @property
+    def frozen(self) -> bool:
+        """Whether model turns are served from the record (no model is asked).
+
+        ``False`` while the cassette records (mode ``once`` with no cassette yet, or
+        ``new_episodes``): then every model turn is asked of the live model and recorded.
+        """
+        return not self.recording
+
+    def serve_turn(self, source: str, key: bytes) -> ServedTurn:
+        """The next unserved recorded turn of ``source`` with match key ``key``.
+
+        Repeated identical requests take the recorded responses in order. What a session's
+        model recorders (``session.pydantic_ai_model``, ``httpx_transport``...) call when
+        :attr:`frozen`.
+
+        Args:
+            source: ``pydantic-ai``, ``openai-agents`` or ``http``.
+            key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
+
+        Raises:
+            InputError: a miss (fails closed; rule ``cassette miss``): no turn with that
+                key was recorded (the message has a unified diff of the nearest recorded
+                request's key and the asked one), or every recorded one was served. The
+                message is also appended to :attr:`misses`.
+
+        """
+        entry = (source, key)
+        taken = self._turns_taken.get(entry, 0)
+        recorded = self.turns.get(entry, [])
+        if taken < len(recorded):
+            self._turns_taken[entry] = taken + 1
+            self.served_turns += 1
+            return recorded[taken]
+        if recorded:
+            times = len(recorded)
+            message = (
+                f"cassette {self.path.name}: this {source} model request was recorded {times} "
+                f"time{'s' if times > 1 else ''}, and this is request {times + 1} of it "
+                f"(record mode {self.mode!r})"
+            )
+        else:
+            asked = key_text(key).splitlines()
+            same = [k for k in self._turn_keys if k[0] == source]
+            nearest: list[str] = []
+            if same:
+                nearest = max(
+                    (key_text(k[1]).splitlines() for k in same),
+                    key=lambda lines: difflib.SequenceMatcher(None, lines, asked).ratio(),
+                )
+            diff = difflib.unified_diff(nearest, asked, "recorded", "asked", lineterm="")
+            message = (
+                f"cassette {self.path.name}: no recorded {source} model request like this one "
+                f"(record mode {self.mode!r}); nearest recorded request:\n" + "\n".join(diff)
+            )
+        self.misses.append(message)
+        raise InputError(message, rule="cassette miss")
+
+    def admit_turn(self, source: str) -> None:
+        """Before a live model is asked (a recording cassette): check the turn can be recorded.
+
+        Raises:
+            InputError: the cassette does not record (it only serves).
+            RecordingError: the recording cannot be written.
+
+        """
+        if not self.recording:
+            raise InputError(
+                f"cassette {self.path.name}: record mode {self.mode!r} asks no {source} model",
+                rule="record mode",
+            )
+        if self._live is None:
+            self._live = self._open(self._base or Toolset().seal())
+        self._live.admit_turn(source)
+
+    def record_turn(self, turn: ModelExchange) -> str:
+        """Record one live model turn into the cassette (after :meth:`admit_turn`).
+
+        Returns:
+            Its step id in the recording (``turn-00000001`` and up).
+
+        Raises:
+            InputError: the cassette does not record.
+            RecordingError: the turn cannot be written.
+
+        """
+        if self._live is None:
+            raise InputError(
+                f"cassette {self.path.name}: record mode {self.mode!r} records no model turn",
+                rule="record mode",
+            )
+        step = self._live.record_turn(turn)
+        self.recorded_turns += 1
+        return step
 
     async def save(self) -> str | None:
         """Write what was recorded to :attr:`path`: a new run, replacing the old one.

@@ -1,0 +1,146 @@
+"""An agent session's run as a cassette: its tool calls and model turns, served in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import toolproof
+from toolproof.errors import InputError
+from toolproof.testing import Cassette
+
+AgentCode = Callable[[toolproof.Session], Coroutine[Any, Any, None]]
+
+
+def _ticker(ticks: list[str]) -> toolproof.Toolset:
+    async def tick(counter: str) -> str:
+        """Advance a counter; a repeated identical call answers anew."""
+        ticks.append(counter)
+        return f"{counter} is at {len(ticks)}"
+
+    toolset = toolproof.Toolset()
+    toolset.add(toolproof.Tool.from_function(tick))
+    return toolset.seal()
+
+
+def _script(asked: list[int]) -> FunctionModel:
+    """Two identical tick calls, one per turn, then an answer quoting the second."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turns = sum(isinstance(m, ModelResponse) for m in messages)
+        asked.append(turns)
+        if turns < 2:
+            return ModelResponse(parts=[ToolCallPart("tick", {"counter": "c"})])
+        return ModelResponse(parts=[TextPart('"c is at 2" [call_2]')])
+
+    return FunctionModel(respond)
+
+
+def _agent(asked: list[int], outputs: list[str], prompt: str = "Tick twice.") -> AgentCode:
+    async def agent(session: toolproof.Session) -> None:
+        model = session.pydantic_ai_model(_script(asked))
+        runner = Agent(model, toolsets=[session.pydantic_ai_toolset()])
+        output = (await runner.run(prompt)).output
+        outputs.append(output)
+        session.answer(output)
+
+    return agent
+
+
+def _record(root: Path) -> Path:
+    async def main() -> Path:
+        async with toolproof.record_session(_ticker([]), root=root, task="tick") as session:
+            await _agent([], [])(session)
+        return root / "runs" / str(session.run_id)
+
+    return asyncio.run(main())
+
+
+def test_a_session_run_serves_its_calls_and_model_turns_in_order(tmp_path: Path) -> None:
+    cassette = Cassette(_record(tmp_path))
+    assert cassette.recorded_names == ["tick"]
+    tick = cassette.toolset()["tick"]
+    answers = [asyncio.run(tick.call({"counter": "c"})).value for _ in range(2)]
+    assert answers == ["c is at 1", "c is at 2"]
+
+    cassette = Cassette(cassette.path)
+    asked: list[int] = []
+    outputs: list[str] = []
+    ticks: list[str] = []
+    session = toolproof.Session.from_cassette(cassette, _ticker(ticks))
+    asyncio.run(_agent(asked, outputs)(session))
+    assert (asked, ticks, outputs) == ([], [], ['"c is at 2" [call_2]'])  # nothing was asked
+    assert (cassette.served, cassette.served_turns, cassette.misses) == (2, 3, [])
+    assert session.answered == {"answer": '"c is at 2" [call_2]', "citations": []}
+
+
+def test_without_the_toolset_the_tools_schemas_differ_and_the_turn_misses(
+    tmp_path: Path,
+) -> None:
+    cassette = Cassette(_record(tmp_path))
+    with pytest.raises(InputError) as missed:
+        asyncio.run(_agent([], [])(toolproof.Session.from_cassette(cassette)))
+    assert (
+        '-        "description": "Advance a counter; a repeated identical call answers anew.",'
+        in (missed.value.message.splitlines())
+    )
+
+
+def test_a_changed_request_fails_closed_naming_it(tmp_path: Path) -> None:
+    cassette = Cassette(_record(tmp_path))
+    session = toolproof.Session.from_cassette(cassette, _ticker([]))
+    asked: list[int] = []
+    with pytest.raises(InputError) as missed:
+        asyncio.run(_agent(asked, [], prompt="Tick three times.")(session))
+    lines = missed.value.message.splitlines()
+    assert lines[0] == (
+        f"cassette {cassette.path.name}: no recorded pydantic-ai model request like this one "
+        "(record mode 'none'); nearest recorded request:"
+    )
+    assert any(line.startswith("-") and "Tick twice." in line for line in lines)
+    assert any(line.startswith("+") and "Tick three times." in line for line in lines)
+    assert (asked, cassette.misses) == ([], [missed.value.message])
+
+
+def test_once_records_an_agent_session_cassette_then_serves_it(tmp_path: Path) -> None:
+    path = tmp_path / "cassettes" / "ticks"
+    ticks: list[str] = []
+    asked: list[int] = []
+    recording = Cassette(path, "once")
+    session = toolproof.Session.from_cassette(recording, _ticker(ticks))
+    asyncio.run(_agent(asked, [])(session))
+    assert (ticks, asked) == (["c", "c"], [0, 1, 2])
+    assert (recording.recorded_calls, recording.recorded_turns) == (2, 3)
+    asyncio.run(recording.save())
+    assert toolproof.verify_run(path).ok
+    events = [json.loads(line) for line in (path / "trace.jsonl").read_bytes().splitlines()]
+    kinds = [e["type"] for e in events if e["type"] in ("tool_called", "model_turn")]
+    assert kinds == ["model_turn", "tool_called", "model_turn", "tool_called", "model_turn"]
+
+    served = Cassette(path, "once")
+    outputs: list[str] = []
+    asyncio.run(_agent(asked, outputs)(toolproof.Session.from_cassette(served, _ticker(ticks))))
+    assert (ticks, asked, outputs) == (["c", "c"], [0, 1, 2], ['"c is at 2" [call_2]'])
+    assert (served.served, served.served_turns, asyncio.run(served.save())) == (2, 3, None)
+
+
+def test_new_episodes_asks_the_model_and_appends_its_turns(tmp_path: Path) -> None:
+    path = _record(tmp_path)
+    ticks: list[str] = []
+    asked: list[int] = []
+    cassette = Cassette(path, "new_episodes")
+    asyncio.run(_agent(asked, [])(toolproof.Session.from_cassette(cassette, _ticker(ticks))))
+    # the two recorded calls are served; every model turn is asked live and recorded
+    assert (ticks, asked, cassette.served, cassette.recorded_turns) == ([], [0, 1, 2], 2, 3)
+    asyncio.run(cassette.save())
+    assert toolproof.verify_run(path).ok
+    again = Cassette(path)
+    assert (len(again.calls), sum(len(t) for t in again.turns.values())) == (2, 6)
