@@ -39,6 +39,8 @@ from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
 from toolproof.contract.trace import (
     EvidenceRegistered,
     ModelTurn,
+    PromptGot,
+    ResourceRead,
     StepFinished,
     ToolCalled,
     ToolReturned,
@@ -137,6 +139,15 @@ class _Frozen:
     """The first refusal, kept so a framework that wraps or swallows it cannot hide it."""
     served: dict[tuple[str, bytes], int] = field(default_factory=dict)
     end: int = 0
+    reads: dict[bytes, list[dict[str, Any]]] = field(default_factory=dict)
+    """Recorded resource reads and prompt gets by canonical request, in recorded order."""
+
+
+def _citation(given: dict[str, Any]) -> dict[str, Any]:
+    dumped = QuoteCitation.model_validate(given).model_dump()
+    if dumped["read"] is None:  # a call's citation keeps the shape it always had
+        del dumped["read"]
+    return dumped
 
 
 @dataclass(frozen=True)
@@ -471,6 +482,69 @@ class Session:
 
         return RecordingTransport(self, inner)
 
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """Read resource ``uri`` of the Toolset's catalog, recorded as a ``read`` step.
+
+        Returns:
+            The ``ReadResourceResult`` in wire form (``{"contents": [...]}``); quote it
+            in the answer as ``"..." [read_N]`` (N: the N-th read of the session).
+
+        Raises:
+            InputError: no resource or template lists ``uri``.
+            ToolCallError: the read cannot be recorded (kind ``unrecordable``).
+            ReplayRefused: frozen, and this read was not recorded.
+
+        """
+        request = {"method": "resources/read", "uri": uri}
+        if self._frozen is not None:
+            return self._serve_read(request)
+        assert self._live is not None and self._toolset is not None
+        entry = self._toolset.catalog.resource_for(uri)
+        if entry is None:
+            raise InputError(f"resource {uri!r}: no resource or template lists it", uri=uri)
+        result = await entry.answer(uri)
+        self._live.record_read(uri, result)
+        return result
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Get prompt ``name`` with ``arguments``, recorded as a ``prompt`` step.
+
+        Returns:
+            The ``GetPromptResult`` in wire form (``{"messages": [...]}``).
+
+        Raises:
+            InputError: no such prompt.
+            ToolCallError: the get cannot be recorded (kind ``unrecordable``).
+            ReplayRefused: frozen, and this get was not recorded.
+
+        """
+        request = {"method": "prompts/get", "name": name, "arguments": dict(arguments or {})}
+        if self._frozen is not None:
+            return self._serve_read(request)
+        assert self._live is not None and self._toolset is not None
+        entry = self._toolset.catalog.prompts.get(name)
+        if entry is None:
+            raise InputError(f"prompt {name!r}: no such prompt", prompt=name)
+        result = await entry.answer(arguments or None)
+        self._live.record_prompt(name, dict(arguments or {}), result)
+        return result
+
+    def _serve_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        frozen = self._frozen
+        assert frozen is not None
+        key = canonical_json(request)
+        recorded = frozen.reads.get(key, [])
+        if not recorded:
+            frozen.refused = ReplayRefused(
+                f"frozen replay refused: the agent asked {request}, which the recording "
+                "does not hold; a live read would be a new run",
+                rule="read",
+            )
+            raise frozen.refused
+        return recorded.pop(0)
+
     def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
         """Give the agent's final answer; its quotes become the run's claim.
 
@@ -487,7 +561,7 @@ class Session:
         if self.answered is not None:
             raise InputError("the session already has an answer", rule="one answer")
         try:
-            checked = [QuoteCitation.model_validate(c).model_dump() for c in citations or []]
+            checked = [_citation(c) for c in citations or []]
         except ValueError as exc:
             raise InputError(f"bad citation: {exc}", rule="citation") from None
         self.answered = {"answer": text, "citations": checked}
@@ -686,6 +760,15 @@ def _recorded(directory: Path) -> _Frozen:
     frozen = _Frozen(
         calls, pending, answer, turns, pending_turns, specs=specs, end=end, gated=gated
     )
+    for event in events:
+        if isinstance(event, ResourceRead):
+            asked: dict[str, Any] = {"method": "resources/read", "uri": event.uri}
+        elif isinstance(event, PromptGot):
+            asked = {"method": "prompts/get", "name": event.name}
+            asked["arguments"] = dict(event.arguments)
+        else:
+            continue
+        frozen.reads.setdefault(canonical_json(asked), []).append(dict(event.result))
     frozen.descriptor = view.runtime.toolset if view.runtime is not None else None
     return frozen
 

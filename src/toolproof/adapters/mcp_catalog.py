@@ -15,15 +15,16 @@ announced).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolproof.errors import ToolCallError
 from toolproof.tools.catalog import Catalog, Entry
 from toolproof.tools.mcp_common import McpCallError
 
-__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "catalog_handlers"]
+__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "CatalogObserver", "catalog_handlers"]
 
 INVALID_PARAMS = -32602
 """JSON-RPC: an unknown resource URI or prompt name."""
@@ -36,6 +37,11 @@ async def _answer(what: str, send: Awaitable[dict[str, Any]]) -> dict[str, Any]:
         return await send
     except McpCallError as exc:
         raise MCPError(INTERNAL_ERROR, f"{what}: {exc}") from exc
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 def _resource(catalog: Catalog, uri: str) -> Entry:
@@ -62,10 +68,42 @@ def _completion(catalog: Catalog) -> Callable[..., Awaitable[types.CompleteResul
     return complete
 
 
-def catalog_handlers(catalog: Catalog) -> dict[str, Any]:
-    """The ``Server(on_...=)`` keyword arguments serving ``catalog`` (none when it is empty)."""
+class CatalogObserver(Protocol):
+    """Told about every answered read and prompt get before it is answered (``--record``).
+
+    Either method may raise :class:`~toolproof.errors.ToolCallError` (it cannot be
+    recorded): the client then gets a JSON-RPC error ``-32603`` with its message.
+    """
+
+    def read_finished(self, uri: str, result: dict[str, Any]) -> None:
+        """Note that ``uri`` was read and answered ``result`` (wire form)."""
+        ...
+
+    def prompt_finished(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+        """Note that prompt ``name`` was got with ``arguments`` and answered ``result``."""
+        ...
+
+
+def _noted(note: Callable[[], None]) -> None:
+    try:
+        note()
+    except ToolCallError as exc:
+        raise MCPError(INTERNAL_ERROR, exc.failure.message) from exc
+
+
+def catalog_handlers(catalog: Catalog, observer: Any = None) -> dict[str, Any]:
+    """The ``Server(on_...=)`` keyword arguments serving ``catalog`` (none when it is empty).
+
+    Args:
+        catalog: the Toolset's resources, templates and prompts.
+        observer: a :class:`CatalogObserver` told about every answered read and prompt
+            get (``serve --record``); one without those methods is not told.
+
+    """
     if not catalog:
         return {}
+    note_read = getattr(observer, "read_finished", None)
+    note_prompt = getattr(observer, "prompt_finished", None)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         listed = [entry.listing for entry in catalog.resources.values()]
@@ -78,7 +116,10 @@ def catalog_handlers(catalog: Catalog) -> dict[str, Any]:
     async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         answer = await _answer(f"resource {uri!r}", _resource(catalog, uri).answer(uri))
-        return types.ReadResourceResult.model_validate(answer)
+        result = types.ReadResourceResult.model_validate(answer)
+        if note_read is not None:
+            _noted(lambda: note_read(uri, _wire(result)))
+        return result
 
     async def subscription(ctx: Any, params: Any, on: bool) -> types.EmptyResult:
         uri = str(params.uri)
@@ -105,7 +146,11 @@ def catalog_handlers(catalog: Catalog) -> dict[str, Any]:
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"prompt {params.name!r}: no such prompt")
         answer = await _answer(f"prompt {params.name!r}", entry.answer(params.arguments))
-        return types.GetPromptResult.model_validate(answer)
+        result = types.GetPromptResult.model_validate(answer)
+        if note_prompt is not None:
+            arguments = dict(params.arguments or {})
+            _noted(lambda: note_prompt(params.name, arguments, _wire(result)))
+        return result
 
     return {
         "on_list_resources": list_resources,

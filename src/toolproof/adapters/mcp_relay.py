@@ -65,12 +65,18 @@ class RequestChannel:
     Args:
         ctx: the SDK's request context of the ``tools/call``.
         levels: the sessions' log levels.
+        relayed: where each request sent to the client is noted, as ``{"method",
+            "request", "answer", "error"}`` (wire form; a recorded session writes them
+            as ``request_relayed`` events), or ``None``.
 
     """
 
-    def __init__(self, ctx: Any, levels: LogLevels) -> None:
+    def __init__(
+        self, ctx: Any, levels: LogLevels, relayed: list[dict[str, Any]] | None = None
+    ) -> None:
         self._ctx = ctx
         self._levels = levels
+        self._relayed = relayed
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         """Send ``notifications/message`` on the request's stream (level permitting)."""
@@ -95,6 +101,7 @@ class RequestChannel:
 
     async def _ask(self, method: str, request: Any, result_type: Any) -> dict[str, Any]:
         metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        asked = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -103,13 +110,30 @@ class RequestChannel:
                 )
         except ValidationError as exc:
             problem = exc.errors(include_url=False)[0]["msg"]
-            raise _failure(
-                "tool_error", f"the client's {method} answer is malformed: {problem}"
-            ) from exc
+            failed = _failure("tool_error", f"the client's {method} answer is malformed: {problem}")
+            self._note(method, asked, None, failed)
+            raise failed from exc
         except MCPError as exc:
-            raise _failure("tool_error", f"the client refused {method}: {exc}") from exc
+            failed = _failure("tool_error", f"the client refused {method}: {exc}")
+            self._note(method, asked, None, failed)
+            raise failed from exc
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        self._note(method, asked, dumped, None)
         return dumped
+
+    def _note(
+        self,
+        method: str,
+        request: dict[str, Any],
+        answer: dict[str, Any] | None,
+        failed: ToolCallError | None,
+    ) -> None:
+        if self._relayed is None:
+            return
+        error = f"{failed.failure.kind}: {failed.failure.message}" if failed is not None else ""
+        self._relayed.append(
+            {"method": method, "request": request, "answer": answer, "error": error}
+        )
 
     async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``sampling/createMessage`` to the client; its ``CreateMessageResult``."""

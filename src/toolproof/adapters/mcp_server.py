@@ -135,6 +135,24 @@ class SessionObserver:
         """
         self.session.record(token, result, seen)
 
+    def read_finished(self, uri: str, result: dict[str, Any]) -> None:
+        """Record an answered ``resources/read`` before it is answered.
+
+        Raises:
+            ToolCallError: it cannot be recorded (:meth:`LiveSession.record_read`).
+
+        """
+        self.session.record_read(uri, result)
+
+    def prompt_finished(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+        """Record an answered ``prompts/get`` before it is answered.
+
+        Raises:
+            ToolCallError: it cannot be recorded (:meth:`LiveSession.record_prompt`).
+
+        """
+        self.session.record_prompt(name, arguments, result)
+
 
 def _failed(failure: ToolFailure) -> ToolResult:
     return ToolResult.model_construct(
@@ -202,10 +220,16 @@ def build_server(
         tool = served.get(params.name)
         if tool is None:
             raise _unknown_tool(toolset, params.name)
-        with call_channel(RequestChannel(ctx, levels)):
-            return await _call(tool, params)
+        if observer is None:
+            with call_channel(RequestChannel(ctx, levels)):
+                return await _call(tool, params)
+        relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
+        with call_channel(RequestChannel(ctx, levels, relayed)):
+            return await _call(tool, params, relayed)
 
-    async def _call(tool: Tool, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call(
+        tool: Tool, params: types.CallToolRequestParams, relayed: list[dict[str, Any]] | None = None
+    ) -> types.CallToolResult:
         arguments: Any = params.arguments if params.arguments is not None else {}
         if observer is None:
             return mcp_result(tool, await tool.call(arguments)).reply
@@ -215,6 +239,7 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         with observe_failures() as seen:
             answer = mcp_result(tool, await tool.call(arguments))
+        seen.relayed.extend(relayed or ())
         try:
             observer.call_finished(token, answer.result, answer.data, seen)
         except ToolCallError as unrecorded:
@@ -231,7 +256,7 @@ def build_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
-            **catalog_handlers(toolset.catalog),
+            **catalog_handlers(toolset.catalog, observer),
         )
     install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
     return server

@@ -63,6 +63,8 @@ class StepKind(StrEnum):
     CALL = "call"
     RETRIEVE = "retrieve"
     MODEL = "model"
+    READ = "read"
+    PROMPT = "prompt"
     DERIVE = "derive"
     VERIFY = "verify"
     FINALIZE = "finalize"
@@ -120,18 +122,21 @@ class StepSpec(CanonicalModel):
     Attributes:
         id: the step id (``^[A-Za-z][A-Za-z0-9_-]{0,63}$``; not ``derive``,
             ``verify`` or ``finalize``).
-        kind: ``call`` (a tool call), ``retrieve`` (served by a retrieval runtime) or
-            ``model`` (a model turn of an agent session, served from its recording).
+        kind: ``call`` (a tool call), ``retrieve`` (served by a retrieval runtime),
+            ``model`` (a model turn of an agent session, served from its recording),
+            ``read`` (an MCP resource read, ``params = {"uri"}``) or ``prompt`` (an MCP
+            prompt get, ``params = {"name", "arguments"}``).
         tool: for ``call``, the tool or variant name.
         arguments: for ``call``, the JSON arguments; ``{"$ref": "steps.ID.value..."}``
             anywhere inside is replaced by an earlier step's result.
         after: ids of steps that must run first (references add these implicitly).
-        params: for ``retrieve``, the retrieval runtime's parameters.
+        params: for ``retrieve``, the retrieval runtime's parameters; for ``read`` and
+            ``prompt``, what is read or fetched.
 
     """
 
     id: str
-    kind: Literal["call", "retrieve", "model"] = "call"
+    kind: Literal["call", "retrieve", "model", "read", "prompt"] = "call"
     tool: str | None = None
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     after: list[str] = Field(default_factory=list)

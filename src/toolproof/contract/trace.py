@@ -25,6 +25,9 @@ __all__ = [
     "EvidenceRegistered",
     "FailureObserved",
     "ModelTurn",
+    "PromptGot",
+    "RequestRelayed",
+    "ResourceRead",
     "RunFailed",
     "StepFinished",
     "StepStarted",
@@ -152,6 +155,67 @@ class ModelTurn(EventBase):
     detail: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class ResourceRead(EventBase):
+    """An MCP resource was read (``resources/read``) and answered.
+
+    Its contents follow as ``evidence_registered`` events, one per content item
+    (kind ``resource``): a text item's UTF-8 bytes, a blob item's decoded bytes.
+
+    Attributes:
+        uri: the URI read.
+        result: the ``ReadResourceResult`` as answered (MCP wire form).
+
+    """
+
+    type: Literal["resource_read"] = "resource_read"
+    uri: str
+    result: dict[str, JsonValue]
+
+
+class PromptGot(EventBase):
+    """An MCP prompt was fetched (``prompts/get``) and answered.
+
+    Its messages follow as one ``evidence_registered`` event (kind ``prompt``): the
+    canonical JSON of ``result``.
+
+    Attributes:
+        name: the prompt's name (as served).
+        arguments: the arguments sent.
+        result: the ``GetPromptResult`` as answered (MCP wire form).
+
+    """
+
+    type: Literal["prompt_got"] = "prompt_got"
+    name: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    result: dict[str, JsonValue]
+
+
+class RequestRelayed(EventBase):
+    """A request a tool sent its caller during a call: sampling or elicitation.
+
+    Recorded in the call block after ``tool_returned`` (and ``failure_observed``);
+    followed by ``evidence_registered`` of the request's canonical JSON (kind
+    ``relayed_request``) and, when the client answered, of the answer's (kind
+    ``relayed_answer``).
+
+    Attributes:
+        call_id: the call during which it was sent.
+        method: ``sampling/createMessage`` or ``elicitation/create``.
+        request: its params (MCP wire form).
+        answer: the client's result (wire form), or ``None`` when it failed.
+        error: why it failed (``"<kind>: <message>"``), or ``""``.
+
+    """
+
+    type: Literal["request_relayed"] = "request_relayed"
+    call_id: str
+    method: str
+    request: dict[str, JsonValue]
+    answer: dict[str, JsonValue] | None = None
+    error: str = ""
+
+
 class RunFailed(EventBase):
     """The run stopped early.
 
@@ -240,7 +304,10 @@ TraceEvent = Annotated[
     | ModelTurn
     | RunFailed
     | ApprovalRequested
-    | ApprovalDecided,
+    | ApprovalDecided
+    | ResourceRead
+    | PromptGot
+    | RequestRelayed,
     Field(discriminator="type"),
 ]
 """Any trace event, discriminated on ``type``."""

@@ -6,9 +6,11 @@ Citation syntax in the answer text (what to ask a model for)::
 
 A quote is a double-quoted string immediately followed (spaces allowed) by
 ``[call_N]``: the ``N``-th recorded tool call of the session (from 1; step
-``call-0000000N``). Explicit citations (``session.answer(text, citations=[...])``)
-name the call by ``call`` (``"call_2"``) or by ``tool`` and ``occurrence`` (from 1)
-and give the ``quote``.
+``call-0000000N``), or by ``[read_N]``: the ``N``-th recorded resource read (step
+``read-0000000N``; the quote is looked for in each content item's bytes, in order).
+Explicit citations (``session.answer(text, citations=[...])``) name the call by
+``call`` (``"call_2"``) or by ``tool`` and ``occurrence`` (from 1), or the read by
+``read`` (``"read_1"``), and give the ``quote``.
 
 The ``answer`` reasoner turns the answer into one claim: ``derived`` and
 ``validated`` when every quote occurs in its call's stored result bytes — byte-exact
@@ -34,16 +36,18 @@ from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, regis
 
 __all__ = ["CITATION_RE", "AnswerReasoner", "QuoteCitation", "parse_citations", "step_of"]
 
-CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[call_([1-9][0-9]*)\]')
-"""``"quote" [call_N]`` in an answer's text."""
+CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[(call|read)_([1-9][0-9]*)\]')
+"""``"quote" [call_N]`` (or ``[read_N]``) in an answer's text."""
 
 
 class QuoteCitation(BaseModel):
     """One quote an answer attributes to a recorded call.
 
     Attributes:
-        call: ``call_N`` (the N-th recorded call, from 1), or ``None`` with ``tool``.
+        call: ``call_N`` (the N-th recorded call, from 1), or ``None`` with ``tool``
+            or ``read``.
         tool: the tool name, with ``occurrence`` (its N-th call, from 1).
+        read: ``read_N``: the N-th recorded resource read (from 1).
         occurrence: which call of ``tool``.
         quote: the exact text quoted.
 
@@ -53,27 +57,30 @@ class QuoteCitation(BaseModel):
 
     call: str | None = None
     tool: str | None = None
+    read: str | None = None
     occurrence: int = 1
     quote: str
 
 
-def step_of(call: str) -> str:
-    """The step id of ``call_N``: ``call-0000000N``.
+def step_of(call: str, kind: str = "call") -> str:
+    """The step id of ``call_N``: ``call-0000000N`` (of ``read_N``, with ``kind="read"``).
 
     Raises:
-        InputError: not ``call_N`` with N >= 1.
+        InputError: not ``<kind>_N`` with N >= 1.
 
     """
-    match = re.fullmatch(r"call_([1-9][0-9]*)", call)
+    match = re.fullmatch(rf"{kind}_([1-9][0-9]*)", call)
     if match is None:
-        raise InputError(f"citation call {call!r}: expected call_N with N >= 1", call=call)
-    return f"call-{int(match.group(1)):08d}"
+        raise InputError(f"citation {kind} {call!r}: expected {kind}_N with N >= 1", **{kind: call})
+    return f"{kind}-{int(match.group(1)):08d}"
 
 
 def parse_citations(text: str) -> list[QuoteCitation]:
-    """The quotes of an answer in the inline syntax ``"quote" [call_N]``, in order."""
+    """The quotes of an answer in the inline syntax ``"quote" [call_N]`` or ``[read_N]``."""
     return [
-        QuoteCitation(call=f"call_{match.group(2)}", quote=match.group(1))
+        QuoteCitation.model_validate(
+            {match.group(2): f"{match.group(2)}_{match.group(3)}", "quote": match.group(1)}
+        )
         for match in CITATION_RE.finditer(text)
     ]
 
@@ -111,6 +118,8 @@ class AnswerReasoner(ReasonerBackend):
         self.calls = [str(name) for name in params.get("calls", [])]
 
     def _step(self, citation: QuoteCitation) -> str | None:
+        if citation.read is not None:
+            return step_of(citation.read, "read")
         if citation.call is not None:
             return step_of(citation.call)
         seen = 0
@@ -139,15 +148,20 @@ class AnswerReasoner(ReasonerBackend):
         quoted: list[Citation] = []
         missing: list[str] = []
         for citation in citations:
-            label = citation.call or f"{citation.tool}#{citation.occurrence}"
+            label = citation.read or citation.call or f"{citation.tool}#{citation.occurrence}"
             step = self._step(citation)
             output = request.outputs.get(step or "")
             if output is None or not output.ok or not output.evidence:
                 missing.append(f"quote {citation.quote!r}: {label} returned no result to quote")
                 continue
-            record = output.evidence[0]
-            data = request.store.read(record.id)
-            match = locate_quote(data, citation.quote)
+            # a call's value is its first record; a read's contents are each one
+            records = output.evidence if citation.read is not None else output.evidence[:1]
+            match, record, data = None, records[0], b""
+            for record in records:
+                data = request.store.read(record.id)
+                match = locate_quote(data, citation.quote)
+                if match is not None:
+                    break
             if match is None:
                 missing.append(f"quote {citation.quote!r} is not in the result of {label}")
                 continue

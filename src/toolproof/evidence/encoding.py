@@ -6,6 +6,8 @@ A tool result's evidence bytes are:
   ``text/plain; charset=utf-8``), so a text result can be cited sentence by sentence;
 * otherwise the RFC 8785 canonical JSON of the value (``application/json``).
 
+A resource read's evidence is each content item's bytes (:func:`read_contents`).
+
 :func:`locate` finds the byte interval of a nested value inside the canonical JSON
 of the whole value without re-parsing: canonical JSON is built from the canonical
 JSON of its parts, so offsets add up.
@@ -13,6 +15,8 @@ JSON of its parts, so offsets add up.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,10 +30,56 @@ __all__ = [
     "encode_value",
     "locate",
     "parse_ref",
+    "read_contents",
 ]
 
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain; charset=utf-8"
+
+
+_BINARY_MEDIA_TYPE = "application/octet-stream"
+
+
+def read_contents(result: dict[str, Any]) -> list[tuple[bytes, str, dict[str, Any]]]:
+    """The evidence of a ``ReadResourceResult``: one ``(bytes, media type, detail)`` per item.
+
+    A text item's bytes are its ``text`` in UTF-8 (media type its ``mimeType``, else
+    ``text/plain; charset=utf-8``); a blob item's are its ``blob`` base64-decoded
+    (its ``mimeType``, else ``application/octet-stream``). ``detail`` holds the item's
+    ``uri`` and ``index`` (from 0).
+
+    Raises:
+        InputError: ``contents`` is not a list of objects with a string ``text`` or
+            ``blob``, or a blob is not base64 (the message names the item).
+
+    """
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        raise InputError("a resource read result has no 'contents' list", rule="resource")
+    out: list[tuple[bytes, str, dict[str, Any]]] = []
+    for index, item in enumerate(contents):
+        text = item.get("text") if isinstance(item, dict) else None
+        blob = item.get("blob") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(text if blob is None else blob, str):
+            raise InputError(
+                f"resource contents item {index} holds neither a text nor a blob string",
+                rule="resource",
+            )
+        mime = item.get("mimeType")
+        if blob is None:
+            data, media = str(text).encode("utf-8"), mime or TEXT_MEDIA_TYPE
+        else:
+            try:
+                data = base64.b64decode(blob, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise InputError(
+                    f"resource contents item {index} ({item.get('uri')!r}): blob is not "
+                    f"base64 ({exc})",
+                    rule="resource",
+                ) from exc
+            media = mime or _BINARY_MEDIA_TYPE
+        out.append((data, str(media), {"uri": item.get("uri"), "index": index}))
+    return out
 
 
 def encode_value(value: Any) -> tuple[bytes, str]:

@@ -25,6 +25,7 @@ from toolproof.contract.trace import (
     ApprovalDecided,
     ApprovalRequested,
     FailureObserved,
+    RequestRelayed,
     RunFailed,
     ToolCalled,
     ToolReturned,
@@ -36,7 +37,15 @@ from toolproof.runs.recorder import other_failures
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["CallPort", "Clock", "FrozenCalls", "FrozenClock", "LiveCalls", "LiveClock"]
+__all__ = [
+    "CallPort",
+    "Clock",
+    "FrozenCalls",
+    "FrozenClock",
+    "LiveCalls",
+    "LiveClock",
+    "relayed_of",
+]
 
 
 class CallPort(Protocol):
@@ -77,6 +86,17 @@ def approval_record(event: ApprovalRequested | ApprovalDecided) -> dict[str, Any
     """The ``{"type": ..., fields}`` record of a recorded approval event (as the gate notes it)."""
     plain = event.to_json()
     return {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
+
+
+def relayed_of(calls: CallPort, call_id: str) -> list[dict[str, Any]]:
+    """The requests call ``call_id`` relayed to its caller (sampling, elicitation).
+
+    A port that records none (no ``relayed`` method: a runtime plugin, a live run,
+    where no client can be asked) gives ``[]``; :class:`FrozenCalls` gives the recorded
+    ``request_relayed`` events as ``{"method", "request", "answer", "error"}``.
+    """
+    relayed = getattr(calls, "relayed", None)
+    return list(relayed(call_id)) if callable(relayed) else []
 
 
 class Clock(Protocol):
@@ -177,6 +197,7 @@ class FrozenCalls:
         self._asked: dict[str, int] = {}
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         self._approvals: dict[str, list[dict[str, Any]]] = {}
+        self._relayed: dict[str, list[dict[str, Any]]] = {}
         for event in events:
             if isinstance(event, ApprovalRequested | ApprovalDecided):
                 self._approvals.setdefault(event.call_id, []).append(approval_record(event))
@@ -187,6 +208,18 @@ class FrozenCalls:
             elif isinstance(event, FailureObserved):
                 entry = (event.failure, event.recovered_by)
                 self._observed.setdefault(event.call_id, []).append(entry)
+            elif isinstance(event, RequestRelayed):
+                relayed = {
+                    "method": event.method,
+                    "request": event.request,
+                    "answer": event.answer,
+                    "error": event.error,
+                }
+                self._relayed.setdefault(event.call_id, []).append(relayed)
+
+    def relayed(self, call_id: str) -> list[dict[str, Any]]:
+        """The requests recorded as relayed to the caller during call ``call_id``."""
+        return self._relayed.get(call_id, [])
 
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
         """The failures recorded as observed during call ``call_id``."""

@@ -38,16 +38,23 @@ from toolproof.contract.trace import (
     StepStarted,
 )
 from toolproof.errors import InputError
+from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
 from toolproof.evidence.store import record_from_json
-from toolproof.identity import digest
-from toolproof.runs.calls import CallPort, Clock
+from toolproof.identity import canonical_json, digest
+from toolproof.runs.calls import CallPort, Clock, relayed_of
 from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
 from toolproof.verify.checks import CHECK_SEQUENCE
 
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
+
+
+_HANDLED_KINDS = (StepKind.RETRIEVE, StepKind.MODEL, StepKind.READ, StepKind.PROMPT)
+"""Spec step kinds a :class:`StepHandler` runs (by its kind's name)."""
+_SPEC_KINDS = (StepKind.CALL, StepKind.RETRIEVE, StepKind.READ, StepKind.PROMPT)
+"""Step kinds skipped when a dependency did not finish ok."""
 
 
 class _BudgetStop(Exception):
@@ -108,6 +115,37 @@ class StepContext:
 
         """
         return self._executor.model_turn(self.node.id, turn)
+
+    def record_read(self, uri: str, result: dict[str, Any]) -> list[EvidenceRecord]:
+        """Record this step's ``resource_read`` and its contents' evidence (kind ``resource``).
+
+        Returns:
+            One evidence record per content item (see
+            :meth:`~toolproof.runs.recorder.Recorder.read_block`).
+
+        Raises:
+            _BudgetStop: the evidence-bytes budget is spent.
+
+        """
+        for data, _, _ in read_contents(result):
+            self._executor._admit(self.node.id, data)
+        records = self._executor.recorder.read_block(self.node.id, uri, result)
+        self._executor.evidence.extend(records)
+        return records
+
+    def record_prompt(
+        self, name: str, arguments: dict[str, Any], result: dict[str, Any]
+    ) -> list[EvidenceRecord]:
+        """Record this step's ``prompt_got`` and its evidence (kind ``prompt``).
+
+        Raises:
+            _BudgetStop: the evidence-bytes budget is spent.
+
+        """
+        self._executor._admit(self.node.id, canonical_json(result))
+        records = self._executor.recorder.prompt_block(self.node.id, name, arguments, result)
+        self._executor.evidence.extend(records)
+        return records
 
     async def call_tool(
         self, tool: str, arguments: dict[str, Any]
@@ -288,7 +326,7 @@ class Executor:
 
     async def _node(self, node: PlanNode) -> None:
         self._emit(StepStarted, step=node.id, kind=node.kind.value)
-        if node.kind in (StepKind.CALL, StepKind.RETRIEVE):
+        if node.kind in _SPEC_KINDS:
             blocked = [dep for dep in node.depends_on if not self.outcome.outputs[dep].ok]
             if blocked:
                 reason = f"dependency {blocked[0]!r} did not finish ok"
@@ -297,7 +335,7 @@ class Executor:
                 return
         if node.kind == StepKind.CALL:
             await self._call(node)
-        elif node.kind in (StepKind.RETRIEVE, StepKind.MODEL):
+        elif node.kind in _HANDLED_KINDS:
             await self._handled(node)
         elif node.kind == StepKind.DERIVE:
             await self._derive(node)
@@ -352,6 +390,7 @@ class Executor:
             self.calls.observed(call.id),
             admit=lambda data: self._admit(node_id, data),
             approvals=self.calls.approvals(call.id),
+            relayed=relayed_of(self.calls, call.id),
         )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, pid_alive
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.layout import (
@@ -51,6 +53,8 @@ from toolproof.contract.runs import (
 from toolproof.contract.trace import (
     EvidenceRegistered,
     ModelTurn,
+    PromptGot,
+    ResourceRead,
     StepFinished,
     ToolCalled,
     TraceEvent,
@@ -59,6 +63,7 @@ from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.planner import plan_run
+from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, record_run, step_kinds
 from toolproof.runs.session import SESSION_FILE, SESSION_TASK, discard_live
 from toolproof.runs.turns import RecordedTurns, turn_providers
@@ -179,17 +184,10 @@ async def _commit(
         runtime = ExecutionRuntime.model_validate(
             {**runtime.to_json(), "providers": turn_providers(turns, runtime.providers), "id": ""}
         )
-    steps = [
-        StepSpec(id=e.step, tool=e.call.tool, arguments=e.call.arguments)
-        if isinstance(e, ToolCalled)
-        else StepSpec(id=e.step, kind="model", params={"source": e.source, "model": e.model})
-        for e in events
-        if isinstance(e, ToolCalled | ModelTurn)
-    ]
     spec = RunSpec(
         task=task,
         toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
-        steps=steps,
+        steps=_steps(events),
         policy=Policy.AUDIT,
         reasoner=reasoner,
     )
@@ -211,6 +209,25 @@ async def _commit(
     )
 
 
+def _steps(events: list[TraceEvent]) -> list[StepSpec]:
+    """The spec steps of a session's trace: its calls, model turns, reads and prompt gets."""
+    steps: list[StepSpec] = []
+    for event in events:
+        if isinstance(event, ModelTurn):
+            params: dict[str, JsonValue] = {"source": event.source, "model": event.model}
+            steps.append(StepSpec(id=event.step, kind="model", params=params))
+        elif isinstance(event, ToolCalled):
+            steps.append(
+                StepSpec(id=event.step, tool=event.call.tool, arguments=event.call.arguments)
+            )
+        elif isinstance(event, ResourceRead):
+            steps.append(StepSpec(id=event.step, kind="read", params={"uri": event.uri}))
+        elif isinstance(event, PromptGot):
+            asked: dict[str, JsonValue] = {"name": event.name, "arguments": dict(event.arguments)}
+            steps.append(StepSpec(id=event.step, kind="prompt", params=asked))
+    return steps
+
+
 async def _write_run(
     live: Path,
     root: Path,
@@ -222,7 +239,7 @@ async def _write_run(
     dropped: list[str] | None,
     calls: int,
 ) -> tuple[CommittedRun, RecordedRun]:
-    handlers = {"model": RecordedTurns(events, live)}
+    handlers = {**default_handlers(events=events), "model": RecordedTurns(events, live)}
     plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(

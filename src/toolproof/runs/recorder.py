@@ -64,6 +64,9 @@ from toolproof.contract.trace import (
     EvidenceRegistered,
     FailureObserved,
     ModelTurn,
+    PromptGot,
+    RequestRelayed,
+    ResourceRead,
     RunFailed,
     StepFinished,
     StepStarted,
@@ -72,7 +75,7 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import CanonicalizationError
-from toolproof.evidence.encoding import encode_value
+from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_contents
 from toolproof.evidence.store import EvidenceStore, record_from_json
 from toolproof.identity import canonical_json
 from toolproof.tools.observe import Observation
@@ -103,6 +106,9 @@ _EVENT_CLASSES: tuple[type[EventBase], ...] = (
     RunFailed,
     ApprovalRequested,
     ApprovalDecided,
+    ResourceRead,
+    PromptGot,
+    RequestRelayed,
 )
 
 
@@ -370,6 +376,7 @@ class Recorder:
         *,
         admit: Callable[[bytes], None] | None = None,
         approvals: Iterable[dict[str, Any]] = (),
+        relayed: Iterable[dict[str, Any]] = (),
     ) -> CallRecord:
         """Record the call block of one finished call (see the module docstring).
 
@@ -383,6 +390,10 @@ class Recorder:
                 stop (the executor's evidence budget), after ``failure_observed``.
             approvals: the approval events its layers reported (``type`` and fields
                 without ``idx``/``prev``/``step``/``call_id``), written first.
+            relayed: the requests the call sent its caller
+                (:attr:`~toolproof.tools.observe.Observation.relayed`): each is a
+                ``request_relayed`` event after ``failure_observed``, followed by the
+                evidence of its request and of its answer.
 
         Returns:
             The :class:`CallRecord`.
@@ -425,12 +436,95 @@ class Recorder:
                 failure=failure,
                 recovered_by=recovered_by,
             )
+        for asked in relayed:
+            self._relayed(step, call_id, asked)
         if result.failure is not None:
             return CallRecord(call, result, None)
         if admit is not None:
             admit(data)
         record = self.register_json(step, data, media_type, "tool_result", call_id, {})
         return CallRecord(call, result, record)
+
+    def _relayed(self, step: str, call_id: str, asked: dict[str, Any]) -> None:
+        method = str(asked["method"])
+        answer = asked.get("answer")
+        self.emit(
+            RequestRelayed,
+            step=step,
+            call_id=call_id,
+            method=method,
+            request=asked["request"],
+            answer=answer,
+            error=str(asked.get("error") or ""),
+        )
+        detail = {"method": method}
+        request = canonical_json(asked["request"])
+        self.register_json(step, request, JSON_MEDIA_TYPE, "relayed_request", call_id, detail)
+        if answer is not None:
+            data = canonical_json(answer)
+            self.register_json(step, data, JSON_MEDIA_TYPE, "relayed_answer", call_id, detail)
+
+    def read_block(self, step: str, uri: str, result: dict[str, Any]) -> list[EvidenceRecord]:
+        """Record a resource read: ``resource_read``, then each content's evidence.
+
+        Args:
+            step: the plan step of the read.
+            uri: the URI read.
+            result: the ``ReadResourceResult`` (wire form) as answered.
+
+        Returns:
+            The evidence records, one per content item (kind ``resource``, see
+            :func:`read_contents`).
+
+        Raises:
+            InputError: the result's contents are malformed (nothing is recorded).
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        contents = read_contents(result)
+        self.emit(ResourceRead, step=step, uri=uri, result=result)
+        return [
+            self.register(step, data, media, "resource", None, detail)
+            for data, media, detail in contents
+        ]
+
+    def prompt_block(
+        self, step: str, name: str, arguments: dict[str, Any], result: dict[str, Any]
+    ) -> list[EvidenceRecord]:
+        """Record a prompt get: ``prompt_got``, then the result's canonical JSON as evidence.
+
+        Returns:
+            The one evidence record (kind ``prompt``, ``application/json``).
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        self.emit(PromptGot, step=step, name=name, arguments=arguments, result=result)
+        detail = {"prompt": name}
+        return [
+            self.register(step, canonical_json(result), JSON_MEDIA_TYPE, "prompt", None, detail)
+        ]
+
+    def exchange_step(
+        self, step: str, kind: str, block: Callable[[], list[EvidenceRecord]]
+    ) -> list[EvidenceRecord]:
+        """Record a ``read`` or ``prompt`` step: ``step_started``, ``block()``, ``step_finished``.
+
+        The step finishes ``ok`` with its evidence ids, as the executor finishes a
+        handled step (so a session's read is what frozen re-execution writes). Not
+        committed: call :meth:`commit`.
+
+        Raises:
+            InputError: ``block`` refused the result (nothing is recorded).
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        self.emit(StepStarted, step=step, kind=kind)
+        records = block()
+        detail = {"evidence": [record.id for record in records]}
+        self.emit(StepFinished, step=step, status="ok", detail=detail)
+        return records
 
     def register(
         self,
@@ -482,6 +576,7 @@ class Recorder:
         result: ToolResult,
         observed: Iterable[tuple[ToolFailure, str]],
         approvals: Iterable[dict[str, Any]] = (),
+        relayed: Iterable[dict[str, Any]] = (),
     ) -> CallRecord:
         """Record a whole call step (``step_started``, the call block, ``step_finished``).
 
@@ -494,7 +589,9 @@ class Recorder:
 
         """
         self.emit(StepStarted, step=step, kind="call")
-        recorded = self.call_block(step, call, result, observed, approvals=approvals)
+        recorded = self.call_block(
+            step, call, result, observed, approvals=approvals, relayed=relayed
+        )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)

@@ -181,8 +181,6 @@ async def replay_run(
 
     """
     directory = Path(directory)
-    if handlers is None:
-        handlers = default_handlers()
     manifest, digests, findings = check_manifest(directory)
     if findings:
         first = findings[0]
@@ -196,6 +194,8 @@ async def replay_run(
         raise _refuse(f"[schema] {rel}: {problem}", file=rel, check="schema")
     assert view.spec is not None and view.plan is not None and view.runtime is not None
     spec, plan, runtime, events = view.spec, view.plan, view.runtime, view.events
+    if handlers is None:  # recorded reads and prompts are served from the trace
+        handlers = default_handlers(events=events)
     handlers = _with_turns(handlers, spec, events, directory)
     differences: list[str] = []
 

@@ -193,7 +193,7 @@ async def execute_run(
 
     """
     if handlers is None:
-        handlers = default_handlers()
+        handlers = default_handlers(catalog=toolset.catalog)
     reasoner = reasoner_for(spec.reasoner)
     checks, check_descriptors = check_sequence(spec.checks)
     plugin, origin = runtime_for(runtime) if isinstance(runtime, str) else (runtime, "registered")

@@ -16,6 +16,11 @@ finalized (:mod:`toolproof.runs.finalize`):
 * ``evidence/``: the result bytes (and model requests and responses), named by their
   SHA-256.
 
+Resource reads and prompt gets are steps too (:meth:`LiveSession.record_read`,
+:meth:`LiveSession.record_prompt`: ``read-0000000N``, ``prompt-0000000N``, kinds
+``read`` and ``prompt``), and the sampling and elicitation requests a call relayed to
+its client are ``request_relayed`` events inside that call's block.
+
 The surface is three steps per call: :meth:`LiveSession.admit` before the body runs
 (it refuses a call that cannot be recorded, so nothing runs unrecorded),
 :meth:`LiveSession.record` after it, and :meth:`LiveSession.close` at the end.
@@ -29,6 +34,7 @@ import os
 import resource
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,10 +43,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolproof.bundle.rundir import write_file
+from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
+from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
 from toolproof.runs.recorder import (
@@ -108,8 +116,9 @@ class Admission:
 
 
 def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
+    what = tool if " " in tool else f"call to {tool!r}"  # "resources/read 'uri'" as it is
     failure = ToolFailure(
-        kind="unrecordable", message=f"call to {tool!r} cannot be recorded: {why}", where=where
+        kind="unrecordable", message=f"{what} cannot be recorded: {why}", where=where
     )
     return ToolCallError(failure)
 
@@ -134,6 +143,8 @@ class LiveSession:
         calls: calls recorded so far.
         admitted: calls admitted so far (the last step number handed out).
         turns: model turns recorded so far.
+        reads: resource reads recorded so far.
+        prompts: prompt gets recorded so far.
         closed: no more calls are recorded.
         broken: the write error that stopped the recording, or ``None``.
 
@@ -146,6 +157,8 @@ class LiveSession:
     calls: int = 0
     admitted: int = 0
     turns: int = 0
+    reads: int = 0
+    prompts: int = 0
     closed: bool = False
     broken: OSError | None = None
     _where: str = ""
@@ -261,7 +274,8 @@ class LiveSession:
         observed = other_failures(seen, result) if seen is not None else []
         approvals = seen.approvals if seen is not None else []
         try:
-            recorded = self.recorder.call_step(step, call, result, observed, approvals)
+            relayed = seen.relayed if seen is not None else []
+            recorded = self.recorder.call_step(step, call, result, observed, approvals, relayed)
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc
@@ -328,6 +342,71 @@ class LiveSession:
                 path=str(self.directory),
             ) from exc
         return step
+
+    def record_read(self, uri: str, result: dict[str, Any]) -> list[EvidenceRecord]:
+        """Record one answered resource read as the next ``read`` step, before it is answered.
+
+        The step is ``read-0000000N`` (N counts the session's reads from 1): ``step_started``
+        (kind ``read``), ``resource_read``, one ``evidence_registered`` per content item
+        (kind ``resource``: a text's UTF-8, a blob's decoded bytes), ``step_finished``.
+
+        Args:
+            uri: the URI read.
+            result: the ``ReadResourceResult`` as answered (wire form).
+
+        Returns:
+            The evidence records, one per content item.
+
+        Raises:
+            ToolCallError: kind ``unrecordable``: the session is closed or broken, the
+                contents are malformed, or the block cannot be written.
+
+        """
+        what = f"resources/read {uri!r}"
+        self._check_open(what)
+        try:
+            read_contents(result)
+        except InputError as exc:
+            raise _unrecordable(what, exc.message, "output") from exc
+        self.reads += 1
+        step = f"read-{self.reads:08d}"
+        return self._exchange(
+            what, step, "read", lambda: self.recorder.read_block(step, uri, result)
+        )
+
+    def record_prompt(
+        self, name: str, arguments: dict[str, Any], result: dict[str, Any]
+    ) -> list[EvidenceRecord]:
+        """Record one answered prompt get as the next ``prompt`` step (``prompt-0000000N``).
+
+        Events: ``step_started`` (kind ``prompt``), ``prompt_got``, the result's canonical
+        JSON as evidence (kind ``prompt``), ``step_finished``.
+
+        Raises:
+            ToolCallError: kind ``unrecordable``: closed, broken, or not written.
+
+        """
+        what = f"prompts/get {name!r}"
+        self._check_open(what)
+        self.prompts += 1
+        step = f"prompt-{self.prompts:08d}"
+        block = lambda: self.recorder.prompt_block(step, name, arguments, result)  # noqa: E731
+        return self._exchange(what, step, "prompt", block)
+
+    def _check_open(self, what: str) -> None:
+        if self.closed or self.broken is not None:
+            raise _unrecordable(what, self._cannot_write(self.broken or OSError()))
+
+    def _exchange(
+        self, what: str, step: str, kind: str, block: Callable[[], list[EvidenceRecord]]
+    ) -> list[EvidenceRecord]:
+        try:
+            records = self.recorder.exchange_step(step, kind, block)
+            self.recorder.commit()
+        except OSError as exc:
+            self.broken = exc
+            raise _unrecordable(what, f"it ran, but {self._cannot_write(exc)}") from exc
+        return records
 
     def close(self) -> None:
         """Stop recording and close the trace (fsynced); finalize with :mod:`.finalize`.

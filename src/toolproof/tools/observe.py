@@ -34,6 +34,10 @@ class Observation:
         failures: every failure returned by a layer, in order (repeats included).
         recovered: ``(failure, layer)`` for each failure a layer declared it recovered
             from (``retry`` running the call again).
+        relayed: each request the call sent its caller (sampling, elicitation), in
+            order, as ``{"method", "request", "answer", "error"}`` (wire-form JSON;
+            ``answer`` ``None`` and ``error`` ``"<kind>: <message>"`` when it failed),
+            filled by the serving face's call channel.
 
     """
 
@@ -42,6 +46,7 @@ class Observation:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     """Approval events an ``approve`` layer reported (``{"type": ..., fields}``), in order;
     the recorder writes them in the call's block before ``tool_called``."""
+    relayed: list[dict[str, Any]] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[ToolFailure]:
         """The failures, in order (so ``list(observation)`` is :attr:`failures`)."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from toolproof.contract.evidence import ClaimStatus, ClaimType, evidence_path_for
+from toolproof.contract.evidence import ClaimStatus, ClaimType, EvidenceRecord, evidence_path_for
 from toolproof.contract.layout import CLAIMS_FILE, EVIDENCE_DIR, TRACE_FILE
 from toolproof.contract.runs import Finding, Severity, StepKind
 from toolproof.contract.trace import (
     EvidenceRegistered,
+    ResourceRead,
     RunFailed,
     StepFinished,
     StepStarted,
@@ -14,7 +15,7 @@ from toolproof.contract.trace import (
     ToolReturned,
 )
 from toolproof.errors import InputError
-from toolproof.evidence.encoding import encode_value
+from toolproof.evidence.encoding import encode_value, read_contents
 from toolproof.identity import digest, digest_of_hex
 from toolproof.verify.base import MAX_FINDINGS, finding
 from toolproof.verify.view import RunView
@@ -111,12 +112,29 @@ def check_grounding(view: RunView) -> list[Finding] | None:
     return out[:MAX_FINDINGS]
 
 
+def _holds_read(record: EvidenceRecord, reads: dict[str, ResourceRead]) -> bool:
+    """Whether ``record`` (kind ``resource``) holds its content item of its step's read."""
+    read = reads.get(record.source.step)
+    index = record.source.detail.get("index")
+    if read is None or type(index) is not int:
+        return False
+    try:
+        contents = read_contents(dict(read.result))
+    except InputError:
+        return False
+    if not 0 <= index < len(contents):
+        return False
+    data, media_type, _ = contents[index]
+    return digest(data) == record.digest and media_type == record.media_type
+
+
 def check_evidence_digests(view: RunView) -> list[Finding] | None:
     """Each evidence file is registered, named by its SHA-256, sized and hashed as recorded."""
     if view.events is None:
         return None
     out: list[Finding] = []
     results = {e.call_id: e.result for e in view.events if isinstance(e, ToolReturned)}
+    reads = {e.step: e for e in view.events if isinstance(e, ResourceRead)}
     on_disk = set(view.evidence_files())
     registered: set[str] = set()
     for event in view.events:
@@ -147,6 +165,17 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                 )
             )
             continue
+        if record.source.kind == "resource" and not _holds_read(record, reads):
+            out.append(
+                finding(
+                    _CRIT,
+                    record.path,
+                    f"{record.path} does not hold content item "
+                    f"{record.source.detail.get('index')} of the resource read at step "
+                    f"{record.source.step!r}",
+                    event=event.idx,
+                )
+            )
         result = results.get(record.source.call or "")
         if record.source.kind == "tool_result" and result is not None:
             try:

@@ -36,10 +36,16 @@ def check_schema(view: RunView) -> list[Finding]:
 def _compare_steps(view: RunView, bad: Callable[[str], None]) -> None:
     assert view.spec is not None and view.plan is not None and view.runtime is not None
     spec, plan = view.spec, view.plan
-    kinds = (StepKind.CALL, StepKind.RETRIEVE, StepKind.MODEL)
+    kinds = (
+        StepKind.CALL,
+        StepKind.RETRIEVE,
+        StepKind.MODEL,
+        StepKind.READ,
+        StepKind.PROMPT,
+    )
     steps = [node for node in plan.nodes if node.kind in kinds]
     if sorted(node.id for node in steps) != sorted(step.id for step in spec.steps):
-        bad("the plan's call/retrieve/model nodes are not the spec's steps")
+        bad("the plan's call/retrieve/model/read/prompt nodes are not the spec's steps")
     by_id = {node.id: node for node in steps}
     for step in spec.steps:
         node = by_id.get(step.id)

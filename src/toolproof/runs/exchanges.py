@@ -1,0 +1,135 @@
+"""The ``read`` and ``prompt`` steps: an MCP resource read or prompt get, recorded as evidence.
+
+A spec step ``kind = "read"`` with ``params = {"uri": ...}`` reads a resource of the
+Toolset's catalog (:mod:`toolproof.tools.catalog`: an ``[[mcp]]`` server's or a
+``@toolproof.resource``); ``kind = "prompt"`` with ``params = {"name", "arguments"}``
+gets a prompt. The step records ``resource_read`` (or ``prompt_got``) and the
+answer's bytes as evidence (:meth:`~toolproof.runs.recorder.Recorder.read_block`:
+one record per content item, kind ``resource``; a prompt's canonical JSON, kind
+``prompt``), which claims cite like a tool result's. Recorded sessions write these
+steps as they serve (``read-0000000N``, ``prompt-0000000N``).
+
+Frozen (replay, finalizing a session) the answer is the recorded event of the same
+step; a step that was not recorded, or asks for another URI, prompt or arguments,
+refuses the replay (:class:`~toolproof.errors.ReplayRefused`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from toolproof.contract.runs import PlanNode
+from toolproof.contract.trace import PromptGot, ResourceRead, TraceEvent
+from toolproof.errors import InputError, ReplayRefused
+from toolproof.evidence.reasoners import StepOutput
+from toolproof.runs.executor import StepContext
+from toolproof.tools.catalog import Catalog
+
+__all__ = ["PromptStep", "ReadStep"]
+
+
+def _refuse(node: PlanNode, why: str) -> ReplayRefused:
+    return ReplayRefused(
+        f"frozen replay refused: step {node.id!r} {why}; a live {node.kind.value} would be a "
+        "new run",
+        step=node.id,
+        rule=why,
+    )
+
+
+class ReadStep:
+    """The :class:`~toolproof.runs.executor.StepHandler` of ``read`` steps.
+
+    Args:
+        catalog: where live reads go (``None``: no resource can be read live).
+        events: the recorded trace a frozen run serves reads from.
+
+    """
+
+    def __init__(self, catalog: Catalog | None, events: Sequence[TraceEvent] = ()) -> None:
+        self.catalog = catalog
+        self.recorded = {e.step: e for e in events if isinstance(e, ResourceRead)}
+
+    async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
+        """Read ``params.uri`` (live) or serve the recorded read (frozen); record it.
+
+        Raises:
+            InputError: ``params`` is not ``{"uri": <string>}``, or no resource lists it.
+            ReplayRefused: frozen, and this read was not recorded at this step.
+
+        """
+        uri = node.params.get("uri")
+        if set(node.params) != {"uri"} or not isinstance(uri, str):
+            raise InputError(f"read step {node.id!r}: params must be {{'uri': <string>}}")
+        if context.mode == "frozen":
+            event = self.recorded.get(node.id)
+            if event is None:
+                raise _refuse(node, f"reads {uri!r}, which the recorded run did not read")
+            if event.uri != uri:
+                raise _refuse(node, f"reads {uri!r}, recorded {event.uri!r}")
+            result: dict[str, Any] = dict(event.result)
+        else:
+            entry = self.catalog.resource_for(uri) if self.catalog is not None else None
+            if entry is None:
+                raise InputError(f"read step {node.id!r}: no resource or template lists {uri!r}")
+            try:
+                result = await entry.answer(uri)
+            except Exception as exc:  # the source failed: the step fails, the run goes on
+                reason = f"resource {uri!r}: {type(exc).__name__}: {exc}"
+                return StepOutput(node.id, False, reason=reason)
+        records = context.record_read(uri, result)
+        return StepOutput(node.id, True, result, tuple(records))
+
+
+class PromptStep:
+    """The :class:`~toolproof.runs.executor.StepHandler` of ``prompt`` steps.
+
+    Args:
+        catalog: where live gets go (``None``: no prompt can be fetched live).
+        events: the recorded trace a frozen run serves prompts from.
+
+    """
+
+    def __init__(self, catalog: Catalog | None, events: Sequence[TraceEvent] = ()) -> None:
+        self.catalog = catalog
+        self.recorded = {e.step: e for e in events if isinstance(e, PromptGot)}
+
+    async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
+        """Get ``params.name`` with ``params.arguments`` (live) or serve the recorded one.
+
+        Raises:
+            InputError: ``params`` is not ``{"name": <string>, "arguments": {...}}``, or
+                no such prompt.
+            ReplayRefused: frozen, and this get was not recorded at this step.
+
+        """
+        name, arguments = node.params.get("name"), node.params.get("arguments", {})
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise InputError(
+                f"prompt step {node.id!r}: params must be {{'name': <string>, "
+                "'arguments': {...}}"
+            )
+        if context.mode == "frozen":
+            event = self.recorded.get(node.id)
+            if event is None:
+                raise _refuse(node, f"gets prompt {name!r}, which the recorded run did not get")
+            if (event.name, dict(event.arguments)) != (name, arguments):
+                raise _refuse(
+                    node,
+                    f"gets prompt {name!r} with {arguments}, recorded {event.name!r} with "
+                    f"{dict(event.arguments)}",
+                )
+            result: dict[str, Any] = dict(event.result)
+        else:
+            entry = self.catalog.prompts.get(name) if self.catalog is not None else None
+            if entry is None:
+                raise InputError(f"prompt step {node.id!r}: no prompt {name!r}")
+            try:
+                result = await entry.answer(arguments or None)
+            except Exception as exc:  # the source failed: the step fails, the run goes on
+                return StepOutput(
+                    node.id, False, reason=f"prompt {name!r}: {type(exc).__name__}: {exc}"
+                )
+        records = context.record_prompt(name, arguments, result)
+        return StepOutput(node.id, True, result, tuple(records))
