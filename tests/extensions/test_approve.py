@@ -356,3 +356,26 @@ def test_argument_predicates_use_json_pointers_and_json_equality() -> None:
     assert compile_rules(ApprovalPolicy(), ToolAnnotations()) is None
     titled = compile_rules(policy, ToolAnnotations(title="x")) or ()
     assert [r.index for r in titled] == [0, 1]
+
+
+def test_replay_session_serves_the_recorded_decision_and_never_asks(tmp_path: Path) -> None:
+    from toolproof import replay_session
+
+    config = write_config(tmp_path)
+    side = tmp_path / "side.txt"
+    approver = Asked(True)
+    arguments = {"path": str(side), "branch": "b1"}
+
+    async def agent(session: Any) -> None:
+        assert (await session.toolset[GATED].call(arguments)).value == "deleted b1"
+
+    async def main() -> Any:
+        async with record_session(config, root=tmp_path / "root", task="t", approver=approver) as s:
+            await agent(s)
+        assert s.run_id is not None
+        return await replay_session(tmp_path / "root" / "runs" / s.run_id, agent, toolset=config)
+
+    replayed = asyncio.run(main())
+    assert (replayed.identical, replayed.calls, replayed.live_calls) == (True, 1, 0)
+    assert len(approver.requests) == 1  # asked while recording, never on replay
+    assert side.read_text(encoding="utf-8") == "b1 force=False\n"

@@ -49,6 +49,7 @@ from toolproof.adapters.tokens import BearerGuard
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
+from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.session import Admission, LiveSession
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
@@ -237,7 +238,8 @@ def build_server(
             token = observer.call_started(tool, arguments)
         except ToolCallError as refused:
             return mcp_result(tool, _failed(refused.failure)).reply
-        with observe_failures() as seen:
+        call_id = getattr(token, "call_id", None)  # a recorded call's id, for approve layers
+        with observe_failures() as seen, approval_scope(call_id):
             answer = mcp_result(tool, await tool.call(arguments))
         seen.relayed.extend(relayed or ())
         try:
