@@ -42,6 +42,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof.adapters.agent_session import AgentReplay
+from toolproof.adapters.cli.serve import _count
 from toolproof.adapters.http import ApiSettings, create_app
 from toolproof.adapters.mcp_server import build_server
 from toolproof.contract.runs import RunSpec
@@ -264,6 +265,7 @@ def test_a_run_spec_calling_a_hidden_tool_is_refused_before_anything_runs(
 MODULE = '''
 import toolproof
 from toolproof.adapters.agent_session import AgentReplay
+from toolproof.adapters.cli.serve import _count
 
 @toolproof.tool
 def debug_dump() -> str:
@@ -350,3 +352,8 @@ def test_the_built_in_approve_gate_hides_its_base_unless_expose_names_it(tmp_pat
     hidden, exposed, record = asyncio.run(load(opened))
     assert (hidden, exposed) == ({}, ["delete_branch", "delete_branch_approve", "list_branches"])
     assert (record.expose, record.hidden) == (["delete_branch"], [])
+
+
+def test_serve_announces_what_it_hides() -> None:
+    assert _count(gated_toolset([])) == "3 tools (2 hidden: delete_branch, delete_branch_timeout)"
+    assert _count(gated_toolset([], Exposure(expose=("*",)))) == "5 tools"
