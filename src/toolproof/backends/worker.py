@@ -221,13 +221,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _end_worker(code: int) -> NoReturn:
+def _end_worker(code: int, *, flush: bool = False) -> NoReturn:
     """Kill every process the bodies started, then end this worker at once.
 
-    With a cgroup, one ``cgroup.kill`` ends them and this worker together. Spans still
-    buffered are exported first (at most 2 s; nothing with telemetry off).
+    With a cgroup, one ``cgroup.kill`` ends them and this worker together. With
+    ``flush`` (the pool closed the pipe: called from the loop, holding no lock of the
+    span processor), spans still buffered are exported first (at most 2 s; nothing with
+    telemetry off); a signal handler or the parent watch never flushes, so a worker
+    whose caller died is never held up by a span export.
     """
-    hooks.flush(2.0)
+    if flush:
+        hooks.flush(2.0)
     cgroup = os.environ.get(CGROUP_ENV)
     if not (cgroup and cgroup_kill(Path(cgroup))):
         kill_tree(os.getpid(), os.environ.get(TAG_ENV))
@@ -275,7 +279,7 @@ def _reader(rfd: int, inbox: asyncio.Queue[bytes]) -> Callable[[], None]:
         if not chunk:
             # The caller closed the pipe (pool shutdown) or died: nobody will read a
             # result any more, so do not wait for a running body.
-            _end_worker(0)
+            _end_worker(0, flush=True)
         try:
             frames = reader.feed(chunk)
         except ProtocolError:
