@@ -1,10 +1,12 @@
 """A pydantic-ai agent answers a question about a git repository through mcp-server-git.
 
 The agent's run is recorded with ``toolproof.record_session`` (every tool call, with
-its exact result bytes, in a hash-chained run directory), verified (the answer's
+its exact result bytes, and every model turn, request and response, in a hash-chained
+run directory), verified (the answer's
 citations are looked up byte for byte in the results of the calls they name), and
 replayed offline with ``toolproof.replay_session`` (the same agent code, every tool
-result served from the recording, no tool body run).
+result and model response served from the recording: no tool body runs, no model is
+asked).
 
     python examples/agent-pydantic-ai/agent.py                 # a scripted model (offline)
     python examples/agent-pydantic-ai/agent.py \\
@@ -130,7 +132,7 @@ def make_agent(model: Model) -> Agent_:
 
     async def agent(session: toolproof.Session) -> None:
         runner = Agent(
-            model,  # with model-turn recording: session.pydantic_ai_model(model)
+            session.pydantic_ai_model(model),  # each model turn recorded (frozen: served)
             toolsets=[session.pydantic_ai_toolset()],
             instructions=INSTRUCTIONS,
         )
@@ -162,13 +164,18 @@ def model_of(base_url: str | None, name: str | None, api_key_env: str) -> tuple[
 
 
 def _replayed(replay: toolproof.AgentReplay) -> dict[str, Any]:
-    return {"identical": replay.identical, "calls": replay.calls, "live_calls": replay.live_calls}
+    return {
+        "identical": replay.identical,
+        "calls": replay.calls,
+        "turns": replay.turns,
+        "live_calls": replay.live_calls,
+    }
 
 
 async def main(args: argparse.Namespace, agent: Agent_) -> dict[str, Any]:
     """Record, verify and replay (or, with ``--replay RUN``, only replay); a summary."""
     if args.replay is not None:
-        replay = await toolproof.replay_session(args.replay, agent)
+        replay = await toolproof.replay_session(args.replay, agent, toolset=CONFIG)
         return {"run_id": Path(args.replay).name, "replay": _replayed(replay)}
     root = Path(args.root).resolve()
     async with toolproof.record_session(CONFIG, root=root, task=QUESTION) as session:
@@ -176,7 +183,9 @@ async def main(args: argparse.Namespace, agent: Agent_) -> dict[str, Any]:
     run = root / "runs" / str(session.run_id)
     claim = json.loads((run / "claims.json").read_bytes())[0]
     verification = toolproof.verify_run(run)
-    replay = await toolproof.replay_session(run, agent)  # frozen: no tool body runs
+    # frozen: no tool body runs and no model is asked; the Toolset gives the tools' schemas
+    # (a model request carries them), its server is started but never called
+    replay = await toolproof.replay_session(run, agent, toolset=CONFIG)
     return {
         "run_id": session.run_id,
         "run": str(run),
@@ -198,8 +207,8 @@ def _print(outcome: dict[str, Any]) -> None:
     replay = outcome["replay"]
     print(
         f"replay: {'identical' if replay['identical'] else 'DIFFERS'}, "
-        f"{replay['calls']} tool calls served from the recording, "
-        f"{replay['live_calls']} live calls"
+        f"{replay['calls']} tool calls and {replay['turns']} model turns served from the "
+        f"recording, {replay['live_calls']} live calls"
     )
 
 

@@ -2,7 +2,8 @@
 
 The example is copied beside a fixture repository (two commits by Ada Lovelace), as
 tests/runs/test_git_history.py does, and run as a script: record the agent's session,
-verify it (the answer's citations looked up byte for byte), replay it frozen. Once with
+verify it (the answer's citations looked up byte for byte), replay it frozen (tool
+results and model turns served from the recording). Once with
 the scripted model (FunctionModel), once against the real model server of
 ``TOOLPROOF_LLM_BASE_URL`` (llama.cpp serving SmolLM2-135M-Instruct; what is checked
 there is the record, not the small model's answer).
@@ -51,17 +52,6 @@ def example(*args: str, cwd: Path, path: str = LIVE_PATH) -> subprocess.Complete
         timeout=600,
         env={**os.environ, "PATH": path},
     )
-
-
-def bare_path() -> str:
-    """PATH without mcp-server-git: a replay that needed the server would fail."""
-    path = os.pathsep.join(
-        part
-        for part in os.environ.get("PATH", "").split(os.pathsep)
-        if part and not (Path(part) / "mcp-server-git").exists()
-    )
-    assert shutil.which("mcp-server-git", path=path) is None
-    return path
 
 
 @pytest.fixture
@@ -113,7 +103,7 @@ def test_the_scripted_agent_records_verifies_and_replays(
     citations = ["Author: Ada Lovelace", "Message: Say what the demo is"]
     assert outcome["claim"] == {"status": "validated", "citations": citations}
     assert (outcome["verified"], outcome["failures"]) == (True, [])
-    assert outcome["replay"] == {"identical": True, "calls": 2, "live_calls": 0}
+    assert outcome["replay"] == {"identical": True, "calls": 2, "turns": 3, "live_calls": 0}
     run = Path(outcome["run"])
     called = [e["call"] for e in _events(run) if e["type"] == "tool_called"]
     assert called[0]["tool"] == "git_log" and called[1]["tool"] == "git_show"
@@ -130,10 +120,13 @@ def test_the_scripted_agent_records_verifies_and_replays(
     )
     assert verify.returncode == 0, verify.stderr
 
-    offline = example("--replay", str(run), cwd=work, path=bare_path())
-    assert offline.returncode == 0, offline.stderr
-    assert offline.stdout.splitlines()[-1] == (
-        "replay: identical, 2 tool calls served from the recording, 0 live calls"
+    kinds = [e["type"] for e in _events(run) if e["type"] in ("model_turn", "tool_called")]
+    assert kinds == ["model_turn", "tool_called", "model_turn", "tool_called", "model_turn"]
+
+    again = example("--replay", str(run), cwd=work)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == (
+        "replay: identical, 2 tool calls and 3 model turns served from the recording, 0 live calls"
     )
 
 
@@ -191,4 +184,19 @@ def test_the_agent_with_a_real_model_server_records_verifies_and_replays(
     assert outcome["claim"] == {"status": status, "citations": expected}
     assert _cited_bytes(run) == expected
     assert (outcome["verified"], outcome["failures"]) == (True, [])
-    assert outcome["replay"] == {"identical": True, "calls": len(calls), "live_calls": 0}
+    turns = [e for e in events if e["type"] == "model_turn"]
+    assert len(turns) >= 1
+    assert outcome["replay"] == {
+        "identical": True,
+        "calls": len(calls),
+        "turns": len(turns),
+        "live_calls": 0,
+    }
+    # offline: the replay asks no model, so an endpoint that answers nothing changes nothing
+    dead = "http://127.0.0.1:9/v1"
+    offline = example("--replay", str(run), "--base-url", dead, "--model", model, cwd=work)
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout.splitlines()[-1] == (
+        f"replay: identical, {len(calls)} tool calls and {len(turns)} model turns served from "
+        "the recording, 0 live calls"
+    )
