@@ -1,7 +1,8 @@
 """Approvals with real parts: processes sharing the SQLite store, kill -9, MCP clients.
 
 * ``toolproof serve --http`` (wait mode) holds an MCP call open on a pending request
-  while another process (``serve-api``'s HTTP channel) approves it in the shared store.
+  while another process (``toolproof approvals approve``, or ``serve-api``'s HTTP
+  channel) approves it in the shared store.
 * ``toolproof serve --http`` (defer mode) killed with SIGKILL while a request is
   pending, restarted, the request decided: the retry with the handle completes once.
 * An MCP client of ``serve`` trying to approve through the protocol (elicitation
@@ -13,6 +14,7 @@ The side-effect file counts the runs of the body.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import signal
 import subprocess
@@ -100,6 +102,38 @@ def test_a_waiting_serve_call_completes_when_another_process_approves(tmp_path: 
     assert (answered.is_error, answered.structured_content) == (False, {"result": "deleted f"})
     (row,) = _store(tmp_path).list(status=None)
     assert (row.status, row.who, row.channel) == ("consumed", "alice", "http")
+    assert side_effects(tmp_path) == ["f force=False"]
+
+
+def test_a_waiting_serve_call_completes_when_the_cli_approves_from_another_process(
+    tmp_path: Path,
+) -> None:
+    config = write_gated_root(tmp_path, mode="wait")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    store = str(tmp_path / "approvals.sqlite")
+    with spawn(_serve(config, port), port):
+
+        async def scenario() -> tuple[types.CallToolResult, subprocess.CompletedProcess[bytes]]:
+            call = asyncio.ensure_future(_call(url, "delete_branch_approve", {"branch": "f"}))
+            (handle,) = await asyncio.to_thread(_wait_for_pending, tmp_path)
+            assert side_effects(tmp_path) == []
+            approve = [*TOOLPROOF, "approvals", "approve", handle, "--store", store]
+            done = await asyncio.to_thread(
+                subprocess.run, [*approve, "--reason", "ok"], capture_output=True, timeout=60
+            )
+            return await asyncio.wait_for(call, 60), done
+
+        answered, done = asyncio.run(scenario())
+    assert done.returncode == 0, done.stderr
+    assert (answered.is_error, answered.structured_content) == (False, {"result": "deleted f"})
+    (row,) = _store(tmp_path).list(status=None)
+    assert (row.status, row.who, row.channel, row.reason) == (
+        "consumed",
+        getpass.getuser(),
+        "cli",
+        "ok",
+    )
     assert side_effects(tmp_path) == ["f force=False"]
 
 
