@@ -11,6 +11,7 @@ import pytest
 
 from toolproof import ApprovalRequest, ApprovalStore, ConfigError, Decision, load_toolset
 from toolproof.adapters.agent_session import record_session
+from toolproof.identity import digest_json
 from toolproof.verify.verifier import verify_run
 
 HERE = Path(__file__).resolve().parent
@@ -379,3 +380,95 @@ def test_replay_session_serves_the_recorded_decision_and_never_asks(tmp_path: Pa
     assert (replayed.identical, replayed.calls, replayed.live_calls) == (True, 1, 0)
     assert len(approver.requests) == 1  # asked while recording, never on replay
     assert side.read_text(encoding="utf-8") == "b1 force=False\n"
+
+
+def test_a_store_that_vanishes_mid_decision_denies_and_records_it(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    side = tmp_path / "side.txt"
+    store_path = tmp_path / "approvals.sqlite"
+
+    async def vanishing(request: ApprovalRequest) -> bool:
+        for path in tmp_path.glob("approvals.sqlite*"):
+            path.unlink()
+        store_path.mkdir()  # the decision cannot be written: the store is gone
+        return True
+
+    async def main() -> tuple[str, Any]:
+        async with record_session(
+            config, root=tmp_path / "root", task="t", approver=vanishing
+        ) as s:
+            result = await s.toolset[GATED].call({"path": str(side), "branch": "b1"})
+        assert s.run_id is not None
+        return s.run_id, result
+
+    run_id, result = asyncio.run(main())
+    assert not side.exists()
+    assert result.failure.kind == "approval_denied"
+    assert result.failure.detail["reason"].startswith(
+        "the decision could not be stored: OperationalError: unable to open database file"
+    )
+    run = tmp_path / "root" / "runs" / run_id
+    _, decided, _ = approval_events(run)
+    assert (decided["decision"], decided["who"], decided["channel"]) == (
+        "deny",
+        "toolproof",
+        "fail-closed",
+    )
+    assert verify_run(run).ok
+
+
+def test_a_pending_request_outlives_its_process_and_the_retry_runs_after_it(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, '[approvals]\nmode = "defer"\n')
+    side = tmp_path / "side.txt"
+    arguments = {"path": str(side), "branch": "b1"}
+    store = ApprovalStore(tmp_path / "approvals.sqlite")
+
+    async def before() -> str:
+        async with load_toolset(config) as toolset:
+            pending = await toolset[GATED].call(arguments)
+        return str(pending.failure.detail["handle"])
+
+    async def after(handle: str) -> Any:
+        async with load_toolset(config) as toolset:  # a new Toolset: the server restarted
+            return await toolset[GATED].call({**arguments, "approval_handle": handle})
+
+    handle = asyncio.run(before())
+    row = store.require(handle)
+    assert row.status == "pending"
+    store.decide(
+        handle, approve=True, who="bob", channel="cli", approved_digest=row.arguments_digest
+    )
+    assert asyncio.run(after(handle)).value == "deleted b1"
+    assert store.require(handle).status == "consumed"
+    assert side.read_text(encoding="utf-8") == "b1 force=False\n"
+
+
+def test_a_decision_after_the_deadline_is_refused_and_the_request_denied(tmp_path: Path) -> None:
+    import time
+
+    from toolproof.errors import InputError
+
+    store = ApprovalStore(tmp_path / "approvals.sqlite")
+    row = store.create(
+        tool=GATED,
+        fingerprint=digest_json({}),
+        arguments_digest=digest_json({"branch": "b1"}),
+        arguments={"branch": "b1"},
+        call_id=None,
+        rule=None,
+        mode="wait",
+        timeout_seconds=0.05,
+    )
+    time.sleep(0.2)
+    with pytest.raises(InputError) as caught:
+        store.decide(
+            row.id, approve=True, who="alice", channel="cli", approved_digest=row.arguments_digest
+        )
+    assert caught.value.message == (
+        f"approval request {row.id!r} is denied (no decision within 0.05 s (timeout)), not "
+        "pending (rule: a request is decided once, before its deadline)"
+    )
+    denied = store.require(row.id)
+    assert (denied.status, denied.who, denied.channel) == ("denied", "toolproof", "fail-closed")

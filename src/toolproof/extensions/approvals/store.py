@@ -151,7 +151,7 @@ class StoredRequest:
 
 
 def _timeout_reason(deadline: float, created_at: str) -> str:
-    seconds = deadline - datetime.fromisoformat(created_at).timestamp()
+    seconds = round(deadline - datetime.fromisoformat(created_at).timestamp(), 2)
     return f"no decision within {seconds:g} s (timeout)"
 
 
@@ -204,8 +204,9 @@ class ApprovalStore:
     ) -> StoredRequest:
         """Insert a new ``pending`` request; return it (its id is fresh)."""
         request_id = new_request_id()
-        created = utc_now()
-        deadline = time.time() + timeout_seconds
+        now = time.time()
+        created = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
+        deadline = now + timeout_seconds
         with self._connect() as db:
             db.execute(
                 f"INSERT INTO approval_requests ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
