@@ -77,7 +77,7 @@ from toolproof.errors import (
 from toolproof.extensions.approvals.policy import ApprovalPolicy
 from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
-from toolproof.extensions.registry import ExtensionRegistry, default_registry
+from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
 
 __all__ = [
     "CONFIG",
+    "EXTENSIONS",
     "ExtensionsSection",
     "LockSection",
     "McpSource",
@@ -340,6 +341,10 @@ def _did_you_mean(error: Any) -> str:
 CONFIG = ResourceKey[ToolproofConfig]("config.parsed")
 """The validated ``toolproof.toml`` a Toolset was built from (``toolset.resources[CONFIG]``)."""
 
+EXTENSIONS = ResourceKey[ExtensionRegistry]("config.extensions")
+"""The extension registry a Toolset's combos were bound from (built-ins, backends,
+``[extensions] modules`` and entry points)."""
+
 
 def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     """Read and validate a ``toolproof.toml``.
@@ -549,16 +554,16 @@ def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
 def extension_registry() -> ExtensionRegistry:
     """The registry a ``toolproof.toml`` binds its combos from.
 
-    The process-wide registry (the built-ins, and what the forms registered) with the
-    ``process`` and ``celery`` backends registered into it here, at the composition
-    root, not by importing a package for its side effect. ``[extensions] modules``
-    and the ``toolproof.extensions`` entry points are loaded into it when a Toolset
-    is built.
+    A new registry of the built-ins with the ``process`` and ``celery`` backends
+    registered into it here, at the composition root, not by importing a package for
+    its side effect. ``[extensions] modules`` and the ``toolproof.extensions`` entry
+    points are loaded into it when a Toolset is built; the Toolset keeps it as
+    ``toolset.resources[EXTENSIONS]``.
 
     Returns:
-        The registry (the same object on every call).
+        A new registry on every call (no process-wide state).
     """
-    registry = default_registry()
+    registry = ExtensionRegistry()
     register_backends(registry)
     return registry
 
@@ -620,6 +625,7 @@ async def build_toolset(
         lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
         if lock is not False and (isinstance(lock, Path) or lock_file.is_file()):
             check_toolset_lock(toolset, lock_file, config.lock.on_drift)
+        registry = toolset.resources[EXTENSIONS] = extension_registry()
         configure_extensions(
             toolset,
             file=file,
@@ -630,7 +636,7 @@ async def build_toolset(
                 if section.extensions is not None
             },
             backends=config.backends,
-            registry=extension_registry(),
+            registry=registry,
             approvals=raw.get("approvals", {}),
             approver=approver,
         )

@@ -12,14 +12,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from toolproof.backends import BackendRequest, ProcessPool, register_backends
+from toolproof.backends import BackendRequest, ProcessPool
 from toolproof.contract.tools import ToolResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backends"
 CONFIG = FIXTURES / "toolproof.toml"
 REDIS_URL = "redis://127.0.0.1:6379/15"
-
-register_backends()  # the tests build process/celery combos without a toolproof.toml
 
 T = TypeVar("T")
 

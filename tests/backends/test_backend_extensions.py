@@ -10,14 +10,14 @@ from backend_support import CONFIG, copy_fixture, run, wait_gone
 
 from toolproof.backends import CELERY, PROCESS
 from toolproof.backends.extensions import PROCESS_POOLS
-from toolproof.config import load_toolset
+from toolproof.config import extension_registry, load_toolset
 from toolproof.errors import ExtensionError
-from toolproof.extensions import ComboElement, ExtensionKind, build_combo, default_registry
+from toolproof.extensions import ComboElement, ExtensionKind, build_combo
 from toolproof.tools.toolset import Toolset
 
 
 def test_backends_are_registered_as_backend_extensions() -> None:
-    registry = default_registry()
+    registry = extension_registry()
     assert registry["process"] is PROCESS and registry["celery"] is CELERY
     assert PROCESS.kind is ExtensionKind.BACKEND and PROCESS.kind.relocates_execution
     assert not PROCESS.requires_body_locality and PROCESS.wants_context
@@ -124,7 +124,11 @@ def test_two_backends_in_one_combo_are_refused() -> None:
     async def go() -> None:
         async with load_toolset(CONFIG) as toolset:
             with pytest.raises(ExtensionError) as caught:
-                build_combo(toolset["add"], [ComboElement("process"), ComboElement("celery")])
+                build_combo(
+                    toolset["add"],
+                    [ComboElement("process"), ComboElement("celery")],
+                    registry=extension_registry(),
+                )
             assert caught.value.fields["rule"] == (
                 "two backend extensions ('process' and 'celery') in one combo "
                 "(rule: backend is not multiple: at most one per combo)"
@@ -137,7 +141,9 @@ def test_process_needs_a_composition_root_file() -> None:
     async def go() -> None:
         async with load_toolset(CONFIG) as toolset:
             with pytest.raises(ExtensionError) as caught:
-                build_combo(toolset["add"], [ComboElement("process")])
+                build_combo(
+                    toolset["add"], [ComboElement("process")], registry=extension_registry()
+                )
             assert caught.value.fields["rule"] == (
                 "the process backend needs a composition-root file (rule: a worker rebuilds "
                 "the same Toolset from the same toolproof.toml; use load_toolset)"

@@ -16,7 +16,6 @@ from toolproof.extensions import (
     ExtensionKind,
     ExtensionOptions,
     ExtensionRegistry,
-    default_registry,
     extension,
     register_extension,
     transformer,
@@ -86,8 +85,8 @@ def test_the_shared_options_reach_the_extension() -> None:
 def test_importing_the_backends_registers_nothing() -> None:
     probe = (
         "import toolproof.backends\n"
-        "from toolproof.extensions import default_registry\n"
-        "print(sorted({'process', 'celery'} & set(default_registry().names())))\n"
+        "from toolproof.extensions import ExtensionRegistry\n"
+        "print(sorted({'process', 'celery'} & set(ExtensionRegistry().names())))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
@@ -97,7 +96,7 @@ def test_importing_the_backends_registers_nothing() -> None:
 
 def test_the_composition_root_registers_the_backends_in_its_registry() -> None:
     registry = extension_registry()
-    assert registry is default_registry()
+    assert registry is not extension_registry()  # built by the root on each call, never global
     assert registry["process"] is PROCESS and registry["celery"] is CELERY
 
 
@@ -109,3 +108,35 @@ def test_a_module_s_extensions_register_into_the_registry_passed(
     module = registry.import_module("ext_fixture_exts")
     assert registry.names() == ["fixture_double"]
     assert registry["fixture_double"] is module.fixture_double
+
+
+def test_a_decorator_registers_nothing_by_itself() -> None:
+    import toolproof.extensions
+
+    ext = wrapper(name="marked_only")(_passthrough)
+    assert ext.name == "marked_only"
+    assert "marked_only" not in ExtensionRegistry()
+    assert "marked_only" not in extension_registry()
+    assert not hasattr(toolproof.extensions, "default_registry")  # no process-wide registry
+
+
+def test_the_registry_a_toolset_was_bound_from_is_its_resource(tmp_path: Path) -> None:
+    import asyncio
+
+    from toolproof.config import EXTENSIONS, load_toolset
+
+    (tmp_path / "toolproof.toml").write_text(
+        '[extensions]\nmodules = ["ext_fixture_exts"]\n', encoding="utf-8"
+    )
+
+    async def go() -> list[str]:
+        async with load_toolset(tmp_path / "toolproof.toml") as toolset:
+            return toolset.resources[EXTENSIONS].names()
+
+    sys.path.insert(0, str(HERE))
+    try:
+        names = asyncio.run(go())
+    finally:
+        sys.path.remove(str(HERE))
+    assert "fixture_double" in names and "process" in names
+    assert "fixture_double" not in extension_registry()

@@ -14,7 +14,6 @@ from toolproof import ExtensionError, ExtensionKind, Tool, extension
 from toolproof.extensions import (
     Extension,
     ExtensionRegistry,
-    default_registry,
     register_extension,
     wrapper,
 )
@@ -134,7 +133,7 @@ def test_import_module_failure_leaves_nothing_registered(tmp_path: Path) -> None
         "raise RuntimeError('second half broke')\n",
         encoding="utf-8",
     )
-    registry = default_registry()
+    registry = ExtensionRegistry()
     sys.path.insert(0, str(tmp_path))
     try:
         with pytest.raises(ExtensionError) as info:

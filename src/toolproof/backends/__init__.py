@@ -16,7 +16,7 @@ from toolproof.backends.form import backend
 from toolproof.backends.local import LocalBackend
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import Backend, BackendRequest
-from toolproof.extensions.registry import ExtensionRegistry, default_registry
+from toolproof.extensions.registry import ExtensionRegistry
 
 __all__ = [
     "CELERY",
@@ -30,13 +30,12 @@ __all__ = [
 ]
 
 
-def register_backends(registry: ExtensionRegistry | None = None) -> None:
-    """Register ``process`` and ``celery`` in ``registry`` (default: the process-wide one).
+def register_backends(registry: ExtensionRegistry) -> None:
+    """Register ``process`` and ``celery`` in ``registry`` (the composition root's).
 
     Raises:
         ExtensionError: either name is already taken in ``registry``.
 
     """
-    target = registry or default_registry()
     for ext in (PROCESS, CELERY):
-        target.register(ext)
+        registry.register(ext)

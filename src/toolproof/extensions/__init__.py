@@ -17,7 +17,6 @@ from toolproof.extensions.registry import (
     Extension,
     ExtensionRegistry,
     LoadFailure,
-    default_registry,
 )
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "build_combo",
     "call_next_for",
     "configure_extensions",
-    "default_registry",
     "extension",
     "normalize_combos",
     "register_extension",

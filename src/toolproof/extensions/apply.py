@@ -22,7 +22,7 @@ from toolproof.contract.names import TOOL_NAME_PATTERN, TOOL_NAME_RE
 from toolproof.contract.tools import StackLayer
 from toolproof.errors import ExtensionError
 from toolproof.extensions.kinds import ExtensionKind
-from toolproof.extensions.registry import Extension, ExtensionRegistry, default_registry
+from toolproof.extensions.registry import Extension, ExtensionRegistry
 from toolproof.extensions.schema import first_difference, is_concrete, strip_reserved
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -198,7 +198,7 @@ def build_combo(
     Args:
         base: the tool the combo extends.
         combo: the elements, innermost first (``[a, b]``: ``b`` wraps ``a`` wraps ``base``).
-        registry: where names resolve (default: :func:`default_registry`).
+        registry: where names resolve (default: a new registry of the built-ins).
         is_taken: whether a name is already bound (a variant may never take it).
         minted: variants already built from other combos on ``base``: name -> (key,
             tool); a shared prefix is reused, not rebuilt.
@@ -211,7 +211,7 @@ def build_combo(
         ExtensionError: a refusal naming the tool, the combo and the rule; nothing is bound.
 
     """
-    registry = registry or default_registry()
+    registry = registry or ExtensionRegistry()
     minted = minted or {}
     try:
         if not combo:
@@ -271,7 +271,7 @@ def apply_combos(
         toolset: the unsealed Toolset holding ``tool``.
         tool: the base tool's name.
         combos: the normalized combos.
-        registry: where names resolve (default: :func:`default_registry`).
+        registry: where names resolve (default: a new registry of the built-ins).
         context: for factories registered with ``wants_context=True``.
         field_prefix: the config key of the combos (``tools.add.extensions``), for quarantine.
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from toolproof.errors import ConfigError, ExtensionError
 from toolproof.extensions.apply import ApplyContext, ComboElement, apply_combos
-from toolproof.extensions.registry import ExtensionRegistry, default_registry
+from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["Combo", "configure_extensions", "normalize_combos"]
@@ -135,7 +135,8 @@ def configure_extensions(
         modules: ``[extensions] modules``, imported in order.
         tools: tool name -> raw ``extensions`` value, in file order.
         backends: the ``[backends.NAME]`` tables, handed to backend factories.
-        registry: where names resolve (default: :func:`default_registry`).
+        registry: where names resolve (default: a new registry of the built-ins;
+            ``[extensions] modules`` and the entry points are loaded into it).
         approvals: the ``[approvals]`` table: the config of every ``approve`` element
             that gives none of its own (so the policy is in the variant's fingerprint).
         approver: the approver callback for the ``approve`` layers, or ``None``.
@@ -145,7 +146,7 @@ def configure_extensions(
 
     """
     path = Path(file)
-    registry = registry or default_registry()
+    registry = registry or ExtensionRegistry()
     plans = [
         (tool, normalize_combos(str(path), tool, value)) for tool, value in (tools or {}).items()
     ]

@@ -11,12 +11,13 @@ A ten-line wrapper::
             return toolproof.ToolResult.success(result.value.upper())
         return result
 
-Each form takes its own few keywords and the shared :class:`ExtensionOptions`,
-registers into :func:`~toolproof.extensions.registry.default_registry` unless
-``registry=`` names another one (or ``register=False``), and returns the
-:class:`~toolproof.extensions.extension.Extension`; a module of extensions listed in
-``[extensions] modules`` has its module-level ones registered into the registry the
-composition root passes, whichever registry the decorator used.
+Each form takes its own few keywords and the shared :class:`ExtensionOptions` and
+returns the :class:`~toolproof.extensions.extension.Extension`: the decorator marks
+the function, it registers nothing by itself (there is no process-wide registry).
+The composition root collects it: a module of extensions listed in ``[extensions]
+modules`` (or named by a ``toolproof.extensions`` entry point) has its module-level
+ones registered into the registry the root builds and passes; code that builds its
+own registry passes ``registry=`` here, or calls ``registry.register(ext)``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from toolproof.extensions.registry import (
     Extension,
     ExtensionRegistry,
     Factory,
-    default_registry,
     normalize_reserved,
 )
 from toolproof.extensions.schema import add_reserved
@@ -73,9 +73,10 @@ class ExtensionOptions(TypedDict, total=False):
             its description.
         requires_body_locality: the layer must sit inside (before) any relocating
             (backend) extension of a combo (default False).
-        registry: where to register (default: the process-wide
-            :func:`~toolproof.extensions.registry.default_registry`).
-        register: False to build the :class:`Extension` without registering it.
+        registry: a registry to register into as well (default: none; the
+            composition root collects module-level extensions itself).
+        register: False to build the :class:`Extension` without registering it even
+            when ``registry`` is given.
         origin: where it comes from, for listings (default: the factory's module).
     """
 
@@ -141,8 +142,9 @@ def register_extension(
         wants_context=wants_context,
         origin=given.get("origin") or getattr(factory, "__module__", "") or "",
     )
-    if given.get("register", True):
-        (given.get("registry") or default_registry()).register(ext)
+    registry = given.get("registry")
+    if registry is not None and given.get("register", True):
+        registry.register(ext)
     return ext
 
 

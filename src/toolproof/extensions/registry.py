@@ -5,7 +5,9 @@ An :class:`~toolproof.extensions.extension.Extension` (defined one floor down, i
 name. Plugin packages register through the entry-point group
 ``toolproof.extensions``; modules listed in ``[extensions] modules`` are imported
 and every :class:`Extension` they define at module level is registered. The
-composition root (``config.py``) passes the registry it binds from.
+composition root (``config.py``) builds the registry it binds from and passes it
+down; there is no process-wide registry, and importing a module registers nothing
+anywhere: a form only builds the :class:`Extension`, and the root collects it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ __all__ = [
     "ExtensionRegistry",
     "Factory",
     "LoadFailure",
-    "default_registry",
     "normalize_reserved",
 ]
 
@@ -136,9 +137,7 @@ class ExtensionRegistry:
 
         def load() -> ModuleType:
             imported = importlib.import_module(module)
-            for value in vars(imported).values():
-                if isinstance(value, Extension) and self._extensions.get(value.name) is not value:
-                    self.register(value)  # defined there, registered elsewhere (or nowhere)
+            self._collect(imported)
             return imported
 
         try:
@@ -148,13 +147,19 @@ class ExtensionRegistry:
             raise ExtensionError(rule, extension=module, rule=rule) from exc
         return loaded
 
+    def _collect(self, module: ModuleType) -> None:
+        """Register every module-level :class:`Extension` of ``module`` (what the forms built)."""
+        for value in vars(module).values():
+            if isinstance(value, Extension) and self._extensions.get(value.name) is not value:
+                self.register(value)  # defined there, registered elsewhere (or nowhere)
+
     def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
         def load() -> None:
             target = ep.load()
             if isinstance(target, Extension):
                 self.register(target)
             elif isinstance(target, ModuleType):
-                return
+                self._collect(target)
             elif callable(target):
                 target(self)
             else:
@@ -168,8 +173,8 @@ class ExtensionRegistry:
     def load_entry_points(self) -> tuple[LoadFailure, ...]:
         """Load every ``toolproof.extensions`` entry point once; return the failures.
 
-        An entry point names an :class:`Extension` object, a module (imported; its
-        decorators register into the default registry) or a callable
+        An entry point names an :class:`Extension` object, a module (imported; every
+        module-level :class:`Extension` it defines is registered here) or a callable
         ``register(registry)``. A failing entry point leaves nothing registered.
         """
         if not self._entry_points_loaded:
@@ -186,14 +191,3 @@ class ExtensionRegistry:
                         )
                     )
         return tuple(self._entry_point_failures)
-
-
-_DEFAULT: ExtensionRegistry | None = None
-
-
-def default_registry() -> ExtensionRegistry:
-    """The process-wide registry (built-ins included) that decorators and ``load_toolset`` use."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = ExtensionRegistry()
-    return _DEFAULT

@@ -18,7 +18,8 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import JsonOption
-from toolproof.config import extension_registry, load_toolset
+from toolproof.config import EXTENSIONS, extension_registry, load_toolset
+from toolproof.extensions.registry import ExtensionRegistry
 
 __all__ = ["extensions_app", "register"]
 
@@ -37,16 +38,17 @@ def register(app: typer.Typer) -> None:
 
 def _listing(config: Path | None) -> dict[str, Any]:
     failures: list[dict[str, str]] = []
+    registry = extension_registry()
     if config is not None:
 
-        async def load() -> list[dict[str, str]]:
+        async def load() -> tuple[list[dict[str, str]], ExtensionRegistry]:
             async with load_toolset(config) as toolset:
-                return [
+                quarantined = [
                     item.to_json() for item in toolset.quarantined if item.owner == "extensions"
                 ]
+                return quarantined, toolset.resources[EXTENSIONS]
 
-        failures = run_async(load())
-    registry = extension_registry()
+        failures, registry = run_async(load())
     for failure in registry.load_entry_points():
         record = {"name": failure.name, "field": failure.field, "rule": failure.rule}
         if not any(item["name"] == failure.name for item in failures):
