@@ -37,6 +37,7 @@ from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
+from toolproof.adapters.agent_session import AgentReplay
 from toolproof.adapters.http import ApiSettings, create_app
 from toolproof.extensions.approvals.store import ApprovalStore
 from toolproof.verify.verifier import verify_run
@@ -266,3 +267,76 @@ def test_an_agents_sdk_call_the_gate_decides_at_once_runs_once_without_interrupt
     assert asyncio.run(scenario()) == []
     assert (asked, model.outputs) == (["delete_branch_approve"], ["deleted feature"])
     assert side_effects(tmp_path / "root") == ["feature force=False"]
+
+
+def test_a_deferred_pydantic_ai_session_replays_frozen_without_asking_or_running(
+    tmp_path: Path,
+) -> None:
+    config = write_gated_root(tmp_path / "root")
+    folder = config.parent
+    decide = True
+
+    async def agent(session: toolproof.Session) -> None:
+        runner = Agent(
+            _respond([]),
+            toolsets=[session.pydantic_ai_toolset()],
+            output_type=[str, DeferredToolRequests],
+        )
+        first = await runner.run("Delete feature.")
+        assert isinstance(first.output, DeferredToolRequests)
+        if decide:  # live only: a person decides; the replay serves what was recorded
+            handle = first.output.metadata["d"]["approval_handle"]
+            await asyncio.to_thread(_decide, folder, handle, "approve")
+        resumed = await runner.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(
+                approvals={"d": True}, metadata=first.output.metadata
+            ),
+        )
+        session.answer(str(resumed.output))
+
+    async def scenario() -> AgentReplay:
+        nonlocal decide
+        async with toolproof.record_session(config, root=tmp_path, task="delete") as session:
+            await agent(session)
+        assert session.run_id is not None
+        decide = False
+        return await toolproof.replay_session(tmp_path / "runs" / session.run_id, agent)
+
+    replayed = asyncio.run(scenario())
+    assert (replayed.identical, replayed.calls, replayed.live_calls) == (True, 2, 0)
+    assert side_effects(folder) == ["feature force=False"]  # the live run's only
+
+
+def test_an_interrupted_agents_sdk_session_replays_frozen_without_running(
+    tmp_path: Path,
+) -> None:
+    config = write_gated_root(tmp_path / "root")
+    folder = config.parent
+    decide = True
+
+    async def agent(session: toolproof.Session) -> None:
+        runner = OpenAIAgent(
+            name="a", tools=session.openai_agents_tools(), model=_DeleteThenAnswer()
+        )
+        run_config = RunConfig(tracing_disabled=True)
+        first = await Runner.run(runner, "Delete feature.", run_config=run_config)
+        (item,) = first.interruptions
+        if decide:  # live only: a person decides; the replay serves what was recorded
+            await asyncio.to_thread(_decide, folder, _only_pending(folder), "approve")
+        state = first.to_state()
+        state.approve(item)
+        resumed = await Runner.run(runner, state, run_config=run_config)
+        session.answer(str(resumed.final_output))
+
+    async def scenario() -> AgentReplay:
+        nonlocal decide
+        async with toolproof.record_session(config, root=tmp_path, task="delete") as session:
+            await agent(session)
+        assert session.run_id is not None
+        decide = False
+        return await toolproof.replay_session(tmp_path / "runs" / session.run_id, agent)
+
+    replayed = asyncio.run(scenario())
+    assert (replayed.identical, replayed.calls, replayed.live_calls) == (True, 2, 0)
+    assert side_effects(folder) == ["feature force=False"]
