@@ -186,6 +186,22 @@ def test_a_dropped_decision_fails_naming_the_call(
     ]
 
 
+def test_a_dropped_request_and_decision_fail_when_every_call_is_gated(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    call = _of(_events(run_dir), "b2", "tool_called")["call_id"]
+
+    def drop(ev: list[dict[str, Any]]) -> None:
+        ev.remove(_of(ev, "b2", "approval_decided"))
+        ev.remove(_of(ev, "b2", "approval_requested"))
+
+    assert _approvals(_forge(run_dir, tmp_path, drop)) == [
+        f"call {call} ('{GATED}'): it ran without an approval request, although every call "
+        "of this variant is gated (its other requests record no rules)"
+    ]
+
+
 def test_a_call_that_ran_after_a_denial_fails(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:

@@ -8,8 +8,10 @@ value, or a failure of the body) has an approving decision for that request whos
 approved digest is the requested one (or, for ``approve_with_edits``, the digest of
 the edited arguments it records); a denied request's call never ran.
 
-A call whose policy rules did not match carries no approval events; the check cannot
-tell it from a call whose events were all removed, except by the policy itself (see
+A call whose policy rules did not match carries no approval events. When another call
+of the same variant records ``rule: null`` (no rules: every call is gated), a call of
+that variant that ran without any approval event fails too; otherwise the check
+cannot tell a non-matching call from one whose events were all removed (see
 docs/approvals.md).
 """
 
@@ -102,10 +104,16 @@ def _judge(
     returned: ToolReturned,
     events: list[ApprovalRequested | ApprovalDecided],
     fingerprints: dict[str, str] | None,
+    every_call: frozenset[str] = frozenset(),
 ) -> list[str]:
     problems: list[str] = []
     requests = [e for e in events if isinstance(e, ApprovalRequested)]
     decisions = [e for e in events if isinstance(e, ApprovalDecided)]
+    if not events and call.call.tool in every_call and _ran(returned):
+        return [
+            "it ran without an approval request, although every call of this variant is "
+            "gated (its other requests record no rules)"
+        ]
     for event in events:
         if event.call_id != call.call_id:
             problems.append(
@@ -143,6 +151,11 @@ def check_approvals(view: RunView) -> list[Finding] | None:
     if view.runtime is not None:
         fingerprints = {tool.name: tool.fingerprint for tool in view.runtime.toolset.tools}
     out: list[Finding] = []
+    every_call = frozenset(
+        event.tool
+        for event in view.events
+        if isinstance(event, ApprovalRequested) and event.rule is None
+    )
     waiting: dict[str, list[ApprovalRequested | ApprovalDecided]] = {}
     calls: dict[str, tuple[ToolCalled, list[ApprovalRequested | ApprovalDecided]]] = {}
 
@@ -156,7 +169,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
             calls[event.call_id] = (event, waiting.pop(event.step, []))
         elif isinstance(event, ToolReturned) and event.call_id in calls:
             call, events = calls.pop(event.call_id)
-            for problem in _judge(call, event, events, fingerprints):
+            for problem in _judge(call, event, events, fingerprints, every_call):
                 bad(call.idx, f"call {call.call_id} ({call.call.tool!r}): {problem}")
         elif isinstance(event, StepStarted):
             for stale in waiting.pop(event.step, []):
