@@ -1,0 +1,214 @@
+"""Agent sessions: recording overhead per tool call and per model turn, and a 2,000-call run.
+
+One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--dir DIR]``.
+
+1. Per tool call (issue 15, Performance: median <= 25 us + hashing). The same call of
+   a trivial async tool, ``N`` times through ``Session.call`` of a live session (admit,
+   the call, the call step written to the OS before it returns) and ``N`` times
+   unrecorded (``await tool.call(args)``), interleaved call by call. Printed: the
+   median paired difference beside the hashing anchor (SHA-256 of the result bytes,
+   same run), for group commit (the default) and with an fsync per call.
+2. Per model turn (median <= 50 us + hashing). ``session.pydantic_ai_model(m)`` vs
+   ``m`` itself (a pydantic-ai ``FunctionModel``) answering the same request, and
+   ``session.httpx_transport(inner)`` vs ``inner`` (an ``httpx.MockTransport``
+   answering a chat completion in memory: the network would drown the figure),
+   interleaved. The anchor is SHA-256 of the request and response bytes.
+3. Group commit: how many background fsync batches finished while the ``N`` calls
+   ran, and how long ``close()`` took to fsync the rest. A batch starts at most every
+   50 ms and fsyncs the trace, the evidence folder and each new evidence file, so the
+   power-loss window is 50 ms plus the time the batch takes (see ``runs/recorder.py``).
+4. The 2,000-call executor run of ``bench_recorder.py`` (record time of the executor
+   with the same recorder; target well under 0.2 s).
+
+Each figure is the median of ``--rounds`` rounds; the filesystem of ``--dir`` is
+printed (``--dir /dev/shm`` for tmpfs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from bench_recorder import _filesystem, _toolset, bench_run
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from toolproof.adapters.agent_session import Session
+from toolproof.adapters.httpx_transport import RecordingTransport
+from toolproof.adapters.pydantic_ai_model import RecordedModel, request_bytes
+from toolproof.evidence.encoding import encode_value
+from toolproof.runs.recorder import Durability
+from toolproof.runs.session import open_session
+
+CHAT = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "It is a pear."}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+).encode()
+
+
+def _session(root: Path, durability: Durability) -> Session:
+    toolset = _toolset()
+    return Session(toolset, open_session(root, toolset, task="bench", durability=durability))
+
+
+async def _calls(
+    root: Path, calls: int, durability: Durability
+) -> tuple[float, float, int, float, float]:
+    """Median overhead, median hashing, fsync batches, seconds of the calls, of the close."""
+    session = _session(root, durability)
+    tool = _toolset()["echo"]
+    diffs, hashes = [], []
+    began = time.perf_counter()
+    for n in range(calls):
+        started = time.perf_counter()
+        await tool.call({"n": n})
+        plain = time.perf_counter() - started
+        started = time.perf_counter()
+        result = await session.call("echo", {"n": n})
+        diffs.append(time.perf_counter() - started - plain)
+        data, _ = encode_value(result.value)
+        started = time.perf_counter()
+        hashlib.sha256(data).hexdigest()
+        hashes.append(time.perf_counter() - started)
+    assert session._live is not None
+    ran = time.perf_counter() - began
+    syncs = session._live.recorder.syncs
+    began = time.perf_counter()
+    session._live.close()
+    closed = time.perf_counter() - began
+    return statistics.median(diffs), statistics.median(hashes), syncs, ran, closed
+
+
+def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("It is a pear.")])
+
+
+async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float]:
+    session = _session(root, Durability.GROUP)
+    bare = FunctionModel(_respond)
+    recorded = RecordedModel(FunctionModel(_respond), session)
+    params = ModelRequestParameters()
+    diffs, hashes = [], []
+    for n in range(turns):
+        messages: list[ModelMessage] = [ModelRequest.user_text_prompt(f"Which fruit is {n}?")]
+        started = time.perf_counter()
+        response = await bare.request(messages, None, params)
+        plain = time.perf_counter() - started
+        started = time.perf_counter()
+        await recorded.request(messages, None, params)
+        diffs.append(time.perf_counter() - started - plain)
+        request = request_bytes(messages, None, params)
+        started = time.perf_counter()
+        hashlib.sha256(request).hexdigest()
+        hashlib.sha256(repr(response).encode()).hexdigest()
+        hashes.append(time.perf_counter() - started)
+    assert session._live is not None
+    session._live.close()
+    return statistics.median(diffs), statistics.median(hashes)
+
+
+async def _http_turns(root: Path, turns: int) -> tuple[float, float]:
+    session = _session(root, Durability.GROUP)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "application/json"}, content=CHAT)
+
+    inner = httpx.MockTransport(answer)
+    recorded = RecordingTransport(session, httpx.MockTransport(answer))
+    diffs, hashes = [], []
+    for n in range(turns):
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": str(n)}]})
+
+        def request(body: str = body) -> httpx.Request:
+            return httpx.Request(
+                "POST",
+                "http://127.0.0.1:8031/v1/chat/completions",
+                content=body.encode(),
+                headers={"authorization": "Bearer sk-x", "content-type": "application/json"},
+            )
+
+        started = time.perf_counter()
+        response = await inner.handle_async_request(request())
+        await response.aread()
+        plain = time.perf_counter() - started
+        started = time.perf_counter()
+        response = await recorded.handle_async_request(request())
+        await response.aread()
+        diffs.append(time.perf_counter() - started - plain)
+        started = time.perf_counter()
+        hashlib.sha256(body.encode()).hexdigest()
+        hashlib.sha256(CHAT).hexdigest()
+        hashes.append(time.perf_counter() - started)
+    assert session._live is not None
+    session._live.close()
+    return statistics.median(diffs), statistics.median(hashes)
+
+
+def _rounds(rounds: int, base: Path, work: Any, *args: Any) -> list[Any]:
+    out = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="bench-session-", dir=base) as tmp:
+            out.append(asyncio.run(work(Path(tmp), *args)))
+    return out
+
+
+def _line(label: str, overhead: float, hashing: float, budget: float) -> str:
+    verdict = "ok" if overhead <= budget + hashing else "OVER"
+    return (
+        f"  {label:24s}: median {overhead * 1e6:7.1f} us (hashing {hashing * 1e6:.1f} us; "
+        f"target <= {budget * 1e6:.0f} us + hashing: {verdict})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="calls and turns (default 2000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per figure (default 3)")
+    parser.add_argument(
+        "--dir", type=Path, default=Path(tempfile.gettempdir()), help="where to write"
+    )
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"agent session ({args.calls} calls or turns, {_filesystem(args.dir)} at {args.dir}):")
+    group = _rounds(args.rounds, args.dir, _calls, args.calls, Durability.GROUP)
+    each = _rounds(args.rounds, args.dir, _calls, args.calls, Durability.EACH)
+    for label, figures in (("tool call, group commit", group), ("tool call, fsync/call", each)):
+        overhead = statistics.median(f[0] for f in figures)
+        hashing = statistics.median(f[1] for f in figures)
+        print(_line(label, overhead, hashing, 25e-6))
+    syncs = statistics.median(f[2] for f in group)
+    ran = statistics.median(f[3] for f in group)
+    closed = statistics.median(f[4] for f in group)
+    print(
+        f"  group commit: {syncs:.0f} background fsync batches finished while the {args.calls} "
+        f"calls ran ({ran:.2f} s); close() then fsynced the rest in {closed:.2f} s. A batch "
+        "starts at most every 50 ms and fsyncs each new evidence file: the power-loss "
+        "window is 50 ms plus the time its batch takes"
+    )
+    for label, work in (
+        ("model turn, pydantic-ai", _pydantic_turns),
+        ("model turn, http", _http_turns),
+    ):
+        figures = _rounds(args.rounds, args.dir, work, args.calls)
+        overhead = statistics.median(f[0] for f in figures)
+        hashing = statistics.median(f[1] for f in figures)
+        print(_line(label, overhead, hashing, 50e-6))
+    bench_run(args.calls, args.dir, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
