@@ -74,6 +74,11 @@ class Toolset:
     clean-ups registered with :meth:`on_close` (MCP sessions, worker pools) in
     reverse order.
 
+    ``toolset.resources`` (:class:`~toolproof.tools.resources.Resources`) holds what the
+    composition root and the extensions keep beside the tools, by typed key (the
+    config, the MCP servers' status, the lock digest, the extension registry, backend
+    clients); a client built there is closed with the Toolset.
+
     Outward faces (``serve``, session adapters, run specs) reach only
     :meth:`exposed` tools: the ungated siblings of a gated variant are hidden unless
     the :class:`~toolproof.tools.exposure.Exposure` policy names them
