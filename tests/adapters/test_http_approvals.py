@@ -273,3 +273,21 @@ def test_serve_api_serves_the_channel_from_its_options(tmp_path: Path) -> None:
             f"{base}/v1/approvals/{handle}", json={"decision": "approve"}, headers=ALICE
         )
     assert (decided.status_code, decided.json()["who"]) == (200, "alice")
+
+
+def test_no_auth_on_the_runs_api_still_needs_an_approver_token(gated: tuple[Path, str]) -> None:
+    config, _ = gated
+    settings = ApiSettings(
+        root=config.parent,
+        auth_disabled=True,
+        approvals_store=config.parent / "approvals.sqlite",
+        approvers={"alice": APPROVER_TOKEN},
+    )
+    runs, bare, named = _http(
+        settings,
+        ("GET", "/v1/runs", {}),
+        ("GET", "/v1/approvals", {}),
+        ("GET", "/v1/approvals", {"headers": ALICE}),
+    )
+    assert (runs.status_code, bare.status_code, named.status_code) == (200, 401, 200)
+    assert bare.json()["message"] == "missing bearer token (Authorization: Bearer ...)"
