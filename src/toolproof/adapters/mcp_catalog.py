@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from toolproof.adapters.mcp_relay import ClientNotices
 from toolproof.errors import ToolCallError
 from toolproof.tools.catalog import Catalog, Entry
 from toolproof.tools.mcp_common import McpCallError
@@ -91,25 +92,33 @@ def _noted(note: Callable[[], None]) -> None:
         raise MCPError(INTERNAL_ERROR, exc.failure.message) from exc
 
 
-def catalog_handlers(catalog: Catalog, observer: Any = None) -> dict[str, Any]:
+def catalog_handlers(
+    catalog: Catalog, observer: Any = None, notices: ClientNotices | None = None
+) -> dict[str, Any]:
     """The ``Server(on_...=)`` keyword arguments serving ``catalog`` (none when it is empty).
 
     Args:
         catalog: the Toolset's resources, templates and prompts.
         observer: a :class:`CatalogObserver` told about every answered read and prompt
             get (``serve --record``); one without those methods is not told.
+        notices: told which connection listed and subscribed to what, to relay the
+            sources' change notifications (:class:`~toolproof.adapters.mcp_relay.
+            ClientNotices`).
 
     """
     if not catalog:
         return {}
+    relay = notices or ClientNotices()
     note_read = getattr(observer, "read_finished", None)
     note_prompt = getattr(observer, "prompt_finished", None)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        relay.seen(ctx.session)
         listed = [entry.listing for entry in catalog.resources.values()]
         return types.ListResourcesResult.model_validate({"resources": listed})
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        relay.seen(ctx.session)
         listed = [entry.listing for entry in catalog.templates.values()]
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": listed})
 
@@ -124,6 +133,7 @@ def catalog_handlers(catalog: Catalog, observer: Any = None) -> dict[str, Any]:
     async def subscription(ctx: Any, params: Any, on: bool) -> types.EmptyResult:
         uri = str(params.uri)
         entry = _resource(catalog, uri)
+        relay.subscribe(ctx.session, uri, on)  # before the source may send an update
         if entry.subscribe is not None:
             try:
                 await entry.subscribe(uri, on)
@@ -138,6 +148,7 @@ def catalog_handlers(catalog: Catalog, observer: Any = None) -> dict[str, Any]:
         return await subscription(ctx, params, False)
 
     async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        relay.seen(ctx.session)
         listed = [entry.listing for entry in catalog.prompts.values()]
         return types.ListPromptsResult.model_validate({"prompts": listed})
 

@@ -31,7 +31,7 @@ from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.tools.context import LOG_LEVELS
 
-__all__ = ["LogLevels", "RequestChannel"]
+__all__ = ["ClientNotices", "LogLevels", "RequestChannel"]
 
 
 def _connection(session: Any) -> Any:
@@ -53,6 +53,47 @@ class LogLevels:
         """Whether a message at ``level`` goes to the connection of ``session``."""
         rank = LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS)
         return rank >= self._levels.get(_connection(session), 0)
+
+
+class ClientNotices:
+    """Relays the Toolset's source notifications to the right client connections.
+
+    ``notifications/resources/updated`` goes to each connection that subscribed to the
+    URI (``resources/subscribe``, until ``resources/unsubscribe``); a ``list_changed``
+    of tools, resources or prompts goes to each connection that has listed something
+    (``tools/list``, ``resources/list``, ``resources/templates/list``,
+    ``prompts/list``) or subscribed. Connections are held weakly: a closed one is
+    forgotten. Sent on the connection's own stream, best effort (the SDK drops a
+    notification a closed stream cannot carry).
+    """
+
+    def __init__(self) -> None:
+        self._seen: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+    def seen(self, session: Any) -> None:
+        """Note that the connection of ``session`` (a request's ServerSession) listed."""
+        self._seen.add(_connection(session))
+
+    def subscribe(self, session: Any, uri: str, on: bool) -> None:
+        """Note a ``resources/subscribe`` (``on``) or ``resources/unsubscribe`` of ``uri``."""
+        connection = _connection(session)
+        self._seen.add(connection)
+        uris = self._subscribed.setdefault(connection, set())
+        if on:
+            uris.add(uri)
+        else:
+            uris.discard(uri)
+
+    async def relay(self, method: str, params: dict[str, Any]) -> None:
+        """Send ``method`` with ``params`` to the connections it concerns (see the class)."""
+        if method == "notifications/resources/updated":
+            uri = params.get("uri")
+            targets = [c for c, uris in list(self._subscribed.items()) if uri in uris]
+        else:
+            targets = list(self._seen)
+        for connection in targets:
+            await connection.notify(method, params or None)
 
 
 def _failure(kind: str, message: str) -> ToolCallError:

@@ -42,7 +42,7 @@ from toolproof.adapters.mcp_content import (
     mcp_result,
     mcp_tool,
 )
-from toolproof.adapters.mcp_relay import LogLevels, RequestChannel
+from toolproof.adapters.mcp_relay import ClientNotices, LogLevels, RequestChannel
 from toolproof.adapters.mcp_spans import install_server_spans
 from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard
@@ -206,9 +206,13 @@ def build_server(
     listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in served.values()])
     schemas = {name: tool.spec.input_schema for name, tool in served.items()}
 
+    notices = ClientNotices()  # the sources' resource updates and list changes, relayed
+    toolset.catalog.listeners.append(notices.relay)
+
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        notices.seen(ctx.session)
         return listing
 
     levels = LogLevels()
@@ -258,7 +262,7 @@ def build_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
-            **catalog_handlers(toolset.catalog, observer),
+            **catalog_handlers(toolset.catalog, observer, notices),
         )
     install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
     return server

@@ -11,6 +11,11 @@ it, from two sources:
 * ``[[python]]`` modules: functions marked ``@toolproof.resource(uri)`` and
   ``@toolproof.prompt`` (:mod:`toolproof.tools.python_catalog`).
 
+A source's change notifications (``notifications/resources/updated`` and the
+``list_changed`` ones of tools, resources and prompts) are published to the
+catalog's :attr:`Catalog.listeners`; ``toolproof serve`` listens and relays them to
+its clients (:mod:`toolproof.adapters.mcp_relay`).
+
 A URI or prompt name listed twice keeps the first entry; the second is logged on
 ``toolproof.mcp`` and dropped. Templates are RFC 6570 level 1 (``{name}`` matches one
 or more characters other than ``/``).
@@ -24,12 +29,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Catalog", "Entry", "template_match"]
+__all__ = ["NOTICES", "Catalog", "Entry", "Listener", "template_match"]
 
 logger = logging.getLogger("toolproof.mcp")
 
 Answer = Callable[..., Awaitable[dict[str, Any]]]
 """An async function answering in MCP wire form."""
+
+Listener = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``async listener(method, params)``: told about a source's change notification."""
+
+NOTICES = frozenset(
+    {
+        "notifications/resources/updated",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/tools/list_changed",
+    }
+)
+"""The notifications of an imported server that the catalog publishes."""
 
 
 def template_match(template: str, uri: str) -> dict[str, str] | None:
@@ -70,6 +88,18 @@ class Catalog:
     resources: dict[str, Entry] = field(default_factory=dict)
     templates: dict[str, Entry] = field(default_factory=dict)
     prompts: dict[str, Entry] = field(default_factory=dict)
+    listeners: list[Listener] = field(default_factory=list)
+
+    async def publish(self, method: str, params: dict[str, Any]) -> None:
+        """Tell every listener about a source's notification (one of :data:`NOTICES`).
+
+        Args:
+            method: the notification's method.
+            params: its params in wire form (``{"uri": ...}`` for ``resources/updated``).
+
+        """
+        for listener in list(self.listeners):
+            await listener(method, params)
 
     def _add(self, table: dict[str, Entry], key: str, entry: Entry, what: str) -> None:
         if key in table:

@@ -212,7 +212,9 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         _record(toolset, server)
         guards[server.name] = guard = LiveGuard(server.name)
         toolset.resources.setdefault(MCP_LIVE, dict)[server.name] = guard
-        connection = McpConnection(server, partial(_list_changed, toolset, server, guard))
+        connection = McpConnection(
+            server, partial(_list_changed, toolset, server, guard), toolset.catalog.publish
+        )
         guard.connection = connection
         toolset.on_close(connection.aclose)
         connections.append(connection)

@@ -31,6 +31,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from toolproof.errors import ToolCallError
+from toolproof.tools.catalog import NOTICES
 from toolproof.tools.context import CallChannel, current_channel
 from toolproof.tools.mcp_catalog import list_catalog
 from toolproof.tools.mcp_common import (
@@ -149,12 +150,20 @@ class McpConnection:
     Args:
         server: where the server is and its timeouts.
         on_list_changed: called (no arguments) for each ``notifications/tools/list_changed``.
+        on_notice: awaited with ``(method, params)`` (wire form) for each notification of
+            :data:`~toolproof.tools.catalog.NOTICES` (resource updates and list changes).
 
     """
 
-    def __init__(self, server: McpServer, on_list_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        on_list_changed: Callable[[], None],
+        on_notice: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> None:
         self.server = server
         self._on_list_changed = on_list_changed
+        self._on_notice = on_notice
         self._session: ClientSession | None = None
         self._stderr: IO[bytes] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -347,8 +356,12 @@ class McpConnection:
         if isinstance(message, Exception):
             self._junk(message)
             return
-        if notification_method(message) == "notifications/tools/list_changed":
+        method = notification_method(message)
+        if method == "notifications/tools/list_changed":
             self._on_list_changed()
+        if method in NOTICES and self._on_notice is not None:
+            params = getattr(getattr(message, "root", message), "params", None)
+            await self._on_notice(method, wire(params) if params is not None else {})
 
     def _junk(self, problem: Exception) -> None:
         """Count a stdout line that is not JSON-RPC; log at most one line per interval."""
