@@ -312,3 +312,18 @@ def test_identical_model_requests_are_served_in_recorded_order(tmp_path: Path) -
     assert replayed == []
     spec = json.loads((run / "spec.json").read_bytes())
     assert spec["reasoner"]["params"]["answer"] == "answer 1 / answer 2 / answer 3"
+
+
+def test_a_tampered_model_response_fails_verify_and_refuses_replay(tmp_path: Path) -> None:
+    run = _record(tmp_path, _pai_agent([]))
+    response = _events(run)[2]["evidence"]
+    assert response["source"]["kind"] == "model_response"
+    path = run / response["path"]
+    data = bytearray(path.read_bytes())
+    data[data.index(b"read_file")] = ord("R")
+    path.write_bytes(bytes(data))
+    verification = verify_run(run)
+    assert not verification.ok
+    assert any(response["path"] in str(f) for f in verification.failures)
+    with pytest.raises(ReplayRefused, match=r"^frozen replay refused: "):
+        asyncio.run(toolproof.replay_session(run, _pai_agent([]), toolset=_toolset([])))
