@@ -78,12 +78,13 @@ _UNSERVED = frozenset({"content-encoding", "content-length", "transfer-encoding"
 
 def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
     """The allow-listed headers, lowercase names, multiple values joined by ``", "``."""
+    wanted = frozenset(allowed) - SECRET_HEADERS
     out: dict[str, str] = {}
-    for name in allowed:
-        values = headers.get_list(name)
-        if values and name not in SECRET_HEADERS:
-            out[name] = ", ".join(values)
-    return out
+    for name, value in headers.multi_items():
+        name = name.lower()
+        if name in wanted:
+            out[name] = f"{out[name]}, {value}" if name in out else value
+    return {name: out[name] for name in allowed if name in out}
 
 
 def recorded_url(url: httpx.URL) -> str:
