@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from serve_helpers import TOOLPROOF
 
 import toolproof
 from toolproof.adapters.agent_session import AgentReplay
@@ -357,3 +359,25 @@ def test_the_built_in_approve_gate_hides_its_base_unless_expose_names_it(tmp_pat
 def test_serve_announces_what_it_hides() -> None:
     assert _count(gated_toolset([])) == "3 tools (2 hidden: delete_branch, delete_branch_timeout)"
     assert _count(gated_toolset([], Exposure(expose=("*",)))) == "5 tools"
+
+
+def test_tools_list_names_what_the_faces_hide(tmp_path: Path) -> None:
+    config = write_gated_root(tmp_path)
+    command = [*TOOLPROOF, "tools", "list", "--config", str(config)]
+    listed = subprocess.run([*command, "--json"], capture_output=True, timeout=120, check=False)
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert [tool["name"] for tool in document["tools"]] == [
+        "delete_branch",
+        "delete_branch_approve",
+        "list_branches",
+    ]
+    assert document["hidden"] == [
+        {
+            "name": "delete_branch",
+            "reason": "ungated: delete_branch_approve gates delete_branch "
+            "(name it in [serve] expose to show it)",
+        }
+    ]
+    table = subprocess.run(command, capture_output=True, timeout=120, check=False, text=True)
+    assert "hidden from serve, sessions and run specs" in table.stdout

@@ -65,11 +65,15 @@ def _listing(toolset: Toolset) -> dict[str, Any]:
                 ),
             }
         )
-    return {
+    listing: dict[str, Any] = {
         "tools": tools,
         "quarantined": [item.to_json() for item in toolset.quarantined],
         "descriptor_digest": toolset.descriptor().digest,
     }
+    hidden = toolset.hidden()
+    if hidden:  # what serve, sessions and run specs do not expose (docs/approvals.md)
+        listing["hidden"] = [{"name": name, "reason": why} for name, why in hidden.items()]
+    return listing
 
 
 @tools_app.command("list", cls=ToolproofCommand, epilog=docs_epilog("tools.md"))
@@ -80,7 +84,7 @@ def list_tools(
         False, "--strict", help="Exit 1 when anything was quarantined (default: exit 0)."
     ),
 ) -> None:
-    """List every tool and variant, and every quarantined item with its reason."""
+    """List every tool and variant, every quarantined item, and what the faces hide, with why."""
 
     async def load() -> dict[str, Any]:
         async with load_toolset(config) as toolset:
@@ -117,6 +121,13 @@ def _print_listing(config: Path, listing: dict[str, Any]) -> None:
             cells = (item["name"], item["field"], item["rule"], item["owner"])
             quarantine.add_row(*(Text(cell) for cell in cells))
         out_console.print(quarantine)
+    if listing.get("hidden"):
+        hidden = Table(title="hidden from serve, sessions and run specs")
+        for column in ("name", "reason"):
+            hidden.add_column(column, overflow="fold")
+        for item in listing["hidden"]:
+            hidden.add_row(Text(item["name"]), Text(item["reason"]))
+        out_console.print(hidden)
     out_console.print(f"descriptor {listing['descriptor_digest']}")
 
 
