@@ -37,7 +37,7 @@ from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import turn_key
+from toolproof.runs.turns import value_key
 from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedAgentsModel", "response_bytes", "response_from"]
@@ -151,20 +151,19 @@ class RecordedAgentsModel(Model):
             RecordingError: live, and the turn cannot be recorded.
 
         """
-        request = canonical_json(
-            {
-                "system_instructions": system_instructions,
-                "input": _plain(input),
-                "model_settings": _plain(model_settings.to_json_dict()),
-                "tools": [_tool(tool) for tool in tools],
-                "output_schema": _output_schema(output_schema),
-                "handoffs": [_handoff(handoff) for handoff in handoffs],
-                "previous_response_id": previous_response_id,
-                "conversation_id": conversation_id,
-                "prompt": _plain(prompt),
-            }
-        )
-        key = turn_key(SOURCE, request)
+        value = {
+            "system_instructions": system_instructions,
+            "input": _plain(input),
+            "model_settings": _plain(model_settings.to_json_dict()),
+            "tools": [_tool(tool) for tool in tools],
+            "output_schema": _output_schema(output_schema),
+            "handoffs": [_handoff(handoff) for handoff in handoffs],
+            "previous_response_id": previous_response_id,
+            "conversation_id": conversation_id,
+            "prompt": _plain(prompt),
+        }
+        request = canonical_json(value)
+        key = value_key(SOURCE, value)
         if self.session.frozen:
             return response_from(self.session.serve_turn(SOURCE, key).response)
         self.session.admit_turn(SOURCE)

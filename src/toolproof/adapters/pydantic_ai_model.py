@@ -31,10 +31,10 @@ from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import turn_key
+from toolproof.runs.turns import value_key
 from toolproof.tools import hooks
 
-__all__ = ["SOURCE", "RecordedModel", "request_bytes"]
+__all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value"]
 
 SOURCE = "pydantic-ai"
 """The ``source`` of the turns this model records."""
@@ -65,13 +65,20 @@ def request_bytes(
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return canonical_json(
-        {
-            "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
-            "model_settings": _settings(model_settings),
-            "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
-        }
-    )
+    return canonical_json(request_value(messages, model_settings, parameters))
+
+
+def request_value(
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    parameters: ModelRequestParameters,
+) -> dict[str, Any]:
+    """The plain JSON value :func:`request_bytes` encodes."""
+    return {
+        "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+        "model_settings": _settings(model_settings),
+        "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
+    }
 
 
 class RecordedModel(WrapperModel):
@@ -100,8 +107,9 @@ class RecordedModel(WrapperModel):
             RecordingError: live, and the turn cannot be recorded.
 
         """
-        request = request_bytes(messages, model_settings, model_request_parameters)
-        key = turn_key(SOURCE, request)
+        value = request_value(messages, model_settings, model_request_parameters)
+        request = canonical_json(value)
+        key = value_key(SOURCE, value)
         if self.session.frozen:
             recorded = self.session.serve_turn(SOURCE, key)
             return _RESPONSE.validate_json(recorded.response)

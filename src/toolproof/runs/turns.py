@@ -47,6 +47,7 @@ __all__ = [
     "turn_provider_name",
     "turn_providers",
     "turn_step_id",
+    "value_key",
 ]
 
 TURN_SOURCES = ("pydantic-ai", "openai-agents", "http")
@@ -152,7 +153,17 @@ def turn_key(source: str, request: bytes, *, method: str = "", url: str = "") ->
         parsed = json.loads(request)
     except ValueError as exc:
         raise InputError(f"a {source} model request is not JSON ({exc})", rule="request") from None
-    return canonical_json(_pydantic_ai_key(parsed) if source == "pydantic-ai" else parsed)
+    return value_key(source, parsed)
+
+
+def value_key(source: str, request: Any) -> bytes:
+    """:func:`turn_key` of a framework request given as its plain JSON value (not parsed again).
+
+    Raises:
+        CanonicalizationError: the value has no canonical JSON form.
+
+    """
+    return canonical_json(_pydantic_ai_key(request) if source == "pydantic-ai" else request)
 
 
 def key_text(key: bytes) -> str:
