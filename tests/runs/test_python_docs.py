@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -183,3 +184,20 @@ def test_show_names_document_offsets_and_writes_a_page(run_dir: Path, workspace:
     text = toolproof("show", run_dir.name, cwd=workspace)
     assert text.returncode == 0
     assert f"= nonlocal.txt [{origin['document_start']}, {origin['document_end']})" in text.stdout
+
+
+def test_the_readme_shows_this_run(run_dir: Path) -> None:
+    # The README's first screen promises what `toolproof run` prints: keep it true.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"^run directory: runs/(run_[0-9a-f]+)…$", readme, re.MULTILINE)
+    summary = re.search(
+        r"^verification: passed \(strict policy\): (\d+) checks in order, 0 findings, "
+        r"(\d+) tool calls$",
+        readme,
+        re.MULTILINE,
+    )
+    assert shown is not None and summary is not None
+    report = json.loads((run_dir / "report.json").read_bytes())
+    assert run_dir.name.startswith(shown.group(1))
+    assert int(summary.group(1)) == len(report["sequence"])
+    assert int(summary.group(2)) == 3

@@ -28,7 +28,7 @@ from toolproof.errors import InputError
 __all__ = ["RUN_PREFIX_RE", "RunEntry", "find_runs", "list_runs", "read_entry"]
 
 RUN_PREFIX_RE = re.compile(r"^run_[0-9a-f]{0,64}$")
-"""A run id or a prefix of one (``run_61147a61``)."""
+"""A run id or a prefix of one (``run_8f55ea39``)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def find_runs(root: Path, prefix: str) -> list[Path]:
 
     Args:
         root: the artifact root.
-        prefix: a run id or a prefix of one (``run_61147a61``; a trailing ``…`` or ``...``
+        prefix: a run id or a prefix of one (``run_8f55ea39``; a trailing ``…`` or ``...``
             copied from a shortened id is ignored).
 
     Returns:

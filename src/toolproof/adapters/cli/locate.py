@@ -16,7 +16,7 @@ def resolve_run(root: Path, run: str) -> Path:
     ``run`` is, in this order: a path to a directory (absolute, or relative to the
     current directory, ``..`` allowed: it is the user's own path, not one read from a
     bundle); a path relative to ``root`` (``runs/run_...``, ``sessions/...``); or a run
-    id or unique prefix of one (``run_61147a61``), looked up in ``root/runs``.
+    id or unique prefix of one (``run_8f55ea39``), looked up in ``root/runs``.
 
     Args:
         root: the artifact root (``--root``).
