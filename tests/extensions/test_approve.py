@@ -359,6 +359,26 @@ def test_argument_predicates_use_json_pointers_and_json_equality() -> None:
     assert [r.index for r in titled] == [0, 1]
 
 
+def test_a_recorded_rule_rebuilds_the_same_compiled_rule() -> None:
+    from toolproof.contract.approval_rules import rule_from_record
+    from toolproof.contract.tools import ToolAnnotations
+    from toolproof.extensions.approvals import ApprovalPolicy, compile_rules
+
+    policy = ApprovalPolicy.model_validate({"rules": [{"arguments": {"/opts/0/a~1b": True}}]})
+    (rule,) = compile_rules(policy, ToolAnnotations()) or ()
+    assert dict(rule.record) == {"index": 0, "when": {}, "arguments": {"/opts/0/a~1b": True}}
+    rebuilt = rule_from_record(rule.record)
+    assert (rebuilt.index, rebuilt.arguments) == (rule.index, rule.arguments)
+    assert rebuilt.matches({"opts": [{"a/b": True}]})
+    assert not rebuilt.matches({"opts": [{"a/b": 1}]})
+    with pytest.raises(ValueError, match=r"^a recorded rule needs an integer 'index', not '0'$"):
+        rule_from_record({"index": "0", "arguments": {}})
+    with pytest.raises(ValueError, match=r"^rule 2: 'force' is not a JSON Pointer \(RFC 6901"):
+        rule_from_record({"index": 2, "arguments": {"force": True}})
+    with pytest.raises(ValueError, match=r"^rule 1: 'arguments' must be an object"):
+        rule_from_record({"index": 1, "arguments": ["/force"]})
+
+
 def test_replay_session_serves_the_recorded_decision_and_never_asks(tmp_path: Path) -> None:
     from toolproof import replay_session
 

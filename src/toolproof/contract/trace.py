@@ -20,6 +20,7 @@ __all__ = [
     "TRACE_EVENT_ADAPTER",
     "ApprovalDecided",
     "ApprovalRequested",
+    "ApprovalSkipped",
     "ClaimEmitted",
     "EventBase",
     "EvidenceRegistered",
@@ -262,6 +263,31 @@ class ApprovalRequested(EventBase):
     mode: Literal["wait", "defer"] = "wait"
 
 
+class ApprovalSkipped(EventBase):
+    """A call of an ``approve`` variant that no rule gated ran without asking anyone.
+
+    Written in the call's block, before its ``tool_called``, so that every call of a
+    gated variant carries an approval record: the ``approvals`` check re-evaluates
+    ``rules`` on the call's recorded arguments (a forger who removed a gated call's
+    ``approval_requested`` / ``approval_decided`` leaves a call with no record, or a
+    skip whose rules match, and ``verify`` fails naming it).
+
+    Attributes:
+        call_id: the call of the block.
+        tool: the gated variant (``<tool>_approve``).
+        rules: the ``[[approvals.rules]]`` entries whose ``when`` holds for the tool
+            (each ``{"index", "when", "arguments"}``, as ``approval_requested`` records
+            a rule), none of whose ``arguments`` predicates held; ``[]`` when no rule's
+            ``when`` holds for the tool.
+
+    """
+
+    type: Literal["approval_skipped"] = "approval_skipped"
+    call_id: str
+    tool: str
+    rules: list[dict[str, JsonValue]] = Field(default_factory=list)
+
+
 class ApprovalDecided(EventBase):
     """The decision on an approval request, written before the call's ``tool_called``.
 
@@ -305,6 +331,7 @@ TraceEvent = Annotated[
     | RunFailed
     | ApprovalRequested
     | ApprovalDecided
+    | ApprovalSkipped
     | ResourceRead
     | PromptGot
     | RequestRelayed,

@@ -24,6 +24,7 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     ApprovalDecided,
     ApprovalRequested,
+    ApprovalSkipped,
     FailureObserved,
     RequestRelayed,
     RunFailed,
@@ -82,7 +83,9 @@ class CallPort(Protocol):
 _APPROVAL_EVENT_FIELDS = frozenset({"idx", "prev", "step", "call_id", "schema_version"})
 
 
-def approval_record(event: ApprovalRequested | ApprovalDecided) -> dict[str, Any]:
+def approval_record(
+    event: ApprovalRequested | ApprovalDecided | ApprovalSkipped,
+) -> dict[str, Any]:
     """The ``{"type": ..., fields}`` record of a recorded approval event (as the gate notes it)."""
     plain = event.to_json()
     return {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
@@ -199,7 +202,7 @@ class FrozenCalls:
         self._approvals: dict[str, list[dict[str, Any]]] = {}
         self._relayed: dict[str, list[dict[str, Any]]] = {}
         for event in events:
-            if isinstance(event, ApprovalRequested | ApprovalDecided):
+            if isinstance(event, ApprovalRequested | ApprovalDecided | ApprovalSkipped):
                 self._approvals.setdefault(event.call_id, []).append(approval_record(event))
             elif isinstance(event, ToolCalled):
                 self._calls_by_step.setdefault(event.step, []).append(event.call)

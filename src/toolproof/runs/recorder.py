@@ -4,12 +4,13 @@ Every tool call that lands in a run is written here, whoever chose it: the execu
 walking a plan, an MCP client of ``serve --record``, an agent in a recorded session.
 The *call block* is, in this order::
 
-    approval_requested? approval_decided? · tool_called · tool_returned ·
+    (approval_requested approval_decided? | approval_skipped)? · tool_called · tool_returned ·
     failure_observed* · evidence_registered (a value)
 
 ``approval_*`` are what an ``approve`` layer of the call reported
-(:func:`~toolproof.tools.observe.note_approval`): the request and the decision,
-written before ``tool_called``, each with the block's call id.
+(:func:`~toolproof.tools.observe.note_approval`): the request and the decision, or
+the skip of a call no rule gated, written before ``tool_called``, each with the
+block's call id.
 
 ``failure_observed`` is one event per other failure a layer reported during the call
 (a retried attempt; :func:`other_failures`), with the layer that declared it
@@ -59,6 +60,7 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     ApprovalDecided,
     ApprovalRequested,
+    ApprovalSkipped,
     ClaimEmitted,
     EventBase,
     EvidenceRegistered,
@@ -106,6 +108,7 @@ _EVENT_CLASSES: tuple[type[EventBase], ...] = (
     RunFailed,
     ApprovalRequested,
     ApprovalDecided,
+    ApprovalSkipped,
     ResourceRead,
     PromptGot,
     RequestRelayed,
@@ -126,6 +129,7 @@ _SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
 _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
     "approval_requested": ApprovalRequested,
     "approval_decided": ApprovalDecided,
+    "approval_skipped": ApprovalSkipped,
 }
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 """Field values written as they are; anything else is a model, written as ``to_json()``."""

@@ -78,7 +78,7 @@ def note_recovery(failure: ToolFailure, layer: str) -> None:
 
 
 def note_approval(event: dict[str, Any]) -> None:
-    """Report an approval event (``approval_requested`` / ``approval_decided`` fields).
+    """Report an approval event: ``approval_requested``, ``_decided`` or ``_skipped`` fields.
 
     ``event`` holds ``type`` and the event's fields except ``idx``, ``prev``, ``step``
     and ``call_id`` (the recorder fills those from the call's block).

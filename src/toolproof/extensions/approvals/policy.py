@@ -20,11 +20,11 @@ matching rule gates the call; when none matches the call runs ungated.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from toolproof.contract.approval_rules import CompiledRule, json_equal, resolve_pointer
 from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolAnnotations
 
@@ -44,8 +44,6 @@ DEFAULT_STORE = "approvals.sqlite"
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "title")
 """The MCP tool annotations a rule's ``when`` may name."""
-
-_MISSING: Any = object()
 
 
 class ApprovalRule(BaseModel):
@@ -99,85 +97,6 @@ class ApprovalPolicy(BaseModel):
     timeout_seconds: Seconds = 600.0
     mode: Literal["wait", "defer"] = "wait"
     rules: tuple[ApprovalRule, ...] = ()
-
-
-def _unescape(part: str) -> str:
-    return part.replace("~1", "/").replace("~0", "~")
-
-
-def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value at JSON Pointer ``pointer`` (RFC 6901) in ``document``, or a private sentinel.
-
-    Returns:
-        The value, or an object that equals nothing when the pointer does not resolve.
-
-    """
-    node = document
-    for raw in pointer.split("/")[1:]:
-        part = _unescape(raw)
-        if type(node) is dict:
-            node = node.get(part, _MISSING)
-        elif type(node) is list and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _MISSING
-        if node is _MISSING:
-            return _MISSING
-    return node
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: ``True`` is not ``1``, ``1`` equals ``1.0``, objects compare by keys."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and a == b
-
-
-@dataclass(frozen=True)
-class CompiledRule:
-    """A rule whose ``when`` matched the tool: only its argument predicates are left.
-
-    Attributes:
-        index: its position in ``[[approvals.rules]]``.
-        arguments: ``(pointer, value)`` predicates, all must hold.
-        record: what ``approval_requested`` records as ``rule``.
-
-    """
-
-    index: int
-    arguments: tuple[tuple[str, Any], ...]
-    record: Mapping[str, Any]
-    _parts: tuple[tuple[tuple[str, ...], Any], ...] = ()
-
-    def __post_init__(self) -> None:
-        parts = tuple(
-            (tuple(_unescape(p) for p in pointer.split("/")[1:]), expected)
-            for pointer, expected in self.arguments
-        )
-        object.__setattr__(self, "_parts", parts)
-
-    def matches(self, arguments: dict[str, Any]) -> bool:
-        """Whether every argument predicate holds for ``arguments``."""
-        for parts, expected in self._parts:
-            node: Any = arguments
-            for part in parts:
-                if type(node) is dict:
-                    node = node.get(part, _MISSING)
-                elif type(node) is list and part.isdigit() and int(part) < len(node):
-                    node = node[int(part)]
-                else:
-                    return False
-                if node is _MISSING:
-                    return False
-            if node is not expected and not json_equal(node, expected):
-                return False
-        return True
 
 
 def _when_holds(when: Mapping[str, Any], annotations: ToolAnnotations) -> bool:

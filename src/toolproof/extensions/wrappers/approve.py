@@ -10,6 +10,10 @@ that cannot be reached, an approver that raises or answers nonsense: denied
 (failure kind ``approval_denied``, the body not run). In ``defer`` mode a call
 without a decision fails at once with kind ``approval_pending`` and a handle; the
 same call retried with ``approval_handle`` runs once the request is approved.
+
+A call no rule gates reports ``approval_skipped`` (the variant and the rules that
+could have gated it) and runs at once, so every call of the variant carries an
+approval record the offline ``approvals`` check can re-evaluate.
 """
 
 from __future__ import annotations
@@ -423,6 +427,8 @@ def approve_factory(inner: Tool, *, name: str, config: Any, context: Any = None)
     store = ApprovalStore(base_dir(context) / policy.store)
     gate = _Gate(inner, name, policy, store, getattr(context, "approver", None), fingerprint, run)
 
+    skipped_rules = [dict(rule.record) for rule in rules or ()]
+
     async def body(arguments: dict[str, Any]) -> ToolResult:
         if HANDLE_PARAM in arguments:
             handle = arguments[HANDLE_PARAM]
@@ -433,6 +439,7 @@ def approve_factory(inner: Tool, *, name: str, config: Any, context: Any = None)
         for rule in rules:
             if rule.matches(arguments):
                 return await gate(arguments, rule, None)
+        note_approval({"type": "approval_skipped", "tool": name, "rules": skipped_rules})
         return await run(arguments)
 
     return Tool(spec, body)

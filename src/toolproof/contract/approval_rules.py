@@ -1,0 +1,127 @@
+"""The evaluation of an ``[[approvals.rules]]`` entry's argument predicates, in one place.
+
+The ``approve`` wrapper (:mod:`toolproof.extensions.approvals.policy`) compiles its
+rules into :class:`CompiledRule` and evaluates them on every call; the offline
+``approvals`` check (:mod:`toolproof.verify.approvals`) rebuilds the same
+:class:`CompiledRule` from the rule a trace records (:func:`rule_from_record`) and
+evaluates it on the call's recorded arguments. JSON Pointers are RFC 6901; equality
+is JSON equality (:func:`json_equal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CompiledRule", "json_equal", "resolve_pointer", "rule_from_record"]
+
+_MISSING: Any = object()
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at JSON Pointer ``pointer`` (RFC 6901) in ``document``, or a private sentinel.
+
+    Returns:
+        The value, or an object that equals nothing when the pointer does not resolve.
+
+    """
+    node = document
+    for raw in pointer.split("/")[1:]:
+        part = _unescape(raw)
+        if type(node) is dict:
+            node = node.get(part, _MISSING)
+        elif type(node) is list and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``True`` is not ``1``, ``1`` equals ``1.0``, objects compare by keys."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule whose ``when`` matched the tool: only its argument predicates are left.
+
+    Attributes:
+        index: its position in ``[[approvals.rules]]``.
+        arguments: ``(pointer, value)`` predicates, all must hold.
+        record: what ``approval_requested`` / ``approval_skipped`` record as the rule
+            (``{"index", "when", "arguments"}``).
+
+    """
+
+    index: int
+    arguments: tuple[tuple[str, Any], ...]
+    record: Mapping[str, Any]
+    _parts: tuple[tuple[tuple[str, ...], Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        parts = tuple(
+            (tuple(_unescape(p) for p in pointer.split("/")[1:]), expected)
+            for pointer, expected in self.arguments
+        )
+        object.__setattr__(self, "_parts", parts)
+
+    def matches(self, arguments: dict[str, Any]) -> bool:
+        """Whether every argument predicate holds for ``arguments`` (a JSON object)."""
+        for parts, expected in self._parts:
+            node: Any = arguments
+            for part in parts:
+                if type(node) is dict:
+                    node = node.get(part, _MISSING)
+                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    return False
+                if node is _MISSING:
+                    return False
+            if node is not expected and not json_equal(node, expected):
+                return False
+        return True
+
+
+def rule_from_record(record: Mapping[str, Any]) -> CompiledRule:
+    """The :class:`CompiledRule` of a recorded rule (the ``record`` a trace holds).
+
+    Args:
+        record: ``{"index": int, "when": {...}, "arguments": {pointer: value}}``.
+
+    Returns:
+        The rule, evaluating exactly as the wrapper's did.
+
+    Raises:
+        ValueError: ``record`` has no integer ``index``, its ``arguments`` is not an
+            object, or a key of it is not a JSON Pointer (RFC 6901: starts with ``/``).
+
+    """
+    index = record.get("index")
+    if type(index) is not int:
+        raise ValueError(f"a recorded rule needs an integer 'index', not {index!r}")
+    arguments = record.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise ValueError(f"rule {index}: 'arguments' must be an object of JSON Pointers")
+    for pointer in arguments:
+        if not isinstance(pointer, str) or not pointer.startswith("/"):
+            raise ValueError(
+                f"rule {index}: {pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')"
+            )
+    return CompiledRule(index, tuple(arguments.items()), dict(record))
