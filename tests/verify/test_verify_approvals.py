@@ -34,11 +34,15 @@ class Approver:
         return Decision(request.arguments["branch"] != "b3", reason="policy")
 
 
-def _run(tmp_path: Path, approver: Approver) -> Path:
+RULES = '\n[[approvals.rules]]\narguments = { "/force" = true }\n'
+"""Only a forced delete needs a person."""
+
+
+def _run(tmp_path: Path, approver: Approver, rules: str = "", forced: str = "") -> Path:
     config = tmp_path / "toolproof.toml"
     config.write_text(
         f'[[python]]\nmodule = "approve_fixture_tools"\npath = "{FIXTURES}"\n\n'
-        '[tools.delete_branch]\nextensions = [["approve"]]\n',
+        '[tools.delete_branch]\nextensions = [["approve"]]\n' + rules,
         encoding="utf-8",
     )
     side = str(tmp_path / "side.txt")
@@ -46,7 +50,15 @@ def _run(tmp_path: Path, approver: Approver) -> Path:
         {
             "task": "Delete three branches.",
             "steps": [
-                {"id": b, "tool": GATED, "arguments": {"path": side, "branch": b}}
+                {
+                    "id": b,
+                    "tool": GATED,
+                    "arguments": {
+                        "path": side,
+                        "branch": b,
+                        **({"force": True} if b == forced else {}),
+                    },
+                }
                 for b in ("b1", "b2", "b3")
             ],
         }
@@ -197,8 +209,8 @@ def test_a_dropped_request_and_decision_fail_when_every_call_is_gated(
         ev.remove(_of(ev, "b2", "approval_requested"))
 
     assert _approvals(_forge(run_dir, tmp_path, drop)) == [
-        f"call {call} ('{GATED}'): it ran without an approval request, although every call "
-        "of this variant is gated (its other requests record no rules)"
+        f"call {call} ('{GATED}'): it ran with no approval record (approval_requested or "
+        "approval_skipped), although it is an approve variant: every call of one records one"
     ]
 
 
@@ -257,6 +269,104 @@ def test_a_decision_after_its_call_is_an_orphan(
         f"approval_decided at event 5 for call {call} is followed by no tool_called in its "
         "step (it must come before the call it approves)"
     )
+
+
+@pytest.fixture(scope="module")
+def ruled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Approver]:
+    """A run under ``/force = true``: b1 forced (gated, approved), b2 and b3 no rule matched."""
+    tmp_path = tmp_path_factory.mktemp("ruled")
+    approver = Approver()
+    return _run(tmp_path, approver, RULES, forced="b1"), approver
+
+
+RULE_RECORD = {"index": 0, "when": {}, "arguments": {"/force": True}}
+
+
+def test_calls_no_rule_matched_record_a_skip_and_verify(ruled: tuple[Path, Approver]) -> None:
+    run_dir, approver = ruled
+    assert verify_run(run_dir).failures == []
+    assert approver.asked == ["b1"]
+    events = _events(run_dir)
+    assert [e["type"] for e in events if e["step"] == "b2"] == [
+        "step_started",
+        "approval_skipped",
+        "tool_called",
+        "tool_returned",
+        "evidence_registered",
+        "step_finished",
+    ]
+    skipped = _of(events, "b2", "approval_skipped")
+    assert (skipped["call_id"], skipped["tool"], skipped["rules"]) == (
+        _of(events, "b2", "tool_called")["call_id"],
+        GATED,
+        [RULE_RECORD],
+    )
+    assert _of(events, "b1", "approval_requested")["rule"] == RULE_RECORD
+    assert [e["type"] for e in events if e["step"] == "b1"][1:3] == [
+        "approval_requested",
+        "approval_decided",
+    ]
+    replayed = asyncio.run(replay_run(run_dir))  # the skips are served back like decisions
+    assert replayed.identical and replayed.live_calls == 0
+
+
+def test_a_gated_call_whose_approval_events_were_deleted_fails_naming_it(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    call = _of(_events(run_dir), "b1", "tool_called")["call_id"]
+
+    def drop(ev: list[dict[str, Any]]) -> None:
+        ev.remove(_of(ev, "b1", "approval_decided"))
+        ev.remove(_of(ev, "b1", "approval_requested"))
+
+    assert _approvals(_forge(run_dir, tmp_path, drop)) == [
+        f"call {call} ('{GATED}'): it ran with no approval record (approval_requested or "
+        "approval_skipped), although it is an approve variant: every call of one records one"
+    ]
+
+
+def test_a_deleted_skip_fails_naming_the_call(ruled: tuple[Path, Approver], tmp_path: Path) -> None:
+    run_dir, _ = ruled
+    call = _of(_events(run_dir), "b3", "tool_called")["call_id"]
+    forged = _forge(run_dir, tmp_path, lambda ev: ev.remove(_of(ev, "b3", "approval_skipped")))
+    assert _approvals(forged) == [
+        f"call {call} ('{GATED}'): it ran with no approval record (approval_requested or "
+        "approval_skipped), although it is an approve variant: every call of one records one"
+    ]
+
+
+def test_a_skip_forged_for_a_call_a_rule_matches_fails(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    call = _of(_events(run_dir), "b1", "tool_called")["call_id"]
+
+    def replace(ev: list[dict[str, Any]]) -> None:
+        requested = _of(ev, "b1", "approval_requested")
+        at = ev.index(requested)
+        ev.remove(_of(ev, "b1", "approval_decided"))
+        ev[at] = {**_of(ev, "b2", "approval_skipped"), "step": "b1", "call_id": call}
+
+    assert _approvals(_forge(run_dir, tmp_path, replace)) == [
+        f"call {call} ('{GATED}'): rule 0 matches its arguments, but it ran without an "
+        "approval request (approval_skipped claims no rule matched)"
+    ]
+
+
+def test_skips_and_requests_of_a_variant_must_record_the_same_rules(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    events = _events(run_dir)
+    b2, b3 = (_of(events, s, "approval_skipped") for s in ("b2", "b3"))
+    forged = _forge(
+        run_dir, tmp_path, lambda ev: _of(ev, "b3", "approval_skipped").update(rules=[])
+    )
+    assert _approvals(forged) == [
+        f"approval_skipped at event {b3['idx']} for call {b3['call_id']} records other rules "
+        f"for '{GATED}' than approval_skipped at event {b2['idx']}"
+    ]
 
 
 if str(FIXTURES) not in sys.path:  # the fixture tools module, for a worker rebuilding it

@@ -8,22 +8,28 @@ value, or a failure of the body) has an approving decision for that request whos
 approved digest is the requested one (or, for ``approve_with_edits``, the digest of
 the edited arguments it records); a denied request's call never ran.
 
-A call whose policy rules did not match carries no approval events. When another call
-of the same variant records ``rule: null`` (no rules: every call is gated), a call of
-that variant that ran without any approval event fails too; otherwise the check
-cannot tell a non-matching call from one whose events were all removed (see
-docs/approvals.md).
+Every call of an ``approve`` variant carries an approval record: a call no rule
+gated records ``approval_skipped`` with the rules whose ``when`` held for the tool.
+So a call that ran fails when its tool's runtime descriptor has ``approve`` as its
+outermost layer (or when other events name the variant) and its block
+holds neither a request nor a skip (its events were removed); when a skip names a
+rule whose ``arguments`` predicates hold for the call's recorded arguments (the rule
+re-evaluated by the wrapper's own :class:`~toolproof.contract.approval_rules.CompiledRule`);
+when a call with an ``approval_handle`` was skipped; and when a skip's rules differ
+from another skip's or a request's of the same variant (see docs/approvals.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from toolproof.contract.approval_rules import rule_from_record
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import (
     ApprovalDecided,
     ApprovalRequested,
+    ApprovalSkipped,
     StepStarted,
     ToolCalled,
     ToolReturned,
@@ -39,6 +45,10 @@ HANDLE_PARAM = "approval_handle"
 
 _NOT_RUN = frozenset({"approval_denied", "approval_pending"})
 _CRIT = Severity.CRITICAL
+_GATE_LAYER = "approve"
+"""The stack layer name of the ``approve`` wrapper in a runtime descriptor."""
+
+_Approval = ApprovalRequested | ApprovalDecided | ApprovalSkipped
 
 
 def _ran(event: ToolReturned) -> bool:
@@ -53,7 +63,7 @@ class _Block:
     """The approval events waiting for the next ``tool_called`` of a step."""
 
     def __init__(self) -> None:
-        self.events: list[ApprovalRequested | ApprovalDecided] = []
+        self.events: list[_Approval] = []
 
 
 def _check_request(
@@ -99,20 +109,45 @@ def _check_decision(request: ApprovalRequested, decided: ApprovalDecided) -> str
     return None
 
 
+def _check_skip(call: ToolCalled, skipped: ApprovalSkipped) -> list[str]:
+    tool = call.call.tool
+    if tool != skipped.tool and not tool.startswith(skipped.tool + "_"):
+        return [f"approval_skipped names tool {skipped.tool!r}, not {tool!r}"]
+    if tool != skipped.tool:
+        return []  # an outer layer's arguments are not the gate's
+    arguments = call.call.arguments
+    if HANDLE_PARAM in arguments:
+        return [f"it was retried with {HANDLE_PARAM} but records no approval request"]
+    problems = []
+    for record in skipped.rules:
+        try:
+            rule = rule_from_record(record)
+        except ValueError as exc:
+            problems.append(f"approval_skipped records a malformed rule: {exc}")
+            continue
+        if rule.matches(dict(arguments)):
+            problems.append(
+                f"rule {rule.index} matches its arguments, but it ran without an approval "
+                "request (approval_skipped claims no rule matched)"
+            )
+    return problems
+
+
 def _judge(
     call: ToolCalled,
     returned: ToolReturned,
-    events: list[ApprovalRequested | ApprovalDecided],
+    events: list[_Approval],
     fingerprints: dict[str, str] | None,
-    every_call: frozenset[str] = frozenset(),
+    gated: frozenset[str] = frozenset(),
 ) -> list[str]:
     problems: list[str] = []
     requests = [e for e in events if isinstance(e, ApprovalRequested)]
     decisions = [e for e in events if isinstance(e, ApprovalDecided)]
-    if not events and call.call.tool in every_call and _ran(returned):
+    skips = [e for e in events if isinstance(e, ApprovalSkipped)]
+    if not events and call.call.tool in gated and _ran(returned):
         return [
-            "it ran without an approval request, although every call of this variant is "
-            "gated (its other requests record no rules)"
+            "it ran with no approval record (approval_requested or approval_skipped), "
+            "although it is an approve variant: every call of one records one"
         ]
     for event in events:
         if event.call_id != call.call_id:
@@ -120,6 +155,11 @@ def _judge(
                 f"{event.type} at event {event.idx} names call {event.call_id} but sits in the "
                 "block of this call (a decision moved from another call)"
             )
+    if skips:
+        if requests or decisions or len(skips) > 1:
+            problems.append("it has an approval_skipped and another approval record")
+        problems.extend(_check_skip(call, skips[0]))
+        return problems
     if not requests:
         if decisions:
             problems.append("it has a decision but no approval request")
@@ -148,28 +188,36 @@ def check_approvals(view: RunView) -> list[Finding] | None:
     if view.events is None:
         return None
     fingerprints = None
-    if view.runtime is not None:
-        fingerprints = {tool.name: tool.fingerprint for tool in view.runtime.toolset.tools}
-    out: list[Finding] = []
-    every_call = frozenset(
+    named = frozenset(
         event.tool
         for event in view.events
-        if isinstance(event, ApprovalRequested) and event.rule is None
+        if isinstance(event, ApprovalRequested | ApprovalSkipped)
     )
-    waiting: dict[str, list[ApprovalRequested | ApprovalDecided]] = {}
-    calls: dict[str, tuple[ToolCalled, list[ApprovalRequested | ApprovalDecided]]] = {}
+    gated = named
+    if view.runtime is not None:
+        tools = view.runtime.toolset.tools
+        fingerprints = {tool.name: tool.fingerprint for tool in tools}
+        gated = frozenset(
+            tool.name
+            for tool in tools
+            if (tool.stack and tool.stack[-1].name == _GATE_LAYER) or tool.name in named
+        )
+    out: list[Finding] = []
+    waiting: dict[str, list[_Approval]] = {}
+    calls: dict[str, tuple[ToolCalled, list[_Approval]]] = {}
 
     def bad(idx: int, message: str) -> None:
         out.append(finding(_CRIT, TRACE_FILE, message, event=idx))
 
+    _check_rules_agree(view.events, bad)
     for event in view.events:
-        if isinstance(event, ApprovalRequested | ApprovalDecided):
+        if isinstance(event, _Approval):
             waiting.setdefault(event.step, []).append(event)
         elif isinstance(event, ToolCalled):
             calls[event.call_id] = (event, waiting.pop(event.step, []))
         elif isinstance(event, ToolReturned) and event.call_id in calls:
             call, events = calls.pop(event.call_id)
-            for problem in _judge(call, event, events, fingerprints, every_call):
+            for problem in _judge(call, event, events, fingerprints, gated):
                 bad(call.idx, f"call {call.call_id} ({call.call.tool!r}): {problem}")
         elif isinstance(event, StepStarted):
             for stale in waiting.pop(event.step, []):
@@ -178,6 +226,30 @@ def check_approvals(view: RunView) -> list[Finding] | None:
         for stale in events:
             bad(stale.idx, _orphan(stale))
     return out[:MAX_FINDINGS]
+
+
+def _check_rules_agree(events: Any, bad: Any) -> None:
+    """Every skip of a variant records the same rules, and every request's rule is one."""
+    rules: dict[str, tuple[int, list[Any]]] = {}
+    for event in events:
+        if isinstance(event, ApprovalSkipped):
+            first = rules.setdefault(event.tool, (event.idx, event.rules))
+            if first[1] != event.rules:
+                bad(
+                    event.idx,
+                    f"approval_skipped at event {event.idx} for call {event.call_id} records "
+                    f"other rules for {event.tool!r} than approval_skipped at event {first[0]}",
+                )
+    for event in events:
+        if isinstance(event, ApprovalRequested) and event.tool in rules:
+            idx, recorded = rules[event.tool]
+            if event.rule is None or event.rule not in recorded:
+                bad(
+                    event.idx,
+                    f"approval_requested at event {event.idx} for call {event.call_id} names "
+                    f"rule {event.rule!r}, which is not among the rules approval_skipped at "
+                    f"event {idx} records for {event.tool!r}",
+                )
 
 
 def _orphan(event: Any) -> str:
