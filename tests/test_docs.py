@@ -35,6 +35,8 @@ SKIPPED = {
         "from toolproof.testing import assert_check_conforms, assert_reasoner_conforms",
     ),
     ("docs/extending.md", "def test_my_agent(toolproof_cassette, real_toolset):"),
+    # needs a model server; tests/runs/test_agent_llama_turns.py runs the same code on one
+    ("docs/agents.md", "client = AsyncOpenAI("),
 }
 
 
