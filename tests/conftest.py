@@ -23,6 +23,28 @@ def repo_root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def exporter() -> Iterator[object]:
+    """toolproof instrumented with an SDK provider whose spans stay in memory.
+
+    Yields the ``InMemorySpanExporter`` (``get_finished_spans()``); uninstruments after.
+    OpenTelemetry is imported here, not at the top, so a run without it collects.
+    """
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import toolproof
+    from toolproof.adapters.telemetry import uninstrument
+
+    made = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(made))
+    toolproof.instrument(tracer_provider=provider)
+    yield made
+    uninstrument()
+
+
 def installed_distributions() -> list[str]:
     """``name==version`` of every distribution in this environment's site-packages, sorted.
 

@@ -12,7 +12,6 @@ import asyncio
 import json
 import sys
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,25 +26,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from serve_helpers import free_port, spawn
 
-import toolproof
 from toolproof import Tool, Toolset, load_toolset
 from toolproof.adapters.mcp_server import build_server
-from toolproof.adapters.telemetry import uninstrument
 from toolproof.identity import digest_json
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 CALLER_SPAN = 0x00F067AA0BA902B7
 TRACEPARENT = f"00-{TRACE_ID:032x}-{CALLER_SPAN:016x}-01"
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def spans(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:

@@ -24,14 +24,11 @@ import pytest
 from backend_support import copy_fixture, require_redis, run
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-import toolproof
 from toolproof import Tool, Toolset
-from toolproof.adapters.telemetry import uninstrument
 from toolproof.backends.protocol import (
     ProtocolError,
     decode_request,
@@ -72,16 +69,6 @@ def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield endpoint
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def received(name: str, timeout: float = 20.0) -> ProtoSpan:

@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import toolproof
 from toolproof import ApprovalRequest, load_toolset
-from toolproof.adapters.telemetry import uninstrument
 
 HERE = Path(__file__).resolve().parent
 GATED = "delete_branch_approve"
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def config(tmp_path: Path) -> Path:

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from agents import Agent as AgentsAgent
 from agents import Model, RunConfig, Runner, Usage
 from agents import ModelResponse as AgentsResponse
 from llm_support import chat_reply, scripted_model
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from pydantic_ai import Agent
@@ -31,18 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof import Session, Tool, Toolset
-from toolproof.adapters.telemetry import uninstrument
 from toolproof.identity import digest
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def toolset() -> Toolset:

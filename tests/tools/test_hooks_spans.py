@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-import toolproof
-from toolproof.adapters.telemetry import uninstrument
 from toolproof.tools import hooks
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def test_with_telemetry_off_the_helpers_do_nothing() -> None:

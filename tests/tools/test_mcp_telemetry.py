@@ -11,32 +11,18 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_support import everything_bin, mcp1_venv
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-import toolproof
 from toolproof import load_toolset
-from toolproof.adapters.telemetry import uninstrument
 
 pytestmark = pytest.mark.service
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    made = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(made))
-    toolproof.instrument(tracer_provider=provider)
-    yield made
-    uninstrument()
 
 
 def named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
