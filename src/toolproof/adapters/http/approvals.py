@@ -204,7 +204,10 @@ async def get_approval(request_id: RequestId, who: Approver, settings: Settings)
     responses={
         **_ERRORS,
         400: {"model": Problem, "description": "The body is not JSON."},
-        409: {"model": Problem, "description": "The request is no longer pending."},
+        409: {
+            "model": Problem,
+            "description": "The request is no longer pending, or its row was edited.",
+        },
     },
 )
 async def decide_approval(
@@ -240,5 +243,6 @@ async def decide_approval(
             approved_arguments=body.arguments,
         )
     except InputError as exc:
-        raise ApiProblem(409, "approval-decided", exc.message, request=request_id) from None
+        kind = "approval-row-edited" if exc.fields.get("rule") == "row integrity" else None
+        raise ApiProblem(409, kind or "approval-decided", exc.message, request=request_id) from None
     return ApprovalView.of(decided)

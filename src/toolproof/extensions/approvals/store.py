@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolproof.errors import InputError
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest_json
 
 __all__ = ["REQUEST_ID_RE", "ApprovalStore", "StoredRequest", "new_request_id", "utc_now"]
 
@@ -309,11 +309,26 @@ class ApprovalStore:
 
         Raises:
             InputError: no such request, or it is no longer pending (``rule`` says its
-                status: it was decided already, or it timed out).
+                status: it was decided already, or it timed out); or an approval of the
+                asked arguments whose row's ``arguments`` do not digest to its
+                ``arguments_digest`` (the file was edited: what a person reads is not
+                what would run; ``rule`` ``row integrity``).
 
         """
         if approve and approved_digest is None:
             raise ValueError("an approval needs the digest of the arguments it approves")
+        if approve and approved_arguments is None:
+            row = self.require(request_id)
+            shown = digest_json(row.arguments)
+            if shown != row.arguments_digest or approved_digest != shown:
+                raise InputError(
+                    f"approval request {request_id!r} cannot be approved as asked: its "
+                    f"arguments digest to {shown}, but the row records {row.arguments_digest} "
+                    f"and the approval names {approved_digest} (rule: an approval names the "
+                    "digest of the arguments a person was shown; was the store edited?)",
+                    path=str(self.path),
+                    rule="row integrity",
+                )
         if approved_arguments is not None:
             decision = "approve_with_edits"
         else:

@@ -195,7 +195,7 @@ class _Gate:
             decided = await self._awaited(approver, row, arguments, call_id)
         if isinstance(decided, ToolResult):
             return decided
-        return await self._apply(decided, arguments)
+        return await self._apply(decided, arguments, digest, fingerprint)
 
     async def _awaited(
         self,
@@ -292,8 +292,10 @@ class _Gate:
                 approved_arguments=edited,
                 enforce_deadline=False,
             )
-        except InputError:  # decided meanwhile through another channel: that decision stands
-            return await self._reread(row)
+        except InputError as exc:
+            if exc.fields.get("rule") == "row integrity":  # the row was edited: not these bytes
+                return await self._deny_in_store(row, exc.message)
+            return await self._reread(row)  # decided meanwhile elsewhere: that decision stands
         except _STORE_ERRORS as exc:
             return self._fail_closed(
                 row.id, f"the decision could not be stored: {foreign_failure(exc)}"
@@ -354,7 +356,17 @@ class _Gate:
             if isinstance(current, ToolResult) or current.status != "pending":
                 return current
 
-    async def _apply(self, row: StoredRequest, arguments: dict[str, Any]) -> ToolResult:
+    async def _apply(
+        self, row: StoredRequest, arguments: dict[str, Any], digest: str, fingerprint: str
+    ) -> ToolResult:
+        """Run ``arguments`` (or the approved edit) once, if ``row`` approves them.
+
+        ``row`` is the store's row as read after the decision; ``digest`` and
+        ``fingerprint`` are this call's own, taken before it asked. The row is trusted
+        for nothing it could have changed meanwhile: a row that now names another tool,
+        descriptor or argument digest (the file edited while the call waited) approves
+        nothing, and the approved digest must be this call's (or the edit's).
+        """
         decision = row.decision or "deny"
         who, channel = row.who or "toolproof", row.channel or FAIL_CLOSED
         reason = row.reason or ""
@@ -363,9 +375,17 @@ class _Gate:
         if row.status == "denied":
             self._decided(row.id, "deny", who, channel, reason, decided_at=row.decided_at)
             return self._denied(row.id, who, reason or "denied")
+        if row.status != "approved":
+            return self._fail_closed(row.id, f"the request is {row.status}, not approved")
+        if (row.tool, row.fingerprint, row.arguments_digest) != (self.name, fingerprint, digest):
+            return self._fail_closed(
+                row.id,
+                "the store's row now names another tool, descriptor or arguments than this "
+                f"call's ({self.name}, {fingerprint}, {digest}); it approves nothing",
+            )
         edited = row.approved_arguments
         run_with = arguments if edited is None else edited
-        expected = row.arguments_digest if edited is None else digest_json(edited)
+        expected = digest if edited is None else digest_json(edited)
         if row.approved_digest != expected:
             return self._fail_closed(
                 row.id,

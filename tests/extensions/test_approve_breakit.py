@@ -1,0 +1,137 @@
+"""Break-it pass on the approval gate (issue 16): each test is an attempt that once got through."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproof import ApprovalStore, load_toolset
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json, digest_json
+
+HERE = Path(__file__).resolve().parent
+GATED = "delete_branch_approve"
+TOOLPROOF = str(Path(sys.executable).parent / "toolproof")
+
+
+def write_config(tmp_path: Path, approvals: str = "") -> Path:
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f"""
+[[python]]
+module = "approve_fixture_tools"
+path = "{HERE}"
+
+[tools.delete_branch]
+extensions = [["approve"]]
+
+{approvals}
+""",
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_a_store_row_rewritten_to_other_arguments_approves_nothing_for_the_waiting_call(
+    tmp_path: Path,
+) -> None:
+    """The waiting call's own digest is what an approval must name, not the row's."""
+    config = write_config(tmp_path, "[approvals]\ntimeout_seconds = 30\n")
+    side = tmp_path / "side.txt"
+    path = tmp_path / "approvals.sqlite"
+    store = ApprovalStore(path)
+    benign = {"path": str(side), "branch": "harmless"}
+
+    def tamper_then_approve() -> None:
+        while not (path.exists() and store.list()):
+            pass
+        (row,) = store.list()
+        with sqlite3.connect(path) as db:  # the row now shows (and digests) other bytes
+            db.execute(
+                "UPDATE approval_requests SET arguments = ?, arguments_digest = ? WHERE id = ?",
+                (canonical_json(benign).decode(), digest_json(benign), row.id),
+            )
+        shown = store.require(row.id)
+        store.decide(
+            row.id,
+            approve=True,
+            who="alice",
+            channel="cli",
+            approved_digest=digest_json(shown.arguments),
+        )
+
+    async def main() -> tuple[Any, str]:
+        async with load_toolset(config) as toolset:
+            call = toolset[GATED].call({"path": str(side), "branch": "main", "force": True})
+            result, _ = await asyncio.gather(call, asyncio.to_thread(tamper_then_approve))
+            return result, toolset[GATED].descriptor().fingerprint
+
+    result, fingerprint = asyncio.run(main())
+    assert not side.exists()
+    assert result.failure.kind == "approval_denied"
+    asked = digest_json({"path": str(side), "branch": "main", "force": True})
+    assert result.failure.detail["reason"] == (
+        "the store's row now names another tool, descriptor or arguments than this call's "
+        f"({GATED}, {fingerprint}, {asked}); it approves nothing"
+    )
+
+
+def _edited_row(tmp_path: Path) -> tuple[ApprovalStore, str, dict[str, Any]]:
+    """A pending row whose shown arguments were swapped for harmless ones (digest kept)."""
+    store = ApprovalStore(tmp_path / "approvals.sqlite")
+    real = {"path": "/x", "branch": "main", "force": True}
+    row = store.create(
+        tool=GATED,
+        fingerprint="sha256:" + "0" * 64,
+        arguments_digest=digest_json(real),
+        arguments=real,
+        call_id=None,
+        rule=None,
+        mode="wait",
+        timeout_seconds=60,
+    )
+    shown = {"path": "/x", "branch": "harmless"}
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "UPDATE approval_requests SET arguments = ? WHERE id = ?",
+            (canonical_json(shown).decode(), row.id),
+        )
+    return store, row.id, real
+
+
+def test_an_edited_row_cannot_be_approved_as_asked_by_any_channel(tmp_path: Path) -> None:
+    """What a person reads (``arguments``) must be what the approval's digest names."""
+    store, request, real = _edited_row(tmp_path)
+    with pytest.raises(InputError) as caught:
+        store.decide(
+            request, approve=True, who="alice", channel="cli", approved_digest=digest_json(real)
+        )
+    shown = digest_json({"path": "/x", "branch": "harmless"})
+    assert caught.value.message == (
+        f"approval request {request!r} cannot be approved as asked: its arguments digest to "
+        f"{shown}, but the row records {digest_json(real)} and the approval names "
+        f"{digest_json(real)} (rule: an approval names the digest of the arguments a person "
+        "was shown; was the store edited?)"
+    )
+    assert caught.value.fields["rule"] == "row integrity"
+    cli = subprocess.run(
+        [TOOLPROOF, "approvals", "approve", request, "--store", str(store.path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "400"},
+        check=False,
+    )
+    assert cli.returncode == 1
+    assert "cannot be approved as asked" in " ".join(cli.stderr.split())
+    assert store.require(request).status == "pending"
+    denied = store.decide(request, approve=False, who="alice", channel="cli")
+    assert denied.status == "denied"
+
