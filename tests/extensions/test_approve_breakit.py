@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from toolproof import ApprovalStore, load_toolset
+from toolproof import ApprovalRequest, ApprovalStore, Session, load_toolset
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest_json
+from toolproof.testing import Cassette
 
 HERE = Path(__file__).resolve().parent
 GATED = "delete_branch_approve"
@@ -135,3 +136,27 @@ def test_an_edited_row_cannot_be_approved_as_asked_by_any_channel(tmp_path: Path
     denied = store.decide(request, approve=False, who="alice", channel="cli")
     assert denied.status == "denied"
 
+
+def test_a_recording_cassette_session_hides_the_ungated_base_like_every_face(
+    tmp_path: Path,
+) -> None:
+    """``Session.from_cassette`` (a recording one runs real bodies) is an outward face too."""
+    config = write_config(tmp_path)
+    side = tmp_path / "side.txt"
+
+    async def deny(request: ApprovalRequest) -> bool:
+        return False
+
+    async def main() -> tuple[list[str], Any, Any]:
+        async with load_toolset(config, approver=deny) as toolset:
+            session = Session.from_cassette(Cassette(tmp_path / "cassette", "once"), toolset)
+            names = [spec.name for spec in session.tool_specs()]
+            base = await session.call("delete_branch", {"path": str(side), "branch": "main"})
+            gated = await session.call(GATED, {"path": str(side), "branch": "main"})
+            return names, base, gated
+
+    names, base, gated = asyncio.run(main())
+    assert "delete_branch" not in names and GATED in names
+    assert base.failure.kind == "unknown_tool"
+    assert gated.failure.kind == "approval_denied"
+    assert not side.exists()

@@ -331,8 +331,10 @@ class Cassette:
         """A sealed Toolset answering from the record.
 
         Args:
-            base: the application's real Toolset; its tools' specs (schemas) are kept, and
-                their bodies run only for a call a recording cassette cannot serve.
+            base: the application's real Toolset; the specs (schemas) of its exposed
+                tools are kept (:meth:`Toolset.exposed`: an ``approve``-gated tool's ungated
+                siblings are left out, as every outward face leaves them out), and their
+                bodies run only for a call a recording cassette cannot serve.
                 Without it, one permissive tool per recorded name.
 
         Raises:
@@ -348,9 +350,9 @@ class Cassette:
             )
         self._base = base if base is not None else self._base
         toolset = Toolset()
-        if base is not None:
-            for name in base.names():
-                toolset.add(self.tool(base[name].spec, base))
+        if base is not None:  # what the outward faces expose: no path around an approve gate
+            for exposed in base.exposed():
+                toolset.add(self.tool(exposed.spec, base))
         else:
             for name in self.recorded_names:
                 spec = ToolSpec(
