@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from toolproof import ApprovalRequest, ApprovalStore, Session, load_toolset
+from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest_json
+from toolproof.runs.planner import plan_run
 from toolproof.testing import Cassette
 
 HERE = Path(__file__).resolve().parent
@@ -160,3 +162,37 @@ def test_a_recording_cassette_session_hides_the_ungated_base_like_every_face(
     assert base.failure.kind == "unknown_tool"
     assert gated.failure.kind == "approval_denied"
     assert not side.exists()
+
+
+def test_a_gated_combo_that_is_quarantined_still_hides_the_ungated_base(tmp_path: Path) -> None:
+    """A gate the config asks for but that did not bind fails closed, not open."""
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "approve_fixture_tools"\npath = "{HERE}"\n\n'
+        '[tools.delete_branch]\nextensions = [["approve", "retry"]]\n',
+        encoding="utf-8",
+    )
+    spec = RunSpec.model_validate(
+        {"task": "t", "steps": [{"id": "s", "tool": "delete_branch", "arguments": {}}]}
+    )
+
+    async def main() -> tuple[list[str], dict[str, str], list[str]]:
+        async with load_toolset(config) as toolset:
+            quarantined = [q.name for q in toolset.quarantined]
+            return quarantined, toolset.hidden(), [t.name for t in toolset.exposed()]
+
+    quarantined, hidden, exposed = asyncio.run(main())
+    assert quarantined == ["delete_branch_approve_retry"]
+    assert hidden == {
+        "delete_branch": "ungated: delete_branch_approve_retry (quarantined) gates "
+        "delete_branch (name it in [serve] expose to show it)"
+    }
+    assert exposed == ["list_branches"]
+
+    async def planned() -> None:
+        async with load_toolset(config) as toolset:
+            plan_run(spec, toolset.descriptor())
+
+    with pytest.raises(InputError) as refused:
+        asyncio.run(planned())
+    assert refused.value.fields["rule"] == "exposure"

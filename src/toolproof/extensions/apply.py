@@ -24,6 +24,7 @@ from toolproof.errors import ExtensionError
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.registry import Extension, ExtensionRegistry
 from toolproof.extensions.schema import first_difference, is_concrete, strip_reserved
+from toolproof.tools.exposure import GATE_EXTENSION
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -299,6 +300,8 @@ def apply_combos(
             name = "_".join([tool, *(element.name for element in combo)])
             where = f"{field_prefix}[{index}]" if field_prefix else f"combo[{index}]"
             toolset.quarantine(name, where, exc.message, owner="extensions")
+            if any(element.name == GATE_EXTENSION for element in combo):
+                toolset.refuse_gate(tool, name)  # its siblings stay hidden: fail closed
             continue
         for key, variant in built:
             toolset.add(variant, owner=f"extensions:{combo_text(combo)}")

@@ -15,6 +15,9 @@ tool directly, and a worker process looks inner variants up by name).
     expose = ["delete_branch_dry_run"]   # shown although a sibling is gated
     hide = ["debug_*"]                   # never shown, gated or not
 
+A gated variant the config asks for that did not bind (quarantined, or withdrawn by
+the lock) still hides its base's ungated tools: fail closed.
+
 ``hide`` wins over ``expose``; ``expose`` only lifts the gate rule. A glob that matches
 no tool name is refused, so a misspelt ``hide`` never leaves a tool exposed. The
 policy and the names it hides are part of the Toolset descriptor (``exposure``), so
@@ -23,7 +26,7 @@ changing either changes run ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -72,11 +75,17 @@ class Exposure:
             if not any(fnmatchcase(name, glob) for name in known)
         ]
 
-    def hidden(self, tools: Iterable[Tool]) -> dict[str, str]:
+    def hidden(
+        self, tools: Iterable[Tool], refused: Mapping[str, Sequence[str]] | None = None
+    ) -> dict[str, str]:
         """The tools this policy hides, each with the reason.
 
         Args:
             tools: every tool and variant of the Toolset.
+            refused: base tool name -> the gated variants configured for it that did not
+                bind (quarantined, or withdrawn by the lock). A gate that failed to bind
+                still hides its base's ungated tools: fail closed, never a path around a
+                gate the config asked for.
 
         Returns:
             ``{name: reason}`` sorted by name; a reason reads ``ungated: delete_branch_approve
@@ -86,6 +95,8 @@ class Exposure:
         """
         every = list(tools)
         gates: dict[str, list[str]] = {}
+        for base, names in (refused or {}).items():
+            gates.setdefault(base, []).extend(f"{name} (quarantined)" for name in names)
         for tool in every:
             if is_gated(tool):
                 gates.setdefault(tool.base or tool.name, []).append(tool.name)

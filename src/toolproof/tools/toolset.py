@@ -12,7 +12,7 @@ from toolproof.contract.names import TOOL_NAME_RE, TOOL_NAME_RULE
 from toolproof.contract.tools import ExposureRecord, ToolsetDescriptor
 from toolproof.errors import ToolNameError, ToolsetSealedError, UsageError
 from toolproof.tools.catalog import Catalog
-from toolproof.tools.exposure import Exposure
+from toolproof.tools.exposure import Exposure, is_gated
 from toolproof.tools.resources import FILTERS, LOCK_DIGEST, Resources
 from toolproof.tools.tool import Tool
 
@@ -89,6 +89,7 @@ class Toolset:
         self._tools: dict[str, Tool] = {}
         self._owners: dict[str, str] = {}
         self._quarantined: list[Quarantined] = []
+        self._refused_gates: dict[str, list[str]] = {}
         self._sealed = False
         self._descriptor: ToolsetDescriptor | None = None
         self._exposure = Exposure()
@@ -136,6 +137,21 @@ class Toolset:
             raise ToolsetSealedError(name)
         self._quarantined.append(Quarantined(name, field, rule, owner))
 
+    def refuse_gate(self, base: str, name: str) -> None:
+        """Record that ``name``, an ``approve``-gated variant of ``base``, did not bind.
+
+        Its base's ungated tools stay hidden from the outward faces as if it had bound
+        (:meth:`Exposure.hidden <toolproof.tools.exposure.Exposure.hidden>`, fail closed).
+
+        Raises:
+            ToolsetSealedError: the Toolset is sealed.
+
+        """
+        if self._sealed:
+            raise ToolsetSealedError(name)
+        self._refused_gates.setdefault(base, []).append(name)
+        self._hidden = None
+
     def withdraw(
         self,
         name: str,
@@ -156,7 +172,9 @@ class Toolset:
         """
         if self._sealed:
             raise ToolsetSealedError(name)
-        self._tools.pop(name, None)
+        withdrawn = self._tools.pop(name, None)
+        if withdrawn is not None and is_gated(withdrawn):
+            self.refuse_gate(withdrawn.base or withdrawn.name, name)
         owner = self._owners.pop(name, "") or owner
         self._quarantined.append(Quarantined(name, field, rule, owner, drift))
 
@@ -196,7 +214,7 @@ class Toolset:
         """
         if self._hidden is not None:
             return self._hidden
-        hidden = self._exposure.hidden(self._tools.values())
+        hidden = self._exposure.hidden(self._tools.values(), self._refused_gates)
         if self._sealed:
             self._hidden = hidden
         return hidden
