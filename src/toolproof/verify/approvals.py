@@ -10,8 +10,9 @@ the edited arguments it records); a denied request's call never ran.
 
 Every call of an ``approve`` variant carries an approval record: a call no rule
 gated records ``approval_skipped`` with the rules whose ``when`` held for the tool.
-So a call that ran fails when its tool's runtime descriptor has ``approve`` as its
-outermost layer (or when other events name the variant) and its block
+So a call that ran fails when its tool's runtime descriptor has an ``approve`` layer
+with no layer outside it that may answer without calling inward (``cache``), as in
+``t_approve`` and ``t_approve_timeout`` (or when other events name the variant), and its block
 holds neither a request nor a skip (its events were removed); when a skip names a
 rule whose ``arguments`` predicates hold for the call's recorded arguments (the rule
 re-evaluated by the wrapper's own :class:`~toolproof.contract.approval_rules.CompiledRule`);
@@ -48,7 +49,23 @@ _CRIT = Severity.CRITICAL
 _GATE_LAYER = "approve"
 """The stack layer name of the ``approve`` wrapper in a runtime descriptor."""
 
+_ANSWERS_WITHOUT_INNER = frozenset({"cache"})
+"""Layers that may answer a call without calling their inner tool (a cache hit)."""
+
 _Approval = ApprovalRequested | ApprovalDecided | ApprovalSkipped
+
+
+def _always_gated(stack: list[str]) -> bool:
+    """Whether every call that ran of a variant with ``stack`` went through ``approve``.
+
+    ``stack`` is its layer names, innermost first: it holds ``approve`` and no layer
+    outside it (``cache``) may answer without calling inward. ``t_approve_timeout`` is;
+    ``t_approve_cache`` is not (a cache hit runs no body and records no approval).
+    """
+    if _GATE_LAYER not in stack:
+        return False
+    outer = stack[len(stack) - 1 - stack[::-1].index(_GATE_LAYER) + 1 :]
+    return not _ANSWERS_WITHOUT_INNER.intersection(outer)
 
 
 def _ran(event: ToolReturned) -> bool:
@@ -200,7 +217,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
         gated = frozenset(
             tool.name
             for tool in tools
-            if (tool.stack and tool.stack[-1].name == _GATE_LAYER) or tool.name in named
+            if _always_gated([layer.name for layer in tool.stack]) or tool.name in named
         )
     out: list[Finding] = []
     waiting: dict[str, list[_Approval]] = {}
