@@ -365,7 +365,139 @@ def test_skips_and_requests_of_a_variant_must_record_the_same_rules(
     )
     assert _approvals(forged) == [
         f"approval_skipped at event {b3['idx']} for call {b3['call_id']} records other rules "
-        f"for '{GATED}' than approval_skipped at event {b2['idx']}"
+        f"for '{GATED}' than approval_skipped at event {b2['idx']}",
+        f"call {b3['call_id']} ('{GATED}'): approval_skipped leaves out rule 0 of its policy, "
+        "which has no 'when' and so holds for every tool",
+    ]
+
+
+POLICY = {
+    "store": "approvals.sqlite",
+    "timeout_seconds": 600.0,
+    "mode": "wait",
+    "rules": [{"when": {}, "arguments": {"/force": True}}],
+}
+"""The validated ``[approvals]`` config of the ``ruled`` run, as its events record it."""
+
+
+def _layer_digest(run_dir: Path) -> str:
+    runtime = json.loads((run_dir / "runtime.json").read_bytes())
+    (tool,) = [t for t in runtime["toolset"]["tools"] if t["name"] == GATED]
+    assert tool["stack"][-1]["name"] == "approve"
+    digest_: str = tool["stack"][-1]["config_digest"]
+    return digest_
+
+
+def test_requests_and_skips_record_the_policy_runtime_json_binds(
+    ruled: tuple[Path, Approver],
+) -> None:
+    run_dir, _ = ruled
+    events = _events(run_dir)
+    recorded = [e["policy"] for e in events if e["type"].startswith("approval_") and "policy" in e]
+    assert recorded == [POLICY, POLICY, POLICY]  # b1's request, b2's and b3's skips
+    assert digest_json(POLICY) == _layer_digest(run_dir)
+
+
+def _skip_b1(ev: list[dict[str, Any]], call: str) -> None:
+    """Turn b1's request and decision into a skip like b2's."""
+    at = ev.index(_of(ev, "b1", "approval_requested"))
+    ev.remove(_of(ev, "b1", "approval_decided"))
+    ev[at] = {**_of(ev, "b2", "approval_skipped"), "step": "b1", "call_id": call}
+
+
+def test_rewriting_every_skips_rules_to_nothing_fails_on_the_bound_policy(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    calls = {s: _of(_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
+
+    def rewrite(ev: list[dict[str, Any]]) -> None:
+        _skip_b1(ev, calls["b1"])
+        for event in ev:
+            if event["type"] == "approval_skipped":
+                event["rules"] = []
+
+    left_out = (
+        "approval_skipped leaves out rule 0 of its policy, which has no 'when' and so holds "
+        "for every tool"
+    )
+    assert _approvals(_forge(run_dir, tmp_path, rewrite)) == [
+        f"call {calls['b1']} ('{GATED}'): {left_out}",
+        f"call {calls['b1']} ('{GATED}'): rule 0 matches its arguments, but it ran without an "
+        "approval request (approval_skipped claims no rule matched)",
+        f"call {calls['b2']} ('{GATED}'): {left_out}",
+        f"call {calls['b3']} ('{GATED}'): {left_out}",
+    ]
+
+
+def test_rewriting_the_recorded_policy_too_fails_naming_every_event(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    calls = {s: _of(_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
+    emptied = {**POLICY, "rules": []}
+
+    def rewrite(ev: list[dict[str, Any]]) -> None:
+        _skip_b1(ev, calls["b1"])
+        for event in ev:
+            if event["type"] == "approval_skipped":
+                event["rules"], event["policy"] = [], emptied
+
+    forged = _forge(run_dir, tmp_path, rewrite)
+    skips = [e for e in _events(forged) if e["type"] == "approval_skipped"]
+    assert [s["step"] for s in skips] == ["b1", "b2", "b3"]
+    assert _approvals(forged) == [
+        f"approval_skipped at event {s['idx']} for call {s['call_id']} records a policy for "
+        f"'{GATED}' that digests to {digest_json(emptied)}, but runtime.json records its "
+        f"approve layer's config digest as {_layer_digest(run_dir)} (the recorded policy is "
+        "not the variant's)"
+        for s in skips
+    ]
+
+
+def test_a_skip_without_its_policy_fails_naming_the_call(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = ruled
+    b3 = _of(_events(run_dir), "b3", "approval_skipped")
+    forged = _forge(
+        run_dir, tmp_path, lambda ev: _of(ev, "b3", "approval_skipped").update(policy=None)
+    )
+    assert _approvals(forged) == [
+        f"approval_skipped at event {b3['idx']} for call {b3['call_id']} records no policy, but "
+        f"runtime.json records '{GATED}' with an approve layer whose config digest is "
+        f"{_layer_digest(run_dir)}"
+    ]
+
+
+def test_a_skip_under_a_policy_without_rules_fails(
+    recorded: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    run_dir, _ = recorded
+    events = _events(run_dir)
+    call = _of(events, "b1", "tool_called")["call_id"]
+    requested = _of(events, "b1", "approval_requested")
+
+    def skip(ev: list[dict[str, Any]]) -> None:
+        at = ev.index(_of(ev, "b1", "approval_requested"))
+        ev.remove(_of(ev, "b1", "approval_decided"))
+        only = ("request", "fingerprint", "arguments_digest", "rule", "mode")
+        ev[at] = {k: v for k, v in requested.items() if k not in only}
+        ev[at].update(type="approval_skipped", rules=[])
+
+    forged = _forge(run_dir, tmp_path, skip)
+    after = _events(forged)
+    others = [_of(after, s, "approval_requested") for s in ("b2", "b3")]
+    b1 = _of(after, "b1", "approval_skipped")
+    assert _approvals(forged) == [
+        *(
+            f"approval_requested at event {r['idx']} for call {r['call_id']} names rule None, "
+            f"which is not among the rules approval_skipped at event {b1['idx']} records for "
+            f"'{GATED}'"
+            for r in others
+        ),
+        f"call {call} ('{GATED}'): it ran without an approval request, but the policy of "
+        f"'{GATED}' that runtime.json binds has no rules: every call of it is gated",
     ]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CompiledRule", "json_equal", "resolve_pointer", "rule_from_record"]
+__all__ = ["CompiledRule", "json_equal", "policy_rules", "resolve_pointer", "rule_from_record"]
 
 _MISSING: Any = object()
 
@@ -125,3 +125,28 @@ def rule_from_record(record: Mapping[str, Any]) -> CompiledRule:
                 f"rule {index}: {pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')"
             )
     return CompiledRule(index, tuple(arguments.items()), dict(record))
+
+
+def policy_rules(policy: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rule records of a recorded ``approve`` policy, in order.
+
+    Args:
+        policy: the validated ``approve`` config a trace records
+            (``{"store", "timeout_seconds", "mode", "rules": [{"when", "arguments"}...]}``).
+
+    Returns:
+        ``[{"index": i, "when": {...}, "arguments": {...}}, ...]``: each rule as
+        ``approval_requested`` / ``approval_skipped`` record it (``[]``: no rules, every
+        call of the variant is gated).
+
+    Raises:
+        ValueError: ``rules`` is not a list of objects.
+
+    """
+    rules = policy.get("rules", [])
+    if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+        raise ValueError("a recorded policy's 'rules' must be a list of objects")
+    return [
+        {"index": index, "when": rule.get("when", {}), "arguments": rule.get("arguments", {})}
+        for index, rule in enumerate(rules)
+    ]

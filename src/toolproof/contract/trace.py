@@ -250,6 +250,12 @@ class ApprovalRequested(EventBase):
         rule: the ``[[approvals.rules]]`` entry that matched (with its ``index``), or
             ``None`` when no rules are configured (every call is gated).
         mode: ``wait`` or ``defer``.
+        policy: the variant's validated ``approve`` config (``{"store",
+            "timeout_seconds", "mode", "rules"}``, as ``ApprovalPolicy`` dumps it to
+            JSON); its RFC 8785 digest is the ``config_digest`` of the variant's
+            ``approve`` layer in runtime.json, so the rules the check re-evaluates are
+            bound to the descriptor (``None`` only in traces written before it was
+            recorded; the ``approvals`` check refuses that for a gated variant).
 
     """
 
@@ -261,6 +267,7 @@ class ApprovalRequested(EventBase):
     arguments_digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     rule: dict[str, JsonValue] | None = None
     mode: Literal["wait", "defer"] = "wait"
+    policy: dict[str, JsonValue] | None = None
 
 
 class ApprovalSkipped(EventBase):
@@ -279,6 +286,8 @@ class ApprovalSkipped(EventBase):
             (each ``{"index", "when", "arguments"}``, as ``approval_requested`` records
             a rule), none of whose ``arguments`` predicates held; ``[]`` when no rule's
             ``when`` holds for the tool.
+        policy: the variant's validated ``approve`` config, as in
+            :class:`ApprovalRequested` (its digest is the layer's ``config_digest``).
 
     """
 
@@ -286,6 +295,7 @@ class ApprovalSkipped(EventBase):
     call_id: str
     tool: str
     rules: list[dict[str, JsonValue]] = Field(default_factory=list)
+    policy: dict[str, JsonValue] | None = None
 
 
 class ApprovalDecided(EventBase):

@@ -18,13 +18,24 @@ rule whose ``arguments`` predicates hold for the call's recorded arguments (the 
 re-evaluated by the wrapper's own :class:`~toolproof.contract.approval_rules.CompiledRule`);
 when a call with an ``approval_handle`` was skipped; and when a skip's rules differ
 from another skip's or a request's of the same variant (see docs/approvals.md).
+
+The rules are bound to the descriptor: each request and skip of a variant whose
+runtime descriptor has ``approve`` as its outermost layer records the variant's
+validated config (``policy``), whose RFC 8785 digest must be that layer's
+``config_digest`` in runtime.json (which the variant's fingerprint covers). A skip is
+then judged against the policy itself: under a policy without rules every call is
+gated; a recorded rule must be the policy's rule of that index; and every policy rule
+without ``when`` (it holds for every tool) is re-evaluated on the call's arguments,
+whether the skip records it or not. A ``when`` naming MCP annotations cannot be
+re-evaluated offline (runtime.json records no annotations), so which of those rules
+held for the tool is the skip's word.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from toolproof.contract.approval_rules import rule_from_record
+from toolproof.contract.approval_rules import policy_rules, rule_from_record
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import (
@@ -126,17 +137,58 @@ def _check_decision(request: ApprovalRequested, decided: ApprovalDecided) -> str
     return None
 
 
-def _check_skip(call: ToolCalled, skipped: ApprovalSkipped) -> list[str]:
+def _bound_rules(
+    event: ApprovalSkipped | ApprovalRequested, layers: dict[str, str]
+) -> list[dict[str, Any]] | None:
+    """The rules of ``event``'s policy when it digests to its variant's layer config."""
+    digest = layers.get(event.tool)
+    if digest is None or event.policy is None or digest_json(event.policy) != digest:
+        return None
+    try:
+        return policy_rules(event.policy)
+    except ValueError:
+        return None
+
+
+def _check_skip(
+    call: ToolCalled, skipped: ApprovalSkipped, layers: dict[str, str] | None = None
+) -> list[str]:
     tool = call.call.tool
     if tool != skipped.tool and not tool.startswith(skipped.tool + "_"):
         return [f"approval_skipped names tool {skipped.tool!r}, not {tool!r}"]
+    bound = _bound_rules(skipped, layers or {})
+    if bound == []:
+        return [
+            f"it ran without an approval request, but the policy of {skipped.tool!r} that "
+            "runtime.json binds has no rules: every call of it is gated"
+        ]
+    problems = []
+    records = list(skipped.rules)
+    if bound is not None:
+        for record in skipped.rules:
+            index = record.get("index")
+            if type(index) is not int or not 0 <= index < len(bound) or bound[index] != record:
+                problems.append(
+                    f"approval_skipped records rule {record!r}, which is not rule {index!r} of "
+                    f"the policy runtime.json binds to {skipped.tool!r}"
+                )
+        recorded = {record.get("index") for record in skipped.rules}
+        for entry in bound:
+            if not entry["when"] and entry["index"] not in recorded:
+                problems.append(
+                    f"approval_skipped leaves out rule {entry['index']} of its policy, which has "
+                    "no 'when' and so holds for every tool"
+                )
+                records.append(entry)
     if tool != skipped.tool:
-        return []  # an outer layer's arguments are not the gate's
+        return problems  # an outer layer's arguments are not the gate's
     arguments = call.call.arguments
     if HANDLE_PARAM in arguments:
-        return [f"it was retried with {HANDLE_PARAM} but records no approval request"]
-    problems = []
-    for record in skipped.rules:
+        return [
+            *problems,
+            f"it was retried with {HANDLE_PARAM} but records no approval request",
+        ]
+    for record in records:
         try:
             rule = rule_from_record(record)
         except ValueError as exc:
@@ -156,6 +208,7 @@ def _judge(
     events: list[_Approval],
     fingerprints: dict[str, str] | None,
     gated: frozenset[str] = frozenset(),
+    layers: dict[str, str] | None = None,
 ) -> list[str]:
     problems: list[str] = []
     requests = [e for e in events if isinstance(e, ApprovalRequested)]
@@ -175,7 +228,7 @@ def _judge(
     if skips:
         if requests or decisions or len(skips) > 1:
             problems.append("it has an approval_skipped and another approval record")
-        problems.extend(_check_skip(call, skips[0]))
+        problems.extend(_check_skip(call, skips[0], layers))
         return problems
     if not requests:
         if decisions:
@@ -205,6 +258,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
     if view.events is None:
         return None
     fingerprints = None
+    layers: dict[str, str] = {}
     named = frozenset(
         event.tool
         for event in view.events
@@ -219,6 +273,11 @@ def check_approvals(view: RunView) -> list[Finding] | None:
             for tool in tools
             if _always_gated([layer.name for layer in tool.stack]) or tool.name in named
         )
+        layers = {
+            tool.name: tool.stack[-1].config_digest
+            for tool in tools
+            if tool.stack and tool.stack[-1].name == _GATE_LAYER
+        }
     out: list[Finding] = []
     waiting: dict[str, list[_Approval]] = {}
     calls: dict[str, tuple[ToolCalled, list[_Approval]]] = {}
@@ -227,6 +286,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
         out.append(finding(_CRIT, TRACE_FILE, message, event=idx))
 
     _check_rules_agree(view.events, bad)
+    _check_policies(view.events, layers, bad)
     for event in view.events:
         if isinstance(event, _Approval):
             waiting.setdefault(event.step, []).append(event)
@@ -234,7 +294,7 @@ def check_approvals(view: RunView) -> list[Finding] | None:
             calls[event.call_id] = (event, waiting.pop(event.step, []))
         elif isinstance(event, ToolReturned) and event.call_id in calls:
             call, events = calls.pop(event.call_id)
-            for problem in _judge(call, event, events, fingerprints, gated):
+            for problem in _judge(call, event, events, fingerprints, gated, layers):
                 bad(call.idx, f"call {call.call_id} ({call.call.tool!r}): {problem}")
         elif isinstance(event, StepStarted):
             for stale in waiting.pop(event.step, []):
@@ -267,6 +327,48 @@ def _check_rules_agree(events: Any, bad: Any) -> None:
                     f"rule {event.rule!r}, which is not among the rules approval_skipped at "
                     f"event {idx} records for {event.tool!r}",
                 )
+
+
+def _check_policies(events: Any, layers: dict[str, str], bad: Any) -> None:
+    """Every request and skip of a gated variant records the policy runtime.json binds.
+
+    The policy's digest must be the ``config_digest`` of the variant's outermost
+    ``approve`` layer; a request's rule must be one of its rules (``None`` only when it
+    has none).
+    """
+    for event in events:
+        if not isinstance(event, ApprovalRequested | ApprovalSkipped) or event.tool not in layers:
+            continue
+        where = f"{event.type} at event {event.idx} for call {event.call_id}"
+        expected = layers[event.tool]
+        if event.policy is None:
+            bad(
+                event.idx,
+                f"{where} records no policy, but runtime.json records {event.tool!r} with an "
+                f"approve layer whose config digest is {expected}",
+            )
+            continue
+        actual = digest_json(event.policy)
+        if actual != expected:
+            bad(
+                event.idx,
+                f"{where} records a policy for {event.tool!r} that digests to {actual}, but "
+                f"runtime.json records its approve layer's config digest as {expected} (the "
+                "recorded policy is not the variant's)",
+            )
+            continue
+        bound = _bound_rules(event, layers)
+        if bound is None:
+            bad(event.idx, f"{where} records a policy whose 'rules' is not a list of objects")
+        elif isinstance(event, ApprovalRequested) and (
+            (event.rule is None) != (not bound)
+            or (event.rule is not None and event.rule not in bound)
+        ):
+            bad(
+                event.idx,
+                f"{where} names rule {event.rule!r}, which is not a rule of the policy "
+                f"runtime.json binds to {event.tool!r}",
+            )
 
 
 def _orphan(event: Any) -> str:

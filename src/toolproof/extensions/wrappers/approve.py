@@ -13,7 +13,10 @@ same call retried with ``approval_handle`` runs once the request is approved.
 
 A call no rule gates reports ``approval_skipped`` (the variant and the rules that
 could have gated it) and runs at once, so every call of the variant carries an
-approval record the offline ``approvals`` check can re-evaluate.
+approval record the offline ``approvals`` check can re-evaluate. Requests and skips
+also record the variant's validated config (``policy``): its digest is the
+``config_digest`` of the ``approve`` layer in the runtime descriptor, which binds the
+recorded rules to the variant.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class _Gate:
     ) -> None:
         self.inner, self.name, self.policy, self.store = inner, name, policy, store
         self.approver, self.fingerprint, self.run = approver, fingerprint, run
+        self.policy_json: dict[str, Any] = policy.model_dump(mode="json")
 
     def _denied(self, request: str, who: str, reason: str) -> ToolResult:
         return ToolResult.fail(
@@ -242,6 +246,7 @@ class _Gate:
                 "arguments_digest": digest,
                 "rule": rule,
                 "mode": self.policy.mode,
+                "policy": self.policy_json,
             }
         )
 
@@ -447,7 +452,12 @@ def approve_factory(inner: Tool, *, name: str, config: Any, context: Any = None)
     store = ApprovalStore(base_dir(context) / policy.store)
     gate = _Gate(inner, name, policy, store, getattr(context, "approver", None), fingerprint, run)
 
-    skipped_rules = [dict(rule.record) for rule in rules or ()]
+    skipped = {
+        "type": "approval_skipped",
+        "tool": name,
+        "rules": [dict(rule.record) for rule in rules or ()],
+        "policy": gate.policy_json,
+    }
 
     async def body(arguments: dict[str, Any]) -> ToolResult:
         if HANDLE_PARAM in arguments:
@@ -459,7 +469,7 @@ def approve_factory(inner: Tool, *, name: str, config: Any, context: Any = None)
         for rule in rules:
             if rule.matches(arguments):
                 return await gate(arguments, rule, None)
-        note_approval({"type": "approval_skipped", "tool": name, "rules": skipped_rules})
+        note_approval(skipped)
         return await run(arguments)
 
     return Tool(spec, body)
