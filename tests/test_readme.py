@@ -35,6 +35,7 @@ def test_the_readme_names_what_the_tests_need_and_where_it_comes_from() -> None:
         "TOOLPROOF_MCP1_VENV",
         "TOOLPROOF_MCP_CONFORMANCE",
         "TOOLPROOF_MCP_EVERYTHING",
+        "TOOLPROOF_PHOENIX_URL",
     ]
     for variable in variables:
         assert f"`{variable}`" in section, variable
