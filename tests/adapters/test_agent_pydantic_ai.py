@@ -157,6 +157,17 @@ def test_a_changed_answer_is_refused(tmp_path: Path) -> None:
         asyncio.run(toolproof.replay_session(run, _agent(GOOD + " Also MIT.")))
 
 
+def test_a_missing_run_directory_is_refused_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "runs" / "run_0123"
+    with pytest.raises(ReplayRefused) as refused:
+        asyncio.run(toolproof.replay_session(missing, _agent(GOOD)))
+    assert str(refused.value) == (
+        f"frozen replay refused: no run directory at {missing} "
+        "(rule: run_dir is a run directory, ROOT/runs/<run_id>)"
+    )
+    assert refused.value.check == "verify"
+
+
 def test_a_changed_toolset_descriptor_refuses_the_replay(tmp_path: Path) -> None:
     run = _record(tmp_path, GOOD, [])
     changed = Toolset()

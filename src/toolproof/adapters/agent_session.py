@@ -810,13 +810,20 @@ async def replay_session(
         The :class:`AgentReplay`.
 
     Raises:
-        ReplayRefused: the run does not verify, the Toolset's descriptor changed, or
+        ReplayRefused: ``run_dir`` is not a directory, the run does not verify, the
+            Toolset's descriptor changed, or
             the agent diverged: an unrecorded
             or extra call (naming the recorded event index, with a unified diff), a
             recorded call it never made, or a different answer.
 
     """
     directory = Path(run_dir)
+    if not directory.is_dir():
+        raise ReplayRefused(
+            f"frozen replay refused: no run directory at {directory} "
+            "(rule: run_dir is a run directory, ROOT/runs/<run_id>)",
+            check="verify",
+        )
     frozen = _recorded(directory)
     if toolset is None:
         session = Session(None, None, frozen)
