@@ -175,8 +175,11 @@ def _replayed(replay: toolproof.AgentReplay) -> dict[str, Any]:
 async def main(args: argparse.Namespace, agent: Agent_) -> dict[str, Any]:
     """Record, verify and replay (or, with ``--replay RUN``, only replay); a summary."""
     if args.replay is not None:
-        replay = await toolproof.replay_session(args.replay, agent, toolset=CONFIG)
-        return {"run_id": Path(args.replay).name, "replay": _replayed(replay)}
+        recorded = Path(args.replay)
+        if not recorded.is_dir():  # a run id, as `recorded ...` prints it: under ROOT/runs
+            recorded = Path(args.root) / "runs" / args.replay
+        replay = await toolproof.replay_session(recorded, agent, toolset=CONFIG)
+        return {"run_id": recorded.name, "replay": _replayed(replay)}
     root = Path(args.root).resolve()
     async with toolproof.record_session(CONFIG, root=root, task=QUESTION) as session:
         await agent(session)
@@ -221,7 +224,11 @@ def cli(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--api-key-env", default="OPENAI_API_KEY", help="the variable holding the API key"
     )
-    parser.add_argument("--replay", metavar="RUN", help="only replay this recorded run")
+    parser.add_argument(
+        "--replay",
+        metavar="RUN",
+        help="only replay this recorded run (a directory, or a run id in ROOT/runs)",
+    )
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     args = parser.parse_args(argv)
     model, described = model_of(args.base_url, args.model, args.api_key_env)

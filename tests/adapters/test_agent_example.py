@@ -128,6 +128,9 @@ def test_the_scripted_agent_records_verifies_and_replays(
     assert again.stdout.splitlines()[-1] == (
         "replay: identical, 2 tool calls and 3 model turns served from the recording, 0 live calls"
     )
+    by_id = example("--replay", run.name, "--root", str(tmp_path / "root"), cwd=work)
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout.splitlines()[-1] == again.stdout.splitlines()[-1]
 
 
 def _model_server() -> str:
