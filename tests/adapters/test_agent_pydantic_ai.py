@@ -245,6 +245,19 @@ def test_the_cli_replays_an_agent_run_and_refuses_a_changed_agent(tmp_path: Path
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert (document["identical"], document["calls"], document["live_calls"]) == (True, 1, 0)
+    plain = subprocess.run(
+        [*base, "my_agent:agent"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert (plain.returncode, plain.stdout) == (
+        0,
+        "agent replay identical: 1 tool call served from the recording, 0 live calls; "
+        "the run verifies\n",
+    )
     refused = subprocess.run(
         [*base, "my_agent:changed"],
         capture_output=True,

@@ -360,7 +360,7 @@ def _replay_agent(directory: Path, reference: str, config: Path | None, as_json:
     else:
         turns = f" and {count(result.turns, 'model turn')}" if result.turns else ""
         out_console.print(
-            f"agent replay identical: {result.calls} tool calls{turns} served from the "
+            f"agent replay identical: {count(result.calls, 'tool call')}{turns} served from the "
             f"recording, {result.live_calls} live calls; the run verifies"
         )
 
