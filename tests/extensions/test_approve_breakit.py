@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 
 from toolproof import ApprovalRequest, ApprovalStore, Session, load_toolset
+from toolproof.adapters.agent_session import record_session
+from toolproof.contract.approval_rules import rule_from_record
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest_json
 from toolproof.runs.planner import plan_run
 from toolproof.testing import Cassette
+from toolproof.verify.verifier import verify_run
 
 HERE = Path(__file__).resolve().parent
 GATED = "delete_branch_approve"
@@ -196,3 +199,41 @@ def test_a_gated_combo_that_is_quarantined_still_hides_the_ungated_base(tmp_path
     with pytest.raises(InputError) as refused:
         asyncio.run(planned())
     assert refused.value.fields["rule"] == "exposure"
+
+
+def test_a_rule_sees_the_schema_default_of_an_omitted_argument(tmp_path: Path) -> None:
+    """Omitting ``force`` (default ``true``) must not slip past ``{"/force" = true}``."""
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "approve_default_tools"\npath = "{HERE}"\n\n'
+        '[tools.wipe]\nextensions = [["approve"]]\n\n'
+        '[[approvals.rules]]\narguments = { "/force" = true }\n',
+        encoding="utf-8",
+    )
+    side = tmp_path / "side.txt"
+    asked: list[dict[str, Any]] = []
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asked.append(request.arguments)
+        return request.arguments.get("force") is not None  # only an explicit force
+
+    async def main() -> tuple[list[Any], str]:
+        async with record_session(config, root=tmp_path / "root", task="t", approver=approver) as s:
+            tool = s.toolset["wipe_approve"]
+            results = [
+                await tool.call({"path": str(side)}),
+                await tool.call({"path": str(side), "force": False}),
+                await tool.call({"path": str(side), "force": True}),
+            ]
+        assert s.run_id is not None
+        return results, s.run_id
+
+    (omitted, off, on), run_id = asyncio.run(main())
+    assert omitted.failure.kind == "approval_denied"
+    assert (off.value, on.value) == ("wiped", "wiped")
+    assert asked == [{"path": str(side)}, {"path": str(side), "force": True}]
+    assert side.read_text(encoding="utf-8") == "force=False\nforce=True\n"
+    assert verify_run(tmp_path / "root" / "runs" / run_id).ok
+    rule = {"index": 0, "when": {}, "arguments": {"/force": True}, "defaults": {"force": True}}
+    assert rule_from_record(rule).matches({"path": "p"})
+    assert not rule_from_record(rule).matches({"path": "p", "force": False})

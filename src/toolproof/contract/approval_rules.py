@@ -11,10 +11,17 @@ is JSON equality (:func:`json_equal`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CompiledRule", "json_equal", "policy_rules", "resolve_pointer", "rule_from_record"]
+__all__ = [
+    "CompiledRule",
+    "json_equal",
+    "policy_rules",
+    "resolve_pointer",
+    "rule_defaults",
+    "rule_from_record",
+]
 
 _MISSING: Any = object()
 
@@ -65,13 +72,18 @@ class CompiledRule:
         index: its position in ``[[approvals.rules]]``.
         arguments: ``(pointer, value)`` predicates, all must hold.
         record: what ``approval_requested`` / ``approval_skipped`` record as the rule
-            (``{"index", "when", "arguments"}``).
+            (``{"index", "when", "arguments"}``, and ``"defaults"`` when it has some).
+        defaults: top-level property -> the input schema's ``default`` for it, for the
+            properties the predicates point into: an absent argument is evaluated as
+            the default the body will run with (else omitting ``force`` whose default
+            is ``true`` would slip past ``{"/force" = true}``).
 
     """
 
     index: int
     arguments: tuple[tuple[str, Any], ...]
     record: Mapping[str, Any]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
     _parts: tuple[tuple[tuple[str, ...], Any], ...] = ()
 
     def __post_init__(self) -> None:
@@ -83,8 +95,11 @@ class CompiledRule:
 
     def matches(self, arguments: dict[str, Any]) -> bool:
         """Whether every argument predicate holds for ``arguments`` (a JSON object)."""
+        defaults = self.defaults
         for parts, expected in self._parts:
             node: Any = arguments
+            if defaults and parts and parts[0] not in arguments and parts[0] in defaults:
+                node = {parts[0]: defaults[parts[0]]}
             for part in parts:
                 if type(node) is dict:
                     node = node.get(part, _MISSING)
@@ -124,7 +139,10 @@ def rule_from_record(record: Mapping[str, Any]) -> CompiledRule:
             raise ValueError(
                 f"rule {index}: {pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')"
             )
-    return CompiledRule(index, tuple(arguments.items()), dict(record))
+    defaults = record.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ValueError(f"rule {index}: 'defaults' must be an object of property defaults")
+    return CompiledRule(index, tuple(arguments.items()), dict(record), dict(defaults))
 
 
 def policy_rules(policy: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -150,3 +168,31 @@ def policy_rules(policy: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"index": index, "when": rule.get("when", {}), "arguments": rule.get("arguments", {})}
         for index, rule in enumerate(rules)
     ]
+
+
+def rule_defaults(predicates: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema defaults an argument predicate must see for absent properties.
+
+    Args:
+        predicates: the rule's ``{JSON Pointer (RFC 6901): value}``.
+        input_schema: the tool's input schema (a JSON Schema object).
+
+    Returns:
+        ``{property: default}`` for each top-level property a pointer starts in whose
+        schema states a ``default`` (what the body runs with when it is omitted) that
+        the predicate holds for; a default it does not hold for changes nothing.
+
+    """
+    properties = input_schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for pointer, expected in predicates.items():
+        first = _unescape(pointer.split("/")[1])
+        schema = properties.get(first)
+        if not isinstance(schema, dict) or "default" not in schema:
+            continue
+        found = resolve_pointer({first: schema["default"]}, pointer)
+        if found is not _MISSING and json_equal(found, expected):
+            out[first] = schema["default"]
+    return out

@@ -137,6 +137,17 @@ def _check_decision(request: ApprovalRequested, decided: ApprovalDecided) -> str
     return None
 
 
+def _as_policy(record: Any) -> Any:
+    """A recorded rule as its policy states it: without the schema ``defaults`` it records.
+
+    The defaults come from the tool's input schema, which the run directory binds only
+    through the variant's fingerprint; the recorded ones are used to evaluate the rule.
+    """
+    if isinstance(record, dict) and "defaults" in record:
+        return {k: v for k, v in record.items() if k != "defaults"}
+    return record
+
+
 def _bound_rules(
     event: ApprovalSkipped | ApprovalRequested, layers: dict[str, str]
 ) -> list[dict[str, Any]] | None:
@@ -167,7 +178,11 @@ def _check_skip(
     if bound is not None:
         for record in skipped.rules:
             index = record.get("index")
-            if type(index) is not int or not 0 <= index < len(bound) or bound[index] != record:
+            if (
+                type(index) is not int
+                or not 0 <= index < len(bound)
+                or bound[index] != _as_policy(record)
+            ):
                 problems.append(
                     f"approval_skipped records rule {record!r}, which is not rule {index!r} of "
                     f"the policy runtime.json binds to {skipped.tool!r}"
@@ -362,7 +377,7 @@ def _check_policies(events: Any, layers: dict[str, str], bad: Any) -> None:
             bad(event.idx, f"{where} records a policy whose 'rules' is not a list of objects")
         elif isinstance(event, ApprovalRequested) and (
             (event.rule is None) != (not bound)
-            or (event.rule is not None and event.rule not in bound)
+            or (event.rule is not None and _as_policy(event.rule) not in bound)
         ):
             bad(
                 event.idx,

@@ -24,7 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from toolproof.contract.approval_rules import CompiledRule, json_equal, resolve_pointer
+from toolproof.contract.approval_rules import (
+    CompiledRule,
+    json_equal,
+    resolve_pointer,
+    rule_defaults,
+)
 from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolAnnotations
 
@@ -108,9 +113,18 @@ def _when_holds(when: Mapping[str, Any], annotations: ToolAnnotations) -> bool:
 
 
 def compile_rules(
-    policy: ApprovalPolicy, annotations: ToolAnnotations
+    policy: ApprovalPolicy,
+    annotations: ToolAnnotations,
+    input_schema: Mapping[str, Any] | None = None,
 ) -> tuple[CompiledRule, ...] | None:
     """The rules that can gate a tool with ``annotations``, in order.
+
+    Args:
+        policy: the ``[approvals]`` table.
+        annotations: the tool's MCP annotations (``when``).
+        input_schema: the tool's input schema: a property a predicate points into that
+            the call omits is evaluated as its ``default`` (what the body runs with);
+            the rule records them as ``defaults``.
 
     Returns:
         ``None`` when the policy has no rules (every call is gated); else the rules whose
@@ -122,6 +136,9 @@ def compile_rules(
     out = []
     for index, rule in enumerate(policy.rules):
         if _when_holds(rule.when, annotations):
-            record = {"index": index, **rule.model_dump(mode="json")}
-            out.append(CompiledRule(index, tuple(rule.arguments.items()), record))
+            record: dict[str, Any] = {"index": index, **rule.model_dump(mode="json")}
+            defaults = rule_defaults(rule.arguments, input_schema or {})
+            if defaults:
+                record["defaults"] = defaults
+            out.append(CompiledRule(index, tuple(rule.arguments.items()), record, defaults))
     return tuple(out)

@@ -435,7 +435,7 @@ def approve_factory(inner: Tool, *, name: str, config: Any, context: Any = None)
 
     """
     policy: ApprovalPolicy = config
-    rules = compile_rules(policy, inner.spec.annotations)
+    rules = compile_rules(policy, inner.spec.annotations, inner.spec.input_schema)
     run = inner.run_validated if is_flat_object_schema(inner.spec.input_schema) else inner.call
     spec = wrapper_spec(inner, name, APPROVE_RESERVED)
     toolset = getattr(context, "toolset", None)

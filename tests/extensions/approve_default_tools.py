@@ -1,0 +1,15 @@
+"""A tool for the approval tests whose dangerous parameter defaults to on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import toolproof
+
+
+@toolproof.tool(destructive=True)
+async def wipe(path: str, force: bool = True) -> str:
+    """Wipe: appends ``force=<value>`` to the file at ``path`` (the side effect)."""
+    with Path(path).open("a", encoding="utf-8") as out:
+        out.write(f"force={force}\n")
+    return "wiped"
