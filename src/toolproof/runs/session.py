@@ -34,6 +34,7 @@ import os
 import resource
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,12 +124,57 @@ def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
     return ToolCallError(failure)
 
 
-def _room(directory: str, written: int) -> tuple[int, int]:
-    """The filesystem's free bytes, and the room ``RLIMIT_FSIZE`` leaves the trace."""
-    stat = os.statvfs(directory)
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    below_limit = sys.maxsize if limit == resource.RLIM_INFINITY else limit - written
-    return stat.f_bavail * stat.f_frsize, below_limit
+ROOM_INTERVAL = 0.01
+"""Seconds a free-space reading (``statvfs(2)``) is reused for, at most."""
+ROOM_SLACK = 64 * 1024 * 1024
+"""Free bytes a reused reading must keep beyond what this session wrote since it was taken.
+
+A reading is reused only while it was taken less than :data:`ROOM_INTERVAL` ago *and*
+it leaves this much room after the bytes the session wrote since and the call's own
+need; otherwise ``statvfs`` is asked again. So a filesystem with less than 64 MiB free
+(the small tmpfs of the full-disk tests) is asked before every call, and a disk can
+only be found full late if *other* writers fill more than 64 MiB of it within 10 ms.
+"""
+
+
+class _Room:
+    """The free-space check of a session, with ``statvfs(2)`` read at most every 10 ms.
+
+    See :data:`ROOM_SLACK` for when a reading is reused.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+        self._taken = float("-inf")
+        self._free = 0
+        self._limit = 0
+        self._written = 0
+
+    def room(self, written: int, needed: int) -> tuple[int, int]:
+        """The filesystem's free bytes, and the room ``RLIMIT_FSIZE`` leaves the trace.
+
+        Args:
+            written: bytes the session wrote so far (trace and evidence).
+            needed: bytes the call about to be admitted needs.
+
+        Returns:
+            ``(free, below_limit)`` in bytes; ``free`` is the last reading less what
+            was written since when the reading is reused.
+
+        Raises:
+            OSError: ``statvfs`` failed.
+
+        """
+        now = time.monotonic()
+        free = self._free - (written - self._written)
+        if now - self._taken >= ROOM_INTERVAL or free - needed < ROOM_SLACK:
+            stat = os.statvfs(self._directory)
+            limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            self._free = free = stat.f_bavail * stat.f_frsize
+            self._limit = sys.maxsize if limit == resource.RLIM_INFINITY else limit
+            self._written, self._taken = written, now
+        below_limit = sys.maxsize if self._limit == sys.maxsize else self._limit - written
+        return free, below_limit
 
 
 @dataclass
@@ -163,10 +209,17 @@ class LiveSession:
     broken: OSError | None = None
     _where: str = ""
     _trace: str = ""
+    _room: _Room | None = None
 
     def __post_init__(self) -> None:
         self._where = str(self.directory)
         self._trace = str(self.directory / TRACE_FILE)
+        self._room = _Room(self._where)
+
+    def _free(self, needed: int) -> tuple[int, int]:
+        assert self._room is not None
+        recorder = self.recorder
+        return self._room.room(recorder.trace.size + recorder.store.total_bytes, needed)
 
     def _cannot_write(self, exc: OSError) -> str:
         where = exc.filename or self.directory / TRACE_FILE
@@ -224,11 +277,11 @@ class LiveSession:
         if why is None:
             where = "runtime"
             try:
-                free, below_limit = _room(self._where, self.recorder.trace.size)
+                free, below_limit = self._free(needed)
             except OSError as exc:
                 why = self._cannot_write(exc)
             else:
-                trace = str(self.directory / TRACE_FILE)
+                trace = self._trace
                 if free < needed:
                     error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), trace)
                     why = (
@@ -298,7 +351,7 @@ class LiveSession:
             why = "the session is closed"
         else:
             try:
-                free, below_limit = _room(self._where, self.recorder.trace.size)
+                free, below_limit = self._free(RESERVE_BYTES)
             except OSError as exc:
                 why = self._cannot_write(exc)
             else:
