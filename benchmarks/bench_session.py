@@ -14,9 +14,10 @@ One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--di
    answering a chat completion in memory: the network would drown the figure),
    interleaved. The anchor is SHA-256 of the request and response bytes.
 3. Group commit: how many background fsync batches finished while the ``N`` calls
-   ran, and how long ``close()`` took to fsync the rest. A batch starts at most every
-   50 ms and fsyncs the trace, the evidence folder and each new evidence file, so the
-   power-loss window is 50 ms plus the time the batch takes (see ``runs/recorder.py``).
+   ran, and how long ``close()`` took to sync the rest. A batch starts at most every
+   50 ms and is one ``syncfs(2)`` on Linux (elsewhere: an fsync of the trace, the
+   evidence folder and each new evidence file), so the power-loss window is 50 ms
+   plus the time the batch takes (see ``runs/recorder.py``).
 4. The 2,000-call executor run of ``bench_recorder.py`` (record time of the executor
    with the same recorder; target well under 0.2 s).
 
@@ -195,9 +196,9 @@ def main() -> None:
     closed = statistics.median(f[4] for f in group)
     print(
         f"  group commit: {syncs:.0f} background fsync batches finished while the {args.calls} "
-        f"calls ran ({ran:.2f} s); close() then fsynced the rest in {closed:.2f} s. A batch "
-        "starts at most every 50 ms and fsyncs each new evidence file: the power-loss "
-        "window is 50 ms plus the time its batch takes"
+        f"calls ran ({ran:.2f} s); close() then synced the rest in {closed:.2f} s. A batch "
+        "starts at most every 50 ms (one syncfs(2) on Linux): the power-loss window is "
+        "50 ms plus the time its batch takes"
     )
     for label, work in (
         ("model turn, pydantic-ai", _pydantic_turns),

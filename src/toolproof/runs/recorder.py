@@ -133,6 +133,11 @@ def _shape(cls: type[EventBase]) -> tuple[str, dict[str, Any]]:
 
 
 _SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
+_TEMPLATES: dict[type[EventBase], dict[str, Any]] = {
+    cls: {**defaults, "schema_version": SCHEMA_VERSION, "idx": 0, "prev": None, "type": kind}
+    for cls, (kind, defaults) in _SHAPES.items()
+}
+"""Per event class, the plain JSON an event starts from (copied per event, never changed)."""
 
 
 def _find_syncfs() -> Callable[[int], None] | None:
@@ -397,14 +402,9 @@ class Recorder:
             self.trace.append_line(canonical_json(event.to_json()))
             self.on_event(event)
             return
-        kind, defaults = _SHAPES[cls]
-        plain: dict[str, Any] = {
-            **defaults,
-            "schema_version": SCHEMA_VERSION,
-            "idx": idx,
-            "prev": prev,
-            "type": kind,
-        }
+        plain = _TEMPLATES[cls].copy()
+        plain["idx"] = idx
+        plain["prev"] = prev
         for name, value in fields.items():
             plain[name] = value if type(value) in _PLAIN else value.to_json()
         self.trace.append_line(canonical_json(plain))

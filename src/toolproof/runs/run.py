@@ -64,6 +64,11 @@ class RecordedRun:
     report: Report
     known: dict[str, tuple[int, str]]
 
+    def __repr__(self) -> str:
+        # short on purpose, as RunOutcome's (asyncio reprs a finished task's result)
+        outcome, files = self.report.outcome, len(self.known)
+        return f"RecordedRun({self.outcome!r}, outcome={outcome!r}, files={files})"
+
 
 @dataclass(frozen=True)
 class RunOutcome:
