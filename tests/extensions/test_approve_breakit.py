@@ -237,3 +237,14 @@ def test_a_rule_sees_the_schema_default_of_an_omitted_argument(tmp_path: Path) -
     rule = {"index": 0, "when": {}, "arguments": {"/force": True}, "defaults": {"force": True}}
     assert rule_from_record(rule).matches({"path": "p"})
     assert not rule_from_record(rule).matches({"path": "p", "force": False})
+
+
+def test_array_indexes_in_rule_pointers_are_rfc_6901_ones() -> None:
+    """``'²'`` passes ``str.isdigit`` but not ``int``: it resolves nothing instead of raising."""
+    rule = rule_from_record({"index": 0, "arguments": {"/items/²": 1}})
+    assert not rule.matches({"items": [1, 2, 3]})
+    assert not rule_from_record({"index": 0, "arguments": {"/items/01": 2}}).matches(
+        {"items": [1, 2]}
+    )
+    assert rule_from_record({"index": 0, "arguments": {"/items/1": 2}}).matches({"items": [1, 2]})
+    assert rule_from_record({"index": 0, "arguments": {"/items/0": 1}}).matches({"items": [1, 2]})

@@ -26,6 +26,14 @@ __all__ = [
 _MISSING: Any = object()
 
 
+def _is_index(part: str) -> bool:
+    """Whether ``part`` is an RFC 6901 array index: ``0`` or ASCII digits without a leading 0.
+
+    (``str.isdigit`` also holds for ``'²'``, which ``int`` refuses.)
+    """
+    return part.isascii() and part.isdigit() and (part == "0" or part[0] != "0")
+
+
 def _unescape(part: str) -> str:
     return part.replace("~1", "/").replace("~0", "~")
 
@@ -42,7 +50,7 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         part = _unescape(raw)
         if type(node) is dict:
             node = node.get(part, _MISSING)
-        elif type(node) is list and part.isdigit() and int(part) < len(node):
+        elif type(node) is list and _is_index(part) and int(part) < len(node):
             node = node[int(part)]
         else:
             return _MISSING
@@ -103,7 +111,7 @@ class CompiledRule:
             for part in parts:
                 if type(node) is dict:
                     node = node.get(part, _MISSING)
-                elif type(node) is list and part.isdigit() and int(part) < len(node):
+                elif type(node) is list and _is_index(part) and int(part) < len(node):
                     node = node[int(part)]
                 else:
                     return False
