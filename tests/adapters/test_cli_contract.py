@@ -8,6 +8,7 @@ a long option has the same short form on every command.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,15 @@ def test_help_shows_flags_as_flags_and_ends_with_the_doc_page(command: str) -> N
     last = [line.strip() for line in text.splitlines() if line.strip()][-1]
     assert last.startswith("Documentation: docs/")
     assert (REPO / last.removeprefix("Documentation: ")).is_file()
+
+
+@pytest.mark.parametrize("command", LEAVES)
+def test_help_keeps_the_bracketed_words_of_every_option(command: str) -> None:
+    """Rich markup must not eat ``[approvals]`` or ``[extensions]`` out of a help text."""
+    helps = [getattr(p, "help", None) or "" for p in COMMANDS[command].params]
+    words = [w.replace("\\[", "[") for h in helps for w in re.findall(r"\\?\[[a-z.]+\]", h)]
+    text = _cli(*command.split(), "--help").stdout
+    assert [word for word in words if word not in text] == []
 
 
 def test_a_long_option_has_the_same_short_form_on_every_command() -> None:

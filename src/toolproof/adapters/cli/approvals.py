@@ -43,7 +43,7 @@ approvals_app = typer.Typer(
 )
 
 StoreOption = typer.Option(
-    ..., "--store", help="The approvals store ([approvals] store, a SQLite file)."
+    ..., "--store", help="The approvals store (\\[approvals] store, a SQLite file)."
 )
 IdArgument = typer.Argument(..., help="The request id (apr_...), as 'approvals list' shows it.")
 ReasonOption = typer.Option("", "--reason", help="Why: recorded with the decision.")

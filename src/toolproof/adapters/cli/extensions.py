@@ -62,7 +62,7 @@ def list_extensions(
         None,
         "--config",
         "-c",
-        help="Also load this toolproof.toml's [extensions] modules (and show its quarantine).",
+        help="Also load this toolproof.toml's \\[extensions] modules (and show its quarantine).",
     ),
     as_json: bool = JsonOption,
 ) -> None:

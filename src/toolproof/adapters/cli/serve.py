@@ -261,7 +261,7 @@ def register(app: typer.Typer) -> None:
         approvals_store: Path | None = typer.Option(
             None,
             "--approvals-store",
-            help="Serve /v1/approvals over this approvals store (the [approvals] store file).",
+            help="Serve /v1/approvals over this approvals store (the \\[approvals] store file).",
             metavar="FILE",
         ),
         approvers: Path | None = typer.Option(
