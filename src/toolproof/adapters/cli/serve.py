@@ -247,7 +247,9 @@ def register(app: typer.Typer) -> None:
             None, "--token-file", help="A file whose first line is the bearer token."
         ),
         no_auth: bool = typer.Option(
-            False, "--no-auth", help="Serve without a token (only on 127.0.0.1 or ::1)."
+            False,
+            "--no-auth",
+            help="Serve without a token (only on a loopback address: 127.0.0.0/8 or ::1).",
         ),
         max_body: int = typer.Option(
             1024 * 1024, "--max-body-bytes", min=1, help="The largest request body, in bytes."
