@@ -361,6 +361,17 @@ def test_serve_announces_what_it_hides() -> None:
     assert _count(gated_toolset([], Exposure(expose=("*",)))) == "5 tools"
 
 
+def test_serve_announces_one_tool_in_the_singular() -> None:
+    def shout(text: str) -> str:
+        """Upper-case the text."""
+        return text.upper()
+
+    single = toolproof.Toolset()
+    single.add(toolproof.Tool.from_function(shout))
+    single.seal()
+    assert _count(single) == "1 tool"
+
+
 def test_tools_list_names_what_the_faces_hide(tmp_path: Path) -> None:
     config = write_gated_root(tmp_path)
     command = [*TOOLPROOF, "tools", "list", "--config", str(config)]

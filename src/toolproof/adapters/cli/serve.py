@@ -24,6 +24,7 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.cli.summary import count
 from toolproof.adapters.telemetry import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
@@ -153,7 +154,7 @@ async def _serve_loaded(
             if address is not None:
                 host, port = address
                 shown = f"[{host}]" if ":" in host else host
-                count = _count(toolset)
+                serving = _count(toolset)
                 await serve_http(
                     server,
                     host,
@@ -161,7 +162,7 @@ async def _serve_loaded(
                     stop,
                     token=token,
                     ready=lambda: err_console.print(
-                        f"toolproof: serving {count} over MCP at http://{shown}:{port}/mcp"
+                        f"toolproof: serving {serving} over MCP at http://{shown}:{port}/mcp"
                     ),
                 )
                 clean = True
@@ -177,9 +178,9 @@ async def _serve_loaded(
 
 
 def _count(toolset: Toolset) -> str:
-    """``12 tools`` or ``3 tools (2 hidden: a, b)``: what a server announces it serves."""
+    """``1 tool``, ``12 tools`` or ``3 tools (2 hidden: a, b)``: what a server announces."""
     hidden = toolset.hidden()
-    shown = f"{len(toolset) - len(hidden)} tools"
+    shown = count(len(toolset) - len(hidden), "tool")
     if hidden:
         shown += f" ({len(hidden)} hidden: {', '.join(hidden)})"
     return shown
