@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_agent_model_turns import _pai_agent, _record
 
-from toolproof.adapters.cli.timeline import turn_summary
+from toolproof.adapters.cli.timeline import timeline_heading, turn_summary
 from toolproof.runs.diff import diff_runs
 
 TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
@@ -88,3 +88,9 @@ def test_turn_summaries_read_each_framework_and_chat_completions() -> None:
     call = {"type": "function_call", "name": "lookup"}
     assert turn_summary("openai-agents", json.dumps({"output": [call]}).encode()) == "calls lookup"
     assert turn_summary("http", b"not json at all") == "not json at all"
+
+
+def test_the_timeline_heading_counts_one_in_the_singular() -> None:
+    one = [{"kind": "model_turn"}, {"kind": "call"}]
+    assert timeline_heading(one) == "timeline (1 model turn, 1 tool call)"
+    assert timeline_heading([{"kind": "model_turn"}]) == "timeline (1 model turn, 0 tool calls)"

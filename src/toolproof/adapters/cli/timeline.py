@@ -18,6 +18,7 @@ from typing import Any
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import out_console
+from toolproof.adapters.cli.summary import count
 
 __all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
 
@@ -174,11 +175,16 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
     return entries
 
 
+def timeline_heading(entries: list[dict[str, Any]]) -> str:
+    """``timeline (1 model turn, 2 tool calls)``: the counts of :func:`timeline_view` entries."""
+    turns = sum(entry["kind"] == "model_turn" for entry in entries)
+    return f"timeline ({count(turns, 'model turn')}, {count(len(entries) - turns, 'tool call')})"
+
+
 def print_timeline(entries: list[dict[str, Any]]) -> None:
     """Print :func:`timeline_view` entries: each turn, the calls under it, indented."""
-    turns = sum(entry["kind"] == "model_turn" for entry in entries)
-    calls = len(entries) - turns
-    out_console.print(f"[bold]timeline[/] ({turns} model turns, {calls} tool calls)")
+    heading = timeline_heading(entries)
+    out_console.print(f"[bold]timeline[/]{escape(heading.removeprefix('timeline'))}")
     number = 0
     for entry in entries:
         if entry["kind"] == "model_turn":
