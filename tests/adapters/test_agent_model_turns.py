@@ -287,7 +287,9 @@ def _counting_agent(asked: list[int]) -> Callable[[Session], Coroutine[Any, Any,
     """Two concurrent runs, then a third, all asking the model the identical request."""
     from pydantic_ai.messages import TextPart
 
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> PaiResponse:
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> PaiResponse:
+        # async: pydantic-ai runs a sync FunctionModel function on a thread pool, where
+        # the two concurrent turns would be answered in whatever order the threads run
         asked.append(len(asked) + 1)
         return PaiResponse(parts=[TextPart(f"answer {len(asked)}")])
 
