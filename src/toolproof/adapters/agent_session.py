@@ -54,6 +54,7 @@ from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.session import LiveSession, discard_live, open_session
 from toolproof.runs.turns import exchange_key, key_text
+from toolproof.tools import hooks
 from toolproof.tools.exposure import GATE_EXTENSION, is_gated
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
@@ -301,7 +302,12 @@ class Session:
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
-        with observe_failures() as seen, approval_scope(admission.call_id, self._approver):
+        call_id = admission.call_id  # the span of the call names it (telemetry on)
+        with (
+            observe_failures() as seen,
+            approval_scope(call_id, self._approver),
+            hooks.claimed(call_id),
+        ):
             result = await tool.call(arguments)
         try:
             recorded = self._live.record(admission, result, seen)

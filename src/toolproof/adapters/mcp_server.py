@@ -16,6 +16,7 @@ is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC err
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import io
 import os
@@ -51,6 +52,7 @@ from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.session import Admission, LiveSession
+from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
@@ -243,7 +245,8 @@ def build_server(
         except ToolCallError as refused:
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id, for approve layers
-        with observe_failures() as seen, approval_scope(call_id):
+        claim = hooks.claimed(call_id) if call_id is not None else contextlib.nullcontext()
+        with observe_failures() as seen, approval_scope(call_id), claim:  # and for its span
             answer = mcp_result(tool, await tool.call(arguments))
         seen.relayed.extend(relayed or ())
         try:
