@@ -120,17 +120,23 @@ class CassetteLike(Protocol):
         ...
 
 
+def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputError:
+    """The error of ``session.<method>()`` when its optional framework is not installed."""
+    return InputError(f"session.{method}() needs {what}: pip install 'toolproof[{extra}]' ({exc})")
+
+
 @dataclass
 class _Frozen:
     """Recorded calls to serve, by (tool, canonical arguments), in recorded order."""
 
     calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]]
-    pending: list[tuple[int, str, bytes]]
+    pending: dict[int, tuple[str, bytes]]
+    """(tool, canonical arguments) of each call not served yet, by event index, recorded order."""
     answer: dict[str, Any] | None
     turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = field(default_factory=dict)
     """Recorded model turns by (source, match key), in recorded order."""
-    pending_turns: list[tuple[int, str, bytes]] = field(default_factory=list)
-    """(event index, source, match key) of every turn not served yet, in recorded order."""
+    pending_turns: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    """(source, match key) of every turn not served yet, by event index, in recorded order."""
     served_turns: dict[tuple[str, bytes], int] = field(default_factory=dict)
     specs: tuple[ToolSpec, ...] = ()
     descriptor: ToolsetDescriptor | None = None
@@ -331,10 +337,10 @@ class Session:
         if taken < len(recorded):
             frozen.served[key] = taken + 1
             index, result = recorded[taken]
-            frozen.pending = [p for p in frozen.pending if p[0] != index]
+            frozen.pending.pop(index, None)
             return result
         if frozen.pending:
-            index, tool, raw = frozen.pending[0]
+            index, (tool, raw) = next(iter(frozen.pending.items()))
             expected = _call_text(tool, raw)
         else:
             index, expected = frozen.end, ""
@@ -412,10 +418,10 @@ class Session:
         if taken < len(recorded):
             frozen.served_turns[entry] = taken + 1
             index, turn = recorded[taken]
-            frozen.pending_turns = [p for p in frozen.pending_turns if p[0] != index]
+            frozen.pending_turns.pop(index, None)
             return turn
         if frozen.pending_turns:
-            index, _, expected = frozen.pending_turns[0]
+            index, (_, expected) = next(iter(frozen.pending_turns.items()))
             expected_text = key_text(expected)
         else:
             index, expected_text = frozen.end, ""
@@ -450,10 +456,7 @@ class Session:
         try:
             from toolproof.adapters.pydantic_ai_model import RecordedModel
         except ImportError as exc:
-            raise InputError(
-                f"session.pydantic_ai_model() needs pydantic-ai: pip install "
-                f"'toolproof[pydantic-ai]' ({exc})"
-            ) from exc
+            raise _needs_extra("pydantic_ai_model", "pydantic-ai", "pydantic-ai", exc) from exc
         return RecordedModel(model, self)
 
     def openai_agents_model(self, model: Any) -> Any:
@@ -466,9 +469,8 @@ class Session:
         try:
             from toolproof.adapters.openai_agents_model import RecordedAgentsModel
         except ImportError as exc:
-            raise InputError(
-                f"session.openai_agents_model() needs the OpenAI Agents SDK: pip install "
-                f"'toolproof[openai-agents]' ({exc})"
+            raise _needs_extra(
+                "openai_agents_model", "the OpenAI Agents SDK", "openai-agents", exc
             ) from exc
         return RecordedAgentsModel(model, self)
 
@@ -596,10 +598,7 @@ class Session:
         try:
             from toolproof.adapters.langchain import as_structured_tool
         except ImportError as exc:
-            raise InputError(
-                f"session.langchain_tools() needs langchain: pip install "
-                f"'toolproof[langchain]' ({exc})"
-            ) from exc
+            raise _needs_extra("langchain_tools", "langchain", "langchain", exc) from exc
         return [
             as_structured_tool(tool, call=functools.partial(self.call, tool.name))
             for tool in self._toolset.exposed()
@@ -615,9 +614,8 @@ class Session:
         try:
             from toolproof.adapters.openai_agents_session import session_function_tools
         except ImportError as exc:
-            raise InputError(
-                f"session.openai_agents_tools() needs the OpenAI Agents SDK: pip install "
-                f"'toolproof[openai-agents]' ({exc})"
+            raise _needs_extra(
+                "openai_agents_tools", "the OpenAI Agents SDK", "openai-agents", exc
             ) from exc
         return session_function_tools(self)
 
@@ -631,10 +629,7 @@ class Session:
         try:
             from toolproof.adapters.pydantic_ai_session import SessionToolset
         except ImportError as exc:
-            raise InputError(
-                f"session.pydantic_ai_toolset() needs pydantic-ai: pip install "
-                f"'toolproof[pydantic-ai]' ({exc})"
-            ) from exc
+            raise _needs_extra("pydantic_ai_toolset", "pydantic-ai", "pydantic-ai", exc) from exc
         return SessionToolset(self)
 
 
@@ -720,7 +715,7 @@ def _recorded(directory: Path) -> _Frozen:
     view = RunView(directory)
     events = view.events or []
     calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]] = {}
-    pending: list[tuple[int, str, bytes]] = []
+    pending: dict[int, tuple[str, bytes]] = {}
     called: dict[str, tuple[int, str, bytes]] = {}
     for event in events:
         if isinstance(event, ToolCalled):
@@ -729,9 +724,9 @@ def _recorded(directory: Path) -> _Frozen:
         elif isinstance(event, ToolReturned) and event.call_id in called:
             index, tool, raw = called[event.call_id]
             calls.setdefault((tool, raw), []).append((index, event.result))
-            pending.append((index, tool, raw))
+            pending[index] = (tool, raw)
     turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = {}
-    pending_turns: list[tuple[int, str, bytes]] = []
+    pending_turns: dict[int, tuple[str, bytes]] = {}
     registered: dict[str, EvidenceRecord] = {}
     for event in events:
         if isinstance(event, EvidenceRegistered):
@@ -742,7 +737,7 @@ def _recorded(directory: Path) -> _Frozen:
             key = exchange_key(event.source, request, dict(event.detail))
             turn = RecordedTurn(response, dict(event.detail))
             turns.setdefault((event.source, key), []).append((event.idx, turn))
-            pending_turns.append((event.idx, event.source, key))
+            pending_turns[event.idx] = (event.source, key)
     end = next(
         (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"), len(events)
     )
@@ -845,18 +840,18 @@ async def replay_session(
                 )
             session = Session(current, None, frozen)
             await _run_frozen(agent, session, frozen)
-    if frozen.pending_turns and (
-        not frozen.pending or frozen.pending_turns[0][0] < frozen.pending[0][0]
-    ):
-        index, source, key = frozen.pending_turns[0]
+    first_call = next(iter(frozen.pending.items()), None)
+    first_turn = next(iter(frozen.pending_turns.items()), None)
+    if first_turn is not None and (first_call is None or first_turn[0] < first_call[0]):
+        index, (source, key) = first_turn
         raise ReplayRefused(
             f"frozen replay refused at event {index}: the agent never made the recorded "
             f"{source} model request\n{_diff(key_text(key), '')}",
             event=index,
             rule="missing model turn",
         )
-    if frozen.pending:
-        index, tool, raw = frozen.pending[0]
+    if first_call is not None:
+        index, (tool, raw) = first_call
         raise ReplayRefused(
             f"frozen replay refused at event {index}: the agent never made the recorded "
             f"call to {tool!r}\n{_diff(_call_text(tool, raw), '')}",
