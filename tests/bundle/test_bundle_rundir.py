@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from toolproof.bundle import durable
 from toolproof.bundle.manifest import check_manifest
 from toolproof.bundle.rundir import TEMP_PREFIX, RunDirectoryWriter
 
@@ -86,3 +87,76 @@ def test_commit_fsyncs_the_runs_own_files_and_folders_never_the_whole_machine(
     for name in ("evidence/abc", "spec.json", "timings.json", "evidence", "manifest.json"):
         assert str(temp / name) in synced, name
     assert str(temp) in synced
+
+
+def _watch_syncs(monkeypatch: pytest.MonkeyPatch, syncfs: bool) -> tuple[list[str], list[str]]:
+    """Record every fsync'd path and every syncfs'd fd's path (the real calls still run)."""
+    fsynced: list[str] = []
+    whole: list[str] = []
+    real_fsync, real_syncfs = os.fsync, durable._SYNCFS
+
+    def fsync(fd: int) -> None:
+        fsynced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def watched_syncfs(fd: int) -> None:
+        whole.append(os.readlink(f"/proc/self/fd/{fd}"))
+        if real_syncfs is not None:
+            real_syncfs(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(durable, "_SYNCFS", watched_syncfs if syncfs else None)
+    return fsynced, whole
+
+
+def _evidence_of_a_recorder(writer: RunDirectoryWriter) -> str:
+    """An evidence file written as the recorder writes one: created, never fsynced."""
+    name = "evidence/" + "ab" * 32
+    (writer.temp / name).write_bytes(b"result")
+    writer.record(name, 6, "sha256:" + "0" * 64)
+    return name
+
+
+def test_commit_makes_the_files_durable_with_one_syncfs_then_fsyncs_the_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with RunDirectoryWriter(tmp_path) as writer:
+        writer.write_json("spec.json", {"task": "a"})
+        name = _evidence_of_a_recorder(writer)
+        temp = writer.temp.resolve()
+        fsynced, whole = _watch_syncs(monkeypatch, syncfs=True)
+        writer.commit()
+    assert whole == [str(temp)]
+    # the files are the syncfs's: only the manifest (written with its own fsync) and the
+    # folders, deepest first, the run directory last, then runs/ after the rename
+    assert fsynced == [
+        str(temp / "manifest.json"),
+        str(temp / "evidence"),
+        str(temp),
+        str(temp / "evidence"),
+        str(temp),
+        str(tmp_path.resolve() / "runs"),
+    ]
+    assert str(temp / name) not in fsynced
+
+
+def test_commit_fsyncs_every_file_where_the_platform_has_no_syncfs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with RunDirectoryWriter(tmp_path) as writer:
+        writer.write_json("spec.json", {"task": "a"})
+        name = _evidence_of_a_recorder(writer)
+        temp = writer.temp.resolve()
+        fsynced, whole = _watch_syncs(monkeypatch, syncfs=False)
+        writer.commit()
+    assert whole == []
+    assert fsynced == [
+        str(temp / "manifest.json"),
+        str(temp / name),
+        str(temp / "spec.json"),
+        str(temp / "evidence"),
+        str(temp),
+        str(temp / "evidence"),
+        str(temp),
+        str(tmp_path.resolve() / "runs"),
+    ]

@@ -2,15 +2,21 @@
 
 ``RunDirectoryWriter(root)`` creates ``<root>/.tmp-run-<pid>-<random>/`` (beside
 ``runs/``, never inside it), the run writes its files there, and
-:meth:`RunDirectoryWriter.commit` writes ``manifest.json``, fsyncs the directory and
-renames it to ``<root>/runs/<run_id>`` (after fsyncing its files and folders, so every
-file is on disk before the name appears). If that directory exists already (identical
-work gives an identical run id), the existing one is kept and the temporary one
-removed. An exception or Ctrl-C removes the temporary directory; a process killed
-outright leaves it under ``<root>`` (never under ``runs/``), and the next writer in
-the same root removes temporary directories whose process is gone. An existing run
-with the same id is checked against its manifest before it is reused; a damaged one
-is an error (:class:`VerificationError`), never silently reused.
+:meth:`RunDirectoryWriter.commit` writes ``manifest.json``, makes the directory durable
+and renames it to ``<root>/runs/<run_id>``, so every file is on disk before the name
+appears. Durable means: on Linux one ``syncfs(2)`` of the temporary directory's
+filesystem for the files (one call however many evidence files the run holds; it
+also flushes whatever else is pending on that filesystem, other programs' writes
+included, so on a disk another program is busy writing, the commit waits for that
+too: see :mod:`toolproof.bundle.durable`), elsewhere one ``fsync(2)`` per file; then,
+either way, an fsync of every folder that holds a file, deepest first. If that
+directory exists already (identical work gives an identical run id), the existing
+one is kept and the temporary one removed. An exception or Ctrl-C removes the
+temporary directory; a process killed outright leaves it under ``<root>`` (never
+under ``runs/``), and the next writer in the same root removes temporary directories
+whose process is gone. An existing run with the same id is checked against its
+manifest before it is reused; a damaged one is an error (:class:`VerificationError`),
+never silently reused.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from toolproof.bundle.durable import fsync_path, syncfs
 from toolproof.bundle.manifest import build_manifest, check_manifest
 from toolproof.contract.layout import EVIDENCE_DIR, MANIFEST_FILE
 from toolproof.contract.runs import Manifest
@@ -43,11 +50,7 @@ TEMP_PREFIX = ".tmp-run-"
 
 
 def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_path(path)
 
 
 def write_file(path: Path, data: bytes, *, sync: bool = True) -> tuple[int, str]:
@@ -76,18 +79,26 @@ def write_file(path: Path, data: bytes, *, sync: bool = True) -> tuple[int, str]
 
 
 def _sync_files(directory: Path, names: list[str]) -> None:
-    """Fsync every file of the run, then every folder that holds one.
+    """Make every file of the run durable, then fsync every folder that holds one.
 
-    Only the run's own data: ``sync(2)`` would flush every file system of the machine.
+    The files: one ``syncfs(2)`` of ``directory``'s filesystem where the platform has
+    it (Linux), else one fsync per file. Never ``sync(2)``, which would flush every
+    filesystem of the machine.
+
+    Raises:
+        OSError: a sync failed.
+
     """
     folders = {directory}
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        whole = syncfs(fd)
+    finally:
+        os.close(fd)
     for name in names:
         path = directory / name
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if not whole:
+            fsync_path(path)
         folders.add(path.parent)
     for folder in sorted(folders, reverse=True):  # deepest first, the run directory last
         _fsync_dir(folder)

@@ -44,12 +44,8 @@ Durability (:class:`Durability`):
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import json
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -59,6 +55,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from toolproof.bundle.durable import fsync_path, syncfs
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
@@ -140,34 +137,6 @@ _TEMPLATES: dict[type[EventBase], dict[str, Any]] = {
 """Per event class, the plain JSON an event starts from (copied per event, never changed)."""
 
 
-def _find_syncfs() -> Callable[[int], None] | None:
-    """``syncfs(2)`` of the filesystem holding an open fd, or ``None`` where there is none.
-
-    ``os.syncfs`` when Python has it, else the C library's ``syncfs`` on Linux (glibc
-    and musl have it since 2011). The function raises ``OSError`` on failure.
-    """
-    native = getattr(os, "syncfs", None)
-    if native is not None:
-        return native  # type: ignore[no-any-return]
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        function = libc.syncfs
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int]
-    function.restype = ctypes.c_int
-
-    def syncfs(fd: int) -> None:
-        if function(fd) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code))
-
-    return syncfs
-
-
-_SYNCFS = _find_syncfs()
 _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
     "approval_requested": ApprovalRequested,
     "approval_decided": ApprovalDecided,
@@ -724,26 +693,18 @@ class Recorder:
             OSError: the sync failed (it names the run directory or the file).
 
         """
-        if self._sync is not None and _SYNCFS is not None and not self._closed:
+        if self._sync is not None and not self._closed:
             try:
-                _SYNCFS(self.trace.fileno)
+                if syncfs(self.trace.fileno):
+                    return
             except OSError as exc:
                 raise OSError(exc.errno, exc.strerror, str(self.directory)) from exc
-            return
         synced_files = False
         for path in paths:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(path)
             synced_files = True
         if synced_files:
-            fd = os.open(self.store.directory, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self.store.directory)
         if not self._closed:
             self.trace.sync()
 
