@@ -8,19 +8,22 @@ or the death of the caller ends every process the body started.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from backend_support import CONFIG, alive, pool_call, run, wait_file, wait_gone
 
 from toolproof.backends.containment import Cell, descendants, kill_tree, tagged
-from toolproof.backends.process import ProcessPool
-from toolproof.backends.protocol import MAX_FRAME, descriptor_digest
+from toolproof.backends.process import WORKER_MODULE, ProcessPool
+from toolproof.backends.protocol import MAX_FRAME, FrameReader, descriptor_digest
+from toolproof.backends.worker import PARENT_ENV, WORKER_ENV
 from toolproof.config import load_toolset
 from toolproof.contract.tools import ToolResult
 
@@ -253,13 +256,30 @@ def test_caller_killed_with_sigkill_takes_workers_and_grandchildren(
 RUNAWAY = """
 import os, sys, time
 sys.stdout.write(str(os.getpid()) + "\\n"); sys.stdout.flush()
-for _ in range(2500):  # a moving target: fork, the child goes on in a new session, exit
+if sys.stdin.readline() != "go\\n":  # the test moves this process into its cell first
+    sys.exit(0)
+deadline = time.monotonic() + 30  # bounded even if it escaped (monotonic: shared by all links)
+while time.monotonic() < deadline:  # a moving target: fork, the child goes on in a new session
     time.sleep(0.002)
-    if os.fork() == 0:
+    try:
+        child = os.fork()
+    except OSError:  # EAGAIN on a loaded host: this link goes on and forks again
+        continue
+    if child == 0:
         os.setsid()
     else:
         os._exit(0)
 """
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` every 10 ms until it holds; False if it does not within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 FORKING_TREE = """
@@ -288,26 +308,83 @@ def test_a_cgroup_cell_kills_a_process_that_keeps_forking_away() -> None:
     require_cgroup(cell)
     env = dict(os.environ, **cell.environment())
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUNAWAY], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", RUNAWAY],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
+    assert proc.stdin is not None and proc.stdout is not None
     try:
-        cell.enter(proc.pid)
-        assert proc.stdout is not None
-        root = int(proc.stdout.readline())
-        time.sleep(0.3)
-        assert cell.cgroup is not None
-        members = (cell.cgroup / "cgroup.procs").read_text(encoding="ascii").split()
-        assert members and str(root) not in members  # it has moved on to new pids
+        root = int(proc.stdout.readline())  # it forks nothing until it reads "go"
+        cell.enter(root)
+        assert cell.cgroup is not None  # the move was made and checked
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        procs = cell.cgroup / "cgroup.procs"
+
+        def members() -> list[str]:
+            return procs.read_text(encoding="ascii").split()
+
+        # The chain runs inside the cell, on pids other than the root's.
+        assert wait_until(lambda: members() != [] and str(root) not in members()), members()
         cell.kill(None)
-        time.sleep(0.1)
-        assert (cell.cgroup / "cgroup.procs").read_text(encoding="ascii") == ""
+        assert wait_until(lambda: members() == []), members()
         assert tagged(cell.tag) == set()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=5)
+        cell.close()
+        proc.stdout.close()
+    assert cell.cgroup is None
+
+
+def test_entering_the_pid_of_a_process_that_already_exited_falls_back_to_tree_and_tag() -> None:
+    # The kernel takes a zombie's pid into cgroup.procs without moving anything (what
+    # it forked before it exited stays outside), so the move is checked.
+    cell = Cell()
+    require_cgroup(cell)
+    path = cell.cgroup
+    assert path is not None
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert wait_until(lambda: not alive(proc.pid))  # a zombie: it is not reaped yet
+        cell.enter(proc.pid)
+        assert (cell.kind, cell.cgroup, path.exists()) == ("tree+tag", None, False)
     finally:
         proc.wait(timeout=5)
         cell.close()
-        if proc.stdout is not None:
-            proc.stdout.close()
-    assert cell.cgroup is None
+
+
+def test_a_worker_joins_its_cell_itself_before_it_builds_its_toolset() -> None:
+    # No Cell.enter here: the worker's own move is what puts it in its cgroup.
+    cell = Cell()
+    require_cgroup(cell)
+    assert cell.cgroup is not None
+    env = dict(os.environ, **cell.environment(), **{PARENT_ENV: str(os.getpid())})
+    env.pop(WORKER_ENV, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", WORKER_MODULE, "--config", str(CONFIG)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        reader = FrameReader()
+        frames: list[bytes] = []
+        while not frames:
+            chunk = proc.stdout.read1(1 << 16)
+            assert chunk, "the worker ended before its hello"
+            frames = reader.feed(chunk)
+        assert "toolset" in json.loads(frames[0])  # it built its Toolset
+        members = (cell.cgroup / "cgroup.procs").read_text(encoding="ascii").split()
+        assert members == [str(proc.pid)]
+    finally:
+        proc.stdin.close()  # end of file: the worker ends
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        cell.close()
 
 
 def test_kill_tree_stops_a_forking_tree_before_killing_it() -> None:

@@ -7,7 +7,8 @@ pool close, a worker crash, or the death of the caller. Each worker gets a
 
 * **a cgroup v2 of its own** (Linux 5.14+, a writable cgroup2 hierarchy: root, or a
   delegated subtree). The pool creates ``<its own cgroup>/toolproof-<pid>-<tag>``
-  and moves the worker in before it runs any code; every process it starts is born
+  and moves the worker in before it runs any code (and the worker joins it itself
+  before it can fork, should that move come late); every process it starts is born
   inside and cannot leave (moving needs write access to another cgroup's
   ``cgroup.procs``). ``cgroup.kill`` ends all of them in one atomic kernel
   operation, which even a process forking in a loop cannot outrun;
@@ -45,6 +46,7 @@ __all__ = [
     "Cell",
     "cgroup_kill",
     "descendants",
+    "join_cell",
     "kill_tree",
     "parent_pidfd",
     "set_parent_death_signal",
@@ -248,6 +250,29 @@ def _remove_stale(base: Path) -> None:
                     entry.rmdir()
 
 
+def join_cell() -> bool:
+    """Move this process into the cgroup its cell names (``TOOLPROOF_WORKER_CGROUP``).
+
+    A worker calls it before it starts anything, so nothing it forks can be born
+    outside its cell even when the pool's own move (:meth:`Cell.enter`) comes late;
+    joining the cgroup it is already in changes nothing.
+
+    Returns:
+        True when this process is in that cgroup now; False when the variable is empty
+        or unset, or the cgroup is gone (the pool fell back to the tree and the tag)
+        or refuses it.
+
+    """
+    cgroup = os.environ.get(CGROUP_ENV)
+    if not cgroup:
+        return False
+    try:
+        (Path(cgroup) / "cgroup.procs").write_text("0", encoding="ascii")  # "0": the writer
+    except OSError:
+        return False
+    return True
+
+
 def cgroup_kill(path: Path) -> bool:
     """Kill every process in the cgroup ``path`` (``cgroup.kill``); False if unsupported."""
     try:
@@ -298,14 +323,21 @@ class Cell:
     def enter(self, pid: int) -> None:
         """Move ``pid`` (a worker that has not run any code yet) into the cgroup.
 
-        A move the kernel refuses (a cgroup with controllers of its own, say) leaves
-        the cell on the tree and the tag.
+        The move is checked: the kernel accepts the pid of a process that has already
+        exited (a zombie) without moving anything, and what that process forked before
+        it exited stays outside. A move the kernel refuses (a cgroup with controllers
+        of its own, say) or one that moved nothing leaves the cell on the tree and the
+        tag (:attr:`cgroup` becomes ``None``), which still find what ``pid`` started.
         """
         if self.cgroup is None:
             return
+        procs = self.cgroup / "cgroup.procs"
         try:
-            (self.cgroup / "cgroup.procs").write_text(str(pid), encoding="ascii")
+            procs.write_text(str(pid), encoding="ascii")
+            moved = str(pid) in procs.read_text(encoding="ascii").split()
         except OSError:
+            moved = False
+        if not moved:
             self.close()
 
     def kill(self, root: int | None) -> None:

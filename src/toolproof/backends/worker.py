@@ -32,6 +32,7 @@ from toolproof.backends.containment import (
     CGROUP_ENV,
     TAG_ENV,
     cgroup_kill,
+    join_cell,
     kill_tree,
     parent_pidfd,
     set_parent_death_signal,
@@ -344,7 +345,8 @@ def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRA
     """Run a process-pool worker on its stdin/stdout pipes until the caller closes them.
 
     Before anything else runs, the worker makes sure nothing it starts can outlive it
-    or hide its death (see :mod:`toolproof.backends.containment`): the protocol pipes
+    or hide its death (see :mod:`toolproof.backends.containment`): it joins its
+    cell's cgroup (where it has one) itself, before it can fork; the protocol pipes
     move to private close-on-exec descriptors that a forked child closes at once
     (``os.register_at_fork``); fds 0 and 1 become ``/dev/null`` and stderr; the
     worker becomes a child subreaper; a parent-death signal and a pidfd watch on the
@@ -364,6 +366,7 @@ def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRA
         in the middle of a body.
 
     """
+    join_cell()  # even if the pool's move comes late, nothing is forked outside the cell
     os.environ[WORKER_ENV] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = int(os.environ.get(PARENT_ENV) or os.getppid())
