@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from serve_helpers import free_port, spawn
 
 from toolproof import record_session, replay_session
 from toolproof.adapters.agent_session import Session
@@ -207,3 +209,36 @@ def test_an_agent_cites_a_resource_read_and_replays_it_frozen(tmp_path: Path) ->
         "'test://watched-resource'}, which the recording does not hold; a live read would "
         "be a new run"
     )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("calls", "reads", "said"),
+    [(1, 0, "1 call"), (2, 1, "2 calls and 1 read"), (1, 2, "1 call and 2 reads")],
+)
+def test_serve_record_says_how_many_calls_and_reads_it_kept(
+    calls: int, reads: int, said: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "artifacts"
+    port = free_port()
+    native = FIXTURES / "native.toml"
+    args = ["serve", "-c", str(native), "--http", f"127.0.0.1:{port}", "--record", str(root)]
+    with spawn(args, port) as process:
+
+        async def session() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                for _ in range(reads):
+                    await client.read_resource("test://static-text")
+                for _ in range(calls):
+                    await client.call_tool("test_simple_text", {})
+
+        asyncio.run(session())
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+        assert process.stderr is not None
+        stderr = process.stderr.read().decode("utf-8")
+    [run] = (root / "runs").iterdir()
+    recorded = [line for line in stderr.splitlines() if line.startswith("toolproof: recorded")]
+    assert recorded == [
+        f"toolproof: recorded {said} in {run} (verify: toolproof verify {run.name} --root {root})"
+    ]

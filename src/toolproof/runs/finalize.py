@@ -92,6 +92,7 @@ class SessionOutcome:
         report: the report written with it.
         calls: served calls kept.
         dropped: what recovery dropped, one message each (empty for a clean stop).
+        reads: resource reads kept (``resources/read`` served to the client).
 
     """
 
@@ -100,6 +101,7 @@ class SessionOutcome:
     report: Report
     calls: int
     dropped: list[str] = field(default_factory=list)
+    reads: int = 0
 
 
 def is_live_session(directory: Path) -> bool:
@@ -204,8 +206,14 @@ async def _commit(
             path=str(exc.filename or root),
         ) from exc
     discard_live(live)
+    reads = sum(isinstance(event, ResourceRead) for event in events)
     return SessionOutcome(
-        committed.run_id, committed.path, recorded.report, len(calls), list(dropped or [])
+        committed.run_id,
+        committed.path,
+        recorded.report,
+        len(calls),
+        list(dropped or []),
+        reads=reads,
     )
 
 

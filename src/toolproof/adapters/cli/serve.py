@@ -31,6 +31,7 @@ from toolproof.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
     from toolproof.adapters.mcp_server import StdioWire
+    from toolproof.runs.finalize import SessionOutcome
     from toolproof.runs.session import LiveSession
     from toolproof.tools.toolset import Toolset
 
@@ -203,9 +204,15 @@ async def _end_session(session: LiveSession, *, discard: bool) -> None:
         return
     done = await finalize_session(session.directory, session.root)
     err_console.print(
-        f"toolproof: recorded {done.calls} calls in {done.path} "
+        f"toolproof: recorded {_kept(done)} in {done.path} "
         f"(verify: toolproof verify {done.path.name} --root {session.root})"
     )
+
+
+def _kept(outcome: SessionOutcome) -> str:
+    """``1 call``, ``2 calls`` or ``2 calls and 1 read``: what a session's run holds."""
+    kept = count(outcome.calls, "call")
+    return f"{kept} and {count(outcome.reads, 'read')}" if outcome.reads else kept
 
 
 def register(app: typer.Typer) -> None:
@@ -366,7 +373,7 @@ def recover_command(directory: Path, as_json: bool) -> None:
             }
         )
     else:
-        out_console.print(f"recovered {outcome.calls} calls into {outcome.path}")
+        out_console.print(f"recovered {_kept(outcome)} into {outcome.path}")
         for item in outcome.dropped:
             err_console.print(f"[yellow]dropped:[/] {escape(item)}")
         for failure in verification.failures:
