@@ -151,6 +151,69 @@ def test_a_changed_agent_is_refused_at_the_first_divergent_call_with_a_diff(tmp_
     assert json.loads(recorded)["call"]["arguments"] == {"item": "pear"}
 
 
+def _ticking_agent(
+    outputs: list[str],
+) -> tuple[Toolset, Callable[[Session], Coroutine[Any, Any, None]]]:
+    """Two identical concurrent ``tick`` calls asked A then B; live, B returns first."""
+    b_returned = asyncio.Event()
+    ticks: list[str] = []
+
+    async def tick(counter: str) -> str:
+        """Advance a counter."""
+        ticks.append(counter)
+        number = len(ticks)
+        if number == 1:  # A waits for B, which returns (and is recorded) first
+            await b_returned.wait()
+        else:
+            b_returned.set()
+        return f"tick {number}"
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(tick))
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not any(isinstance(m, ModelResponse) for m in messages):
+            calls = [ToolCallPart("tick", {"counter": "c"}, tool_call_id=i) for i in "ab"]
+            return ModelResponse(parts=list(calls))
+        returned = [
+            part
+            for message in messages
+            for part in message.parts
+            if part.part_kind == "tool-return"
+        ]
+        return ModelResponse(
+            parts=[TextPart(" / ".join(f"{p.tool_call_id}: {p.content}" for p in returned))]
+        )
+
+    async def agent(session: Session) -> None:
+        runner = Agent(FunctionModel(respond), toolsets=[session.pydantic_ai_toolset()])
+        outputs.append((await runner.run("Tick twice at once.")).output)
+        session.answer(outputs[-1])
+
+    return toolset.seal(), agent
+
+
+def test_identical_calls_returned_out_of_order_replay_by_the_order_asked(tmp_path: Path) -> None:
+    outputs: list[str] = []
+    toolset, agent = _ticking_agent(outputs)
+
+    async def go() -> str:
+        async with toolproof.record_session(toolset, root=tmp_path, task="tick") as session:
+            await agent(session)
+        assert session.run_id is not None
+        return session.run_id
+
+    run = tmp_path / "runs" / asyncio.run(go())
+    assert outputs == ["a: tick 1 / b: tick 2"]
+    events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+    returned = [(e["step"], e["result"]["value"]) for e in events if e["type"] == "tool_returned"]
+    assert returned == [("call-00000002", "tick 2"), ("call-00000001", "tick 1")]
+    replayed: list[str] = []
+    replay = asyncio.run(toolproof.replay_session(run, _ticking_agent(replayed)[1]))
+    assert (replay.identical, replay.calls, replay.live_calls) == (True, 2, 0)
+    assert replayed == ["a: tick 1 / b: tick 2"]  # A served call 1's result, B call 2's
+
+
 def test_a_changed_answer_is_refused(tmp_path: Path) -> None:
     run = _record(tmp_path, GOOD, [])
     with pytest.raises(ReplayRefused, match="the answer differs"):

@@ -144,3 +144,54 @@ def test_new_episodes_asks_the_model_and_appends_its_turns(tmp_path: Path) -> No
     assert toolproof.verify_run(path).ok
     again = Cassette(path)
     assert (len(again.calls), sum(len(t) for t in again.turns.values())) == (2, 6)
+
+
+def _steps(run: Path) -> list[str]:
+    events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+    return [e["step"] for e in events if e["type"] in ("tool_called", "model_turn")]
+
+
+def _out_of_order(asked: list[int], outputs: list[str], then: str | None = None) -> AgentCode:
+    """Two identical requests asked A then B; live, B is answered (and recorded) first."""
+
+    async def agent(session: toolproof.Session) -> None:
+        b_finished = asyncio.Event()
+
+        async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            number = len(asked) + 1
+            asked.append(number)
+            if number == 1:  # A's answer waits until B's whole run is over
+                await b_finished.wait()
+            return ModelResponse(parts=[TextPart(f"response to request {number}")])
+
+        runner = Agent(session.pydantic_ai_model(FunctionModel(respond)))
+
+        async def run_b() -> str:
+            output = (await runner.run("same?")).output
+            b_finished.set()
+            return output
+
+        a, b = await asyncio.gather(runner.run("same?"), run_b())
+        outputs.append(f"A: {a.output} / B: {b}")
+        if then is not None:
+            outputs.append((await runner.run(then)).output)
+        session.answer(outputs[-1])
+
+    return agent
+
+
+def test_identical_turns_answered_out_of_order_are_served_by_the_order_asked(
+    tmp_path: Path,
+) -> None:
+    async def main() -> Path:
+        async with toolproof.record_session(_ticker([]), root=tmp_path, task="same") as session:
+            await _out_of_order([], [])(session)
+        return tmp_path / "runs" / str(session.run_id)
+
+    path = asyncio.run(main())
+    assert _steps(path) == ["turn-00000002", "turn-00000001"]
+    asked: list[int] = []
+    outputs: list[str] = []
+    cassette = Cassette(path)
+    asyncio.run(_out_of_order(asked, outputs)(toolproof.Session.from_cassette(cassette)))
+    assert (asked, outputs) == ([], ["A: response to request 1 / B: response to request 2"])

@@ -30,6 +30,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,7 +53,7 @@ from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE, finalize_session
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.replay import describe_descriptor_change
-from toolproof.runs.session import LiveSession, discard_live, open_session
+from toolproof.runs.session import LiveSession, admission_sorted, discard_live, open_session
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.tools import hooks
 from toolproof.tools.exposure import GATE_EXTENSION, is_gated
@@ -111,12 +112,12 @@ class CassetteLike(Protocol):
         """The next recorded turn with match key ``key``: its ``response`` and ``detail``."""
         ...
 
-    def admit_turn(self, source: str) -> None:
-        """Check that a live model turn can be recorded."""
+    def admit_turn(self, source: str) -> str:
+        """Check that a live model turn can be recorded; the step it will be recorded as."""
         ...
 
-    def record_turn(self, turn: ModelExchange) -> str:
-        """Record a live model turn; its step id."""
+    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
+        """Record a live model turn under ``step`` (from :meth:`admit_turn`); its step id."""
         ...
 
 
@@ -127,14 +128,16 @@ def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputE
 
 @dataclass
 class _Frozen:
-    """Recorded calls to serve, by (tool, canonical arguments), in recorded order."""
+    """Recorded calls to serve, by (tool, canonical arguments), in the order they were asked."""
 
     calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]]
+    """Recorded results by (tool, canonical arguments), each with its ``tool_called``
+    event index, in the order the calls were admitted (asked)."""
     pending: dict[int, tuple[str, bytes]]
     """(tool, canonical arguments) of each call not served yet, by event index, recorded order."""
     answer: dict[str, Any] | None
     turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = field(default_factory=dict)
-    """Recorded model turns by (source, match key), in recorded order."""
+    """Recorded model turns by (source, match key), in the order they were asked."""
     pending_turns: dict[int, tuple[str, bytes]] = field(default_factory=dict)
     """(source, match key) of every turn not served yet, by event index, in recorded order."""
     served_turns: dict[tuple[str, bytes], int] = field(default_factory=dict)
@@ -355,8 +358,33 @@ class Session:
         )
         raise frozen.refused
 
-    def admit_turn(self, source: str) -> None:
+    def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
+        """The recorded turn a model recorder serves instead of asking its model, if any.
+
+        Args:
+            source: ``pydantic-ai``, ``openai-agents`` or ``http``.
+            key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
+
+        Returns:
+            Frozen (or served by a cassette that does not record), what
+            :meth:`serve_turn` serves. Live, or recording into a cassette, ``None``.
+
+        Raises:
+            ReplayRefused: frozen, and the request matches no unserved recorded turn.
+            InputError: served by a cassette that does not record, and it misses.
+
+        """
+        if self.frozen:
+            return self.serve_turn(source, key)
+        return None
+
+    def admit_turn(self, source: str) -> str:
         """Check, before a live model is asked, that its turn can be recorded.
+
+        Returns:
+            The step the turn will be recorded as (``turn-00000001`` and up), numbered
+            now, in the order turns are asked: hand it to :meth:`record_turn`. Frozen
+            replay serves repeated identical requests by this order.
 
         Raises:
             RecordingError: it cannot (a broken or closed session, a full disk).
@@ -364,18 +392,23 @@ class Session:
 
         """
         if self._cassette is not None:
-            self._cassette.admit_turn(source)
+            step = self._cassette.admit_turn(source)
             self.live_turns += 1
-            return
+            return step
         if self._live is None:
             raise InputError(
                 f"a frozen session asks no {source} model: use serve_turn", rule="frozen"
             )
-        self._live.admit_turn(source)
+        step = self._live.admit_turn(source)
         self.live_turns += 1
+        return step
 
-    def record_turn(self, turn: ModelExchange) -> str:
+    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
         """Record one model turn (a model recorder's request and response) as a ``model`` step.
+
+        Args:
+            turn: the exchange.
+            step: the step :meth:`admit_turn` returned for the turn; ``""``: numbered now.
 
         Returns:
             The step id, ``turn-00000001`` and up.
@@ -386,13 +419,17 @@ class Session:
 
         """
         if self._cassette is not None:
-            return self._cassette.record_turn(turn)
+            return self._cassette.record_turn(turn, step)
         if self._live is None:
             raise InputError(f"a frozen session records no {turn.source} model turn", rule="frozen")
-        return self._live.record_turn(turn)
+        return self._live.record_turn(turn, step)
 
     def serve_turn(self, source: str, key: bytes) -> RecordedTurn:
         """Frozen: the recorded turn of ``source`` whose match key is ``key``, in occurrence order.
+
+        Occurrences count in the order the turns were *asked* when recorded (their
+        admission numbers, ``turn-0000000N``), not the order they were answered: the
+        k-th identical request asked now gets the response of the k-th one asked then.
 
         Args:
             source: ``pydantic-ai``, ``openai-agents`` or ``http``.
@@ -714,18 +751,24 @@ def _recorded(directory: Path) -> _Frozen:
         raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
     view = RunView(directory)
     events = view.events or []
-    calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]] = {}
+    # repeated identical calls (and turns) are served in the order they were asked:
+    # by admission number (the step's), not by trace position (the order answered)
+    called_steps: dict[tuple[str, bytes], list[tuple[str, int, ToolResult]]] = {}
     pending: dict[int, tuple[str, bytes]] = {}
-    called: dict[str, tuple[int, str, bytes]] = {}
+    called: dict[str, tuple[int, str, bytes, str]] = {}
     for event in events:
         if isinstance(event, ToolCalled):
             raw = canonical_json(dict(event.call.arguments))
-            called[event.call_id] = (event.idx, event.call.tool, raw)
+            called[event.call_id] = (event.idx, event.call.tool, raw, event.step)
         elif isinstance(event, ToolReturned) and event.call_id in called:
-            index, tool, raw = called[event.call_id]
-            calls.setdefault((tool, raw), []).append((index, event.result))
+            index, tool, raw, step = called[event.call_id]
+            called_steps.setdefault((tool, raw), []).append((step, index, event.result))
             pending[index] = (tool, raw)
-    turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = {}
+    calls = {
+        key: [(index, result) for _, index, result in admission_sorted(found, itemgetter(0))]
+        for key, found in called_steps.items()
+    }
+    asked_turns: dict[tuple[str, bytes], list[tuple[str, int, RecordedTurn]]] = {}
     pending_turns: dict[int, tuple[str, bytes]] = {}
     registered: dict[str, EvidenceRecord] = {}
     for event in events:
@@ -736,8 +779,12 @@ def _recorded(directory: Path) -> _Frozen:
             response = (directory / registered[event.response].path).read_bytes()
             key = exchange_key(event.source, request, dict(event.detail))
             turn = RecordedTurn(response, dict(event.detail))
-            turns.setdefault((event.source, key), []).append((event.idx, turn))
+            asked_turns.setdefault((event.source, key), []).append((event.step, event.idx, turn))
             pending_turns[event.idx] = (event.source, key)
+    turns = {
+        key: [(index, turn) for _, index, turn in admission_sorted(found, itemgetter(0))]
+        for key, found in asked_turns.items()
+    }
     end = next(
         (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"), len(events)
     )

@@ -159,8 +159,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         url = recorded_url(request.url)
         method = request.method.upper()
         key = turn_key(SOURCE, body, method=method, url=url)
-        if self.session.frozen:
-            recorded = self.session.serve_turn(SOURCE, key)
+        recorded = self.session.known_turn(SOURCE, key)
+        if recorded is not None:
             headers = recorded.detail.get("response_headers") or {}
             return httpx.Response(
                 int(recorded.detail.get("status", 200)),
@@ -168,7 +168,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 content=recorded.response,
                 request=request,
             )
-        self.session.admit_turn(SOURCE)
+        step = self.session.admit_turn(SOURCE)
         traced = hooks.ACTIVE is not None  # the body is parsed for the span only
         operation, model = _inference(request.url.path, body) if traced else ("chat", "")
         with hooks.model_turn(model, operation=operation) as span:
@@ -193,7 +193,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                     "response_headers": kept_headers(live.headers, RESPONSE_HEADERS_KEPT),
                 },
             )
-            turn_recorded(span, self.session.record_turn(turn), turn)
+            turn_recorded(span, self.session.record_turn(turn, step), turn)
             span.set_attribute("http.response.status_code", live.status_code)
             if live.status_code >= 400:
                 hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")

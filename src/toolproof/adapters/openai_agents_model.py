@@ -164,9 +164,10 @@ class RecordedAgentsModel(Model):
         }
         request = canonical_json(value)
         key = value_key(SOURCE, value)
-        if self.session.frozen:
-            return response_from(self.session.serve_turn(SOURCE, key).response)
-        self.session.admit_turn(SOURCE)
+        recorded = self.session.known_turn(SOURCE, key)
+        if recorded is not None:
+            return response_from(recorded.response)
+        step = self.session.admit_turn(SOURCE)
         name = getattr(self.wrapped, "model", None)
         model = name if isinstance(name, str) else type(self.wrapped).__name__
         with hooks.model_turn(model, provider="openai") as span:
@@ -189,7 +190,7 @@ class RecordedAgentsModel(Model):
                 response=response_bytes(response),
                 key=digest(key),
             )
-            turn_recorded(span, self.session.record_turn(turn), turn)
+            turn_recorded(span, self.session.record_turn(turn, step), turn)
             if span is not hooks.NO_SPAN:
                 span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)

@@ -8,8 +8,10 @@ change is the wrapped model's. Each ``request`` is one model turn of the session
   ``ModelRequestParameters`` dumped by pydantic-ai's own type adapters as JSON) and the
   ``ModelResponse`` are recorded as canonical JSON before the response is handed back;
 * frozen: the response recorded for the same match key (the request without its
-  per-call timestamps and run ids, :mod:`toolproof.runs.turns`) and occurrence is
-  served, rebuilt by pydantic-ai's type adapter; the wrapped model is never asked.
+  per-call timestamps and run ids, :mod:`toolproof.runs.turns`) and occurrence (the
+  k-th identical request asked gets the k-th one recorded, in the order they were
+  asked) is served, rebuilt by pydantic-ai's type adapter; the wrapped model is never
+  asked. A cassette recording new episodes serves its known turns the same way.
 
 ``request_stream`` is refused (streamed turns are not recorded yet): run the agent
 with ``agent.run`` rather than ``run_stream``.
@@ -110,10 +112,10 @@ class RecordedModel(WrapperModel):
         value = request_value(messages, model_settings, model_request_parameters)
         request = canonical_json(value)
         key = value_key(SOURCE, value)
-        if self.session.frozen:
-            recorded = self.session.serve_turn(SOURCE, key)
+        recorded = self.session.known_turn(SOURCE, key)
+        if recorded is not None:
             return _RESPONSE.validate_json(recorded.response)
-        self.session.admit_turn(SOURCE)
+        step = self.session.admit_turn(SOURCE)
         with hooks.model_turn(self.wrapped.model_name, provider=self.wrapped.system) as span:
             response = await self.wrapped.request(
                 messages, model_settings, model_request_parameters
@@ -125,7 +127,7 @@ class RecordedModel(WrapperModel):
                 response=canonical_json(_RESPONSE.dump_python(response, mode="json")),
                 key=digest(key),
             )
-            turn_recorded(span, self.session.record_turn(turn), turn)
+            turn_recorded(span, self.session.record_turn(turn, step), turn)
             if span is not hooks.NO_SPAN:
                 if response.model_name:
                     span.set_attribute("gen_ai.response.model", response.model_name)

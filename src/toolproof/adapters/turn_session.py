@@ -16,23 +16,37 @@ __all__ = ["TurnSession", "turn_recorded"]
 
 
 class TurnSession(Protocol):
-    """Records live model turns, or serves recorded ones."""
+    """Records live model turns, or serves recorded ones.
+
+    A recorder asks :meth:`known_turn` first; when it returns ``None`` it calls
+    :meth:`admit_turn`, asks the model, and hands the exchange and the admitted step to
+    :meth:`record_turn`.
+    """
 
     @property
     def frozen(self) -> bool:
         """Whether turns are served from a recording (no model is asked)."""
         ...
 
-    def admit_turn(self, source: str) -> None:
-        """Refuse, before the model is asked, a live turn that could not be recorded."""
+    def known_turn(self, source: str, key: bytes) -> Any | None:
+        """The recorded turn to serve for match key ``key`` (its ``response`` and ``detail``).
+
+        ``None``: ask the model live (a live session; a cassette recording new episodes
+        that holds no unserved turn with this key). Frozen, a request that matches no
+        recorded turn raises (``ReplayRefused``, or ``InputError`` for a cassette).
+        """
         ...
 
-    def record_turn(self, turn: ModelExchange) -> str:
-        """Record one live turn; return its step id."""
+    def admit_turn(self, source: str) -> str:
+        """Refuse, before the model is asked, a live turn that could not be recorded.
+
+        Returns the step the turn will be recorded as, numbered in the order turns are
+        asked.
+        """
         ...
 
-    def serve_turn(self, source: str, key: bytes) -> Any:
-        """The recorded turn for match key ``key``: its ``response`` bytes and ``detail``."""
+    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
+        """Record one live turn under ``step`` (what :meth:`admit_turn` returned)."""
         ...
 
 

@@ -12,7 +12,11 @@ finalized (:mod:`toolproof.runs.finalize`):
   one plan step, ``call-00000001`` and up. The block is handed to the OS in one write
   before the call is answered, and fsynced by group commit (at most every 50 ms);
   A model turn recorded by the session's model recorders is a ``model`` step
-  (``turn-00000001`` and up): ``step_started``, the model block, ``step_finished``;
+  (``turn-00000001`` and up): ``step_started``, the model block, ``step_finished``.
+  Calls and turns are written when they are answered, but numbered when they are
+  *admitted* (asked): ``call-00000002`` can precede ``call-00000001`` in the trace,
+  and the number is the order the agent asked in (:func:`admission_number`), which is
+  what frozen replay serves repeated identical requests by;
 * ``evidence/``: the result bytes (and model requests and responses), named by their
   SHA-256.
 
@@ -31,15 +35,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import resource
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -73,6 +78,8 @@ __all__ = [
     "SESSION_TASK",
     "Admission",
     "LiveSession",
+    "admission_number",
+    "admission_sorted",
     "discard_live",
     "open_session",
     "step_id",
@@ -89,8 +96,46 @@ RESERVE_BYTES = 64 * 1024
 
 
 def step_id(number: int) -> str:
-    """The step id of the ``number``-th recorded call (from 1): ``call-00000001``."""
+    """The step id of the ``number``-th admitted call (from 1): ``call-00000001``."""
     return f"call-{number:08d}"
+
+
+_NUMBERED = re.compile(r"(?:call|turn)-([0-9]{8})")
+_T = TypeVar("_T")
+
+
+def admission_number(step: str) -> int | None:
+    """The admission number a session gave step ``step``, or ``None`` if it has none.
+
+    A session numbers its call steps (``call-00000007``: 7) and model steps
+    (``turn-00000003``: 3) in the order they were admitted, that is asked; a run
+    spec's own step ids (``read``, ``lookup``) have no such number.
+    """
+    matched = _NUMBERED.fullmatch(step)
+    return int(matched.group(1)) if matched else None
+
+
+def admission_sorted(items: Iterable[_T], step: Callable[[_T], str]) -> list[_T]:
+    """``items`` (in trace order) in the order they were admitted, when all were numbered.
+
+    Args:
+        items: recorded calls or turns of one run, in the order the trace holds them
+            (the order they were answered).
+        step: the step id of an item.
+
+    Returns:
+        The items sorted by :func:`admission_number` when every item has one (a
+        session's steps; before admission numbering, model steps were numbered as
+        they were answered, so such a run keeps its trace order); otherwise the trace
+        order unchanged (a run spec's steps).
+
+    """
+    listed = list(items)
+    numbers = [admission_number(step(item)) for item in listed]
+    if any(number is None for number in numbers):
+        return listed
+    order = sorted(range(len(listed)), key=lambda i: numbers[i] or 0)
+    return [listed[i] for i in order]
 
 
 @dataclass(frozen=True)
@@ -189,6 +234,7 @@ class LiveSession:
         calls: calls recorded so far.
         admitted: calls admitted so far (the last step number handed out).
         turns: model turns recorded so far.
+        turns_admitted: model turns admitted so far (the last turn number handed out).
         reads: resource reads recorded so far.
         prompts: prompt gets recorded so far.
         closed: no more calls are recorded.
@@ -203,6 +249,7 @@ class LiveSession:
     calls: int = 0
     admitted: int = 0
     turns: int = 0
+    turns_admitted: int = 0
     reads: int = 0
     prompts: int = 0
     closed: bool = False
@@ -335,8 +382,14 @@ class LiveSession:
             raise _unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
         return recorded
 
-    def admit_turn(self, source: str) -> None:
+    def admit_turn(self, source: str) -> str:
         """Check that a model turn can be recorded, before the model is asked.
+
+        Returns:
+            The step the turn is recorded as (``turn-00000001`` and up), numbered here,
+            in the order turns are asked, so concurrent turns answered out of that
+            order keep it; hand it to :meth:`record_turn`. A turn whose model fails
+            before answering leaves its number unused.
 
         Raises:
             RecordingError: the session is closed, an earlier write failed, or the
@@ -362,12 +415,16 @@ class LiveSession:
             raise RecordingError(
                 f"a {source} model turn cannot be recorded: {why}", path=str(self.directory)
             )
+        self.turns_admitted += 1
+        return turn_step_id(self.turns_admitted)
 
-    def record_turn(self, turn: ModelExchange) -> str:
-        """Record one model turn as the next ``model`` step, before its response is handed on.
+    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
+        """Record one model turn as a ``model`` step, before its response is handed on.
 
         Args:
             turn: the exchange (:class:`~toolproof.runs.recorder.ModelExchange`).
+            step: the step :meth:`admit_turn` returned for it; ``""``: the next turn
+                number, handed out now.
 
         Returns:
             The step id (``turn-00000001`` and up).
@@ -384,7 +441,9 @@ class LiveSession:
                 path=str(self.directory),
             )
         self.turns += 1
-        step = turn_step_id(self.turns)
+        if not step:
+            self.turns_admitted += 1
+            step = turn_step_id(self.turns_admitted)
         try:
             self.recorder.model_step(step, turn)
             self.recorder.commit()

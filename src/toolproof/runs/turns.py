@@ -1,8 +1,9 @@
 """Model turns: their match keys, and the frozen ``model`` steps that serve them back.
 
 A model turn is one request an agent's model made and the response it got, recorded by
-a session's model recorder as a ``model`` step (``turn-00000001`` and up; the block is
-:meth:`~toolproof.runs.recorder.Recorder.model_block`). Frozen replay matches a turn
+a session's model recorder as a ``model`` step (``turn-00000001`` and up, numbered in
+the order the requests were asked and written when their responses arrive; the block
+is :meth:`~toolproof.runs.recorder.Recorder.model_block`). Frozen replay matches a turn
 by its *match key* (:func:`turn_key`): the canonical request without what varies from
 one call to the next:
 
@@ -17,7 +18,10 @@ one call to the next:
 
 :class:`RecordedTurns` is the step handler of ``model`` steps when a run is executed
 frozen (a session being finalized, ``toolproof replay``): it hands the recorded bytes
-to the recorder again, so the re-executed trace is the recorded one.
+to the recorder again, so the re-executed trace is the recorded one. It serves each
+step its own turn by step id, so identical requests are never confused there; an
+agent's frozen replay (``toolproof.replay_session``) matches by key and occurrence,
+counted by those admission numbers.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ tampered run is refused) — a run of ``toolproof run``, a ``serve --record`` se
 or an agent session of ``record_session`` — and indexes every recorded tool call by
 tool name and the canonical JSON (RFC 8785) of its arguments, keeping repeated
 identical calls **in recorded order**: the first such call is served the first
-recorded result, the second the second. :meth:`Cassette.toolset` builds a Toolset
+recorded result, the second the second. A session's calls and model turns count in
+the order they were asked (their admission numbers, ``call-0000000N``,
+``turn-0000000N``), so two identical requests in flight at once that were answered
+out of order are still each served their own. :meth:`Cassette.toolset` builds a Toolset
 whose tools answer from the record; the application under test uses it like the
 real one.
 
@@ -20,7 +23,7 @@ serve (one not recorded, or one more repeat than recorded):
   tool and is recorded), else behave as ``none``.
 * ``new_episodes``: serve what was recorded, run and record what was not, and append
   it: :meth:`Cassette.save` writes a new run at ``path`` holding the recorded calls
-  (in their order) followed by the new ones.
+  and turns (in their order, with their step ids) followed by the new ones.
 
 An agent session's run is served whole: ``toolproof.Session.from_cassette(cassette)``
 is a session for the same agent code whose tool calls the cassette answers and whose
@@ -44,7 +47,8 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -56,7 +60,7 @@ from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import finalize_session
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.session import LiveSession, open_session
+from toolproof.runs.session import LiveSession, admission_number, admission_sorted, open_session
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.tool import Tool
@@ -143,7 +147,8 @@ class Cassette:
         self.calls: list[tuple[str, Any]] = []
         self.turns: dict[tuple[str, bytes], list[ServedTurn]] = {}
         self._turn_keys: list[tuple[str, bytes]] = []
-        self._episodes: list[tuple[str, Any, ToolResult] | ModelExchange] = []
+        self._episodes: list[tuple[str, tuple[str, Any, ToolResult] | ModelExchange]] = []
+        """Every recorded call and turn with its step id, in trace order (to re-record)."""
         self.recorded_names: list[str] = []
         if exists:
             self._load(path)
@@ -169,43 +174,55 @@ class Cassette:
         self.recorded_names = sorted({tool.name for tool in view.runtime.toolset.tools})
         pending: dict[str, ToolCalled] = {}
         registered: dict[tuple[str, str], EvidenceRecord] = {}
+        results: dict[tuple[str, bytes], list[tuple[str, ToolResult]]] = {}
+        turns: dict[tuple[str, bytes], list[tuple[str, ServedTurn]]] = {}
         for event in view.events:
             if isinstance(event, ToolCalled):
                 pending[event.call_id] = event
             elif isinstance(event, ToolReturned) and event.call_id in pending:
-                call = pending.pop(event.call_id).call
+                called = pending.pop(event.call_id)
+                call, step = called.call, called.step
                 arguments = dict(call.arguments)
-                self.recorded.setdefault(_key(call.tool, arguments), []).append(event.result)
+                results.setdefault(_key(call.tool, arguments), []).append((step, event.result))
                 self.calls.append((call.tool, arguments))
-                self._episodes.append((call.tool, arguments, event.result))
+                self._episodes.append((step, (call.tool, arguments, event.result)))
             elif isinstance(event, EvidenceRegistered):
                 registered[(event.step, event.evidence.id)] = event.evidence
             elif isinstance(event, ModelTurn):
                 request = registered[(event.step, event.request)]
                 response = registered[(event.step, event.response)]
-                self._load_turn(run_dir, event, request, response)
+                self._load_turn(run_dir, event, request, response, turns)
+        # repeated identical calls and turns are served in the order they were asked
+        for key, found in results.items():
+            self.recorded[key] = [result for _, result in admission_sorted(found, itemgetter(0))]
+        for key, served in turns.items():
+            self.turns[key] = [turn for _, turn in admission_sorted(served, itemgetter(0))]
 
     def _load_turn(
-        self, run_dir: Path, event: ModelTurn, request: EvidenceRecord, response: EvidenceRecord
+        self,
+        run_dir: Path,
+        event: ModelTurn,
+        request: EvidenceRecord,
+        response: EvidenceRecord,
+        turns: dict[tuple[str, bytes], list[tuple[str, ServedTurn]]],
     ) -> None:
         asked = (run_dir / request.path).read_bytes()  # the manifest vouches for the bytes
         answered = (run_dir / response.path).read_bytes()
         detail = dict(event.detail)
         key = (event.source, exchange_key(event.source, asked, detail))
-        self.turns.setdefault(key, []).append(ServedTurn(answered, detail))
+        turns.setdefault(key, []).append((event.step, ServedTurn(answered, detail)))
         self._turn_keys.append(key)
-        self._episodes.append(
-            ModelExchange(
-                source=event.source,
-                model=event.model,
-                request=asked,
-                response=answered,
-                key=event.key,
-                request_media_type=request.media_type,
-                response_media_type=response.media_type,
-                detail=detail,
-            )
+        exchange = ModelExchange(
+            source=event.source,
+            model=event.model,
+            request=asked,
+            response=answered,
+            key=event.key,
+            request_media_type=request.media_type,
+            response_media_type=response.media_type,
+            detail=detail,
         )
+        self._episodes.append((event.step, exchange))
 
     def override(self, tool: str, arguments: dict[str, Any], result: Any) -> None:
         """Answer every ``tool(arguments)`` call with ``result`` (a :class:`ToolResult` or JSON).
@@ -282,12 +299,21 @@ class Cassette:
             tempfile.mkdtemp(prefix=f".{self.path.name}.recording-", dir=self.path.parent)
         )
         live = open_session(scratch, base, task=self.task)
-        for episode in self._episodes:  # the recorded episodes, kept in their order
+        # the recorded episodes, kept in their order; a session's keep their step ids
+        # (their admission numbers), so the saved run serves them as this one does
+        numbered = all(admission_number(step) is not None for step, _ in self._episodes)
+        admitted = live.admitted
+        for step, episode in self._episodes:
+            number = admission_number(step) or 0
             if isinstance(episode, ModelExchange):
-                live.record_turn(episode)
+                live.record_turn(episode, step if numbered else "")
+                live.turns_admitted = max(live.turns_admitted, number)
             else:
                 tool, arguments, result = episode
-                live.record(live.admit(tool, arguments), result)
+                admission = live.admit(tool, arguments)
+                live.record(replace(admission, step=step) if numbered else admission, result)
+                admitted = max(admitted, number if numbered else live.admitted)
+        live.admitted = admitted  # new calls and turns are numbered after the recorded ones
         return live
 
     async def _record(self, base: Toolset, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -421,8 +447,11 @@ class Cassette:
         self.misses.append(message)
         raise InputError(message, rule="cassette miss")
 
-    def admit_turn(self, source: str) -> None:
+    def admit_turn(self, source: str) -> str:
         """Before a live model is asked (a recording cassette): check the turn can be recorded.
+
+        Returns:
+            The step the turn will be recorded as (numbered in the order turns are asked).
 
         Raises:
             InputError: the cassette does not record (it only serves).
@@ -436,10 +465,14 @@ class Cassette:
             )
         if self._live is None:
             self._live = self._open(self._base or Toolset().seal())
-        self._live.admit_turn(source)
+        return self._live.admit_turn(source)
 
-    def record_turn(self, turn: ModelExchange) -> str:
+    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
         """Record one live model turn into the cassette (after :meth:`admit_turn`).
+
+        Args:
+            turn: the exchange.
+            step: what :meth:`admit_turn` returned; ``""``: numbered now.
 
         Returns:
             Its step id in the recording (``turn-00000001`` and up).
@@ -454,7 +487,7 @@ class Cassette:
                 f"cassette {self.path.name}: record mode {self.mode!r} records no model turn",
                 rule="record mode",
             )
-        step = self._live.record_turn(turn)
+        step = self._live.record_turn(turn, step)
         self.recorded_turns += 1
         return step
 
