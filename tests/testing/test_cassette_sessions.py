@@ -132,23 +132,67 @@ def test_once_records_an_agent_session_cassette_then_serves_it(tmp_path: Path) -
     assert (served.served, served.served_turns, asyncio.run(served.save())) == (2, 3, None)
 
 
-def test_new_episodes_asks_the_model_and_appends_its_turns(tmp_path: Path) -> None:
-    path = _record(tmp_path)
-    ticks: list[str] = []
-    asked: list[int] = []
-    cassette = Cassette(path, "new_episodes")
-    asyncio.run(_agent(asked, [])(toolproof.Session.from_cassette(cassette, _ticker(ticks))))
-    # the two recorded calls are served; every model turn is asked live and recorded
-    assert (ticks, asked, cassette.served, cassette.recorded_turns) == ([], [0, 1, 2], 2, 3)
-    asyncio.run(cassette.save())
-    assert toolproof.verify_run(path).ok
-    again = Cassette(path)
-    assert (len(again.calls), sum(len(t) for t in again.turns.values())) == (2, 6)
+def _again(asked: list[int], outputs: list[str]) -> AgentCode:
+    """The recorded conversation ("Tick twice."), then a new one ("Tick again.")."""
+
+    async def agent(session: toolproof.Session) -> None:
+        runner = Agent(
+            session.pydantic_ai_model(_script(asked)), toolsets=[session.pydantic_ai_toolset()]
+        )
+        for prompt in ("Tick twice.", "Tick again."):
+            outputs.append((await runner.run(prompt)).output)
+        session.answer(outputs[-1])
+
+    return agent
 
 
 def _steps(run: Path) -> list[str]:
     events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
     return [e["step"] for e in events if e["type"] in ("tool_called", "model_turn")]
+
+
+def test_new_episodes_serves_known_turns_and_asks_the_model_only_for_new_ones(
+    tmp_path: Path,
+) -> None:
+    path = _record(tmp_path)
+    recorded = _steps(path)
+    ticks: list[str] = []
+    asked: list[int] = []
+    cassette = Cassette(path, "new_episodes")
+    session = toolproof.Session.from_cassette(cassette, _ticker(ticks))
+    asyncio.run(_agent(asked, [])(session))
+    # every turn and call is known: served, none asked live, nothing to write
+    assert (asked, ticks, session.live_turns) == ([], [], 0)
+    assert (cassette.served, cassette.served_turns, cassette.recorded_turns) == (2, 3, 0)
+    assert asyncio.run(cassette.save()) is None
+    assert _steps(path) == recorded
+
+    cassette = Cassette(path, "new_episodes")
+    session = toolproof.Session.from_cassette(cassette, _ticker(ticks))
+    outputs: list[str] = []
+    asyncio.run(_again(asked, outputs)(session))
+    # only the new conversation's three turns reach the model, its two calls the tool
+    assert (asked, session.live_turns, ticks) == ([0, 1, 2], 3, ["c", "c"])
+    assert (cassette.served, cassette.served_turns) == (2, 3)
+    assert (cassette.recorded_calls, cassette.recorded_turns, cassette.misses) == (2, 3, [])
+    assert outputs == ['"c is at 2" [call_2]', '"c is at 2" [call_2]']
+    asyncio.run(cassette.save())
+    assert toolproof.verify_run(path).ok
+    assert _steps(path) == [  # the recorded steps kept, the new ones numbered after them
+        *recorded,
+        "turn-00000004",
+        "call-00000003",
+        "turn-00000005",
+        "call-00000004",
+        "turn-00000006",
+    ]
+    again = Cassette(path)
+    assert (len(again.calls), sum(len(t) for t in again.turns.values())) == (4, 6)
+    replayed: list[int] = []
+    session = toolproof.Session.from_cassette(again, _ticker(ticks))
+    asyncio.run(_again(replayed, [])(session))
+    assert (replayed, session.live_turns, ticks) == ([], 0, ["c", "c"])
+    assert (again.served, again.served_turns, again.misses) == (4, 6, [])
 
 
 def _out_of_order(asked: list[int], outputs: list[str], then: str | None = None) -> AgentCode:
@@ -195,3 +239,26 @@ def test_identical_turns_answered_out_of_order_are_served_by_the_order_asked(
     cassette = Cassette(path)
     asyncio.run(_out_of_order(asked, outputs)(toolproof.Session.from_cassette(cassette)))
     assert (asked, outputs) == ([], ["A: response to request 1 / B: response to request 2"])
+
+    cassette = Cassette(path, "new_episodes")
+    outputs = []
+    asyncio.run(
+        _out_of_order(asked, outputs, "other?")(
+            toolproof.Session.from_cassette(cassette, _ticker([]))
+        )
+    )
+    assert (asked, cassette.served_turns, cassette.recorded_turns) == ([1], 2, 1)
+    assert outputs == [
+        "A: response to request 1 / B: response to request 2",
+        "response to request 1",
+    ]
+    asyncio.run(cassette.save())
+    assert _steps(path) == ["turn-00000002", "turn-00000001", "turn-00000003"]
+    outputs = []
+    served = Cassette(path)
+    asyncio.run(_out_of_order(asked, outputs, "other?")(toolproof.Session.from_cassette(served)))
+    assert (asked, served.served_turns, served.misses) == ([1], 3, [])
+    assert outputs == [
+        "A: response to request 1 / B: response to request 2",
+        "response to request 1",
+    ]

@@ -112,6 +112,10 @@ class CassetteLike(Protocol):
         """The next recorded turn with match key ``key``: its ``response`` and ``detail``."""
         ...
 
+    def known_turn(self, source: str, key: bytes) -> Any | None:
+        """Like :meth:`serve_turn`, but ``None`` instead of a miss (recording new episodes)."""
+        ...
+
     def admit_turn(self, source: str) -> str:
         """Check that a live model turn can be recorded; the step it will be recorded as."""
         ...
@@ -366,14 +370,19 @@ class Session:
             key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
 
         Returns:
-            Frozen (or served by a cassette that does not record), what
-            :meth:`serve_turn` serves. Live, or recording into a cassette, ``None``.
+            Frozen, what :meth:`serve_turn` serves. Served by a cassette that records
+            (mode ``new_episodes``, or ``once`` with no cassette yet), the next unserved
+            recorded turn with this key, or ``None`` when it has none (the model is asked
+            live and the turn recorded, as VCR's ``new_episodes`` does). Live, ``None``.
 
         Raises:
             ReplayRefused: frozen, and the request matches no unserved recorded turn.
             InputError: served by a cassette that does not record, and it misses.
 
         """
+        if self._cassette is not None and not self._cassette.frozen:
+            found = self._cassette.known_turn(source, key)
+            return None if found is None else RecordedTurn(found.response, dict(found.detail))
         if self.frozen:
             return self.serve_turn(source, key)
         return None

@@ -21,17 +21,19 @@ serve (one not recorded, or one more repeat than recorded):
   cassette must exist.
 * ``once``: record the cassette if ``path`` does not exist (every call runs the real
   tool and is recorded), else behave as ``none``.
-* ``new_episodes``: serve what was recorded, run and record what was not, and append
-  it: :meth:`Cassette.save` writes a new run at ``path`` holding the recorded calls
-  and turns (in their order, with their step ids) followed by the new ones.
+* ``new_episodes``: serve what was recorded (tool calls and model turns alike), run
+  and record only what was not, and append it: :meth:`Cassette.save` writes a new run
+  at ``path`` holding the recorded calls and turns (in their order, with their step
+  ids) followed by the new ones.
 
 An agent session's run is served whole: ``toolproof.Session.from_cassette(cassette)``
 is a session for the same agent code whose tool calls the cassette answers and whose
 model turns (``session.pydantic_ai_model``, ``openai_agents_model``,
 ``httpx_transport``) it serves by match key and occurrence (:meth:`Cassette.serve_turn`;
 a request not recorded fails closed, raising ``InputError`` with a diff of the
-nearest recorded request). While a cassette records, every model turn is asked of
-the live model and recorded.
+nearest recorded request). While a cassette records, a model turn it holds is served
+from it (:meth:`Cassette.known_turn`) and only the others are asked of the live model
+and recorded.
 
 Recording runs the real tools of the Toolset given to :meth:`Cassette.toolset`
 through the one session recorder (:mod:`toolproof.runs.session`); :meth:`Cassette.save`
@@ -416,13 +418,11 @@ class Cassette:
                 message is also appended to :attr:`misses`.
 
         """
+        found = self.known_turn(source, key)
+        if found is not None:
+            return found
         entry = (source, key)
-        taken = self._turns_taken.get(entry, 0)
         recorded = self.turns.get(entry, [])
-        if taken < len(recorded):
-            self._turns_taken[entry] = taken + 1
-            self.served_turns += 1
-            return recorded[taken]
         if recorded:
             times = len(recorded)
             message = (
@@ -446,6 +446,24 @@ class Cassette:
             )
         self.misses.append(message)
         raise InputError(message, rule="cassette miss")
+
+    def known_turn(self, source: str, key: bytes) -> ServedTurn | None:
+        """The next unserved recorded turn of ``source`` with match key ``key``, or ``None``.
+
+        Repeated identical requests take the recorded responses in the order they were
+        asked. What a session's model recorders get while the cassette records (mode
+        ``new_episodes``): a known turn is served from the cassette, and only ``None``
+        (a new episode) sends the request to the live model. Counts in
+        :attr:`served_turns`; ``None`` is not a miss.
+        """
+        entry = (source, key)
+        taken = self._turns_taken.get(entry, 0)
+        recorded = self.turns.get(entry, [])
+        if taken >= len(recorded):
+            return None
+        self._turns_taken[entry] = taken + 1
+        self.served_turns += 1
+        return recorded[taken]
 
     def admit_turn(self, source: str) -> str:
         """Before a live model is asked (a recording cassette): check the turn can be recorded.
