@@ -15,9 +15,9 @@ One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--di
    interleaved. The anchor is SHA-256 of the request and response bytes.
 3. Group commit: how many background fsync batches finished while the ``N`` calls
    ran, and how long ``close()`` took to sync the rest. A batch starts at most every
-   50 ms and is one ``syncfs(2)`` on Linux (elsewhere: an fsync of the trace, the
-   evidence folder and each new evidence file), so the power-loss window is 50 ms
-   plus the time the batch takes (see ``runs/recorder.py``).
+   50 ms and is one ``syncfs(2)`` on Linux (elsewhere: an fsync of the evidence pack
+   and of the trace), so the power-loss window is 50 ms plus the time the batch
+   takes (see ``runs/recorder.py``).
 4. The 2,000-call executor run of ``bench_recorder.py`` (record time of the executor
    with the same recorder; target well under 0.2 s).
 

@@ -26,6 +26,7 @@ from toolproof.contract.trace import (
     ToolCalled,
     ToolReturned,
 )
+from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore, record_from_json
 from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
 from toolproof.tools.observe import Observation
@@ -165,7 +166,9 @@ def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
     assert events[3]["recovered_by"] == "retry"
     assert recorded.evidence is not None
     assert events[5]["detail"] == {"evidence": recorded.evidence.id}
-    assert (tmp_path / recorded.evidence.path).read_bytes() == b"ok"
+    # a live session's bytes are in its evidence pack, not in evidence/ (finalize writes those)
+    assert recorder.store.read(recorded.evidence.id) == b"ok"
+    assert not (tmp_path / recorded.evidence.path).exists()
 
 
 def test_a_value_with_no_canonical_form_is_recorded_as_invalid_result(tmp_path: Path) -> None:
@@ -236,6 +239,9 @@ def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Dura
         recorder.commit()
     size, _ = recorder.close()
     assert size == (tmp_path / "trace.jsonl").stat().st_size
-    assert sorted(p.read_bytes() for p in (tmp_path / "evidence").iterdir()) == [b"1", b"2", b"3"]
+    pack = read_pack(tmp_path / "evidence.pack")
+    assert (pack.problem, pack.end) == (None, (tmp_path / "evidence.pack").stat().st_size)
+    assert sorted(pack.read(name) for name in pack.items) == [b"1", b"2", b"3"]
+    assert not (tmp_path / "evidence").exists()
     if durability == Durability.GROUP:
         assert 1 <= recorder.syncs <= 3

@@ -4,6 +4,11 @@ Bytes are stored once per digest as ``evidence/<sha256 hex>`` and never re-encod
 a :class:`SupportRef` is an interval *within that file*, so a chunk cut from the
 middle of a document is cited by offsets from the chunk's first byte, never from
 the document's.
+
+A live session's store (``pack=True``) appends each new item to the session's
+``evidence.pack`` instead (:mod:`toolproof.evidence.pack`: one ``write(2)`` per item,
+no file created) and serves every read from it; offsets within an item are the same
+as within its file, and finalizing the session writes the run's ``evidence/`` files.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from toolproof.contract.evidence import (
 )
 from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
+from toolproof.evidence.pack import PACK_FILE, PackWriter
 from toolproof.identity import digest
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
@@ -59,19 +65,33 @@ def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
 
 
 class EvidenceStore:
-    """Stores evidence bytes under a run directory's ``evidence/`` folder.
+    """Stores evidence bytes under a run directory's ``evidence/`` folder, or in a pack.
 
     Args:
-        run_dir: the run directory being written (``evidence/`` is created if missing).
+        run_dir: the run directory being written (``evidence/`` is created if missing),
+            or the live session directory when ``pack`` is True.
+        pack: append every new item to ``run_dir/evidence.pack`` (created now; it must
+            not exist) instead of a file per item; ``evidence/`` is not created.
+
+    Attributes:
+        pack: the pack writer, or ``None`` for a file per item.
+
+    Raises:
+        OSError: the folder or the pack cannot be created.
 
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, pack: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.directory = self.run_dir / EVIDENCE_DIR
-        self.directory.mkdir(exist_ok=True)
+        self.pack: PackWriter | None = None
+        if pack:
+            self.pack = PackWriter(self.run_dir / PACK_FILE)
+        else:
+            self.directory.mkdir(exist_ok=True)
         self._root = str(self.run_dir)
         self._sizes: dict[str, int] = {}
+        self._offsets: dict[str, int] = {}
         self._total = 0
         self._stamps: dict[str, tuple[int, int]] = {}
 
@@ -80,6 +100,34 @@ class EvidenceStore:
         """Bytes of distinct evidence stored so far (a running count: O(1))."""
         return self._total
 
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes the store wrote to disk so far: :attr:`total_bytes` plus a pack's lines."""
+        return self._total if self.pack is None else self.pack.size
+
+    def sync(self) -> None:
+        """Make a pack's items durable (``fsync``; nothing without a pack or new items).
+
+        Files of a store without a pack are synced by whoever commits them (the run
+        directory writer).
+
+        Raises:
+            OSError: the fsync failed (it names the pack).
+
+        """
+        if self.pack is not None:
+            self.pack.sync()
+
+    def close(self, *, sync: bool = True) -> None:
+        """Close a pack (fsynced unless ``sync`` is False); reads after it open the file.
+
+        Raises:
+            OSError: the fsync failed (the pack is closed anyway).
+
+        """
+        if self.pack is not None:
+            self.pack.close(sync=sync)
+
     def __contains__(self, evidence_id: object) -> bool:
         return evidence_id in self._sizes
 
@@ -87,7 +135,7 @@ class EvidenceStore:
         """Store ``data`` exactly (once per digest) and return its record.
 
         Files are not fsynced one by one: the run directory writer makes the whole
-        directory durable before it renames it into place.
+        directory durable before it renames it into place (a pack: :meth:`sync`).
 
         Args:
             data: the evidence bytes, as they will be cited.
@@ -126,7 +174,8 @@ class EvidenceStore:
 
         Returns:
             The record's plain JSON, and the path of the file created (``None`` when
-            identical bytes were already stored).
+            identical bytes were already stored, and always with a pack: no file is
+            created, the pack is synced as one file).
 
         Raises:
             OSError: the file cannot be written (nothing is left of it).
@@ -156,6 +205,11 @@ class EvidenceStore:
         evidence_id = evidence_id_for(data_digest)
         if evidence_id in self._sizes:
             return data_digest, evidence_id, None
+        if self.pack is not None:
+            self._offsets[evidence_id] = self.pack.append(data_digest[7:], data)
+            self._sizes[evidence_id] = len(data)
+            self._total += len(data)
+            return data_digest, evidence_id, None
         target = os.path.join(self._root, evidence_path_for(evidence_id))
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
@@ -179,8 +233,11 @@ class EvidenceStore:
 
         Something wrote into the run after the bytes were recorded (an extension that
         re-encoded evidence); the caller re-hashes those files so the checks see it.
+        A pack's items are never rewritten in place: always empty with a pack.
         """
-        out = []
+        out: list[str] = []
+        if self.pack is not None:
+            return out
         for evidence_id, stamp in self._stamps.items():
             try:
                 stat = (self.run_dir / evidence_path_for(evidence_id)).lstat()
@@ -206,14 +263,25 @@ class EvidenceStore:
             ) from None
 
     def read(self, evidence_id: str) -> bytes:
-        """The exact bytes of stored evidence.
+        """The exact bytes of stored evidence (from the pack, with one).
 
         Raises:
             InputError: no such evidence in this run.
 
         """
-        self.size_of(evidence_id)
+        size = self.size_of(evidence_id)
+        if self.pack is not None:
+            return self._from_pack(evidence_id, 0, size)
         return (self.run_dir / evidence_path_for(evidence_id)).read_bytes()
+
+    def _from_pack(self, evidence_id: str, start: int, length: int) -> bytes:
+        assert self.pack is not None
+        offset = self._offsets[evidence_id] + start
+        if not self.pack.closed:
+            return self.pack.read(offset, length)
+        with self.pack.path.open("rb") as file:
+            file.seek(offset)
+            return file.read(length)
 
     def support(self, evidence_id: str, start: int, end: int) -> SupportRef:
         """The :class:`SupportRef` of bytes ``[start, end)`` of an evidence file.
@@ -233,9 +301,12 @@ class EvidenceStore:
                 start=start,
                 end=end,
             )
-        with (self.run_dir / evidence_path_for(evidence_id)).open("rb") as file:
-            file.seek(start)
-            data = file.read(end - start)
+        if self.pack is not None:
+            data = self._from_pack(evidence_id, start, end - start)
+        else:
+            with (self.run_dir / evidence_path_for(evidence_id)).open("rb") as file:
+                file.seek(start)
+                data = file.read(end - start)
         return span_ref(evidence_id, data, 0, len(data)).model_copy(
             update={"start": start, "end": end}
         )

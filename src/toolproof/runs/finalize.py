@@ -12,11 +12,22 @@ committed call steps must equal the live ones byte for byte: a live trace edited
 after it was written is not committed. The result verifies with ``toolproof verify``
 and replays with ``toolproof replay``.
 
+The live evidence is read from the session's ``evidence.pack``
+(:func:`~toolproof.evidence.pack.read_pack`: every item's digest checked) and from
+``evidence/`` files (sessions recorded before the pack). The committed run holds the
+usual ``evidence/<sha256 hex>`` files, written by the frozen re-execution (a tool
+result's bytes from its recorded value, a model turn's from the pack) and made
+durable by the run directory's commit; the live directory, pack included, is removed
+only after the run is in place, so a crash at any point leaves either the live
+session (recover it again) or the committed run.
+
 A process killed outright (``kill -9``) leaves the live directory, which has no
 manifest and so never verifies. :func:`recover_session` (``toolproof verify
---recover``) keeps the events up to the last complete call block, reports what it
-dropped (events of an unfinished block, a torn last line, unreferenced evidence), and
-finalizes the rest the same way. A run that cannot be written (a full disk) is a
+--recover``) keeps the events up to the last complete call block whose evidence
+bytes are all in the live session, reports what it dropped (events of an unfinished
+block, a torn last line, a torn or damaged pack item and everything after it, steps
+whose bytes the pack lost, unreferenced evidence), and finalizes the rest the same
+way. A run that cannot be written (a full disk) is a
 :class:`~toolproof.errors.RecordingError`; the live session is kept.
 """
 
@@ -60,6 +71,7 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import InputError, RecordingError, VerificationError
+from toolproof.evidence.pack import PACK_FILE, PackContents, read_pack
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.planner import plan_run
@@ -134,15 +146,86 @@ def _sound_prefix(lines: list[TraceLine]) -> tuple[list[TraceEvent], list[str]]:
     return kept[:end], dropped
 
 
-def _unreferenced(live: Path, events: list[TraceEvent]) -> list[str]:
+@dataclass(frozen=True)
+class _LiveEvidence:
+    """The evidence a live session holds: its pack's sound items and its ``evidence/`` files.
+
+    Attributes:
+        pack: ``evidence.pack`` as read, or ``None`` when there is none.
+        files: names in ``evidence/`` (a session recorded before the pack).
+
+    """
+
+    pack: PackContents | None
+    files: frozenset[str]
+
+    def names(self) -> set[str]:
+        """The hex names of every stored item."""
+        return set(self.files) | (set(self.pack.items) if self.pack is not None else set())
+
+    def problem(self) -> str | None:
+        """What ended the pack's sound part early, as a dropped message, or ``None``."""
+        pack = self.pack
+        if pack is None or pack.problem is None:
+            return None
+        rest = pack.size - pack.end
+        return f"{PACK_FILE} {pack.problem}; dropped with the {rest} bytes from there on"
+
+
+def _live_evidence(live: Path) -> _LiveEvidence:
+    """Read the live session's pack (checking every digest) and list its evidence files.
+
+    Raises:
+        OSError: the pack or the folder cannot be read.
+
+    """
     folder = live / EVIDENCE_DIR
+    files = frozenset(p.name for p in folder.iterdir()) if folder.is_dir() else frozenset()
+    pack_path = live / PACK_FILE
+    pack = read_pack(pack_path) if pack_path.exists() else None
+    return _LiveEvidence(pack, files)
+
+
+def _with_bytes(
+    events: list[TraceEvent], evidence: _LiveEvidence
+) -> tuple[list[TraceEvent], list[str]]:
+    """``events`` up to the step before the first whose evidence bytes the session lacks.
+
+    Only a torn pack (a power loss, or a file cut by hand) can lose an item an event
+    names: a killed process always wrote the item before its event.
+    """
+    names = evidence.names()
+    for at, event in enumerate(events):
+        if not isinstance(event, EvidenceRegistered):
+            continue
+        if event.evidence.path.removeprefix(EVIDENCE_DIR + "/") in names:
+            continue
+        cut = max((i + 1 for i in range(at) if isinstance(events[i], StepFinished)), default=0)
+        message = (
+            f"events {events[cut].idx} to {events[-1].idx} (step {event.step!r} and every "
+            f"step after it): event {event.idx} registers {event.evidence.path}, whose bytes "
+            "are not in the live session"
+        )
+        return events[:cut], [message]
+    return events, []
+
+
+def _unreferenced(evidence: _LiveEvidence, events: list[TraceEvent]) -> list[str]:
     kept = {e.evidence.path for e in events if isinstance(e, EvidenceRegistered)}
-    names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     return [
         f"{evidence_path(name)}: stored for a call whose block is incomplete"
-        for name in names
+        for name in sorted(evidence.names())
         if evidence_path(name) not in kept
     ]
+
+
+def _damage(lines: list[TraceLine], evidence: _LiveEvidence) -> tuple[list[TraceEvent], list[str]]:
+    """The events a run can be made of, and a message per thing dropped (see the module)."""
+    events, dropped = _sound_prefix(lines)
+    events, lost = _with_bytes(events, evidence)
+    pack_problem = evidence.problem()
+    dropped += lost + ([pack_problem] if pack_problem is not None else [])
+    return events, dropped + _unreferenced(evidence, events)
 
 
 def _started(header: dict[str, Any]) -> tuple[str, float]:
@@ -161,6 +244,7 @@ async def _commit(
     events: list[TraceEvent],
     header: dict[str, Any],
     dropped: list[str] | None,
+    pack: PackContents | None,
 ) -> SessionOutcome:
     runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
@@ -196,7 +280,7 @@ async def _commit(
     live_lines = (live / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
     try:
         committed, recorded = await _write_run(
-            live, root, spec, runtime, events, live_lines, header, dropped, len(calls)
+            live, root, spec, runtime, events, live_lines, header, dropped, len(calls), pack
         )
     except OSError as exc:
         raise RecordingError(
@@ -246,8 +330,10 @@ async def _write_run(
     header: dict[str, Any],
     dropped: list[str] | None,
     calls: int,
+    pack: PackContents | None,
 ) -> tuple[CommittedRun, RecordedRun]:
-    handlers = {**default_handlers(events=events), "model": RecordedTurns(events, live)}
+    turns = RecordedTurns(events, live, pack=pack)
+    handlers = {**default_handlers(events=events), "model": turns}
     plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
     with RunDirectoryWriter(root) as writer:
         recorded = await record_run(
@@ -281,7 +367,9 @@ async def _write_run(
         return writer.commit(), recorded
 
 
-def _read_live(live: Path) -> tuple[dict[str, Any], list[TraceLine], str | None]:
+def _read_live(
+    live: Path,
+) -> tuple[dict[str, Any], list[TraceLine], str | None, _LiveEvidence]:
     if not is_live_session(live):
         raise InputError(
             f"{live} is not a live session (no {SESSION_FILE}, or it already has a manifest)",
@@ -290,10 +378,11 @@ def _read_live(live: Path) -> tuple[dict[str, Any], list[TraceLine], str | None]
     try:
         header = json.loads((live / SESSION_FILE).read_bytes())
         data = (live / TRACE_FILE).read_bytes() if (live / TRACE_FILE).is_file() else b""
+        evidence = _live_evidence(live)
     except (OSError, ValueError) as exc:
         raise InputError(f"{live}: cannot read the live session: {exc}", path=str(live)) from exc
     lines, problem = read_trace(data)
-    return header if isinstance(header, dict) else {}, lines, problem
+    return header if isinstance(header, dict) else {}, lines, problem, evidence
 
 
 async def finalize_session(live: Path, root: Path) -> SessionOutcome:
@@ -306,9 +395,8 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
         RecordingError: the run cannot be written (the live session is kept).
 
     """
-    header, lines, problem = _read_live(live)
-    events, dropped = _sound_prefix(lines)
-    dropped += _unreferenced(live, events)
+    header, lines, problem, evidence = _read_live(live)
+    events, dropped = _damage(lines, evidence)
     if problem is not None:
         dropped.append(f"trace.jsonl {problem}")
     if dropped:
@@ -317,7 +405,7 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
             "run `toolproof verify --recover` on it",
             path=str(live),
         )
-    return await _commit(live, root, events, header, None)
+    return await _commit(live, root, events, header, None, evidence.pack)
 
 
 async def recover_session(live: Path) -> SessionOutcome:
@@ -332,13 +420,12 @@ async def recover_session(live: Path) -> SessionOutcome:
         RecordingError: the run cannot be written (the live session is kept).
 
     """
-    header, lines, _ = _read_live(live)
+    header, lines, _, evidence = _read_live(live)
     if header.get("pid") != os.getpid() and pid_alive(header.get("pid")):
         raise InputError(
             f"{live}: the server recording it (pid {header['pid']}) is still running; "
             "stop it (SIGTERM finalizes the session) instead of recovering",
             path=str(live),
         )
-    events, dropped = _sound_prefix(lines)
-    dropped += _unreferenced(live, events)
-    return await _commit(live, live.parent.parent, events, header, dropped)
+    events, dropped = _damage(lines, evidence)
+    return await _commit(live, live.parent.parent, events, header, dropped, evidence.pack)

@@ -35,11 +35,15 @@ Durability (:class:`Durability`):
   acknowledged; a background thread starts a sync batch at most every
   :data:`SYNC_INTERVAL` seconds, so a power loss can lose at most the calls
   acknowledged in the last 50 ms plus the time the batch takes. On Linux a batch is
-  one ``syncfs(2)`` of the run directory's filesystem (the trace, every new evidence
-  file and the evidence folder in one call, whatever the call rate; never the
-  machine-wide ``sync(2)``); elsewhere it fsyncs the trace, each new evidence file
-  and the evidence folder.
+  one ``syncfs(2)`` of the run directory's filesystem (the trace and the evidence
+  pack in one call, whatever the call rate; never the machine-wide ``sync(2)``);
+  elsewhere it fsyncs the evidence pack and the trace.
 * ``each``: fsync on every commit (the comparison figure of the benchmark).
+
+A ``group`` or ``each`` recorder (a live session) stores evidence in one pack file,
+``evidence.pack`` (:mod:`toolproof.evidence.pack`): each new item is appended in one
+``write(2)``, before the event that registers it; a ``commit`` recorder (a run being
+written) stores a file per item under ``evidence/``.
 """
 
 from __future__ import annotations
@@ -342,7 +346,7 @@ class Recorder:
         self.trace = TraceWriter(
             self.directory / TRACE_FILE, buffer_bytes=1 << 20 if buffered else 0
         )
-        self.store = EvidenceStore(self.directory)
+        self.store = EvidenceStore(self.directory, pack=not buffered)
         self._new_files: list[str] = []
         self._sync = (
             _GroupSync(self, sync_interval) if self.durability == Durability.GROUP else None
@@ -683,11 +687,11 @@ class Recorder:
             self.sync_now(paths)
 
     def sync_now(self, paths: Iterable[str] = ()) -> None:
-        """Make the trace and the evidence files ``paths`` durable.
+        """Make the trace, the evidence pack and the evidence files ``paths`` durable.
 
         ``group`` on Linux: one ``syncfs(2)`` of the trace's filesystem (it holds the
-        evidence folder too). Otherwise: fsync each of ``paths``, the evidence folder
-        (when any) and the trace.
+        pack too). Otherwise: fsync each of ``paths`` and the evidence folder (when
+        any), the pack (when anything was appended since) and the trace.
 
         Raises:
             OSError: the sync failed (it names the run directory or the file).
@@ -706,6 +710,7 @@ class Recorder:
         if synced_files:
             fsync_path(self.store.directory)
         if not self._closed:
+            self.store.sync()
             self.trace.sync()
 
     @property
@@ -725,6 +730,7 @@ class Recorder:
         try:
             if sync and self.durability != Durability.COMMIT and self._new_files:
                 self.sync_now(self._new_files)
+            self.store.close(sync=sync)  # the pack is on disk before the trace's last fsync
         finally:
             self._new_files = []
             self._closed = True

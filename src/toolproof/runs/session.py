@@ -17,8 +17,10 @@ finalized (:mod:`toolproof.runs.finalize`):
   *admitted* (asked): ``call-00000002`` can precede ``call-00000001`` in the trace,
   and the number is the order the agent asked in (:func:`admission_number`), which is
   what frozen replay serves repeated identical requests by;
-* ``evidence/``: the result bytes (and model requests and responses), named by their
-  SHA-256.
+* ``evidence.pack``: the result bytes (and model requests and responses), each item
+  appended in one write before the event that registers it
+  (:mod:`toolproof.evidence.pack`); finalizing writes the run's ``evidence/<sha256
+  hex>`` files.
 
 Resource reads and prompt gets are steps too (:meth:`LiveSession.record_read`,
 :meth:`LiveSession.record_prompt`: ``read-0000000N``, ``prompt-0000000N``, kinds
@@ -266,7 +268,7 @@ class LiveSession:
     def _free(self, needed: int) -> tuple[int, int]:
         assert self._room is not None
         recorder = self.recorder
-        return self._room.room(recorder.trace.size + recorder.store.total_bytes, needed)
+        return self._room.room(recorder.trace.size + recorder.store.stored_bytes, needed)
 
     def _cannot_write(self, exc: OSError) -> str:
         where = exc.filename or self.directory / TRACE_FILE

@@ -36,6 +36,7 @@ from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
 from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
 from toolproof.errors import InputError
+from toolproof.evidence.pack import PackContents
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
@@ -189,11 +190,16 @@ class RecordedTurns:
         events: the recorded trace.
         directory: the directory holding the recorded ``evidence/`` (a run or a live
             session).
+        pack: a live session's evidence pack as read (its items are served from it;
+            the others from ``directory``'s ``evidence/`` files).
 
     """
 
-    def __init__(self, events: Sequence[TraceEvent], directory: Path) -> None:
+    def __init__(
+        self, events: Sequence[TraceEvent], directory: Path, *, pack: PackContents | None = None
+    ) -> None:
         self.directory = Path(directory)
+        self.pack = pack
         self._turns: dict[str, tuple[ModelTurn, EvidenceRecord, EvidenceRecord]] = {}
         registered: dict[tuple[str, str], EvidenceRecord] = {}
         for event in events:
@@ -209,6 +215,9 @@ class RecordedTurns:
         return step in self._turns
 
     def _bytes(self, record: EvidenceRecord) -> bytes:
+        hex_digest = record.digest.removeprefix("sha256:")
+        if self.pack is not None and hex_digest in self.pack.items:
+            return self.pack.read(hex_digest)  # its digest was checked when it was read
         path = self.directory / record.path
         try:
             data = path.read_bytes()

@@ -1,0 +1,257 @@
+r"""The evidence pack of a live session: every new evidence item appended to one file.
+
+A live session (``toolproof serve --record``, an agent's ``record_session``) stores
+its evidence bytes in ``evidence.pack`` in its live directory instead of one file per
+item: creating a file costs far more than appending to one (on ext4 under load,
+hundreds of microseconds per create, contending with group commit's ``syncfs``). The
+committed run keeps the layout of every run, ``evidence/<sha256 hex>`` files: the
+finalizing frozen re-execution writes them (:mod:`toolproof.runs.finalize`).
+
+The file is::
+
+    toolproof-evidence-pack 1\n            the header line (written when it is created)
+    <64 hex> <size>\n<size bytes>           one item: its SHA-256, its size, its bytes
+    <64 hex> <size>\n<size bytes>           ...
+
+An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``)
+before the trace event that registers it, so a killed process leaves every item a
+written event names whole. :func:`read_pack` never trusts the file: it reads items
+in order, checks each one's digest, and stops at the first item that is torn (the
+file ends inside its line or its bytes) or damaged, the way a torn trace line ends
+the sound part of a trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["PACK_FILE", "PACK_HEADER", "PackContents", "PackWriter", "read_pack"]
+
+PACK_FILE = "evidence.pack"
+"""The live session file holding its evidence bytes (a live directory only, never a run)."""
+PACK_HEADER = b"toolproof-evidence-pack 1\n"
+"""The first line of every pack: the format and its version."""
+_ITEM_LINE = re.compile(rb"([0-9a-f]{64}) (0|[1-9][0-9]{0,19})\n")
+_LONGEST_LINE = 64 + 1 + 20 + 1
+
+
+class PackWriter:
+    """Appends evidence items to a new pack file (see the module docstring).
+
+    Args:
+        path: the pack to create (it must not exist); its header line is written now.
+
+    Raises:
+        OSError: the file cannot be created or its header written (nothing is left).
+
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._where = str(self.path)
+        self._fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o666
+        )
+        self._size = 0
+        self._dirty = True
+        self._synced_once = False
+        self.broken: OSError | None = None
+        """The write error that broke the writer (its item could not be cut off), or None."""
+        try:
+            self._write([PACK_HEADER])
+        except OSError:
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            raise
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far (header line and items)."""
+        return self._size
+
+    def _write(self, parts: list[bytes]) -> None:
+        total = sum(len(part) for part in parts)
+        written = os.writev(self._fd, parts)  # one write(2) in all but a partial write
+        if written < total:  # a partial write (a signal, a filling disk): the rest in order
+            rest = memoryview(b"".join(parts))[written:]
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
+        self._size += total
+        self._dirty = True
+
+    def append(self, hex_digest: str, data: bytes) -> int:
+        """Append one item (its line and bytes in one ``writev``); return its bytes' offset.
+
+        Args:
+            hex_digest: the 64 lowercase hex digits of ``data``'s SHA-256 (not checked
+                here: the caller computed it from ``data``).
+            data: the evidence bytes.
+
+        Returns:
+            The offset of the item's first byte in the file.
+
+        Raises:
+            OSError: the write failed (it names the pack). What was written of the item
+                is cut off again; if even that fails the writer is broken and every
+                later append raises the same error.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        line = b"%s %d\n" % (hex_digest.encode("ascii"), len(data))
+        before = self._size
+        try:
+            self._write([line, data])
+        except OSError as exc:
+            error = OSError(exc.errno, exc.strerror, self._where)
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:
+                self.broken = error
+            self._size = before
+            raise error from exc
+        return before + len(line)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` (``pread``).
+
+        Raises:
+            OSError: the read failed, or the file is shorter than that (it was cut).
+
+        """
+        data = os.pread(self._fd, size, offset)
+        if len(data) != size:
+            raise OSError(0, f"{len(data)} of {size} bytes at offset {offset}", self._where)
+        return data
+
+    def sync(self) -> None:
+        """Make every item appended so far durable (``fsync``; the first also fsyncs the folder).
+
+        Does nothing when nothing was appended since the last sync.
+
+        Raises:
+            OSError: the fsync failed (it names the pack).
+
+        """
+        if not self._dirty or self._fd < 0:
+            return
+        self._dirty = False  # before the fsync: an append during it is synced next time
+        try:
+            os.fsync(self._fd)
+            if not self._synced_once:  # the pack's own name in its folder
+                fd = os.open(self.path.parent, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                self._synced_once = True
+        except OSError as exc:
+            self._dirty = True
+            raise OSError(exc.errno, exc.strerror, self._where) from exc
+
+    def close(self, *, sync: bool = True) -> None:
+        """Sync (unless ``sync`` is False) and close the file; later reads open it by path.
+
+        Raises:
+            OSError: the fsync failed (the file is closed anyway).
+
+        """
+        if self._fd < 0:
+            return
+        try:
+            if sync:
+                self.sync()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._fd < 0
+
+
+@dataclass(frozen=True)
+class PackContents:
+    """The sound part of a pack as read by :func:`read_pack`.
+
+    Attributes:
+        path: the pack file.
+        items: hex digest -> ``(offset, size)`` of each whole item whose bytes match its
+            digest, in file order (a digest appended twice keeps its first item).
+        end: bytes of the sound part (header line and whole items).
+        size: bytes of the file.
+        problem: why reading stopped before ``size`` (``None``: the file is sound to
+            its end); it names the item (from 1) and its byte offset.
+
+    """
+
+    path: Path
+    items: dict[str, tuple[int, int]]
+    end: int
+    size: int
+    problem: str | None = None
+    _data: bytes = field(default=b"", repr=False)
+
+    def read(self, hex_digest: str) -> bytes:
+        """The bytes of the item of ``hex_digest`` (checked against it when the pack was read).
+
+        Raises:
+            KeyError: no sound item has that digest.
+
+        """
+        offset, size = self.items[hex_digest]
+        return self._data[offset : offset + size]
+
+
+def read_pack(path: Path) -> PackContents:
+    """Read a pack file, check every item's digest, stop at the first torn or damaged one.
+
+    Args:
+        path: the ``evidence.pack`` of a live session.
+
+    Returns:
+        The :class:`PackContents`; its ``problem`` says what ended the sound part early.
+
+    Raises:
+        OSError: the file cannot be read.
+
+    """
+    data = Path(path).read_bytes()
+    items: dict[str, tuple[int, int]] = {}
+    problem: str | None = None
+    if not data.startswith(PACK_HEADER):
+        problem = f"does not start with its header line {PACK_HEADER[:-1].decode()!r}"
+        return PackContents(Path(path), items, 0, len(data), problem, data)
+    at = len(PACK_HEADER)
+    number = 0
+    while at < len(data):
+        number += 1
+        line = _ITEM_LINE.match(data, at, min(len(data), at + _LONGEST_LINE))
+        if line is None:
+            if b"\n" in data[at : at + _LONGEST_LINE] or len(data) - at >= _LONGEST_LINE:
+                why = "its line is not '<sha256 hex> <size>'"
+            else:
+                why = "torn: the file ends inside its line"
+            problem = f"item {number} at byte {at}: {why}"
+            break
+        hex_digest, size = line.group(1).decode("ascii"), int(line.group(2))
+        start = line.end()
+        if start + size > len(data):
+            problem = (
+                f"item {number} at byte {at} (evidence {hex_digest}): torn: "
+                f"{len(data) - start} of its {size} bytes"
+            )
+            break
+        if hashlib.sha256(memoryview(data)[start : start + size]).hexdigest() != hex_digest:
+            problem = f"item {number} at byte {at}: its bytes do not match its digest {hex_digest}"
+            break
+        items.setdefault(hex_digest, (start, size))
+        at = start + size
+    return PackContents(Path(path), items, at, len(data), problem, data)
