@@ -21,7 +21,11 @@ One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--di
 4. The 2,000-call executor run of ``bench_recorder.py`` (record time of the executor
    with the same recorder; target well under 0.2 s).
 
-Each figure is the median of ``--rounds`` rounds; the filesystem of ``--dir`` is
+Beside each wall-clock median the median *thread CPU* difference is printed
+(``time.thread_time`` of the recording thread: steadier on a loaded machine, since it
+leaves out time the thread was preempted, but it also leaves out time it waited for
+the disk and the sync thread's work). Each figure is the median of ``--rounds``
+rounds; the filesystem of ``--dir`` is
 printed (``--dir /dev/shm`` for tmpfs).
 """
 
@@ -66,21 +70,27 @@ def _session(root: Path, durability: Durability) -> Session:
     return Session(toolset, open_session(root, toolset, task="bench", durability=durability))
 
 
+def _clocks() -> tuple[float, float]:
+    """Wall and this thread's CPU seconds (the recording thread: not the syncer's)."""
+    return time.perf_counter(), time.thread_time()
+
+
 async def _calls(
     root: Path, calls: int, durability: Durability
-) -> tuple[float, float, int, float, float]:
-    """Median overhead, median hashing, fsync batches, seconds of the calls, of the close."""
+) -> tuple[float, float, int, float, float, float]:
+    """Median overhead, hashing, fsync batches, seconds of the calls, of the close, CPU."""
     session = _session(root, durability)
     tool = _toolset()["echo"]
-    diffs, hashes = [], []
+    diffs, hashes, cpus = [], [], []
     began = time.perf_counter()
     for n in range(calls):
-        started = time.perf_counter()
+        wall, cpu = _clocks()
         await tool.call({"n": n})
-        plain = time.perf_counter() - started
-        started = time.perf_counter()
+        plain_wall, plain_cpu = _clocks()
         result = await session.call("echo", {"n": n})
-        diffs.append(time.perf_counter() - started - plain)
+        done_wall, done_cpu = _clocks()
+        diffs.append(done_wall - plain_wall - (plain_wall - wall))
+        cpus.append(done_cpu - plain_cpu - (plain_cpu - cpu))
         data, _ = encode_value(result.value)
         started = time.perf_counter()
         hashlib.sha256(data).hexdigest()
@@ -91,27 +101,29 @@ async def _calls(
     began = time.perf_counter()
     session._live.close()
     closed = time.perf_counter() - began
-    return statistics.median(diffs), statistics.median(hashes), syncs, ran, closed
+    median = statistics.median
+    return median(diffs), median(hashes), syncs, ran, closed, median(cpus)
 
 
 def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart("It is a pear.")])
 
 
-async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float]:
+async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float, float]:
     session = _session(root, Durability.GROUP)
     bare = FunctionModel(_respond)
     recorded = RecordedModel(FunctionModel(_respond), session)
     params = ModelRequestParameters()
-    diffs, hashes = [], []
+    diffs, hashes, cpus = [], [], []
     for n in range(turns):
         messages: list[ModelMessage] = [ModelRequest.user_text_prompt(f"Which fruit is {n}?")]
-        started = time.perf_counter()
+        wall, cpu = _clocks()
         response = await bare.request(messages, None, params)
-        plain = time.perf_counter() - started
-        started = time.perf_counter()
+        plain_wall, plain_cpu = _clocks()
         await recorded.request(messages, None, params)
-        diffs.append(time.perf_counter() - started - plain)
+        done_wall, done_cpu = _clocks()
+        diffs.append(done_wall - plain_wall - (plain_wall - wall))
+        cpus.append(done_cpu - plain_cpu - (plain_cpu - cpu))
         request = request_bytes(messages, None, params)
         started = time.perf_counter()
         hashlib.sha256(request).hexdigest()
@@ -119,10 +131,10 @@ async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float]:
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
     session._live.close()
-    return statistics.median(diffs), statistics.median(hashes)
+    return statistics.median(diffs), statistics.median(hashes), statistics.median(cpus)
 
 
-async def _http_turns(root: Path, turns: int) -> tuple[float, float]:
+async def _http_turns(root: Path, turns: int) -> tuple[float, float, float]:
     session = _session(root, Durability.GROUP)
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -130,7 +142,7 @@ async def _http_turns(root: Path, turns: int) -> tuple[float, float]:
 
     inner = httpx.MockTransport(answer)
     recorded = RecordingTransport(session, httpx.MockTransport(answer))
-    diffs, hashes = [], []
+    diffs, hashes, cpus = [], [], []
     for n in range(turns):
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": str(n)}]})
 
@@ -142,21 +154,22 @@ async def _http_turns(root: Path, turns: int) -> tuple[float, float]:
                 headers={"authorization": "Bearer sk-x", "content-type": "application/json"},
             )
 
-        started = time.perf_counter()
+        wall, cpu = _clocks()
         response = await inner.handle_async_request(request())
         await response.aread()
-        plain = time.perf_counter() - started
-        started = time.perf_counter()
+        plain_wall, plain_cpu = _clocks()
         response = await recorded.handle_async_request(request())
         await response.aread()
-        diffs.append(time.perf_counter() - started - plain)
+        done_wall, done_cpu = _clocks()
+        diffs.append(done_wall - plain_wall - (plain_wall - wall))
+        cpus.append(done_cpu - plain_cpu - (plain_cpu - cpu))
         started = time.perf_counter()
         hashlib.sha256(body.encode()).hexdigest()
         hashlib.sha256(CHAT).hexdigest()
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
     session._live.close()
-    return statistics.median(diffs), statistics.median(hashes)
+    return statistics.median(diffs), statistics.median(hashes), statistics.median(cpus)
 
 
 def _rounds(rounds: int, base: Path, work: Any, *args: Any) -> list[Any]:
@@ -167,11 +180,11 @@ def _rounds(rounds: int, base: Path, work: Any, *args: Any) -> list[Any]:
     return out
 
 
-def _line(label: str, overhead: float, hashing: float, budget: float) -> str:
+def _line(label: str, overhead: float, hashing: float, budget: float, cpu: float) -> str:
     verdict = "ok" if overhead <= budget + hashing else "OVER"
     return (
         f"  {label:24s}: median {overhead * 1e6:7.1f} us (hashing {hashing * 1e6:.1f} us; "
-        f"target <= {budget * 1e6:.0f} us + hashing: {verdict})"
+        f"target <= {budget * 1e6:.0f} us + hashing: {verdict}); thread CPU {cpu * 1e6:.1f} us"
     )
 
 
@@ -190,7 +203,8 @@ def main() -> None:
     for label, figures in (("tool call, group commit", group), ("tool call, fsync/call", each)):
         overhead = statistics.median(f[0] for f in figures)
         hashing = statistics.median(f[1] for f in figures)
-        print(_line(label, overhead, hashing, 25e-6))
+        cpu = statistics.median(f[5] for f in figures)
+        print(_line(label, overhead, hashing, 25e-6, cpu))
     syncs = statistics.median(f[2] for f in group)
     ran = statistics.median(f[3] for f in group)
     closed = statistics.median(f[4] for f in group)
@@ -207,7 +221,8 @@ def main() -> None:
         figures = _rounds(args.rounds, args.dir, work, args.calls)
         overhead = statistics.median(f[0] for f in figures)
         hashing = statistics.median(f[1] for f in figures)
-        print(_line(label, overhead, hashing, 50e-6))
+        cpu = statistics.median(f[2] for f in figures)
+        print(_line(label, overhead, hashing, 50e-6, cpu))
     bench_run(args.calls, args.dir, args.rounds)
 
 
