@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from toolproof.bundle import durable
 from toolproof.bundle.trace import TraceWriter, read_trace
 from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
@@ -245,3 +247,44 @@ def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Dura
     assert not (tmp_path / "evidence").exists()
     if durability == Durability.GROUP:
         assert 1 <= recorder.syncs <= 3
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+def test_a_group_batch_is_one_syncfs_or_else_an_fsync_of_the_pack_and_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, has_syncfs: bool
+) -> None:
+    """No evidence file is ever fsynced: a batch covers the pack (watched calls; real ones run)."""
+    fsynced: list[str] = []
+    whole: list[str] = []
+    real_fsync, real_syncfs = os.fsync, durable._SYNCFS
+
+    def fsync(fd: int) -> None:
+        fsynced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def syncfs(fd: int) -> None:
+        whole.append(os.readlink(f"/proc/self/fd/{fd}"))
+        if real_syncfs is not None:
+            real_syncfs(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(durable, "_SYNCFS", syncfs if has_syncfs else None)
+    recorder = Recorder(tmp_path, durability=Durability.GROUP, sync_interval=0.01)
+    for n in range(1, 4):
+        step = f"call-{n:08d}"
+        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.commit()
+    recorder.sync_now()  # besides the background batches, whenever they ran
+    root = tmp_path.resolve()
+    pack, trace = str(root / "evidence.pack"), str(root / "trace.jsonl")
+    if has_syncfs:
+        assert (fsynced, set(whole)) == ([], {trace})
+        assert len(whole) >= 1
+    else:
+        assert whole == []
+        assert set(fsynced) == {pack, str(root), trace}  # the folder once, for the pack's name
+    recorder.close()  # stops the syncer (its last batch may run now), then fsyncs
+    if has_syncfs:  # the pack was never fsynced by itself: close does (and its folder, once)
+        assert fsynced == [pack, str(root), trace]
+    else:  # nothing was appended since the batch: only the trace
+        assert fsynced[-1] == trace and fsynced.count(str(root)) == 1

@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,7 @@ class PackWriter:
         self._size = 0
         self._dirty = True
         self._synced_once = False
+        self._syncing = threading.Lock()  # one sync at a time: a second waits, then sees clean
         self.broken: OSError | None = None
         """The write error that broke the writer (its item could not be cut off), or None."""
         try:
@@ -133,27 +135,29 @@ class PackWriter:
     def sync(self) -> None:
         """Make every item appended so far durable (``fsync``; the first also fsyncs the folder).
 
-        Does nothing when nothing was appended since the last sync.
+        Does nothing when nothing was appended since the last sync; safe to call from
+        a sync thread while another thread appends.
 
         Raises:
             OSError: the fsync failed (it names the pack).
 
         """
-        if not self._dirty or self._fd < 0:
-            return
-        self._dirty = False  # before the fsync: an append during it is synced next time
-        try:
-            os.fsync(self._fd)
-            if not self._synced_once:  # the pack's own name in its folder
-                fd = os.open(self.path.parent, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                self._synced_once = True
-        except OSError as exc:
-            self._dirty = True
-            raise OSError(exc.errno, exc.strerror, self._where) from exc
+        with self._syncing:
+            if not self._dirty or self._fd < 0:
+                return
+            self._dirty = False  # before the fsync: an append during it is synced next time
+            try:
+                os.fsync(self._fd)
+                if not self._synced_once:  # the pack's own name in its folder
+                    fd = os.open(self.path.parent, os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    self._synced_once = True
+            except OSError as exc:
+                self._dirty = True
+                raise OSError(exc.errno, exc.strerror, self._where) from exc
 
     def close(self, *, sync: bool = True) -> None:
         """Sync (unless ``sync`` is False) and close the file; later reads open it by path.
