@@ -18,6 +18,12 @@ One command: ``python benchmarks/bench_recorder.py [--calls N] [--dir DIR]``.
    model path (``TraceWriter.emit``, the pre-recorder emitter) plus the same evidence
    files, measured in the same run.
 
+3. Evidence storage alone: ``N`` distinct result-sized items stored by
+   ``EvidenceStore.add`` with a file per item (a run being written) and appended to
+   one pack (a live session: ``pack=True``), interleaved round by round; printed per
+   item: the median and the mean wall time (the mean carries the slow creates a busy
+   journal stalls) and the thread CPU.
+
 Timings on a shared machine vary; each figure is the median of ``--rounds`` rounds
 and the directory's filesystem is printed (file creation dominates on a busy disk:
 pass ``--dir /dev/shm`` for tmpfs).
@@ -245,6 +251,36 @@ def bench_run(calls: int, base: Path, rounds: int) -> None:
     )
 
 
+def _store(directory: Path, calls: int, pack: bool) -> tuple[float, float, float]:
+    """Median and mean wall seconds per item, and thread CPU seconds per item."""
+    store = EvidenceStore(directory, pack=pack)
+    items = [b'{"n":%d,"square":%d}' % (n, n * n) for n in range(calls)]
+    each = []
+    began, cpu = time.perf_counter(), time.thread_time()
+    for data in items:
+        started = time.perf_counter()
+        store.add(data, media_type="application/json", kind="tool_result", step="s")
+        each.append(time.perf_counter() - started)
+    wall, cpu = time.perf_counter() - began, time.thread_time() - cpu
+    store.close(sync=False)
+    return statistics.median(each), wall / calls, cpu / calls
+
+
+def bench_store(calls: int, base: Path, rounds: int) -> None:
+    rows: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
+    for _ in range(rounds):
+        for pack in (False, True):
+            with tempfile.TemporaryDirectory(prefix="bench-recorder-", dir=base) as tmp:
+                rows[pack].append(_store(Path(tmp), calls, pack))
+    print(f"evidence storage ({calls} items, {_filesystem(base)}; median of {rounds}; per item):")
+    for pack, label in ((False, "a file per item (runs)  "), (True, "one pack (live sessions)")):
+        median, mean, cpu = (statistics.median(f[i] for f in rows[pack]) for i in range(3))
+        print(
+            f"  {label}: median {median * 1e6:6.1f} us, mean {mean * 1e6:6.1f} us, "
+            f"thread CPU {cpu * 1e6:5.1f} us"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="tool calls (default 2000)")
@@ -256,6 +292,7 @@ def main() -> None:
     os.makedirs(args.dir, exist_ok=True)
     bench_session(args.calls, args.dir, args.rounds)
     bench_run(args.calls, args.dir, args.rounds)
+    bench_store(args.calls, args.dir, args.rounds)
 
 
 if __name__ == "__main__":
