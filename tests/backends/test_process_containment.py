@@ -70,22 +70,19 @@ def test_a_forked_child_does_not_hide_a_worker_segfault(use_cgroup: bool) -> Non
         child = sleeper(pool)
         (worker,) = pool.pids()
 
-        async def go() -> tuple[ToolResult, float]:
+        async def go() -> ToolResult:
             task = asyncio.ensure_future(
                 pool_call(pool, "sleepy", {"seconds": 30}, DIGESTS["sleepy"], timeout=20)
             )
             await asyncio.sleep(0.3)
             os.kill(worker, signal.SIGSEGV)
-            started = time.monotonic()
-            result = await task
-            return result, time.monotonic() - started
+            return await task
 
-        result, waited = run(go())
-        failure = result.failure
+        failure = run(go()).failure
         assert failure is not None
-        assert (failure.kind, failure.where) == ("worker", "worker")  # not "timeout", no hang
+        # Not "timeout" (20 s, before the body's 30 s): the death itself ended the call.
+        assert (failure.kind, failure.where) == ("worker", "worker")
         assert failure.detail["exit"] == "killed by SIGSEGV"
-        assert waited < 5.0
         assert wait_gone([child], 3.0) == []  # the crashed worker's child went with it
         assert call(pool, "add", {"a": 1, "b": 2}).value == 3
     finally:
