@@ -403,3 +403,35 @@ def test_kill_tree_stops_a_forking_tree_before_killing_it() -> None:
         proc.wait(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+PARENT_OF_SLEEPER = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+sys.stdout.write(str(child.pid) + "\\n"); sys.stdout.flush()
+time.sleep(30)
+"""
+
+
+def test_kill_tree_never_signals_a_process_that_took_over_the_roots_pid() -> None:
+    # The root is named by its pidfd too: once the root is reaped, whatever process
+    # holds that pid (here a live stand-in with a child) is not the root's tree.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    pidfd = os.pidfd_open(gone.pid)
+    gone.wait()
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", PARENT_OF_SLEEPER], stdout=subprocess.PIPE, text=True
+    )
+    assert stranger.stdout is not None
+    try:
+        child = int(stranger.stdout.readline())
+        assert kill_tree(stranger.pid, None, root_pidfd=pidfd) == set()
+        assert alive(stranger.pid) and alive(child)
+        assert descendants(stranger.pid) == {child}
+    finally:
+        os.close(pidfd)
+        killed = kill_tree(stranger.pid, None)  # its own pid (no pidfd given): its tree
+        stranger.wait(timeout=5)
+        stranger.stdout.close()
+    assert killed == {stranger.pid, child}
+    assert wait_gone([child], 3.0) == []

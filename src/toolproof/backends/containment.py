@@ -20,7 +20,9 @@ pool close, a worker crash, or the death of the caller. Each worker gets a
   ``TOOLPROOF_WORKER_TAG=<random>`` in its environment, which every process it forks
   or execs inherits, so what a crashed worker left is still found (:func:`tagged`).
   :func:`kill_tree` stops (``SIGSTOP``) every process it finds by either mark and
-  looks again until no new one appears, then sends ``SIGKILL`` to all. What
+  looks again until no new one appears, then sends ``SIGKILL`` to all, each through
+  a pidfd opened and checked when it is found (a pid reused by an unrelated process
+  after ``/proc`` was read is never signalled). What
   escapes is a process that both left the tree (its worker died first) and
   replaced its environment, or one that forks away faster than ``/proc`` can be
   read — the limits ``docs/backends.md`` states.
@@ -169,46 +171,145 @@ def tagged(tag: str) -> set[int]:
     return found
 
 
-def _signal(pid: int, signum: int) -> None:
+_NO_PIDFD = -1
+
+
+def _pin(pid: int) -> int | None:
+    """A pidfd of ``pid``; ``None`` if it has ended; ``-1`` where none can be had.
+
+    ``-1`` (no pidfd support, or no descriptor left): the process is signalled by pid.
+    """
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    except (AttributeError, OSError):
+        return _NO_PIDFD
+
+
+def _held(pid: int, fd: int) -> bool:
+    """Whether ``pid`` still names the process ``fd`` was opened on (a zombie counts)."""
+    if fd == _NO_PIDFD:
+        return Path(f"/proc/{pid}").exists()
+    try:
+        signal.pidfd_send_signal(fd, 0)
+    except ProcessLookupError:  # reaped: its pid may be anyone's now
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ours(pid: int, parents: set[int], needle: bytes | None) -> bool:
+    """Whether ``pid`` (just pinned) is a child of ``parents`` or carries the tag ``needle``.
+
+    Checked after the pidfd is open: a pid read from ``/proc`` whose process ended and
+    whose pid was reused before it was pinned fails this check, so it is never signalled.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) in parents:
+            return True
+        if needle is None:
+            return False
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return needle in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _signal(pid: int, fd: int, signum: int) -> None:
+    """Send ``signum`` through the pidfd ``fd`` (by pid where there is none)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signum)
+        if fd == _NO_PIDFD:
+            os.kill(pid, signum)
+        else:
+            signal.pidfd_send_signal(fd, signum)
 
 
-def kill_tree(root: int | None, tag: str | None, *, rounds: int = 100) -> set[int]:
+def _stop(new: set[int], parents: set[int], needle: bytes | None, pinned: dict[int, int]) -> None:
+    """Pin each of ``new`` that is still ours (:func:`_ours`), stop it, add it to ``pinned``."""
+    for pid in new:
+        fd = _pin(pid)
+        if fd is None:
+            continue
+        if not _ours(pid, parents, needle):
+            if fd != _NO_PIDFD:
+                os.close(fd)
+            continue
+        pinned[pid] = fd
+        _signal(pid, fd, signal.SIGSTOP)
+
+
+def kill_tree(
+    root: int | None, tag: str | None, *, rounds: int = 100, root_pidfd: int = _NO_PIDFD
+) -> set[int]:
     """Stop, then kill, ``root`` and every process below it or carrying ``tag``.
 
+    Every process is signalled through a pidfd opened when it is found and checked
+    after opening (its parent is ``root`` or one of the found processes, or it carries
+    ``tag``), so a pid reused by an unrelated process after the ``/proc`` scan read it
+    is never signalled; ``root``'s children count only while ``root``'s pid is still
+    its own. Where pidfds are not available, processes are signalled by pid.
+
     Args:
-        root: the worker's pid (its tree is searched), or ``None`` when it is gone.
+        root: the worker's pid (its tree is searched) while it is not reaped, or
+            ``None`` when it is gone.
         tag: the worker's containment tag, or ``None``.
         rounds: at most this many search rounds (each finds what the last one's
             stopped processes had forked just before they stopped).
+        root_pidfd: a pidfd of ``root`` the caller holds (opened when it started it,
+            so it is ``root`` for sure; not closed here); -1: one is opened now.
 
     Returns:
         The pids signalled (never this process itself).
 
     """
     me = os.getpid()
-    stopped: set[int] = set()
-    if root is not None and root != me:
-        _signal(root, signal.SIGSTOP)
-        stopped.add(root)
-    for _ in range(rounds):
-        found: set[int] = set()
-        if root is not None:
-            found |= descendants(root)
-        if tag is not None:
-            found |= tagged(tag)
-        found.discard(me)
-        new = found - stopped
-        if not new:
-            break
-        for pid in new:
-            _signal(pid, signal.SIGSTOP)
-        stopped |= new
-    for pid in stopped:
-        _signal(pid, signal.SIGKILL)
-        _signal(pid, signal.SIGCONT)  # a stopped process dies on SIGKILL; this is belt and braces
-    return stopped
+    needle = f"{TAG_ENV}={tag}".encode() if tag is not None else None
+    pinned: dict[int, int] = {}  # pid -> its pidfd (-1: signalled by pid)
+    seen: set[int] = {me}
+    root_fd = _NO_PIDFD
+    try:
+        if root is not None and root != me:
+            fd = _pin(root) if root_pidfd == _NO_PIDFD else root_pidfd
+            if fd is None or not _held(root, fd):  # reaped: its pid may be anyone's
+                root = None
+            else:
+                root_fd = pinned[root] = fd
+                seen.add(root)
+                _signal(root, fd, signal.SIGSTOP)
+        for _ in range(rounds):
+            found: set[int] = set()
+            if root is not None:
+                found |= descendants(root)
+                if root != me and not _held(root, root_fd):
+                    # Reaped during the scan: its pid, and so its "children", may be
+                    # anyone's now; only the tag still finds what it left.
+                    if root_fd not in (_NO_PIDFD, root_pidfd):
+                        os.close(root_fd)
+                    del pinned[root]
+                    found, root = set(), None
+            if tag is not None:
+                found |= tagged(tag)
+            new = found - seen
+            if not new:
+                break
+            seen |= new
+            # Not this process itself unless it is the root: a reused pid may now be
+            # another child of it (a worker of another cell).
+            parents = {*pinned, *found, *([me] if root == me else [])}
+            _stop(new, parents, needle, pinned)
+        for pid, fd in pinned.items():
+            _signal(pid, fd, signal.SIGKILL)
+            _signal(pid, fd, signal.SIGCONT)  # a stopped process dies on SIGKILL; belt and braces
+        return set(pinned)
+    finally:
+        for fd in pinned.values():
+            if fd not in (_NO_PIDFD, root_pidfd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def _cgroup2_base() -> Path | None:
@@ -340,11 +441,18 @@ class Cell:
         if not moved:
             self.close()
 
-    def kill(self, root: int | None) -> None:
-        """Kill every process of the cell; ``root`` is the worker if not yet reaped."""
+    def kill(self, root: int | None, *, pidfd: int = -1) -> None:
+        """Kill every process of the cell.
+
+        Args:
+            root: the worker's pid if it is not yet reaped, else ``None``.
+            pidfd: a pidfd of the worker (-1: none), which signals it even if its pid
+                were reused (:func:`kill_tree`).
+
+        """
         if self.cgroup is not None and cgroup_kill(self.cgroup):
             return
-        kill_tree(root, self.tag)
+        kill_tree(root, self.tag, root_pidfd=pidfd)
 
     def close(self) -> None:
         """Kill what is left and remove the cgroup (idempotent)."""

@@ -85,14 +85,18 @@ class WorkerHandle:
         """Kill the worker and every process its bodies started (its :class:`Cell`).
 
         The worker's tree is searched only while it has not been reaped (its pid
-        cannot have been reused); after that, its cell still finds what it left.
+        cannot have been reused), and the worker is signalled through its pidfd; after
+        that, its cell still finds what it left.
         """
         root = self.pid if self.proc.returncode is None else None
         if self.cell is not None:
-            self.cell.kill(root)
+            self.cell.kill(root, pidfd=self.pidfd)
         elif root is not None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+                if self.pidfd >= 0:  # the worker itself, even if its pid were reused
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                else:
+                    self.proc.kill()
 
     def sweep(self) -> None:
         """Kill what an ended worker left behind (every other process of its cell)."""
