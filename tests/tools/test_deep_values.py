@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -65,13 +66,18 @@ def test_deep_arguments_are_invalid_arguments_through_every_tool_kind(
 
 def test_the_plain_json_check_is_linear_in_depth() -> None:
     assert MAX_ARGUMENT_DEPTH == 256
-    timings = []
+    peaks = []  # bytes the check allocated at most: each level it walks holds its path
     for depth in (100_000, 1_000_000):
         value = nest(depth, "dict")
-        start = time.perf_counter()
-        json_problem(value)
-        timings.append(time.perf_counter() - start)
-    assert timings[1] < 0.05  # stops at the first container past the limit
+        tracemalloc.start()
+        try:
+            assert json_problem(value) == f"${'.a' * 6}...(244 levels)...{'.a' * 6}: {_RULE}"
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    # It stops at the first container past the limit: a million levels cost no more
+    # than 100,000, and both what 257 levels need (~32 KB), not 100,000 paths (> 5 MB).
+    assert peaks[1] <= peaks[0] < 100_000, peaks
 
 
 @pytest.mark.parametrize("kind", ["list", "dict"])
