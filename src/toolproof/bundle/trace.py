@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolproof.bundle.lines import LineShape
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json, digest, hash_digest
@@ -49,7 +50,8 @@ class TraceWriter:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._buffer_bytes = buffer_bytes
-        self._prev: str | None = None
+        self._prev_json = b"null"
+        """The previous line's digest as the JSON of a ``prev`` field (``null`` first)."""
         self._count = 0
         self._hash = hashlib.sha256()
         self._size = 0
@@ -86,13 +88,65 @@ class TraceWriter:
             OSError: the writer is broken (see the class docstring).
 
         """
-        event: TraceEvent = cls(idx=self._count, prev=self._prev, **fields)
+        idx, prev = self.next_position()
+        event: TraceEvent = cls(idx=idx, prev=prev, **fields)
         self.append_line(canonical_json(event.to_json()))
         return event
 
     def next_position(self) -> tuple[int, str | None]:
         """``(idx, prev)`` of the next event: its position and the previous line's digest."""
-        return self._count, self._prev
+        prev_json = self._prev_json
+        return self._count, None if prev_json == b"null" else prev_json[1:-1].decode("ascii")
+
+    def line_for(self, shape: LineShape, slots: dict[bytes, bytes]) -> bytes:
+        """The line of ``shape`` at the next position (``slots`` gains ``idx`` and ``prev``).
+
+        Args:
+            shape: the compiled line (:class:`~toolproof.bundle.lines.LineShape`).
+            slots: the canonical JSON of each of the shape's given fields.
+
+        Returns:
+            The line, to hand to :meth:`append_line` before any other.
+
+        Raises:
+            KeyError: a given field's slot is missing.
+
+        """
+        slots[b"idx"] = b"%d" % self._count
+        slots[b"prev"] = self._prev_json
+        return shape.fmt % slots
+
+    def append_shaped(self, items: list[tuple[LineShape, dict[bytes, bytes]]]) -> None:
+        """Append the lines of ``items`` in order, each chained to the one before.
+
+        :meth:`line_for` then :meth:`append_line` for each item, in one call (a call
+        step's block is five lines).
+
+        Raises:
+            KeyError: a given field's slot is missing (no line of ``items`` is appended).
+            OSError: the writer is broken.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        prev_json, count, size = self._prev_json, self._count, 0
+        lines = []
+        for shape, slots in items:
+            slots[b"idx"] = b"%d" % count
+            slots[b"prev"] = prev_json
+            line = shape.fmt % slots
+            line_hash = _SHA256.copy()
+            line_hash.update(line)
+            prev_json = b'"sha256:' + line_hash.hexdigest().encode("ascii") + b'"'
+            lines.append(line)
+            size += len(line) + 1
+            count += 1
+        self._pending += lines
+        self._prev_json, self._count = prev_json, count
+        self._pending_bytes += size
+        self._size += size
+        if self._buffer_bytes and self._pending_bytes >= self._buffer_bytes:
+            self.flush()
 
     def append_line(self, line: bytes) -> None:
         """Append one event's canonical JSON line (built for :meth:`next_position`).
@@ -109,12 +163,11 @@ class TraceWriter:
             raise self.broken
         line_hash = _SHA256.copy()
         line_hash.update(line)
-        self._prev = hash_digest(line_hash)
-        line += b"\n"
-        self._pending.append(line)
-        self._pending_bytes += len(line)
-        self._hash.update(line)
-        self._size += len(line)
+        self._prev_json = b'"sha256:' + line_hash.hexdigest().encode("ascii") + b'"'
+        self._pending.append(line)  # the newlines are added by flush
+        size = len(line) + 1
+        self._pending_bytes += size
+        self._size += size
         self._count += 1
         if self._buffer_bytes and self._pending_bytes >= self._buffer_bytes:
             self.flush()
@@ -131,7 +184,10 @@ class TraceWriter:
             raise self.broken
         if not self._pending:
             return
-        data = memoryview(b"".join(self._pending))
+        self._pending.append(b"")
+        joined = b"\n".join(self._pending)
+        self._hash.update(joined)
+        data = memoryview(joined)
         self._pending.clear()
         self._pending_bytes = 0
         try:

@@ -60,12 +60,14 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.durable import fsync_path, syncfs
+from toolproof.bundle.lines import LineShape, encode_field, line_shape
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
+    TRACE_EVENT_ADAPTER,
     ApprovalDecided,
     ApprovalRequested,
     ApprovalSkipped,
@@ -96,6 +98,7 @@ __all__ = [
     "Durability",
     "ModelExchange",
     "Recorder",
+    "call_bytes",
     "call_json",
     "failure_reason",
     "other_failures",
@@ -123,22 +126,27 @@ _EVENT_CLASSES: tuple[type[EventBase], ...] = (
 )
 
 
-def _shape(cls: type[EventBase]) -> tuple[str, dict[str, Any]]:
-    """The ``type`` of an event class and the JSON defaults of its optional fields."""
-    defaults: dict[str, Any] = {}
-    for name, info in cls.model_fields.items():
-        if name in ("idx", "prev", "type", "schema_version") or info.is_required():
-            continue
-        defaults[name] = info.get_default(call_default_factory=True)
-    return str(cls.model_fields["type"].default), defaults
+_CALL_STARTED = LineShape(StepStarted, ("step",), {"kind": "call"})
+_MODEL_STARTED = LineShape(StepStarted, ("step",), {"kind": "model"})
+_CALLED = LineShape(ToolCalled, ("step", "call_id", "call"))
+_RETURNED = LineShape(ToolReturned, ("step", "call_id", "result"))
+_OBSERVED = LineShape(FailureObserved, ("step", "call_id", "failure", "recovered_by"))
+_FINISHED_OK = LineShape(StepFinished, ("step", "detail"), {"status": "ok"})
+_FINISHED_FAILED = LineShape(StepFinished, ("step", "detail"), {"status": "failed"})
+_TURN = LineShape(ModelTurn, ("step", "source", "model", "request", "response", "key", "detail"))
+"""The lines of the call and model steps (:mod:`toolproof.bundle.lines`)."""
 
 
-_SHAPES = {cls: _shape(cls) for cls in _EVENT_CLASSES}
-_TEMPLATES: dict[type[EventBase], dict[str, Any]] = {
-    cls: {**defaults, "schema_version": SCHEMA_VERSION, "idx": 0, "prev": None, "type": kind}
-    for cls, (kind, defaults) in _SHAPES.items()
-}
-"""Per event class, the plain JSON an event starts from (copied per event, never changed)."""
+def _ok_result_head() -> bytes:
+    """``{"failure":null,"ok":true,"schema_version":1,"value":`` (``value`` sorts last)."""
+    plain = {"schema_version": SCHEMA_VERSION, "ok": True, "value": None, "failure": None}
+    encoded = canonical_json(plain)
+    assert encoded.endswith(b',"value":null}')
+    return encoded[: -len(b"null}")]
+
+
+_OK_RESULT_HEAD = _ok_result_head()
+"""The canonical JSON of a successful :class:`ToolResult` up to its value."""
 
 
 _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
@@ -146,8 +154,6 @@ _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
     "approval_decided": ApprovalDecided,
     "approval_skipped": ApprovalSkipped,
 }
-_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
-"""Field values written as they are; anything else is a model, written as ``to_json()``."""
 
 
 class Durability(StrEnum):
@@ -199,6 +205,50 @@ def call_json(
         plain = json.loads(data)
     plain["id"] = f"{ToolCall.ID_KIND}_{hashlib.sha256(data).hexdigest()}"
     return plain
+
+
+def _call_fragments() -> tuple[bytes, bytes, bytes]:
+    """The fixed pieces of a :class:`ToolCall`'s canonical JSON around its fields.
+
+    Its members sort ``arguments`` · ``id`` · ``schema_version`` · ``step`` · ``tool``;
+    checked against the encoder at import.
+    """
+    head, middle, last = (
+        b'{"arguments":',
+        b',"schema_version":%b,"step":' % (encode_field(SCHEMA_VERSION)),
+        b',"tool":',
+    )
+    sample = {"schema_version": SCHEMA_VERSION, "tool": "t", "arguments": {}, "step": "s"}
+    assert canonical_json(sample) == head + b"{}" + middle + b'"s"' + last + b'"t"}'
+    sample["id"] = "i"
+    assert canonical_json(sample) == head + b'{},"id":"i"' + middle + b'"s"' + last + b'"t"}'
+    return head, middle, last
+
+
+_CALL_HEAD, _CALL_MIDDLE, _CALL_LAST = _call_fragments()
+
+
+def call_bytes(tool: str, arguments_json: bytes, step: str | None) -> tuple[str, bytes]:
+    """The id and the canonical JSON of a :class:`ToolCall`, spliced from its arguments' bytes.
+
+    Args:
+        tool: the tool name.
+        arguments_json: the canonical JSON of the arguments (``canonical_json(arguments)``).
+        step: the plan step.
+
+    Returns:
+        ``(id, data)``: the id ``call_<hex>``, as :func:`call_json` computes it, and the
+        canonical JSON of the call *with* its id (the ``call`` of ``tool_called``); a
+        test holds both to :func:`call_json`.
+
+    Raises:
+        CanonicalizationError: ``tool`` or ``step`` has no canonical JSON form.
+
+    """
+    tail = _CALL_MIDDLE + encode_field(step) + _CALL_LAST + encode_field(tool) + b"}"
+    body = _CALL_HEAD + arguments_json
+    call_id = f"{ToolCall.ID_KIND}_{hashlib.sha256(body + tail).hexdigest()}"
+    return call_id, body + b',"id":"' + call_id.encode("ascii") + b'"' + tail
 
 
 def failure_reason(failure: ToolFailure) -> str:
@@ -352,6 +402,7 @@ class Recorder:
             _GroupSync(self, sync_interval) if self.durability == Durability.GROUP else None
         )
         self._closed = False
+        self._staged: list[tuple[LineShape, dict[bytes, bytes]]] | None = None
 
     @property
     def count(self) -> int:
@@ -369,18 +420,55 @@ class Recorder:
             OSError: the trace cannot be written (see :class:`TraceWriter`).
 
         """
-        idx, prev = self.trace.next_position()
         if self.on_event is not None:
+            idx, prev = self.trace.next_position()
             event: TraceEvent = cls(idx=idx, prev=prev, **fields)  # type: ignore[assignment]
             self.trace.append_line(canonical_json(event.to_json()))
             self.on_event(event)
             return
-        plain = _TEMPLATES[cls].copy()
-        plain["idx"] = idx
-        plain["prev"] = prev
-        for name, value in fields.items():
-            plain[name] = value if type(value) in _PLAIN else value.to_json()
-        self.trace.append_line(canonical_json(plain))
+        shape = line_shape(cls, tuple(fields))
+        self._put(shape, dict(zip(shape.keys, map(encode_field, fields.values()))))  # noqa: B905
+
+    def _put(self, shape: LineShape, slots: dict[bytes, bytes]) -> None:
+        """Record one line of a compiled ``shape`` (``slots``: its given fields' JSON).
+
+        With :attr:`on_event`, the line is parsed back into its validated event first.
+
+        Raises:
+            ValidationError: with ``on_event``, the line is not a valid event (not written).
+            OSError: the trace cannot be written.
+
+        """
+        if self._staged is not None:
+            self._staged.append((shape, slots))
+            return
+        trace = self.trace
+        line = trace.line_for(shape, slots)
+        if self.on_event is None:
+            trace.append_line(line)
+            return
+        event = TRACE_EVENT_ADAPTER.validate_json(line)
+        trace.append_line(line)
+        self.on_event(event)
+
+    def _stage(self) -> bool:
+        """Collect the lines put from now on, to append them in one go (:meth:`_unstage`).
+
+        Returns:
+            Whether this call started the staging (nested blocks stage into the outer one;
+            with :attr:`on_event`, nothing is staged: each line is checked as it is put).
+
+        """
+        if self._staged is not None or self.on_event is not None:
+            return False
+        self._staged = []
+        return True
+
+    def _unstage(self) -> None:
+        """Append the staged lines (also when the block stopped on an error) and stop staging."""
+        staged, self._staged = self._staged, None
+        if staged:
+            self.trace.append_shaped(staged)
 
     def call_block(
         self,
@@ -392,6 +480,7 @@ class Recorder:
         admit: Callable[[bytes], None] | None = None,
         approvals: Iterable[dict[str, Any]] = (),
         relayed: Iterable[dict[str, Any]] = (),
+        encoded_call: bytes | None = None,
     ) -> CallRecord:
         """Record the call block of one finished call (see the module docstring).
 
@@ -409,6 +498,8 @@ class Recorder:
                 (:attr:`~toolproof.tools.observe.Observation.relayed`): each is a
                 ``request_relayed`` event after ``failure_observed``, followed by the
                 evidence of its request and of its answer.
+            encoded_call: the canonical JSON of ``call`` when the caller has it
+                (:func:`call_bytes`), so it is not encoded again.
 
         Returns:
             The :class:`CallRecord`.
@@ -417,6 +508,35 @@ class Recorder:
             OSError: the trace or the evidence cannot be written.
 
         """
+        staging = self._stage()
+        try:
+            return self._block(
+                step,
+                encode_field(step),
+                call,
+                result,
+                observed,
+                admit,
+                approvals,
+                relayed,
+                encoded_call,
+            )
+        finally:
+            if staging:
+                self._unstage()
+
+    def _block(
+        self,
+        step: str,
+        step_json: bytes,
+        call: dict[str, Any],
+        result: ToolResult,
+        observed: Iterable[tuple[ToolFailure, str]],
+        admit: Callable[[bytes], None] | None,
+        approvals: Iterable[dict[str, Any]],
+        relayed: Iterable[dict[str, Any]],
+        encoded_call: bytes | None,
+    ) -> CallRecord:
         data, media_type = b"", ""
         call_id = call["id"]
         if result.ok:
@@ -432,25 +552,24 @@ class Recorder:
         for approval in approvals:
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
-        self.emit(ToolCalled, step=step, call_id=call_id, call=call)
-        if result.failure is None:  # the model's JSON, without a model_dump: value is plain JSON
-            plain_result: Any = {
-                "schema_version": SCHEMA_VERSION,
-                "ok": True,
-                "value": result.value,
-                "failure": None,
-            }
+        id_json = encode_field(call_id)
+        if encoded_call is None:
+            encoded_call = encode_field(call)
+        self._put(_CALLED, {b"step": step_json, b"call_id": id_json, b"call": encoded_call})
+        if result.failure is None:  # the model's JSON, spliced: value is plain JSON
+            value = data if media_type == JSON_MEDIA_TYPE else encode_field(result.value)
+            encoded_result = _OK_RESULT_HEAD + value + b"}"
         else:
-            plain_result = result
-        self.emit(ToolReturned, step=step, call_id=call_id, result=plain_result)
+            encoded_result = encode_field(result)
+        self._put(_RETURNED, {b"step": step_json, b"call_id": id_json, b"result": encoded_result})
         for failure, recovered_by in observed:
-            self.emit(
-                FailureObserved,
-                step=step,
-                call_id=call_id,
-                failure=failure,
-                recovered_by=recovered_by,
-            )
+            slots = {
+                b"step": step_json,
+                b"call_id": id_json,
+                b"failure": encode_field(failure),
+                b"recovered_by": encode_field(recovered_by),
+            }
+            self._put(_OBSERVED, slots)
         for asked in relayed:
             self._relayed(step, call_id, asked)
         if result.failure is not None:
@@ -592,28 +711,37 @@ class Recorder:
         observed: Iterable[tuple[ToolFailure, str]],
         approvals: Iterable[dict[str, Any]] = (),
         relayed: Iterable[dict[str, Any]] = (),
+        *,
+        encoded_call: bytes | None = None,
     ) -> CallRecord:
         """Record a whole call step (``step_started``, the call block, ``step_finished``).
 
         The step finishes ``ok`` with the evidence id, or ``failed`` with the failure's
         reason, as the executor finishes a ``call`` step. Not committed: call
-        :meth:`commit`.
+        :meth:`commit`. Arguments as :meth:`call_block`.
 
         Raises:
             OSError: the trace or the evidence cannot be written.
 
         """
-        self.emit(StepStarted, step=step, kind="call")
-        recorded = self.call_block(
-            step, call, result, observed, approvals=approvals, relayed=relayed
-        )
-        if recorded.evidence_json is None:
-            assert recorded.result.failure is not None
-            reason = failure_reason(recorded.result.failure)
-            self.emit(StepFinished, step=step, status="failed", detail={"reason": reason})
-        else:
-            detail = {"evidence": recorded.evidence_json["id"]}
-            self.emit(StepFinished, step=step, status="ok", detail=detail)
+        step_json = encode_field(step)
+        staging = self._stage()
+        try:
+            self._put(_CALL_STARTED, {b"step": step_json})
+            recorded = self._block(
+                step, step_json, call, result, observed, None, approvals, relayed, encoded_call
+            )
+            if recorded.evidence_json is None:
+                assert recorded.result.failure is not None
+                reason = failure_reason(recorded.result.failure)
+                detail = encode_field({"reason": reason})
+                self._put(_FINISHED_FAILED, {b"step": step_json, b"detail": detail})
+            else:
+                detail = b'{"evidence":' + encode_field(recorded.evidence_json["id"]) + b"}"
+                self._put(_FINISHED_OK, {b"step": step_json, b"detail": detail})
+        finally:
+            if staging:
+                self._unstage()
         return recorded
 
     def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -629,22 +757,27 @@ class Recorder:
             OSError: the trace or the evidence cannot be written.
 
         """
-        request = self.register_json(
-            step, turn.request, turn.request_media_type, "model_request", None, {}
-        )
-        response = self.register_json(
-            step, turn.response, turn.response_media_type, "model_response", None, {}
-        )
-        self.emit(
-            ModelTurn,
-            step=step,
-            source=turn.source,
-            model=turn.model,
-            request=request["id"],
-            response=response["id"],
-            key=turn.key,
-            detail=turn.detail,
-        )
+        staging = self._stage()
+        try:
+            request = self.register_json(
+                step, turn.request, turn.request_media_type, "model_request", None, {}
+            )
+            response = self.register_json(
+                step, turn.response, turn.response_media_type, "model_response", None, {}
+            )
+            slots = {
+                b"step": encode_field(step),
+                b"source": encode_field(turn.source),
+                b"model": encode_field(turn.model),
+                b"request": encode_field(request["id"]),
+                b"response": encode_field(response["id"]),
+                b"key": encode_field(turn.key),
+                b"detail": encode_field(turn.detail),
+            }
+            self._put(_TURN, slots)
+        finally:
+            if staging:
+                self._unstage()
         return request, response
 
     def model_step(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -657,10 +790,19 @@ class Recorder:
             OSError: the trace or the evidence cannot be written.
 
         """
-        self.emit(StepStarted, step=step, kind="model")
-        request, response = self.model_block(step, turn)
-        detail = {"evidence": [request["id"], response["id"]]}
-        self.emit(StepFinished, step=step, status="ok", detail=detail)
+        step_json = encode_field(step)
+        staging = self._stage()
+        try:
+            self._put(_MODEL_STARTED, {b"step": step_json})
+            request, response = self.model_block(step, turn)
+            detail = b'{"evidence":[%b,%b]}' % (
+                encode_field(request["id"]),
+                encode_field(response["id"]),
+            )
+            self._put(_FINISHED_OK, {b"step": step_json, b"detail": detail})
+        finally:
+            if staging:
+                self._unstage()
         return request, response
 
     def commit(self) -> None:
