@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from toolproof import Tool
 from toolproof.bundle import durable
 from toolproof.bundle.trace import TraceWriter, read_trace
 from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
@@ -28,10 +29,14 @@ from toolproof.contract.trace import (
     ToolCalled,
     ToolReturned,
 )
+from toolproof.errors import ToolCallError
 from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore, record_from_json
+from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
+from toolproof.runs.session import LiveSession, open_session
 from toolproof.tools.observe import Observation
+from toolproof.tools.toolset import Toolset
 
 
 def _events(tmp: Path) -> list[tuple[type[Any], dict[str, Any]]]:
@@ -288,3 +293,57 @@ def test_a_group_batch_is_one_syncfs_or_else_an_fsync_of_the_pack_and_the_trace(
         assert fsynced == [pack, str(root), trace]
     else:  # nothing was appended since the batch: only the trace
         assert fsynced[-1] == trace and fsynced.count(str(root)) == 1
+
+
+def _echo_session(tmp: Path) -> LiveSession:
+    async def echo(n: int) -> int:
+        """Return n (never called: admission does not validate arguments)."""
+        return n
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(echo, name="echo"))
+    return open_session(tmp, toolset.seal(), durability=Durability.EACH)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"text": "héllo", "n": 2**60, "ok": True, "none": None},  # flat: copied, no walk
+        {"x": 1.0, "nested": {"b": [1, {"c": "d"}]}},  # a float, a container: parsed back
+    ],
+)
+def test_an_admitted_call_is_recorded_as_admitted_whatever_the_body_does(
+    tmp_path: Path, arguments: dict[str, Any]
+) -> None:
+    session = _echo_session(tmp_path)
+    given = json.loads(json.dumps(arguments))
+    admission = session.admit("echo", given)
+    expected = call_json("echo", json.loads(json.dumps(arguments)), "call-00000001")
+    assert admission.call_id == expected["id"] == ToolCall.model_validate(expected).id
+    if "nested" in given:  # the caller (or the body) mutates its own arguments
+        given["nested"]["b"].append("late")
+    given.clear()
+    recorded = session.record(admission, ToolResult.success("done"))
+    session.close()
+    assert recorded.call_json == expected and recorded.call_id == expected["id"]
+    lines = (session.directory / "trace.jsonl").read_bytes().splitlines()
+    called = json.loads(lines[1])
+    assert called["call"] == expected
+    assert lines[1] == canonical_json(
+        ToolCalled(
+            idx=1,
+            prev=digest(lines[0]),
+            step="call-00000001",
+            call_id=expected["id"],
+            call=ToolCall.model_validate(expected),
+        ).to_json()
+    )
+
+
+def test_a_ref_in_flat_arguments_is_still_refused(tmp_path: Path) -> None:
+    session = _echo_session(tmp_path)
+    with pytest.raises(ToolCallError, match=r'its arguments hold a \{"\$ref": \.\.\.\} object'):
+        session.admit("echo", {"$ref": "steps.a.value"})
+    with pytest.raises(ToolCallError, match="malformed"):
+        session.admit("echo", {"$ref": 1})
+    session.close()

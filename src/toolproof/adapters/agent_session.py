@@ -316,12 +316,12 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.call_id  # the span of the call names it (telemetry on)
-        with (
-            observe_failures() as seen,
-            approval_scope(call_id, self._approver),
-            hooks.claimed(call_id),
-        ):
-            result = await tool.call(arguments)
+        with observe_failures() as seen, approval_scope(call_id, self._approver):
+            if hooks.ACTIVE is None:  # only a telemetry hook reads the claimed call id
+                result = await tool.call(arguments)
+            else:
+                with hooks.claimed(call_id):
+                    result = await tool.call(arguments)
         try:
             recorded = self._live.record(admission, result, seen)
         except ToolCallError as unrecorded:

@@ -51,6 +51,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from toolproof.bundle.rundir import write_file
+from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
@@ -58,12 +59,13 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import reasoner_for
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, plain_json_encoder
 from toolproof.runs.recorder import (
     CallRecord,
     Durability,
     ModelExchange,
     Recorder,
+    call_bytes,
     call_json,
     other_failures,
 )
@@ -86,6 +88,8 @@ __all__ = [
     "open_session",
     "step_id",
 ]
+
+_encode = plain_json_encoder()
 
 SESSIONS_DIR = "sessions"
 """Where live sessions live under the artifact root."""
@@ -150,16 +154,23 @@ class Admission:
         step: the step the call is recorded as (``call-00000001``), fixed at admission
             so the call id is known before the body runs (an ``approve`` layer binds
             its decision to it).
+        encoded_call: the canonical JSON of the call (its id included) when
+            :meth:`LiveSession.admit` computed it, else ``b""``.
+        recorded_id: the call id when :meth:`LiveSession.admit` computed it, else ``""``.
 
     """
 
     tool: str
     arguments: dict[str, Any]
     step: str = ""
+    encoded_call: bytes = b""
+    recorded_id: str = ""
 
     @property
     def call_id(self) -> str:
         """The id the call is recorded under (``call_<hex>``)."""
+        if self.recorded_id:
+            return self.recorded_id
         return str(call_json(self.tool, self.arguments, self.step)["id"])
 
 
@@ -169,6 +180,40 @@ def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
         kind="unrecordable", message=f"{what} cannot be recorded: {why}", where=where
     )
     return ToolCallError(failure)
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Argument values a flat snapshot copies as they are (``json.loads`` of their canonical
+JSON gives them back equal: a float is not one, ``1.0`` comes back ``1``)."""
+_ARGUMENTS_WRAPPER = len(b'{"arguments":}')
+
+
+def _flat(arguments: Any) -> bool:
+    """Whether ``arguments`` is a plain dict of scalars with no ``$ref`` key (no walk needed)."""
+    if type(arguments) is not dict or "$ref" in arguments:
+        return False
+    scalars = _SCALARS
+    return all(type(value) in scalars for value in arguments.values())
+
+
+def _snapshot(tool: str, arguments: Any, flat: bool) -> tuple[dict[str, Any], bytes]:
+    """A copy of the arguments as admitted, and their canonical JSON.
+
+    A flat dict (:func:`_flat`) is copied as it is; anything else is parsed back from
+    its canonical JSON (a deep copy the body cannot reach).
+
+    Raises:
+        ValidationError: ``arguments`` is not an object.
+        CanonicalizationError: it has no canonical JSON form (the path starts
+            ``$.arguments``).
+
+    """
+    if not isinstance(arguments, dict):
+        ToolCall(tool=tool, arguments=arguments, step=step_id(1))  # the refusal
+    encoded = _encode(arguments)
+    if encoded is None:  # the exact encoder decides
+        encoded = canonical_json({"arguments": arguments})[_ARGUMENTS_WRAPPER - 1 : -1]
+    return (dict(arguments) if flat else json.loads(encoded)), encoded
 
 
 ROOM_INTERVAL = 0.01
@@ -299,7 +344,8 @@ class LiveSession:
             why = self._cannot_write(self.broken)
         elif self.closed:
             why = "the session is closed"
-        if why is None and isinstance(arguments, dict):
+        flat = why is None and _flat(arguments)
+        if why is None and not flat and isinstance(arguments, dict):
             where = "arguments"
             try:
                 if list(iter_refs(arguments)):
@@ -312,14 +358,12 @@ class LiveSession:
                     'its arguments hold a malformed {"$ref": ...} object, which a run spec refuses'
                 )
         snapshot: dict[str, Any] = {}
+        encoded = b""
         if why is None:
             where = "arguments"
             try:
-                if not isinstance(arguments, dict):
-                    ToolCall(tool=tool, arguments=arguments, step=step_id(1))  # the refusal
-                data = canonical_json({"arguments": arguments})
-                snapshot = json.loads(data)["arguments"]
-                needed = RESERVE_BYTES + 2 * len(data)
+                snapshot, encoded = _snapshot(tool, arguments, flat)
+                needed = RESERVE_BYTES + 2 * (len(encoded) + _ARGUMENTS_WRAPPER)
             except (InputError, ValidationError) as exc:
                 detail = exc.message if isinstance(exc, InputError) else str(exc)
                 why = f"its arguments have no canonical JSON form ({detail})"
@@ -346,7 +390,9 @@ class LiveSession:
         if why is not None:
             raise _unrecordable(tool, why, where)
         self.admitted += 1
-        return Admission(tool, snapshot, step_id(self.admitted))
+        step = step_id(self.admitted)
+        call_id, encoded_call = call_bytes(tool, encoded, step)
+        return Admission(tool, snapshot, step, encoded_call, call_id)
 
     def record(
         self, admission: Admission, result: ToolResult, seen: Observation | None = None
@@ -372,12 +418,24 @@ class LiveSession:
             raise _unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
         self.calls += 1
         step = admission.step or step_id(self.calls)
-        call = call_json(admission.tool, admission.arguments, step)
+        encoded_call = admission.encoded_call if admission.step and admission.encoded_call else None
+        if encoded_call is None:
+            call = call_json(admission.tool, admission.arguments, step)
+        else:
+            call = {
+                "schema_version": SCHEMA_VERSION,
+                "tool": admission.tool,
+                "arguments": admission.arguments,
+                "step": step,
+                "id": admission.recorded_id,
+            }
         observed = other_failures(seen, result) if seen is not None else []
         approvals = seen.approvals if seen is not None else []
         try:
             relayed = seen.relayed if seen is not None else []
-            recorded = self.recorder.call_step(step, call, result, observed, approvals, relayed)
+            recorded = self.recorder.call_step(
+                step, call, result, observed, approvals, relayed, encoded_call=encoded_call
+            )
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc
