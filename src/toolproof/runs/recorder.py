@@ -458,7 +458,13 @@ class Recorder:
             Whether this call started the staging (nested blocks stage into the outer one;
             with :attr:`on_event`, nothing is staged: each line is checked as it is put).
 
+        Raises:
+            OSError: the trace writer is broken (raised before the block stores anything,
+                as its first line would have).
+
         """
+        if self.trace.broken is not None:
+            raise self.trace.broken
         if self._staged is not None or self.on_event is not None:
             return False
         self._staged = []
