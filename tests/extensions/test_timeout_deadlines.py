@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import weakref
 from typing import Any
 
@@ -118,3 +119,20 @@ def test_the_table_does_not_keep_a_finished_loop_alive() -> None:
     del loop
     gc.collect()
     assert ref() is None
+
+
+def test_the_limit_counts_from_the_calls_start_its_first_step_included() -> None:
+    async def block_then_sleep(a: float) -> str:
+        """Block ``a`` seconds before the first await, then sleep ``a`` seconds."""
+        time.sleep(a)
+        await asyncio.sleep(a)
+        return "done"
+
+    base = Tool.from_function(block_then_sleep)
+    [(_, tight)] = build_combo(base, [ComboElement("timeout", {"seconds": 0.15})])
+    [(_, loose)] = build_combo(base, [ComboElement("timeout", {"seconds": 30})])
+    # 0.1 s of the limit went in the first step: the deadline falls inside the sleep
+    result = asyncio.run(tight.call({"a": 0.1}))
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.detail) == ("timeout", {"seconds": 0.15})
+    assert asyncio.run(loose.call({"a": 0.1})).value == "done"

@@ -172,3 +172,37 @@ def test_cancellation_of_an_inline_body_propagates() -> None:
 )
 def test_settled_types(schema: Any, types: set[type]) -> None:
     assert settled_types(schema) == types
+
+
+def result_now(arguments: dict[str, Any]) -> Any:
+    """A body that is not async: a ToolResult for ``x`` = ``ok`` / ``fail``, else an int."""
+    if arguments["x"] == "ok":
+        return ToolResult.success({"x": "ok"})
+    if arguments["x"] == "fail":
+        return ToolResult.fail("upstream_error", "down", where="body")
+    return 3
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        ("ok", {"ok": True, "value": {"x": "ok"}}),
+        ("fail", ("upstream_error", "down")),
+        ("int", ("tool_error", "tool 'untyped' raised TypeError: ")),  # 3 is awaited: refused
+    ],
+)
+def test_a_body_may_return_its_tool_result_itself_on_every_path(
+    x: str, expected: Any, request: pytest.FixtureRequest
+) -> None:
+    tool = Tool(Tool.from_function(untyped).spec, result_now)
+    results = outcomes(tool, {"x": x})
+    exporter = request.getfixturevalue("exporter")  # with telemetry on, the hook runs the body
+    results.append(run(tool.call({"x": x})).model_dump(mode="json"))
+    assert [span.name for span in exporter.get_finished_spans()] == ["execute_tool untyped"]
+    assert results[0] == results[1] == results[2] == results[3]
+    if isinstance(expected, dict):
+        assert {"ok": results[0]["ok"], "value": results[0]["value"]} == expected
+    else:
+        kind, message = expected
+        assert results[0]["failure"]["kind"] == kind
+        assert results[0]["failure"]["message"].startswith(message)

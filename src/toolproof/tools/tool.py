@@ -84,9 +84,12 @@ def settled_types(output_schema: Any) -> frozenset[type]:
     return frozenset(_TYPE_OF_SCALAR[str(name)] for name in names)
 
 
-Body = Callable[[dict[str, Any]], Awaitable[Any]]
+Body = Callable[[dict[str, Any]], Awaitable[Any] | ToolResult]
 """An async tool body: takes the validated arguments object, returns a JSON value or a
-:class:`ToolResult` (passed through as it is, for layers that call other tools)."""
+:class:`ToolResult` (passed through as it is, for layers that call other tools). A
+layer that can end without suspending may instead return its :class:`ToolResult`
+itself, not wrapped in an awaitable (the ``timeout`` wrapper does, so a call that
+ends in its first step costs no coroutine of its own); any other value is awaited."""
 
 
 class Tool:
@@ -304,7 +307,9 @@ class Tool:
         direct = self._direct
         try:
             if direct is None:
-                value = await self._body(arguments)
+                value: Any = self._body(arguments)
+                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
+                    value = await value
             else:
                 for name in direct.int_params:
                     if type(arguments.get(name)) is float:
@@ -335,7 +340,9 @@ class Tool:
         direct = self._direct
         try:
             if direct is None:
-                value = await self._body(arguments)
+                value: Any = self._body(arguments)
+                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
+                    value = await value
             else:
                 for name in direct.int_params:
                     if type(arguments.get(name)) is float:
@@ -366,7 +373,9 @@ class Tool:
         direct = self._direct
         try:
             if direct is None:
-                value = await self._body(arguments)
+                value: Any = self._body(arguments)
+                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
+                    value = await value
             else:
                 for name in direct.int_params:
                     if type(arguments.get(name)) is float:

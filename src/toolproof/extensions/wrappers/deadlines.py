@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Coroutine, Generator
 from typing import Any
 
-__all__ = ["Deadline", "Deadlines", "deadlines", "resume"]
+__all__ = ["Deadline", "Deadlines", "deadlines", "into", "resume"]
 
 _RESOLUTION = time.get_clock_info("monotonic").resolution
 _COMPACT_AT = 64
@@ -140,8 +140,24 @@ def deadlines(loop: asyncio.AbstractEventLoop) -> Deadlines:
 
 
 @types.coroutine
-def resume(step: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
-    """Finish ``await step`` after its first ``send(None)`` yielded ``yielded``.
+def into(step: Coroutine[Any, Any, Any], box: list[Any]) -> Generator[Any, Any, None]:
+    """``await step`` and append its value to ``box``; the generator itself returns ``None``.
+
+    Lets the ``timeout`` wrapper run a call's first step itself without an exception:
+    ``for yielded in into(step, box): break`` either ends the loop normally (``step``
+    returned without suspending, its value is ``box[0]``; a generator that returns
+    ``None`` ends a ``for`` without raising ``StopIteration`` into Python code, where a
+    bare ``step.send(None)`` would) or stops at the first value ``step`` yields, to be
+    finished with :func:`resume`. What ``step`` raises propagates.
+    """
+    box.append((yield from step))
+
+
+@types.coroutine
+def resume(
+    step: Coroutine[Any, Any, Any] | Generator[Any, Any, Any], yielded: Any
+) -> Generator[Any, Any, Any]:
+    """Finish ``await step`` after its first step (``send(None)``, ``next()``) yielded ``yielded``.
 
     The rest of what ``await`` (PEP 380's ``yield from``) does: each value ``step``
     yields goes up to the task, each value or exception the task sends in goes down

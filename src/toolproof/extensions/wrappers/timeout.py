@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Generator
 from time import monotonic
 from typing import Any
 
@@ -10,7 +11,7 @@ from toolproof.contract.bounds import Seconds
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import StrictConfig, wrapper_spec
-from toolproof.extensions.wrappers.deadlines import deadlines, resume
+from toolproof.extensions.wrappers.deadlines import deadlines, into, resume
 from toolproof.tools.tool import Tool
 
 __all__ = ["TIMEOUT_RESERVED", "TimeoutConfig", "timeout_factory"]
@@ -42,32 +43,44 @@ def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
     The inner call is cancelled when the limit passes and the call fails with kind
     ``timeout`` (retryable, ``where="wrapper"``), with the semantics of
     ``asyncio.timeout`` (the task is cancelled, then uncancelled; a body that swallows
-    the cancellation and returns keeps its result). ``timeout_s`` lowers the limit
-    for one call, never raises it. An outer cancellation propagates. The deadline is
-    kept in the event loop's table of :mod:`~toolproof.extensions.wrappers.deadlines`
-    (one loop timer for every pending call), not in a timer per call, and only once
-    the inner call suspends: a call that ends in its first step (the loop never ran
-    meanwhile, so no timer could have fired) costs no deadline at all.
+    the cancellation and returns keeps its result). The limit counts from the call's
+    start (its first step included). ``timeout_s`` lowers the limit for one call,
+    never raises it. An outer cancellation propagates. The deadline is kept in the
+    event loop's table of :mod:`~toolproof.extensions.wrappers.deadlines` (one loop
+    timer for every pending call), not in a timer per call, and only once the inner
+    call suspends: a call that ends in its first step (the loop never ran meanwhile,
+    so no timer could have fired) costs no deadline, and no coroutine of the layer's
+    own (its body returns the inner :class:`ToolResult` itself, see
+    :data:`~toolproof.tools.tool.Body`).
     """
     cfg: TimeoutConfig = config
     seconds = float(cfg.seconds)
     flat = is_flat_object_schema(inner.spec.input_schema)
     run = inner.run_validated if flat else inner.call
 
-    async def body(arguments: dict[str, Any]) -> ToolResult:
+    def body(arguments: dict[str, Any]) -> ToolResult | Awaitable[ToolResult]:
         limit = seconds
-        asked = arguments.get("timeout_s")
-        if asked is not None:
-            arguments = {k: v for k, v in arguments.items() if k != "timeout_s"}
-            if asked < limit:
-                limit = float(asked)
+        if "timeout_s" in arguments:
+            asked = arguments["timeout_s"]
+            if asked is not None:
+                arguments = {k: v for k, v in arguments.items() if k != "timeout_s"}
+                if asked < limit:
+                    limit = float(asked)
         started = monotonic()
-        step = run(arguments)
-        try:
-            yielded = step.send(None)
-        except StopIteration as done:
-            # it ended without suspending: the loop never ran, no deadline could pass
-            return done.value  # type: ignore[no-any-return]
+        box: list[ToolResult] = []
+        step = into(run(arguments), box)
+        for yielded in step:
+            return suspended(step, yielded, box, started, limit)  # it suspended
+        # it ended without suspending: the loop never ran, no deadline could pass
+        return box[0]
+
+    async def suspended(
+        step: Generator[Any, Any, None],
+        yielded: Any,
+        box: list[ToolResult],
+        started: float,
+        limit: float,
+    ) -> ToolResult:
         # the deadline counts from the call's start (the loop clock runs at monotonic's rate)
         loop = asyncio.get_running_loop()
         when = loop.time() + limit - (monotonic() - started)
@@ -79,7 +92,7 @@ def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
         table = deadlines(loop)
         entry = table.add(loop, task, when)
         try:
-            result: ToolResult = await resume(step, yielded)
+            await resume(step, yielded)
         except asyncio.CancelledError:
             expired = entry.expired
             table.finish(entry)
@@ -100,6 +113,6 @@ def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
         if entry.expired:
             task.uncancel()  # the body swallowed the cancellation and returned
         table.finish(entry)
-        return result
+        return box[0]
 
     return Tool(wrapper_spec(inner, name, TIMEOUT_RESERVED), body)
