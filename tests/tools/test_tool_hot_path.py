@@ -15,6 +15,7 @@ import pytest
 
 from toolproof import Tool, ToolCallError, ToolFailure, ToolResult
 from toolproof.extensions import ComboElement, ExtensionRegistry, build_combo, wrapper
+from toolproof.extensions.wrappers.deadlines import resume
 from toolproof.tools.tool import settled_types
 
 
@@ -206,3 +207,59 @@ def test_a_body_may_return_its_tool_result_itself_on_every_path(
         kind, message = expected
         assert results[0]["failure"]["kind"] == kind
         assert results[0]["failure"]["message"].startswith(message)
+
+
+def stepped_outcomes(tool: Tool, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The result of ``arguments`` through run_validated_into and a ``timeout`` variant."""
+
+    async def into() -> ToolResult:
+        box: list[ToolResult] = []
+        await tool.run_validated_into(arguments, box)
+        [result] = box
+        return result
+
+    [(_, timed)] = build_combo(tool, [ComboElement("timeout", {"seconds": 30})])
+    results = [run(into()), run(timed.call(arguments))]
+    return [result.model_dump(mode="json") for result in results]
+
+
+@pytest.mark.parametrize(
+    ("fn", "arguments"),
+    [
+        (kinds, {"a": 1.0, "b": 2}),
+        *((typed, {"a": a, "b": 2}) for a in range(5)),
+        *((untyped, {"x": x}) for x in ("set", "tuple", "nan", "result", "raise", "call-error")),
+        (untyped, {"x": "y"}),
+    ],
+)
+def test_run_validated_into_and_a_timeout_layer_give_what_run_validated_gives(
+    fn: Any, arguments: dict[str, Any]
+) -> None:
+    tool = Tool.from_function(fn)
+    expected = run(tool.run_validated(arguments)).model_dump(mode="json")
+    assert stepped_outcomes(tool, arguments) == [expected, expected]
+
+
+def test_run_validated_into_yields_only_when_the_call_suspends() -> None:
+    async def maybe_sleep(a: float) -> float:
+        """Sleep ``a`` seconds when ``a`` > 0."""
+        if a > 0:
+            await asyncio.sleep(a)
+        return a
+
+    tool = Tool.from_function(maybe_sleep)
+    box: list[ToolResult] = []
+    assert list(tool.run_validated_into({"a": 0}, box)) == []  # ended in its first step
+    assert [result.value for result in box] == [0]
+
+    async def main() -> tuple[Any, list[ToolResult]]:
+        box: list[ToolResult] = []
+        step = tool.run_validated_into({"a": 0.01}, box)
+        yielded = next(step)  # it suspends: StopIteration would fail the test
+        assert box == []
+        await resume(step, yielded)
+        return yielded, box
+
+    yielded, box = run(main())
+    assert isinstance(yielded, asyncio.Future)  # the sleep's future, for the task
+    assert [result.value for result in box] == [0.01]

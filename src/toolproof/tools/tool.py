@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any
 
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
@@ -55,6 +56,17 @@ _ANNOTATION_KEYWORDS = frozenset({"type", "title", "description"})
 
 _encode_plain = plain_json_encoder()  # the C check, called without a Python frame around it
 _success = ToolResult.success
+_Coroutine = types.CoroutineType
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """``await awaitable``, as a coroutine a generator-based coroutine can ``yield from``."""
+    return await awaitable
+
+
+def _coroutine(awaitable: Awaitable[Any]) -> Any:
+    """``awaitable`` itself when it is a coroutine, else a coroutine awaiting it."""
+    return awaitable if type(awaitable) is _Coroutine else _awaited(awaitable)
 
 
 def settled_types(output_schema: Any) -> frozenset[type]:
@@ -303,7 +315,7 @@ class Tool:
                 return _noted(refused if hook is None else hook.refused(self, arguments, refused))
         if _hooks.ACTIVE is not None:
             return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
-        # _run_body, inline: the hot path takes no extra frame
+        # run_validated_into, inline: the hot path takes no extra frame
         direct = self._direct
         try:
             if direct is None:
@@ -336,7 +348,7 @@ class Tool:
         """
         if _hooks.ACTIVE is not None:
             return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
-        # _run_body, inline: each layer of a variant takes no extra frame
+        # run_validated_into, inline: each layer of a variant takes no extra frame
         direct = self._direct
         try:
             if direct is None:
@@ -359,38 +371,74 @@ class Tool:
             return _noted(value) if value.failure is not None else value
         return self._check_result(value)
 
-    async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
-        """:meth:`run_validated` without the telemetry hook (the hook calls it).
+    @types.coroutine
+    def run_validated_into(
+        self, arguments: dict[str, Any], box: list[ToolResult], hook: bool = True
+    ) -> Generator[Any, Any, None]:
+        """:meth:`run_validated` as a generator-based coroutine that puts its result in ``box``.
 
-        The one statement of how a validated call runs; :meth:`call` and
-        :meth:`run_validated` carry the same lines inline (the per-call hot path).
+        ``await tool.run_validated_into(arguments, box)`` runs what
+        ``await tool.run_validated(arguments)`` runs and appends its :class:`ToolResult`
+        to ``box``; the generator itself returns ``None``. So a layer can run the first
+        step itself and learn, without an exception, whether the call ended in it:
+        ``for yielded in tool.run_validated_into(arguments, box): ...`` enters its body
+        only when the call suspends (``yielded`` is what it yielded to the task; finish
+        it with :func:`~toolproof.extensions.wrappers.deadlines.resume`), else the
+        result is ``box[0]`` (the ``timeout`` wrapper records a deadline only for a
+        call that suspends). It is also the one statement of how a validated call runs:
+        :meth:`call` and :meth:`run_validated` carry the same lines inline (the per-call
+        hot path), and the telemetry hook runs it through :meth:`_run_body`.
+
         A :class:`DirectCall` function is called as ``fn(**arguments)``, an integral
         float for an ``int`` parameter turned into an ``int`` in a copy of the
         caller's dict; a result of a type in ``settled_types(output_schema)`` is a
         success as it is; anything else goes through the function's result step and
         :meth:`_check_result`, as a body's value does.
+
+        Args:
+            arguments: the arguments object, already validated against this schema.
+            box: a list the call's :class:`ToolResult` is appended to when it ends.
+            hook: ``False`` runs without the telemetry hook (what the hook itself runs).
+
+        Raises:
+            asyncio.CancelledError: the call was cancelled (never swallowed).
+
         """
+        if hook and _hooks.ACTIVE is not None:
+            ran = _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
+            box.append((yield from _coroutine(ran)))
+            return
         direct = self._direct
         try:
             if direct is None:
                 value: Any = self._body(arguments)
                 if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
-                    value = await value
+                    value = yield from (value if type(value) is _Coroutine else _awaited(value))
             else:
                 for name in direct.int_params:
                     if type(arguments.get(name)) is float:
                         arguments = {**arguments, name: int(arguments[name])}
-                value = await direct.fn(**arguments)
+                value = direct.fn(**arguments)
+                value = yield from (value if type(value) is _Coroutine else _awaited(value))
                 if type(value) in self._settled:
-                    return _success(value)
+                    box.append(_success(value))
+                    return
                 value = direct.finish(value)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._body_failed(exc)
+            box.append(self._body_failed(exc))
+            return
         if type(value) is ToolResult:
-            return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+            box.append(_noted(value) if value.failure is not None else value)
+        else:
+            box.append(self._check_result(value))
+
+    async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
+        """:meth:`run_validated` without the telemetry hook (the hook calls it)."""
+        box: list[ToolResult] = []
+        await self.run_validated_into(arguments, box, False)
+        return box[0]
 
     def _body_failed(self, exc: Exception) -> ToolResult:
         """The failed result of a body that raised ``exc`` (noted for the observer)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from time import monotonic
 from typing import Any
 
@@ -55,8 +55,14 @@ def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
     """
     cfg: TimeoutConfig = config
     seconds = float(cfg.seconds)
-    flat = is_flat_object_schema(inner.spec.input_schema)
-    run = inner.run_validated if flat else inner.call
+
+    def validating(arguments: dict[str, Any], box: list[ToolResult]) -> Generator[Any, Any, None]:
+        return into(inner.call(arguments), box)  # the inner schema validates again
+
+    # flat: the inner call's own frame is the generator the body steps
+    steps: Callable[[dict[str, Any], list[ToolResult]], Generator[Any, Any, None]] = (
+        inner.run_validated_into if is_flat_object_schema(inner.spec.input_schema) else validating
+    )
 
     def body(arguments: dict[str, Any]) -> ToolResult | Awaitable[ToolResult]:
         limit = seconds
@@ -68,7 +74,7 @@ def timeout_factory(inner: Tool, *, name: str, config: Any) -> Tool:
                     limit = float(asked)
         started = monotonic()
         box: list[ToolResult] = []
-        step = into(run(arguments), box)
+        step = steps(arguments, box)
         for yielded in step:
             return suspended(step, yielded, box, started, limit)  # it suspended
         # it ended without suspending: the loop never ran, no deadline could pass
