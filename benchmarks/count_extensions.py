@@ -1,0 +1,138 @@
+"""Instructions per call of a ``timeout`` layer and of a pass-through layer (callgrind).
+
+One command: ``python benchmarks/count_extensions.py [--calls N]`` (needs ``valgrind``).
+
+The same paths as ``bench_extensions.py`` (``Tool.from_function(add)`` and the
+declared tool over ``add``; 0 layers, 1 pass-through wrapper layer, the ``timeout``
+variant with ``seconds = 60`` called without ``timeout_s``), counted in instructions
+instead of timed: a count is repeatable on a loaded, shared machine where
+microseconds are not. Each path runs in its own ``valgrind --tool=callgrind`` child
+that builds every path and warms each up (the same work in every child), then makes
+``N`` calls of its path; a child that makes no call is the setup anchor. Per call:
+``(instructions(path, N) - instructions(setup)) / N``; a layer's cost is its
+variant's per call minus the 0-layer path's (the anchor, from the same script run).
+Instructions are not time (a cache miss or a branch mispredict costs many, an
+instruction under callgrind none of its latency), so read them next to the
+``bench_extensions.py`` figures, not instead of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from toolproof import Tool, ToolContribution, bind_contribution
+from toolproof.extensions import ComboElement, ExtensionRegistry, build_combo, wrapper
+
+ARGS = {"a": 1, "b": 2}
+PATHS = (
+    "from_function: 0 layers",
+    "from_function: 1 layer",
+    "from_function: timeout variant",
+    "declared: 0 layers",
+    "declared: 1 layer",
+    "declared: timeout variant",
+)
+WARMUP = 200
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def add_invoke(arguments: dict[str, Any]) -> Any:
+    """The same function as a declared tool's ``invoke``."""
+    return await add(**arguments)
+
+
+def tools() -> dict[str, Tool]:
+    """Every path's outermost tool, as ``bench_extensions.py`` builds it."""
+    registry = ExtensionRegistry()
+
+    @wrapper(name="noop", registry=registry)
+    async def noop(call_next: Any, arguments: dict[str, Any], config: Any) -> Any:
+        return await call_next(arguments)
+
+    base = Tool.from_function(add)
+    declared = bind_contribution(
+        ToolContribution("add", "Add.", base.spec.input_schema, add_invoke)
+    )
+    out: dict[str, Tool] = {}
+    noop_layer = ComboElement("noop")
+    timeout = ComboElement("timeout", {"seconds": 60})
+    for family, tool in (("from_function", base), ("declared", declared)):
+        out[f"{family}: 0 layers"] = tool
+        out[f"{family}: 1 layer"] = build_combo(tool, [noop_layer], registry=registry)[0][1]
+        out[f"{family}: timeout variant"] = build_combo(tool, [timeout], registry=registry)[0][1]
+    return out
+
+
+async def child(path: str | None, calls: int) -> None:
+    """Build and warm up every path, then make ``calls`` calls of ``path``."""
+    built = tools()
+    for tool in built.values():
+        for _ in range(WARMUP):
+            result = await tool.call(ARGS)
+        assert result.unwrap() == 3
+    if path is None:
+        return
+    call = built[path].call
+    for _ in range(calls):
+        await call(ARGS)
+
+
+def count(path: str | None, calls: int) -> int:
+    """Instructions callgrind counts for one child."""
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={tmp}/out",
+            sys.executable,
+            __file__,
+            "--child",
+            path or "",
+            "--calls",
+            str(calls),
+        ]
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    match = re.search(r"Collected : (\d+)", done.stderr)
+    assert match is not None, done.stderr
+    return int(match.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20_000, help="calls per child")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child is not None:
+        asyncio.run(child(options.child or None, options.calls))
+        return 0
+    setup = count(None, 0)
+    per_call = {path: (count(path, options.calls) - setup) / options.calls for path in PATHS}
+    print(f"{'path':32} {'instructions/call':>18}")
+    for path, value in per_call.items():
+        print(f"{path:32} {value:18.0f}")
+    print()
+    for family in ("from_function", "declared"):
+        zero = per_call[f"{family}: 0 layers"]
+        layer = per_call[f"{family}: 1 layer"] - zero
+        timeout = per_call[f"{family}: timeout variant"] - zero
+        print(
+            f"{family}: timeout layer {timeout:.0f} instructions, pass-through layer "
+            f"{layer:.0f} (ratio {timeout / layer:.2f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
