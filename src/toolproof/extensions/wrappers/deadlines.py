@@ -154,15 +154,15 @@ def into(step: Coroutine[Any, Any, Any], box: list[Any]) -> Generator[Any, Any, 
 
 
 @types.coroutine
-def resume(
-    step: Coroutine[Any, Any, Any] | Generator[Any, Any, Any], yielded: Any
-) -> Generator[Any, Any, Any]:
-    """Finish ``await step`` after its first step (``send(None)``, ``next()``) yielded ``yielded``.
+def resume(step: Generator[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Finish ``await step`` after its first step (``next(step)``) yielded ``yielded``.
 
     The rest of what ``await`` (PEP 380's ``yield from``) does: each value ``step``
     yields goes up to the task, each value or exception the task sends in goes down
     to ``step`` (``close()`` on ``GeneratorExit``). Lets the ``timeout`` wrapper run
-    the first step itself and record a deadline only when the call suspends.
+    the first step itself and record a deadline only when the call suspends. From the
+    first ``None`` the task sends (how an asyncio task resumes a coroutine) the rest is
+    a plain ``yield from step``, delegated by the interpreter.
 
     Returns:
         ``step``'s return value.
@@ -183,6 +183,8 @@ def resume(
             except StopIteration as done:
                 return done.value
         else:
+            if sent is None:
+                return (yield from step)  # which starts with step.send(None)
             try:
                 yielded = step.send(sent)
             except StopIteration as done:
