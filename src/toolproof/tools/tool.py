@@ -382,10 +382,10 @@ class Tool:
         to ``box``; the generator itself returns ``None``. So a layer can run the first
         step itself and learn, without an exception, whether the call ended in it:
         ``for yielded in tool.run_validated_into(arguments, box): ...`` enters its body
-        only when the call suspends (``yielded`` is what it yielded to the task; finish
-        it with :func:`~toolproof.extensions.wrappers.deadlines.resume`), else the
-        result is ``box[0]`` (the ``timeout`` wrapper records a deadline only for a
-        call that suspends). It is also the one statement of how a validated call runs:
+        only when the call suspends (``yielded`` is what it yielded for the task: the
+        layer passes it up and drives the rest as ``await`` would), else the result is
+        ``box[0]`` (the ``timeout`` wrapper records a deadline only for a call that
+        suspends). It is also the one statement of how a validated call runs:
         :meth:`call` and :meth:`run_validated` carry the same lines inline (the per-call
         hot path), and the telemetry hook runs it through :meth:`_run_body`.
 
