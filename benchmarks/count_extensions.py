@@ -2,13 +2,15 @@
 
 One command: ``python benchmarks/count_extensions.py [--calls N]`` (needs ``valgrind``).
 
-The same paths as ``bench_extensions.py`` (``Tool.from_function(add)`` and the
-declared tool over ``add``; 0 layers, 1 pass-through wrapper layer, the ``timeout``
-variant with ``seconds = 60`` called without ``timeout_s``), counted in instructions
+The same paths as ``bench_extensions.py`` (``Tool.from_function(add)``, the
+declared tool over ``add`` and ``Tool.from_function(add_suspending)``, which yields to
+the loop once; 0 layers, 1 pass-through wrapper layer, the ``timeout`` variant with
+``seconds = 60`` called without ``timeout_s``), counted in instructions
 instead of timed: a count is repeatable on a loaded, shared machine where
 microseconds are not. Each path runs in its own ``valgrind --tool=callgrind`` child
 that builds every path and warms each up (the same work in every child), then makes
-``N`` calls of its path; a child that makes no call is the setup anchor. Per call:
+``N`` calls of its path; a child that makes no call is the setup anchor (so do not
+edit the sources while it runs: a child that compiles a module counts that too). Per call:
 ``(instructions(path, N) - instructions(setup)) / N``; a layer's cost is its
 variant's per call minus the 0-layer path's (the anchor, from the same script run).
 Instructions are not time (a cache miss or a branch mispredict costs many, an
@@ -31,19 +33,23 @@ from toolproof import Tool, ToolContribution, bind_contribution
 from toolproof.extensions import ComboElement, ExtensionRegistry, build_combo, wrapper
 
 ARGS = {"a": 1, "b": 2}
-PATHS = (
-    "from_function: 0 layers",
-    "from_function: 1 layer",
-    "from_function: timeout variant",
-    "declared: 0 layers",
-    "declared: 1 layer",
-    "declared: timeout variant",
+FAMILIES = ("from_function", "declared", "suspending")
+PATHS = tuple(
+    f"{family}: {path}"
+    for family in FAMILIES
+    for path in ("0 layers", "1 layer", "timeout variant")
 )
 WARMUP = 200
 
 
 async def add(a: int, b: int) -> int:
     """Add two integers."""
+    return a + b
+
+
+async def add_suspending(a: int, b: int) -> int:
+    """Add two integers after yielding to the event loop once."""
+    await asyncio.sleep(0)
     return a + b
 
 
@@ -67,7 +73,8 @@ def tools() -> dict[str, Tool]:
     out: dict[str, Tool] = {}
     noop_layer = ComboElement("noop")
     timeout = ComboElement("timeout", {"seconds": 60})
-    for family, tool in (("from_function", base), ("declared", declared)):
+    suspending = Tool.from_function(add_suspending)
+    for family, tool in zip(FAMILIES, (base, declared, suspending), strict=True):
         out[f"{family}: 0 layers"] = tool
         out[f"{family}: 1 layer"] = build_combo(tool, [noop_layer], registry=registry)[0][1]
         out[f"{family}: timeout variant"] = build_combo(tool, [timeout], registry=registry)[0][1]
@@ -117,13 +124,15 @@ def main() -> int:
     if options.child is not None:
         asyncio.run(child(options.child or None, options.calls))
         return 0
+    # a native child first writes the bytecode caches: no valgrind child compiles a module
+    subprocess.run([sys.executable, __file__, "--child", "", "--calls", "0"], check=True)
     setup = count(None, 0)
     per_call = {path: (count(path, options.calls) - setup) / options.calls for path in PATHS}
     print(f"{'path':32} {'instructions/call':>18}")
     for path, value in per_call.items():
         print(f"{path:32} {value:18.0f}")
     print()
-    for family in ("from_function", "declared"):
+    for family in FAMILIES:
         zero = per_call[f"{family}: 0 layers"]
         layer = per_call[f"{family}: 1 layer"] - zero
         timeout = per_call[f"{family}: timeout variant"] - zero
