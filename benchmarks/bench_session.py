@@ -12,7 +12,9 @@ One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--di
    ``m`` itself (a pydantic-ai ``FunctionModel``) answering the same request, and
    ``session.httpx_transport(inner)`` vs ``inner`` (an ``httpx.MockTransport``
    answering a chat completion in memory: the network would drown the figure),
-   interleaved. The anchor is SHA-256 of the request and response bytes.
+   interleaved. The anchor is SHA-256 of the exact request and response bytes recorded
+   (computed outside the timed part). The ``FunctionModel`` function is async: a sync
+   one runs on a thread pool, whose hop (about 150 us, and noisy) is in both arms.
 3. Group commit: how many background fsync batches finished while the ``N`` calls
    ran, and how long ``close()`` took to sync the rest. A batch starts at most every
    50 ms and is one ``syncfs(2)`` on Linux (elsewhere: an fsync of the evidence pack
@@ -49,7 +51,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolproof.adapters.agent_session import Session
 from toolproof.adapters.httpx_transport import RecordingTransport
-from toolproof.adapters.pydantic_ai_model import RecordedModel, request_bytes
+from toolproof.adapters.pydantic_ai_model import RecordedModel, request_bytes, response_bytes
 from toolproof.evidence.encoding import encode_value
 from toolproof.runs.recorder import Durability
 from toolproof.runs.session import open_session
@@ -105,7 +107,7 @@ async def _calls(
     return median(diffs), median(hashes), syncs, ran, closed, median(cpus)
 
 
-def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+async def _respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart("It is a pear.")])
 
 
@@ -125,9 +127,10 @@ async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float, float]:
         diffs.append(done_wall - plain_wall - (plain_wall - wall))
         cpus.append(done_cpu - plain_cpu - (plain_cpu - cpu))
         request = request_bytes(messages, None, params)
+        answer = response_bytes(response)
         started = time.perf_counter()
         hashlib.sha256(request).hexdigest()
-        hashlib.sha256(repr(response).encode()).hexdigest()
+        hashlib.sha256(answer).hexdigest()
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
     session._live.close()

@@ -36,7 +36,7 @@ from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import value_key
 from toolproof.tools import hooks
 
-__all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value"]
+__all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value", "response_bytes"]
 
 SOURCE = "pydantic-ai"
 """The ``source`` of the turns this model records."""
@@ -68,6 +68,23 @@ def request_bytes(
 
     """
     return canonical_json(request_value(messages, model_settings, parameters))
+
+
+def response_bytes(response: ModelResponse) -> bytes:
+    """The canonical JSON of one pydantic-ai response: the evidence bytes of a turn's answer.
+
+    Args:
+        response: the ``ModelResponse`` the wrapped model returned.
+
+    Returns:
+        RFC 8785 canonical JSON of ``TypeAdapter(ModelResponse).dump_python(mode="json")``
+        (frozen replay parses these bytes back with the same adapter).
+
+    Raises:
+        CanonicalizationError: a value has no canonical JSON form.
+
+    """
+    return canonical_json(_RESPONSE.dump_python(response, mode="json"))
 
 
 def request_value(
@@ -124,7 +141,7 @@ class RecordedModel(WrapperModel):
                 source=SOURCE,
                 model=f"{self.wrapped.system}:{self.wrapped.model_name}",
                 request=request,
-                response=canonical_json(_RESPONSE.dump_python(response, mode="json")),
+                response=response_bytes(response),
                 key=digest(key),
             )
             turn_recorded(span, self.session.record_turn(turn, step), turn)
