@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +254,29 @@ def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Dura
     assert not (tmp_path / "evidence").exists()
     if durability == Durability.GROUP:
         assert 1 <= recorder.syncs <= 3
+
+
+def test_close_cuts_the_group_syncers_wait_short_and_syncs_what_is_left(tmp_path: Path) -> None:
+    """An hour-long interval: close() wakes the syncer mid-wait instead of sitting it out.
+
+    The first batch runs at once; the second call's mark then waits out the interval,
+    which only ``stop()`` can end. The thread bound (30 s) is a hang guard, not a timing.
+    """
+    recorder = Recorder(tmp_path, durability=Durability.GROUP, sync_interval=3600)
+    for n in (1, 2):
+        step = f"call-{n:08d}"
+        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.commit()
+        deadline = time.monotonic() + 30
+        while n == 1 and recorder.syncs < 1 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the first batch: the syncer then waits out its interval
+    closer = threading.Thread(target=recorder.close)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive()
+    assert recorder.syncs == 2  # the first batch, then the one stop() cut short
+    lines, problem = read_trace((tmp_path / "trace.jsonl").read_bytes())
+    assert (problem, len(lines)) == (None, 10)
 
 
 @pytest.mark.parametrize("has_syncfs", [True, False])

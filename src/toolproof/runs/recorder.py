@@ -346,9 +346,8 @@ class _GroupSync:
                 if not self._dirty:
                     return
                 wait = last + self._interval - time.monotonic()
-            if wait > 0 and not self._closing:
-                time.sleep(wait)
-            with self._cond:
+                if wait > 0:  # stop() cuts the wait short: close() never sits out an interval
+                    self._cond.wait_for(lambda: self._closing, timeout=wait)
                 paths, self._paths, self._dirty = self._paths, [], False
             try:
                 self._recorder.sync_now(paths)
