@@ -181,10 +181,19 @@ def test_failing_report_exits_2(project: Path) -> None:
 SLOW = '[[steps]]\nid = "nap"\ntool = "slow"\narguments = { seconds = 60 }\n'
 
 
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def _start_slow_run(project: Path) -> subprocess.Popen[str]:
-    spec = _spec(project, SLOW)
+    spec, root = _spec(project, SLOW), str(project / "art")
+    # SIGINT at its default disposition in the child, as a terminal's Ctrl-C finds it: an
+    # ignored signal is inherited across exec, so a parent left ignoring it would make
+    # the child ignore the test's Ctrl-C (the exec keeps the pid the test signals)
     process = subprocess.Popen(
-        [*TOOLPROOF, "run", str(spec), "--root", str(project / "art")],
+        [sys.executable, "-c", _DEFAULT_SIGINT, *TOOLPROOF, "run", str(spec), "--root", root],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
