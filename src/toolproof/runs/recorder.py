@@ -71,7 +71,6 @@ from toolproof.contract.trace import (
     ApprovalDecided,
     ApprovalRequested,
     ApprovalSkipped,
-    ClaimEmitted,
     EventBase,
     EvidenceRegistered,
     FailureObserved,
@@ -79,7 +78,6 @@ from toolproof.contract.trace import (
     PromptGot,
     RequestRelayed,
     ResourceRead,
-    RunFailed,
     StepFinished,
     StepStarted,
     ToolCalled,
@@ -106,25 +104,6 @@ __all__ = [
 
 SYNC_INTERVAL = 0.05
 """Seconds between two fsyncs of a ``group`` recorder, at most (the power-loss window)."""
-
-_EVENT_CLASSES: tuple[type[EventBase], ...] = (
-    StepStarted,
-    ToolCalled,
-    ToolReturned,
-    EvidenceRegistered,
-    ClaimEmitted,
-    StepFinished,
-    FailureObserved,
-    ModelTurn,
-    RunFailed,
-    ApprovalRequested,
-    ApprovalDecided,
-    ApprovalSkipped,
-    ResourceRead,
-    PromptGot,
-    RequestRelayed,
-)
-
 
 _CALL_STARTED = LineShape(StepStarted, ("step",), {"kind": "call"})
 _MODEL_STARTED = LineShape(StepStarted, ("step",), {"kind": "model"})
