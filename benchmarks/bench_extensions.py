@@ -44,6 +44,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ext_tools import ARGS, add, add_invoke, add_suspending
 from fastmcp.tools import FunctionTool
 from fastmcp.tools import Tool as FastMCPTool
 from fastmcp.tools.tool_transform import ArgTransform
@@ -51,25 +52,8 @@ from fastmcp.tools.tool_transform import ArgTransform
 from toolproof import Tool, ToolContribution, bind_contribution
 from toolproof.extensions import ComboElement, ExtensionRegistry, build_combo, wrapper
 
-ARGS = {"a": 1, "b": 2}
 RENAMED = {"x": 1, "b": 2}
 LAYERS = (1, 3, 5)
-
-
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-async def add_suspending(a: int, b: int) -> int:
-    """Add two integers after yielding to the event loop once."""
-    await asyncio.sleep(0)
-    return a + b
-
-
-async def add_invoke(arguments: dict[str, Any]) -> Any:
-    """The same function as a declared tool's ``invoke`` (the schema already checked types)."""
-    return await add(**arguments)
 
 
 def variants(base: Tool) -> dict[str, Tool]:

@@ -29,10 +29,11 @@ import sys
 import tempfile
 from typing import Any
 
+from ext_tools import ARGS, add, add_invoke, add_suspending
+
 from toolproof import Tool, ToolContribution, bind_contribution
 from toolproof.extensions import ComboElement, ExtensionRegistry, build_combo, wrapper
 
-ARGS = {"a": 1, "b": 2}
 FAMILIES = ("from_function", "declared", "suspending")
 PATHS = tuple(
     f"{family}: {path}"
@@ -40,22 +41,6 @@ PATHS = tuple(
     for path in ("0 layers", "1 layer", "timeout variant")
 )
 WARMUP = 200
-
-
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-async def add_suspending(a: int, b: int) -> int:
-    """Add two integers after yielding to the event loop once."""
-    await asyncio.sleep(0)
-    return a + b
-
-
-async def add_invoke(arguments: dict[str, Any]) -> Any:
-    """The same function as a declared tool's ``invoke``."""
-    return await add(**arguments)
 
 
 def tools() -> dict[str, Tool]:

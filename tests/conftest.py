@@ -1,4 +1,8 @@
-"""Shared fixtures, and the guard that the tests leave the environment's packages as found."""
+"""Shared fixtures, the shared helpers' path, and the guard that the tests leave packages as found.
+
+The helpers shared across folders (``tests/runs/*_support.py``) are importable from
+every test folder: ``tests/runs`` is put on ``sys.path`` here, once.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+_RUNS = str(ROOT / "tests" / "runs")
+if _RUNS not in sys.path:
+    sys.path.insert(0, _RUNS)
 PLUGINS = ROOT / "tests" / "plugins"
 PIP_SECONDS = 280  # a pip build with an isolated build environment, on a loaded machine
 

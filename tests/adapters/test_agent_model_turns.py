@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import out_of_order_agent
 from agents import Agent as AgentsAgent
 from agents import Model, ModelResponse, RunConfig, Runner, Usage
 from openai.types.responses import (
@@ -316,40 +317,10 @@ def test_identical_model_requests_are_served_in_recorded_order(tmp_path: Path) -
     assert spec["reasoner"]["params"]["answer"] == "answer 1 / answer 2 / answer 3"
 
 
-def _out_of_order_agent(
-    asked: list[int], outputs: list[str]
-) -> Callable[[Session], Coroutine[Any, Any, None]]:
-    """Two identical requests asked A then B; live, B is answered (and recorded) first."""
-    from pydantic_ai.messages import TextPart
-
-    async def agent(session: Session) -> None:
-        b_finished = asyncio.Event()
-
-        async def respond(messages: list[ModelMessage], info: AgentInfo) -> PaiResponse:
-            number = len(asked) + 1
-            asked.append(number)
-            if number == 1:  # A's answer waits until B's whole run is over
-                await b_finished.wait()
-            return PaiResponse(parts=[TextPart(f"response to request {number}")])
-
-        runner = Agent(session.pydantic_ai_model(FunctionModel(respond)))
-
-        async def run_b() -> str:
-            output = (await runner.run("same?")).output
-            b_finished.set()
-            return output
-
-        a, b = await asyncio.gather(runner.run("same?"), run_b())
-        outputs.append(f"A: {a.output} / B: {b}")
-        session.answer(outputs[-1])
-
-    return agent
-
-
 def test_identical_turns_answered_out_of_order_replay_by_the_order_asked(tmp_path: Path) -> None:
     asked: list[int] = []
     outputs: list[str] = []
-    run = _record(tmp_path, _out_of_order_agent(asked, outputs))
+    run = _record(tmp_path, out_of_order_agent(asked, outputs))
     assert asked == [1, 2]
     assert outputs == ["A: response to request 1 / B: response to request 2"]
     assert verify_run(run).ok
@@ -371,7 +342,7 @@ def test_identical_turns_answered_out_of_order_replay_by_the_order_asked(tmp_pat
     replayed: list[int] = []
     replayed_outputs: list[str] = []
     replay = asyncio.run(
-        toolproof.replay_session(run, _out_of_order_agent(replayed, replayed_outputs))
+        toolproof.replay_session(run, out_of_order_agent(replayed, replayed_outputs))
     )
     assert (replay.identical, replay.turns, replay.live_calls) == (True, 2, 0)
     assert replayed == []  # no model was asked

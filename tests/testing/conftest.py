@@ -1,16 +1,11 @@
-"""Make the shared run helpers importable; put the sample plugin package on the path on demand."""
+"""Put the sample plugin package on the path on demand."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-_RUNS = str(Path(__file__).resolve().parent.parent / "runs")
-if _RUNS not in sys.path:
-    sys.path.insert(0, _RUNS)
 
 SAMPLE = Path(__file__).resolve().parent.parent / "plugins" / "sample_reasoner"
 

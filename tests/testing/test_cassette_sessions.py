@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import out_of_order_agent
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -195,41 +196,12 @@ def test_new_episodes_serves_known_turns_and_asks_the_model_only_for_new_ones(
     assert (again.served, again.served_turns, again.misses) == (4, 6, [])
 
 
-def _out_of_order(asked: list[int], outputs: list[str], then: str | None = None) -> AgentCode:
-    """Two identical requests asked A then B; live, B is answered (and recorded) first."""
-
-    async def agent(session: toolproof.Session) -> None:
-        b_finished = asyncio.Event()
-
-        async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            number = len(asked) + 1
-            asked.append(number)
-            if number == 1:  # A's answer waits until B's whole run is over
-                await b_finished.wait()
-            return ModelResponse(parts=[TextPart(f"response to request {number}")])
-
-        runner = Agent(session.pydantic_ai_model(FunctionModel(respond)))
-
-        async def run_b() -> str:
-            output = (await runner.run("same?")).output
-            b_finished.set()
-            return output
-
-        a, b = await asyncio.gather(runner.run("same?"), run_b())
-        outputs.append(f"A: {a.output} / B: {b}")
-        if then is not None:
-            outputs.append((await runner.run(then)).output)
-        session.answer(outputs[-1])
-
-    return agent
-
-
 def test_identical_turns_answered_out_of_order_are_served_by_the_order_asked(
     tmp_path: Path,
 ) -> None:
     async def main() -> Path:
         async with toolproof.record_session(_ticker([]), root=tmp_path, task="same") as session:
-            await _out_of_order([], [])(session)
+            await out_of_order_agent([], [])(session)
         return tmp_path / "runs" / str(session.run_id)
 
     path = asyncio.run(main())
@@ -237,13 +209,13 @@ def test_identical_turns_answered_out_of_order_are_served_by_the_order_asked(
     asked: list[int] = []
     outputs: list[str] = []
     cassette = Cassette(path)
-    asyncio.run(_out_of_order(asked, outputs)(toolproof.Session.from_cassette(cassette)))
+    asyncio.run(out_of_order_agent(asked, outputs)(toolproof.Session.from_cassette(cassette)))
     assert (asked, outputs) == ([], ["A: response to request 1 / B: response to request 2"])
 
     cassette = Cassette(path, "new_episodes")
     outputs = []
     asyncio.run(
-        _out_of_order(asked, outputs, "other?")(
+        out_of_order_agent(asked, outputs, "other?")(
             toolproof.Session.from_cassette(cassette, _ticker([]))
         )
     )
@@ -256,7 +228,8 @@ def test_identical_turns_answered_out_of_order_are_served_by_the_order_asked(
     assert _steps(path) == ["turn-00000002", "turn-00000001", "turn-00000003"]
     outputs = []
     served = Cassette(path)
-    asyncio.run(_out_of_order(asked, outputs, "other?")(toolproof.Session.from_cassette(served)))
+    agent = out_of_order_agent(asked, outputs, "other?")
+    asyncio.run(agent(toolproof.Session.from_cassette(served)))
     assert (asked, served.served_turns, served.misses) == ([1], 3, [])
     assert outputs == [
         "A: response to request 1 / B: response to request 2",
