@@ -49,10 +49,6 @@ RUNS_DIR = "runs"
 TEMP_PREFIX = ".tmp-run-"
 
 
-def _fsync_dir(path: Path) -> None:
-    fsync_path(path)
-
-
 def write_file(path: Path, data: bytes, *, sync: bool = True) -> tuple[int, str]:
     """Create ``path`` (it must not exist) with ``data``; return size and digest.
 
@@ -101,7 +97,7 @@ def _sync_files(directory: Path, names: list[str]) -> None:
             fsync_path(path)
         folders.add(path.parent)
     for folder in sorted(folders, reverse=True):  # deepest first, the run directory last
-        _fsync_dir(folder)
+        fsync_path(folder)
 
 
 def pid_alive(pid: object) -> bool:
@@ -186,8 +182,8 @@ class RunDirectoryWriter:
         manifest = build_manifest(self.temp, self.known)
         write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
         _sync_files(self.temp, [entry.path for entry in manifest.files])
-        _fsync_dir(self.temp / EVIDENCE_DIR)
-        _fsync_dir(self.temp)
+        fsync_path(self.temp / EVIDENCE_DIR)
+        fsync_path(self.temp)
         runs = self.root / RUNS_DIR
         runs.mkdir(exist_ok=True)
         target = runs / manifest.run_id
@@ -213,7 +209,7 @@ class RunDirectoryWriter:
                     file=first.file,
                     check="manifest",
                 )
-        _fsync_dir(runs)
+        fsync_path(runs)
         self._done = True
         return CommittedRun(manifest.run_id, target, reused, manifest)
 
