@@ -183,15 +183,17 @@ SLOW = '[[steps]]\nid = "nap"\ntool = "slow"\narguments = { seconds = 60 }\n'
 
 _DEFAULT_SIGINT = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
     "os.execv(sys.argv[1], sys.argv[1:])"
 )
 
 
 def _start_slow_run(project: Path) -> subprocess.Popen[str]:
     spec, root = _spec(project, SLOW), str(project / "art")
-    # SIGINT at its default disposition in the child, as a terminal's Ctrl-C finds it: an
-    # ignored signal is inherited across exec, so a parent left ignoring it would make
-    # the child ignore the test's Ctrl-C (the exec keeps the pid the test signals)
+    # SIGINT at its default disposition and unblocked in the child, as a terminal's Ctrl-C
+    # finds it: an ignored or blocked signal stays so across exec, so a parent left
+    # ignoring or blocking it would make the child miss the test's Ctrl-C (the exec keeps
+    # the pid the test signals)
     process = subprocess.Popen(
         [sys.executable, "-c", _DEFAULT_SIGINT, *TOOLPROOF, "run", str(spec), "--root", root],
         stdout=subprocess.PIPE,
