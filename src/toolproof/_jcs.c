@@ -12,6 +12,8 @@
  *
  * No Python code runs during encoding (only exact built-in types are touched), so
  * the value cannot change under us.
+ *
+ * sha256_hex(data) is a one-shot SHA-256 as hex digits (see the section below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -695,17 +697,327 @@ jcs_encode(PyObject *module, PyObject *value)
     return result;
 }
 
+/*
+ * One-shot SHA-256 (FIPS 180-4) of a bytes-like object, as 64 lowercase hex ASCII
+ * digits: the per-line digest of the trace chain and the call and evidence ids, where
+ * hashlib's object and EVP-context setup cost more than the hashing itself.
+ *
+ * Two block functions share the padding and the hex output: a portable C one, and on
+ * x86-64 one built on the SHA extensions (SHA-NI), chosen once at module init by
+ * CPUID (define TOOLPROOF_NO_SHA_NI to build the portable one alone). The tests
+ * compare both with hashlib on random and boundary-length inputs.
+ */
+#define SHA256_BLOCK 64
+#define SHA256_RELEASE_GIL 4096 /* from this many bytes on, hash without the GIL */
+
+static const uint32_t SHA256_INIT[8] = {
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+/* FIPS 180-4 section 4.2.2: cube roots of the first 64 primes, first 32 fraction bits. */
+static const uint32_t SHA256_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5,
+    0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+    0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+    0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
+    0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+typedef void (*sha256_blocks_fn)(uint32_t state[8], const unsigned char *data, size_t blocks);
+
+static inline uint32_t
+rotr32(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+static inline uint32_t
+load_be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* One round of section 6.2.2 step 3; the caller rotates the names of a..h instead of the values. */
+#define SHA256_ROUND(a, b, c, d, e, f, g, h, i)                                                  \
+    do {                                                                                     \
+        uint32_t t1 = h + (rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25))                     \
+                      + ((e & f) ^ (~e & g)) + SHA256_K[i] + w[(i) & 15];                    \
+        uint32_t t2 = (rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22))                         \
+                      + ((a & b) ^ (a & c) ^ (b & c));                                       \
+        d += t1;                                                                             \
+        h = t1 + t2;                                                                         \
+    } while (0)
+
+/* W[i] for i >= 16 (section 6.2.2 step 1), in a ring of the last 16 words. */
+#define SHA256_SCHEDULE(i)                                                                   \
+    do {                                                                                     \
+        uint32_t x = w[((i) - 15) & 15];                                                     \
+        uint32_t y = w[((i) - 2) & 15];                                                      \
+        w[(i) & 15] += (rotr32(y, 17) ^ rotr32(y, 19) ^ (y >> 10)) + w[((i) - 7) & 15]       \
+                       + (rotr32(x, 7) ^ rotr32(x, 18) ^ (x >> 3));                          \
+    } while (0)
+
+static void
+sha256_blocks_portable(uint32_t state[8], const unsigned char *data, size_t blocks)
+{
+    uint32_t w[16];
+    for (; blocks > 0; blocks--, data += SHA256_BLOCK) {
+        uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+        uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
+        for (int i = 0; i < 16; i++) {
+            w[i] = load_be32(data + 4 * i);
+        }
+        for (int i = 0; i < 64; i += 8) {
+            if (i >= 16) {
+                for (int j = i; j < i + 8; j++) {
+                    SHA256_SCHEDULE(j);
+                }
+            }
+            SHA256_ROUND(a, b, c, d, e, f, g, h, i);
+            SHA256_ROUND(h, a, b, c, d, e, f, g, i + 1);
+            SHA256_ROUND(g, h, a, b, c, d, e, f, i + 2);
+            SHA256_ROUND(f, g, h, a, b, c, d, e, i + 3);
+            SHA256_ROUND(e, f, g, h, a, b, c, d, i + 4);
+            SHA256_ROUND(d, e, f, g, h, a, b, c, i + 5);
+            SHA256_ROUND(c, d, e, f, g, h, a, b, i + 6);
+            SHA256_ROUND(b, c, d, e, f, g, h, a, i + 7);
+        }
+        state[0] += a;
+        state[1] += b;
+        state[2] += c;
+        state[3] += d;
+        state[4] += e;
+        state[5] += f;
+        state[6] += g;
+        state[7] += h;
+    }
+}
+
+static void
+hex_portable(const uint32_t state[8], char *out)
+{
+    for (int i = 0; i < 8; i++) {
+        for (int shift = 28; shift >= 0; shift -= 4) {
+            *out++ = HEX[(state[i] >> shift) & 0xF];
+        }
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TOOLPROOF_NO_SHA_NI)
+#define HAVE_SHA_NI 1
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define SHA_NI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+
+/*
+ * The SHA extensions keep the state as two vectors, ABEF and CDGH (A in the top lane);
+ * SHA256RNDS2 does two rounds from the low two words of (W + K), SHA256MSG1 and
+ * SHA256MSG2 the two halves of the schedule of four words.
+ */
+#define SHA_NI_ROUNDS4(group, m)                                                            \
+    do {                                                                                    \
+        __m128i wk = _mm_add_epi32(m, _mm_loadu_si128((const __m128i *)&SHA256_K[4 * (group)])); \
+        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);                                       \
+        abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));              \
+    } while (0)
+
+/* m0 = W[t-16..t-13] becomes W[t..t+3] from m1 = W[t-12..], m2 = W[t-8..], m3 = W[t-4..]. */
+#define SHA_NI_SCHEDULE(m0, m1, m2, m3)                                                     \
+    m0 = _mm_sha256msg2_epu32(                                                              \
+        _mm_add_epi32(_mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4)), m3)
+
+SHA_NI_TARGET static void
+sha256_blocks_sha_ni(uint32_t state[8], const unsigned char *data, size_t blocks)
+{
+    /* big-endian words: reverse the bytes inside each 32-bit lane */
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i abcd = _mm_loadu_si128((const __m128i *)&state[0]); /* lanes A B C D */
+    __m128i efgh = _mm_loadu_si128((const __m128i *)&state[4]); /* lanes E F G H */
+    __m128i badc = _mm_shuffle_epi32(abcd, 0xB1);               /* B A D C */
+    __m128i hgfe = _mm_shuffle_epi32(efgh, 0x1B);               /* H G F E */
+    __m128i abef = _mm_alignr_epi8(badc, hgfe, 8);              /* F E B A */
+    __m128i cdgh = _mm_blend_epi16(hgfe, badc, 0xF0);           /* H G D C */
+    for (; blocks > 0; blocks--, data += SHA256_BLOCK) {
+        const __m128i abef_in = abef;
+        const __m128i cdgh_in = cdgh;
+        __m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 0)), bswap);
+        __m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16)), bswap);
+        __m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 32)), bswap);
+        __m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 48)), bswap);
+        SHA_NI_ROUNDS4(0, m0);
+        SHA_NI_ROUNDS4(1, m1);
+        SHA_NI_ROUNDS4(2, m2);
+        SHA_NI_ROUNDS4(3, m3);
+        for (int group = 4; group < 16; group += 4) {
+            SHA_NI_SCHEDULE(m0, m1, m2, m3);
+            SHA_NI_ROUNDS4(group, m0);
+            SHA_NI_SCHEDULE(m1, m2, m3, m0);
+            SHA_NI_ROUNDS4(group + 1, m1);
+            SHA_NI_SCHEDULE(m2, m3, m0, m1);
+            SHA_NI_ROUNDS4(group + 2, m2);
+            SHA_NI_SCHEDULE(m3, m0, m1, m2);
+            SHA_NI_ROUNDS4(group + 3, m3);
+        }
+        abef = _mm_add_epi32(abef, abef_in);
+        cdgh = _mm_add_epi32(cdgh, cdgh_in);
+    }
+    __m128i abef_rev = _mm_shuffle_epi32(abef, 0x1B); /* A B E F */
+    __m128i ghcd = _mm_shuffle_epi32(cdgh, 0xB1);      /* G H C D */
+    _mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(abef_rev, ghcd, 0xF0));
+    _mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(ghcd, abef_rev, 8));
+}
+
+/* 16 digest bytes as 32 hex digits: split the nibbles, then look each up with PSHUFB. */
+SHA_NI_TARGET static inline void
+hex16_ssse3(__m128i bytes, char *out)
+{
+    const __m128i digits = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a',
+                                         'b', 'c', 'd', 'e', 'f');
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+    __m128i low = _mm_and_si128(bytes, low4);
+    _mm_storeu_si128((__m128i *)out, _mm_shuffle_epi8(digits, _mm_unpacklo_epi8(high, low)));
+    _mm_storeu_si128((__m128i *)(out + 16),
+                     _mm_shuffle_epi8(digits, _mm_unpackhi_epi8(high, low)));
+}
+
+SHA_NI_TARGET static void
+hex_sha_ni(const uint32_t state[8], char *out)
+{
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    hex16_ssse3(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)&state[0]), bswap), out);
+    hex16_ssse3(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)&state[4]), bswap), out + 32);
+}
+
+/* CPUID.(EAX=7,ECX=0):EBX bit 29 (SHA), CPUID.1:ECX bits 19 (SSE4.1) and 9 (SSSE3). */
+static int
+cpu_has_sha_ni(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+        return 0;
+    }
+    if (!(ecx & (1u << 19)) || !(ecx & (1u << 9))) {
+        return 0;
+    }
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+        return 0;
+    }
+    return (ebx & (1u << 29)) != 0;
+}
+#endif
+
+typedef void (*sha256_hex_fn)(const uint32_t state[8], char *out);
+
+static sha256_blocks_fn sha256_blocks = sha256_blocks_portable;
+static sha256_hex_fn sha256_hex_out = hex_portable;
+
+/* SHA-256 of data[0:len] as 64 hex digits into out (section 5.1.1 padding, 6.2 hashing). */
+static void
+sha256_hex_digest(const unsigned char *data, size_t len, char *out, sha256_blocks_fn blocks,
+                  sha256_hex_fn hex)
+{
+    uint32_t state[8];
+    memcpy(state, SHA256_INIT, sizeof state);
+    size_t full = len / SHA256_BLOCK;
+    blocks(state, data, full);
+    size_t rest = len - full * SHA256_BLOCK;
+    unsigned char tail[2 * SHA256_BLOCK];
+    memcpy(tail, data + full * SHA256_BLOCK, rest);
+    tail[rest] = 0x80;
+    size_t tail_len = rest < SHA256_BLOCK - 8 ? SHA256_BLOCK : 2 * SHA256_BLOCK;
+    memset(tail + rest + 1, 0, tail_len - 8 - rest - 1);
+    uint64_t bits = (uint64_t)len << 3;
+    for (size_t i = 0; i < 8; i++) {
+        tail[tail_len - 1 - i] = (unsigned char)(bits >> (8 * i));
+    }
+    blocks(state, tail, tail_len / SHA256_BLOCK);
+    hex(state, out);
+}
+
+static PyObject *
+sha256_hex_with(PyObject *data, sha256_blocks_fn blocks, sha256_hex_fn hex)
+{
+    PyObject *result = PyBytes_FromStringAndSize(NULL, 64);
+    if (result == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(result);
+    if (PyBytes_CheckExact(data)) { /* immutable: no buffer export needed */
+        size_t len = (size_t)PyBytes_GET_SIZE(data);
+        const unsigned char *bytes = (const unsigned char *)PyBytes_AS_STRING(data);
+        if (len < SHA256_RELEASE_GIL) {
+            sha256_hex_digest(bytes, len, out, blocks, hex);
+        }
+        else {
+            Py_BEGIN_ALLOW_THREADS
+            sha256_hex_digest(bytes, len, out, blocks, hex);
+            Py_END_ALLOW_THREADS
+        }
+        return result;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    /* the export keeps a bytearray from resizing while the GIL is released */
+    if ((size_t)view.len < SHA256_RELEASE_GIL) {
+        sha256_hex_digest(view.buf, (size_t)view.len, out, blocks, hex);
+    }
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        sha256_hex_digest(view.buf, (size_t)view.len, out, blocks, hex);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *
+jcs_sha256_hex(PyObject *module, PyObject *data)
+{
+    (void)module;
+    return sha256_hex_with(data, sha256_blocks, sha256_hex_out);
+}
+
+static PyObject *
+jcs_sha256_hex_portable(PyObject *module, PyObject *data)
+{
+    (void)module;
+    return sha256_hex_with(data, sha256_blocks_portable, hex_portable);
+}
+
 static PyMethodDef jcs_methods[] = {
     {"encode", jcs_encode, METH_O,
      "encode(value, /) -> bytes | None\n\nRFC 8785 bytes of a plain JSON value, or None "
      "when the exact encoder must decide."},
+    {"sha256_hex", jcs_sha256_hex, METH_O,
+     "sha256_hex(data, /) -> bytes\n\nSHA-256 (FIPS 180-4) of a bytes-like object as 64 "
+     "lowercase hex ASCII digits (SHA-NI when SHA_NI is True, else portable C)."},
+    {"sha256_hex_portable", jcs_sha256_hex_portable, METH_O,
+     "sha256_hex_portable(data, /) -> bytes\n\nsha256_hex on the portable C path always "
+     "(for tests and benchmarks)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef jcs_module = {
     .m_base = PyModuleDef_HEAD_INIT,
     .m_name = "_jcs",
-    .m_doc = "Fast path of toolproof.identity.canonical_json.",
+    .m_doc = "Fast paths of toolproof.identity: canonical_json and one-shot SHA-256.",
     .m_size = -1,
     .m_methods = jcs_methods,
 };
@@ -713,5 +1025,21 @@ static struct PyModuleDef jcs_module = {
 PyMODINIT_FUNC
 PyInit__jcs(void)
 {
-    return PyModule_Create(&jcs_module);
+    int sha_ni = 0;
+#ifdef HAVE_SHA_NI
+    sha_ni = cpu_has_sha_ni();
+    if (sha_ni) {
+        sha256_blocks = sha256_blocks_sha_ni;
+        sha256_hex_out = hex_sha_ni;
+    }
+#endif
+    PyObject *module = PyModule_Create(&jcs_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "SHA_NI", sha_ni ? Py_True : Py_False) != 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

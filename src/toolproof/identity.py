@@ -4,7 +4,8 @@
   insignificant whitespace, object members sorted by their UTF-16 code units,
   numbers in the ECMAScript ``Number.prototype.toString`` form (RFC 8785 §3.2.2.3),
   strings escaped as ``JSON.stringify`` does (§3.2.2.2).
-* :func:`digest` writes a SHA-256 digest in the OCI form ``sha256:<64 hex>``.
+* :func:`digest` writes a SHA-256 digest in the OCI form ``sha256:<64 hex>``;
+  :func:`sha256_hex` is the bare hex as bytes, for lines built as bytes.
 * :func:`content_id` is ``<kind>_<hex>``: the digest of the canonical JSON of a
   value, prefixed by what kind of thing it identifies.
 
@@ -28,6 +29,11 @@ handles only exact built-in JSON types and hands anything else (including every
 value that must be refused) back to the exact encoder, so both always agree; the
 tests compare both with the ``rfc8785`` package. Without a C compiler the exact
 encoder works alone (:data:`SPEEDUPS` is False).
+
+The same extension has a one-shot SHA-256 on the x86 SHA extensions (SHA-NI), about
+4x faster than ``hashlib`` on a 300-byte line, where object and EVP-context setup cost
+more than the hashing; where the CPU lacks them, ``hashlib`` is used (the extension's
+portable C is no faster than OpenSSL's assembly there).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ __all__ = [
     "is_digest",
     "parse_digest",
     "plain_json_encoder",
+    "sha256_hex",
 ]
 
 MAX_DEPTH = 256
@@ -77,6 +84,47 @@ except ImportError:  # pragma: no cover - no C compiler at install time
 
 SPEEDUPS = _fast_encode is not None
 """Whether the C fast path of :func:`canonical_json` is in use."""
+
+
+def _sha256_hex_hashlib(data: bytes) -> bytes:
+    """The SHA-256 (FIPS 180-4) of ``data`` as 64 lowercase hex ASCII digits, by ``hashlib``.
+
+    Args:
+        data: any bytes-like object (``bytes``, ``bytearray``, a contiguous ``memoryview``).
+
+    Returns:
+        64 bytes, each one of ``0123456789abcdef`` (``hashlib.sha256(data).hexdigest()``
+        encoded as ASCII).
+
+    Raises:
+        TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
+
+    """
+    return hashlib.sha256(data).hexdigest().encode("ascii")
+
+
+_c_sha256_hex: Callable[[bytes], bytes] | None
+try:
+    from toolproof._jcs import SHA_NI as _SHA_NI
+    from toolproof._jcs import sha256_hex as _c_sha256_hex
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _SHA_NI, _c_sha256_hex = False, None
+
+_SHA256_C = _SHA_NI and _c_sha256_hex is not None
+"""Whether :func:`sha256_hex` is the C one on SHA-NI (else hashlib: the C portable code
+takes 4.7 ns/byte against OpenSSL's 3.0 without SHA-NI, no faster on 300 bytes)."""
+
+sha256_hex: Callable[[bytes], bytes] = (
+    _c_sha256_hex if _SHA256_C and _c_sha256_hex is not None else _sha256_hex_hashlib
+)
+"""``sha256_hex(data) -> bytes``: SHA-256 (FIPS 180-4) of ``data`` as 64 lowercase hex ASCII digits.
+
+``data`` is any bytes-like object (``bytes``, ``bytearray``, a contiguous ``memoryview``);
+the result is exactly ``hashlib.sha256(data).hexdigest().encode("ascii")``; anything not
+bytes-like raises ``TypeError``. It is the C one-shot hash of ``toolproof._jcs`` on
+SHA-NI (about 0.3 us on 300 bytes against 1.3 us), else ``hashlib``. No Python frame
+wraps it: use it directly in per-line hot paths (``b'"sha256:' + sha256_hex(line)``).
+"""
 
 
 def fast_plain_json(value: object) -> bool:
@@ -311,6 +359,8 @@ def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
 
 def digest(data: bytes) -> str:
     """Return the SHA-256 digest of ``data`` as ``sha256:<64 lowercase hex>`` (the OCI form)."""
+    if _SHA256_C:
+        return "sha256:" + sha256_hex(data).decode("ascii")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -349,7 +399,10 @@ def content_id(kind: str, value: Any) -> str:
         CanonicalizationError: as :func:`canonical_json`.
 
     """
-    return f"{kind}_{hashlib.sha256(canonical_json(value)).hexdigest()}"
+    data = canonical_json(value)
+    if _SHA256_C:
+        return f"{kind}_{sha256_hex(data).decode('ascii')}"
+    return f"{kind}_{hashlib.sha256(data).hexdigest()}"
 
 
 def is_digest(text: object) -> bool:
