@@ -18,12 +18,9 @@ from pydantic import ValidationError
 from toolproof.bundle.lines import LineShape
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json, digest, hash_digest
+from toolproof.identity import canonical_json, digest, hash_digest, sha256_hex
 
 __all__ = ["TraceLine", "TraceWriter", "read_trace"]
-
-_sha256 = hashlib.sha256
-"""One call per line digest (here faster than copying an empty hash: 0.69 against 0.98 us)."""
 
 
 class TraceWriter:
@@ -135,7 +132,7 @@ class TraceWriter:
             slots[b"idx"] = b"%d" % count
             slots[b"prev"] = prev_json
             line = shape.fmt % slots
-            prev_json = b'"sha256:' + _sha256(line).hexdigest().encode("ascii") + b'"'
+            prev_json = b'"sha256:' + sha256_hex(line) + b'"'
             lines.append(line)
             size += len(line) + 1
             count += 1
@@ -159,7 +156,7 @@ class TraceWriter:
         """
         if self.broken is not None:
             raise self.broken
-        self._prev_json = b'"sha256:' + _sha256(line).hexdigest().encode("ascii") + b'"'
+        self._prev_json = b'"sha256:' + sha256_hex(line) + b'"'
         self._pending.append(line)  # the newlines are added by flush
         size = len(line) + 1
         self._pending_bytes += size
