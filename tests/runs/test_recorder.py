@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolproof import Tool
 from toolproof.bundle import durable
@@ -32,10 +34,11 @@ from toolproof.contract.trace import (
     ToolReturned,
 )
 from toolproof.errors import ToolCallError
+from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore, record_from_json
 from toolproof.identity import canonical_json, digest
-from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
+from toolproof.runs.recorder import Durability, Recorder, call_bytes, call_json, other_failures
 from toolproof.runs.session import LiveSession, open_session
 from toolproof.tools.observe import Observation
 from toolproof.tools.toolset import Toolset
@@ -372,3 +375,86 @@ def test_a_ref_in_flat_arguments_is_still_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolCallError, match="malformed"):
         session.admit("echo", {"$ref": 1})
     session.close()
+
+
+_STEPS = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(step=_STEPS, value=_VALUES)
+def test_a_spliced_result_record_is_the_canonical_json_of_the_record(
+    tmp_path_factory: pytest.TempPathFactory, step: str, value: Any
+) -> None:
+    store = EvidenceStore(tmp_path_factory.mktemp("store"), pack=True)
+    data, media_type = encode_value(value)
+    record, record_json, created = store.add_result(
+        data, media_type, step, canonical_json(step), "call_" + "a" * 64
+    )
+    assert created is None
+    assert record_json == canonical_json(record)
+    assert (
+        record
+        == store.add(
+            data, media_type=media_type, kind="tool_result", step=step, call="call_" + "a" * 64
+        )[0]
+    )
+    store.close()
+
+
+def _recorded(directory: Path, calls: list[tuple[str, Any]], *, general: bool) -> bytes:
+    """The trace and pack of ``calls`` recorded by call_step (the general path if asked)."""
+    recorder = Recorder(directory, durability=Durability.EACH)
+    for n, (step, value) in enumerate(calls, 1):
+        call_id, encoded = call_bytes("t", canonical_json({"n": n}), step)
+        call = call_json("t", {"n": n}, step)
+        assert call["id"] == call_id
+        observed: Any = iter(()) if general else []  # an empty iterator is truthy: general path
+        recorder.call_step(step, call, ToolResult.success(value), observed, encoded_call=encoded)
+        recorder.commit()
+    recorder.close()
+    return (directory / "trace.jsonl").read_bytes() + (directory / "evidence.pack").read_bytes()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(calls=st.lists(st.tuples(_STEPS, _VALUES | st.just(float("nan"))), min_size=1, max_size=4))
+def test_the_fast_call_step_writes_the_general_paths_bytes(
+    tmp_path_factory: pytest.TempPathFactory, calls: list[tuple[str, Any]]
+) -> None:
+    """A value with nothing observed takes the spliced path; every byte is the general one's."""
+    fast = _recorded(tmp_path_factory.mktemp("fast"), calls, general=False)
+    assert fast == _recorded(tmp_path_factory.mktemp("general"), calls, general=True)
+
+
+def test_a_fast_call_step_whose_bytes_cannot_be_stored_keeps_the_lines_before(
+    tmp_path: Path,
+) -> None:
+    """As the general path: the lines up to tool_returned are appended, then the error."""
+    recorder = Recorder(tmp_path, durability=Durability.EACH)
+    assert recorder.store.pack is not None
+    recorder.store.pack.broken = OSError(28, "No space left on device", "evidence.pack")
+    _call_id, encoded = call_bytes("t", b"{}", "call-00000001")
+    with pytest.raises(OSError, match="No space left"):
+        recorder.call_step(
+            "call-00000001",
+            call_json("t", {}, "call-00000001"),
+            ToolResult.success(1),
+            [],
+            encoded_call=encoded,
+        )
+    recorder.commit()
+    recorder.close(sync=False)
+    types = [
+        json.loads(line)["type"] for line in (tmp_path / "trace.jsonl").read_bytes().splitlines()
+    ]
+    assert types == ["step_started", "tool_called", "tool_returned"]

@@ -177,16 +177,18 @@ class TraceWriter:
             raise self.broken
         if not self._pending:
             return
-        self._pending.append(b"")
-        joined = b"\n".join(self._pending)
+        pending = self._pending
+        pending.append(b"")
+        joined = b"\n".join(pending)
         self._hash.update(joined)
-        data = memoryview(joined)
-        self._pending.clear()
+        pending.clear()
         self._pending_bytes = 0
         try:
-            while data:
-                written = os.write(self._fd, data)
-                data = data[written:]
+            written = os.write(self._fd, joined)
+            if written < len(joined):  # a partial write (a signal, a filling disk): the rest
+                data = memoryview(joined)[written:]
+                while data:
+                    data = data[os.write(self._fd, data) :]
         except OSError as exc:
             self.broken = OSError(exc.errno, exc.strerror, str(self.path))  # name the file
             raise self.broken from exc

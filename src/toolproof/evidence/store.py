@@ -28,10 +28,55 @@ from toolproof.contract.evidence import (
 )
 from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
+from toolproof.evidence.encoding import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from toolproof.evidence.pack import PACK_FILE, PackWriter
-from toolproof.identity import digest
+from toolproof.identity import canonical_json, digest
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
+
+
+def _encode_str(text: str) -> bytes:
+    """The canonical JSON of a string."""
+    return canonical_json(text)
+
+
+def _result_record_template() -> bytes:
+    """The canonical JSON of a ``tool_result`` record as a format, up to its step's JSON.
+
+    Slots, in order: the hex digest three times (``digest``, ``id``, ``path``), the media
+    type's JSON, the size and the call id (unquoted ASCII); the step's JSON and ``}}``
+    follow. Compiled from :func:`canonical_json` of a sample record, so the members
+    sort exactly as the encoder sorts them; checked against it at import.
+    """
+    hex_mark, media_mark, size_mark, call_mark, step_mark = "H" * 64, "M", 7**19, "C", "S"
+    sample = {
+        "schema_version": SCHEMA_VERSION,
+        "id": "evidence_" + hex_mark,
+        "digest": "sha256:" + hex_mark,
+        "size": size_mark,
+        "media_type": media_mark,
+        "path": f"{EVIDENCE_DIR}/{hex_mark}",
+        "source": {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "tool_result",
+            "step": step_mark,
+            "call": call_mark,
+            "detail": {},
+        },
+    }
+    encoded = canonical_json(sample).replace(b"%", b"%%")
+    tail = b'"step":"S"}}'
+    assert encoded.endswith(tail), encoded
+    fmt = encoded[: -len(tail) + len(b'"step":')]
+    fmt = fmt.replace(hex_mark.encode(), b"%b").replace(b'"M"', b"%b")
+    fmt = fmt.replace(str(size_mark).encode(), b"%d").replace(b'"call":"C"', b'"call":"%b"')
+    assert fmt.count(b"%b") == 5 and fmt.count(b"%d") == 1, fmt
+    return fmt
+
+
+_RESULT_RECORD = _result_record_template()
+"""The spliced ``tool_result`` record of :meth:`EvidenceStore.add_result`."""
+_MEDIA_JSON = {media: canonical_json(media) for media in (JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE)}
 
 
 def record_from_json(plain: dict[str, Any]) -> EvidenceRecord:
@@ -199,6 +244,55 @@ class EvidenceStore:
             "source": source,
         }
         return record, created
+
+    def add_result(
+        self, data: bytes, media_type: str, step: str, step_json: bytes, call: str
+    ) -> tuple[dict[str, Any], bytes, str | None]:
+        """:meth:`add` of a tool call's value (kind ``tool_result``, no detail), spliced.
+
+        The recorder's hot path: the record's canonical JSON is spliced from a template
+        compiled at import (:data:`_RESULT_RECORD`) instead of encoded from the dict; a
+        test holds it to ``canonical_json`` of the record :meth:`add` builds.
+
+        Args:
+            data: the value's evidence bytes.
+            media_type: their media type.
+            step: the plan step of the call.
+            step_json: the canonical JSON of ``step``.
+            call: the call id (``call_<hex>``: ASCII, never escaped).
+
+        Returns:
+            ``(record, record_json, created)``: the record's plain JSON (as :meth:`add`
+            returns it), its canonical JSON, and the path of the file created (``None``
+            with a pack or when identical bytes were already stored).
+
+        Raises:
+            OSError: the bytes cannot be written (nothing is left of them).
+
+        """
+        data_digest, evidence_id, created = self._store(data)
+        hex_part = data_digest[7:]
+        path = f"{EVIDENCE_DIR}/{hex_part}"
+        source = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "tool_result",
+            "step": step,
+            "call": call,
+            "detail": {},
+        }
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "id": evidence_id,
+            "digest": data_digest,
+            "size": len(data),
+            "media_type": media_type,
+            "path": path,
+            "source": source,
+        }
+        media_json = _MEDIA_JSON.get(media_type) or _encode_str(media_type)
+        hex_bytes = hex_part.encode("ascii")
+        slots = (hex_bytes, hex_bytes, media_json, hex_bytes, len(data), call.encode("ascii"))
+        return record, _RESULT_RECORD % slots + step_json + b"}}", created
 
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
         data_digest = digest(data)

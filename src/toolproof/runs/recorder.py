@@ -87,7 +87,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_contents
 from toolproof.evidence.store import EvidenceStore, record_from_json
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, sha256_hex
 from toolproof.tools.observe import Observation
 
 __all__ = [
@@ -112,6 +112,7 @@ _RETURNED = LineShape(ToolReturned, ("step", "call_id", "result"))
 _OBSERVED = LineShape(FailureObserved, ("step", "call_id", "failure", "recovered_by"))
 _FINISHED_OK = LineShape(StepFinished, ("step", "detail"), {"status": "ok"})
 _FINISHED_FAILED = LineShape(StepFinished, ("step", "detail"), {"status": "failed"})
+_REGISTERED = line_shape(EvidenceRegistered, ("step", "evidence"))
 _TURN = LineShape(ModelTurn, ("step", "source", "model", "request", "response", "key", "detail"))
 """The lines of the call and model steps (:mod:`toolproof.bundle.lines`)."""
 
@@ -205,6 +206,13 @@ def _call_fragments() -> tuple[bytes, bytes, bytes]:
 
 
 _CALL_HEAD, _CALL_MIDDLE, _CALL_LAST = _call_fragments()
+_CALL_ID_PREFIX = f"{ToolCall.ID_KIND}_"
+_CALL_ID_HEAD = b',"id":"' + _CALL_ID_PREFIX.encode("ascii")
+
+
+_TOOL_JSON: dict[str, bytes] = {}
+"""The canonical JSON of tool names seen by :func:`call_bytes` (a Toolset's few names)."""
+_TOOL_JSON_MAX = 4096
 
 
 def call_bytes(tool: str, arguments_json: bytes, step: str | None) -> tuple[str, bytes]:
@@ -224,10 +232,16 @@ def call_bytes(tool: str, arguments_json: bytes, step: str | None) -> tuple[str,
         CanonicalizationError: ``tool`` or ``step`` has no canonical JSON form.
 
     """
-    tail = _CALL_MIDDLE + encode_field(step) + _CALL_LAST + encode_field(tool) + b"}"
+    tool_json = _TOOL_JSON.get(tool)
+    if tool_json is None:
+        tool_json = encode_field(tool)
+        if len(_TOOL_JSON) < _TOOL_JSON_MAX:
+            _TOOL_JSON[tool] = tool_json
+    tail = _CALL_MIDDLE + encode_field(step) + _CALL_LAST + tool_json + b"}"
     body = _CALL_HEAD + arguments_json
-    call_id = f"{ToolCall.ID_KIND}_{hashlib.sha256(body + tail).hexdigest()}"
-    return call_id, body + b',"id":"' + call_id.encode("ascii") + b'"' + tail
+    hex_digest = sha256_hex(body + tail)
+    call_id = _CALL_ID_PREFIX + hex_digest.decode("ascii")
+    return call_id, body + _CALL_ID_HEAD + hex_digest + b'"' + tail
 
 
 def failure_reason(failure: ToolFailure) -> str:
@@ -310,6 +324,14 @@ class _GroupSync:
         self._thread.start()
 
     def mark(self, paths: list[str]) -> None:
+        """Ask for a sync batch covering everything written so far (and ``paths``).
+
+        Without paths, a batch already asked for needs no lock: the thread sets
+        ``_dirty`` back only when it takes the batch, before it syncs, so a batch that
+        has not started yet covers the writes made before this call.
+        """
+        if self._dirty and not paths:
+            return
         with self._cond:
             self._paths += paths
             if not self._dirty:  # the thread waits for the first mark only
@@ -381,6 +403,7 @@ class Recorder:
         )
         self._closed = False
         self._staged: list[tuple[LineShape, dict[bytes, bytes]]] | None = None
+        self._commit_only = buffered
 
     @property
     def count(self) -> int:
@@ -709,6 +732,18 @@ class Recorder:
 
         """
         step_json = encode_field(step)
+        if (
+            encoded_call is not None
+            and result.failure is None
+            and not observed
+            and not approvals
+            and not relayed
+            and self._staged is None
+            and self.on_event is None
+        ):
+            fast = self._ok_call_step(step, step_json, call, result, encoded_call)
+            if fast is not None:
+                return fast
         staging = self._stage()
         try:
             self._put(_CALL_STARTED, {b"step": step_json})
@@ -727,6 +762,64 @@ class Recorder:
             if staging:
                 self._unstage()
         return recorded
+
+    def _ok_call_step(
+        self,
+        step: str,
+        step_json: bytes,
+        call: dict[str, Any],
+        result: ToolResult,
+        encoded_call: bytes,
+    ) -> CallRecord | None:
+        """:meth:`call_step` of a value returned with nothing observed, approved or relayed.
+
+        The same five lines, spliced without the general block's staging, and the
+        record from :meth:`EvidenceStore.add_result`; a test holds every byte to the
+        general path. ``None`` (nothing recorded): the value has no canonical JSON form,
+        which the general path records as an ``invalid_result`` failure.
+
+        Raises:
+            OSError: the trace writer is broken (nothing is recorded), or the value's
+                bytes cannot be stored (the lines up to ``tool_returned`` are appended,
+                as the general path appends its staged lines).
+
+        """
+        trace = self.trace
+        if trace.broken is not None:
+            raise trace.broken
+        try:
+            data, media_type = encode_value(result.value)
+        except CanonicalizationError:
+            return None
+        call_id = call["id"]
+        id_json = b'"' + call_id.encode("ascii") + b'"'
+        value = data if media_type == JSON_MEDIA_TYPE else encode_field(result.value)
+        lines = [
+            (_CALL_STARTED, {b"step": step_json}),
+            (_CALLED, {b"step": step_json, b"call_id": id_json, b"call": encoded_call}),
+            (
+                _RETURNED,
+                {
+                    b"step": step_json,
+                    b"call_id": id_json,
+                    b"result": _OK_RESULT_HEAD + value + b"}",
+                },
+            ),
+        ]
+        try:
+            record, record_json, created = self.store.add_result(
+                data, media_type, step, step_json, call_id
+            )
+        except OSError:
+            trace.append_shaped(lines)
+            raise
+        if created is not None:
+            self._new_files.append(created)
+        finished = b'{"evidence":"' + record["id"].encode("ascii") + b'"}'
+        lines.append((_REGISTERED, {b"step": step_json, b"evidence": record_json}))
+        lines.append((_FINISHED_OK, {b"step": step_json, b"detail": finished}))
+        trace.append_shaped(lines)
+        return CallRecord(call, result, record)
 
     def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
         """Record the block of one model turn: its request and response bytes, then ``model_turn``.
@@ -801,14 +894,17 @@ class Recorder:
                 background fsync did.
 
         """
-        if self.durability == Durability.COMMIT:
+        if self._commit_only:
             return
-        if self._sync is not None and self._sync.error is not None:
-            raise self._sync.error
+        sync = self._sync
+        if sync is not None and sync.error is not None:
+            raise sync.error
         self.trace.flush()
-        paths, self._new_files = self._new_files, []
-        if self._sync is not None:
-            self._sync.mark(paths)
+        paths: list[str] = []
+        if self._new_files:
+            paths, self._new_files = self._new_files, []
+        if sync is not None:
+            sync.mark(paths)
         else:
             self.sync_now(paths)
 

@@ -339,6 +339,14 @@ class LiveSession:
                 ``RLIMIT_FSIZE`` leaves less: the message names the path and the error).
 
         """
+        if type(arguments) is dict and self.broken is None and not self.closed:
+            admitted = self._admit_flat(tool, arguments)
+            if admitted is not None:
+                return admitted
+        return self._admit_checked(tool, arguments)
+
+    def _admit_checked(self, tool: str, arguments: Any) -> Admission:
+        """:meth:`admit` with every check walked, saying why it refuses (the general path)."""
         why, where = None, "runtime"
         if self.broken is not None:
             why = self._cannot_write(self.broken)
@@ -394,6 +402,34 @@ class LiveSession:
         call_id, encoded_call = call_bytes(tool, encoded, step)
         return Admission(tool, snapshot, step, encoded_call, call_id)
 
+    def _admit_flat(self, tool: str, arguments: dict[str, Any]) -> Admission | None:
+        """:meth:`admit` of a flat dict of scalars with room to record it, or ``None``.
+
+        The common call, admitted without the general path's walks: ``None`` when the
+        arguments are not flat (:func:`_flat`), the C encoder declines them, or the
+        room check would refuse (the general path then decides, and says why).
+        """
+        if "$ref" in arguments:
+            return None
+        scalars = _SCALARS
+        for value in arguments.values():
+            if type(value) not in scalars:
+                return None
+        encoded = _encode(arguments)
+        if encoded is None:
+            return None
+        needed = RESERVE_BYTES + 2 * (len(encoded) + _ARGUMENTS_WRAPPER)
+        try:
+            free, below_limit = self._free(needed)
+        except OSError:
+            return None
+        if free < needed or below_limit < needed:
+            return None
+        self.admitted += 1
+        step = f"call-{self.admitted:08d}"
+        call_id, encoded_call = call_bytes(tool, encoded, step)
+        return Admission(tool, dict(arguments), step, encoded_call, call_id)
+
     def record(
         self, admission: Admission, result: ToolResult, seen: Observation | None = None
     ) -> CallRecord:
@@ -429,10 +465,13 @@ class LiveSession:
                 "step": step,
                 "id": admission.recorded_id,
             }
-        observed = other_failures(seen, result) if seen is not None else []
-        approvals = seen.approvals if seen is not None else []
+        observed: list[tuple[ToolFailure, str]] = []
+        approvals: list[dict[str, Any]] = []
+        relayed: list[dict[str, Any]] = []
+        if seen is not None and (seen.failures or seen.approvals or seen.relayed):
+            observed = other_failures(seen, result)
+            approvals, relayed = seen.approvals, seen.relayed
         try:
-            relayed = seen.relayed if seen is not None else []
             recorded = self.recorder.call_step(
                 step, call, result, observed, approvals, relayed, encoded_call=encoded_call
             )

@@ -16,7 +16,7 @@ a call returns, and an ``asyncio`` task started inside the call shares it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,17 +88,28 @@ def note_approval(event: dict[str, Any]) -> None:
         seen.approvals.append(event)
 
 
-@contextmanager
-def observe_failures() -> Iterator[Observation]:
-    """Collect every failure noted while the block runs.
+class _Observing:
+    """The context manager :func:`observe_failures` returns (a class: no generator frame)."""
 
-    Yields:
-        The :class:`Observation` filled while the block runs (read it after the block).
+    __slots__ = ("_token", "seen")
+
+    def __init__(self) -> None:
+        self.seen = Observation()
+
+    def __enter__(self) -> Observation:
+        self._token = _SEEN.set(self.seen)
+        return self.seen
+
+    def __exit__(self, *exc_info: object) -> None:
+        _SEEN.reset(self._token)
+
+
+def observe_failures() -> AbstractContextManager[Observation]:
+    """Collect every failure noted while the block runs (used as a ``with`` statement).
+
+    Returns:
+        A context manager whose ``__enter__`` gives the :class:`Observation` filled
+        while the block runs (read it after the block); not reentrant.
 
     """
-    seen = Observation()
-    token = _SEEN.set(seen)
-    try:
-        yield seen
-    finally:
-        _SEEN.reset(token)
+    return _Observing()

@@ -12,8 +12,8 @@ variable read only by the ``approve`` layer of that call (as
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -116,19 +116,30 @@ def current_scope() -> ApprovalScope | None:
     return _SCOPE.get()
 
 
-@contextmanager
+class _Scoped:
+    """The context manager :func:`approval_scope` returns (a class: no generator frame)."""
+
+    __slots__ = ("_token", "scope")
+
+    def __init__(self, scope: ApprovalScope) -> None:
+        self.scope = scope
+
+    def __enter__(self) -> ApprovalScope:
+        self._token = _SCOPE.set(self.scope)
+        return self.scope
+
+    def __exit__(self, *exc_info: object) -> None:
+        _SCOPE.reset(self._token)
+
+
 def approval_scope(
     call_id: str | None = None, approver: Approver | None = None
-) -> Iterator[ApprovalScope]:
+) -> AbstractContextManager[ApprovalScope]:
     """Make ``call_id`` and ``approver`` known to the ``approve`` layers of the block's call.
 
-    Yields:
-        The :class:`ApprovalScope` set for the block.
+    Returns:
+        A context manager whose ``__enter__`` sets and gives the :class:`ApprovalScope`
+        for the block (``with approval_scope(call_id, approver):``); not reentrant.
 
     """
-    scope = ApprovalScope(call_id, approver)
-    token = _SCOPE.set(scope)
-    try:
-        yield scope
-    finally:
-        _SCOPE.reset(token)
+    return _Scoped(ApprovalScope(call_id, approver))
