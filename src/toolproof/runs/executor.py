@@ -20,7 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, NoReturn, Protocol
 
 from toolproof.contract.evidence import (
     Claim,
@@ -55,6 +56,28 @@ _HANDLED_KINDS = (StepKind.RETRIEVE, StepKind.MODEL, StepKind.READ, StepKind.PRO
 """Spec step kinds a :class:`StepHandler` runs (by its kind's name)."""
 _SPEC_KINDS = (StepKind.CALL, StepKind.RETRIEVE, StepKind.READ, StepKind.PROMPT)
 """Step kinds skipped when a dependency did not finish ok."""
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Value types that survive a canonical JSON round trip unchanged (not floats: ``1.0`` → ``1``)."""
+
+
+def _scalar_copy(arguments: Any) -> dict[str, Any] | None:
+    """What ``json.loads(canonical_json(arguments))`` returns, for flat arguments; else ``None``.
+
+    For a ``dict`` of ASCII keys (their code-point order is the canonical UTF-16 order)
+    and values of :data:`_SCALARS`: a copy with the keys sorted, equal to the parsed-back
+    canonical JSON, type for type and in the same key order, without encoding and parsing.
+    Such arguments hold no reference either (a reference is an object). ``None`` for
+    anything else (nested values, floats, subclasses, other keys): take the general path.
+    """
+    if type(arguments) is not dict:
+        return None
+    scalars = _SCALARS
+    for key, value in arguments.items():
+        if type(value) not in scalars or type(key) is not str or not key.isascii():
+            return None
+    return {key: arguments[key] for key in sorted(arguments)}
 
 
 class _BudgetStop(Exception):
@@ -334,13 +357,18 @@ class Executor:
         self._emit(RunFailed, step=node_id, reason="budget", message=stop.message, detail=detail)
 
     async def _node(self, node: PlanNode) -> None:
+        if (
+            node.kind == StepKind.CALL
+            and self.recorder.on_event is None
+            and self.spec.budgets.evidence_bytes is None
+        ):
+            await self._call_step(node)  # the same lines, written in one go
+            return
         self._emit(StepStarted, step=node.id, kind=node.kind.value)
         if node.kind in _SPEC_KINDS:
-            blocked = [dep for dep in node.depends_on if not self.outcome.outputs[dep].ok]
-            if blocked:
-                reason = f"dependency {blocked[0]!r} did not finish ok"
-                self.outcome.outputs[node.id] = StepOutput(node.id, False, reason=reason)
-                self._finish(node.id, "skipped", reason=reason)
+            blocked = self._blocked(node)
+            if blocked is not None:
+                self._skip(node, blocked)
                 return
         if node.kind == StepKind.CALL:
             await self._call(node)
@@ -352,18 +380,115 @@ class Executor:
             self.outcome.outputs[node.id] = StepOutput(node.id, True)
             self._finish(node.id, "ok", checks=list(self.check_ids))
 
+    def _blocked(self, node: PlanNode) -> str | None:
+        """The first dependency of ``node`` that did not finish ok, or ``None``."""
+        outputs = self.outcome.outputs
+        return next((dep for dep in node.depends_on if not outputs[dep].ok), None)
+
+    def _skip(self, node: PlanNode, blocked: str) -> None:
+        """Finish ``node`` as ``skipped`` because dependency ``blocked`` did not finish ok."""
+        reason = f"dependency {blocked!r} did not finish ok"
+        self.outcome.outputs[node.id] = StepOutput(node.id, False, reason=reason)
+        self._finish(node.id, "skipped", reason=reason)
+
     async def _call(self, node: PlanNode) -> None:
-        try:
-            arguments = resolve_refs(node.arguments, self.values)
-        except RefError as exc:
-            self._fail(node.id, exc.message)
-            return
-        result, record = await self.tool_call(node.id, node.tool or "", arguments)
+        copied = _scalar_copy(node.arguments)  # scalars only: no reference to resolve
+        if copied is not None:
+            arguments = copied
+        else:
+            try:
+                arguments = resolve_refs(node.arguments, self.values)
+            except RefError as exc:
+                self._fail(node.id, exc.message)
+                return
+        result, record = await self._tool_call(
+            node.id, node.tool or "", arguments, True, copied is not None
+        )
         if result.failure is not None or record is None:
             return
         self.values[node.id] = result.value
         self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
         self._finish(node.id, "ok", evidence=record.id)
+
+    async def _call_step(self, node: PlanNode) -> None:
+        """A ``call`` node recorded in one go by :meth:`Recorder.call_step` (see :meth:`_node`).
+
+        Writes exactly what :meth:`_node` writes for the node (``step_started``, the call
+        block, ``step_finished``): ``step_started`` is recorded with the block, after the
+        call, so every way out before the block (a skip, a bad reference, the tool-call
+        budget, an exception from the call) records it first, as :meth:`_node` does.
+        """
+        node_id = node.id
+        blocked = self._blocked(node)
+        if blocked is not None:
+            self._emit(StepStarted, step=node_id, kind="call")
+            self._skip(node, blocked)
+            return
+        copied = _scalar_copy(node.arguments)  # scalars only: no reference to resolve
+        if copied is not None:
+            arguments = copied
+        else:
+            try:
+                arguments = resolve_refs(node.arguments, self.values)
+            except RefError as exc:
+                self._emit(StepStarted, step=node_id, kind="call")
+                self._fail(node_id, exc.message)
+                return
+        limit = self.spec.budgets.tool_calls
+        if limit is not None and self.tool_calls >= limit:
+            self._emit(StepStarted, step=node_id, kind="call")
+            self._spent(node_id, limit, True)
+        recorder = self.recorder
+        if recorder.trace.broken is not None:  # as the step_started of _node would raise
+            raise recorder.trace.broken
+        tool = node.tool or ""
+        plain = call_json(tool, arguments, node_id, copy=copied is None)
+        call_id = plain["id"]
+        self.tool_calls += 1
+        try:
+            result = await self._make(ToolCall.from_trusted(dict(plain)))
+        except BaseException:
+            self._emit(StepStarted, step=node_id, kind="call")
+            raise
+        calls, outputs = self.calls, self.outcome.outputs
+        recorded = recorder.call_step(
+            node_id,
+            plain,
+            result,
+            calls.observed(call_id),
+            calls.approvals(call_id),
+            relayed_of(calls, call_id),
+        )
+        if recorded.evidence_json is None:
+            assert recorded.result.failure is not None
+            reason = failure_reason(recorded.result.failure)
+            outputs[node_id] = StepOutput(node_id, False, reason=reason)
+            self.outcome.failures.append({"step": node_id, "reason": reason, "call": call_id})
+            return
+        record = record_from_json(recorded.evidence_json)
+        self.evidence.append(record)
+        value = recorded.result.value
+        self.values[node_id] = value
+        outputs[node_id] = StepOutput(node_id, True, value, (record,))
+
+    async def _make(self, call: ToolCall) -> ToolResult:
+        """Make ``call`` through the call port (claimed for its span when a hook is active)."""
+        if hooks.ACTIVE is None:
+            return await self.calls.call(call, self.clock.remaining())
+        with hooks.claimed(call.id):
+            return await self.calls.call(call, self.clock.remaining())
+
+    def _spent(self, node_id: str, limit: int, finish: bool) -> NoReturn:
+        """Stop on the spent tool-call budget ``limit`` (the step failed first when ``finish``).
+
+        Raises:
+            _BudgetStop: always.
+
+        """
+        message = f"tool-call budget of {limit} calls spent before step {node_id!r}"
+        if finish:
+            self._fail(node_id, message, budget="tool_calls")
+        raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
 
     async def tool_call(
         self, node_id: str, tool: str, arguments: dict[str, Any], *, finish: bool = True
@@ -378,26 +503,31 @@ class Executor:
             _BudgetStop: the tool-call or evidence budget is spent.
 
         """
+        return await self._tool_call(node_id, tool, arguments, finish, False)
+
+    async def _tool_call(
+        self, node_id: str, tool: str, arguments: dict[str, Any], finish: bool, copied: bool
+    ) -> tuple[ToolResult, EvidenceRecord | None]:
+        """:meth:`tool_call`; ``copied``: ``arguments`` is already the call's own copy."""
         limit = self.spec.budgets.tool_calls
         if limit is not None and self.tool_calls >= limit:
-            message = f"tool-call budget of {limit} calls spent before step {node_id!r}"
-            if finish:
-                self._fail(node_id, message, budget="tool_calls")
-            raise _BudgetStop("tool_calls", limit, self.tool_calls + 1, message)
-        plain = call_json(tool, arguments, node_id, copy=True)  # the body may mutate its own
-        call = ToolCall.model_construct(**plain)
+            self._spent(node_id, limit, finish)
+        if not copied:
+            copy = _scalar_copy(arguments)
+            copied = copy is not None
+            arguments = arguments if copy is None else copy
+        # the body may mutate its own arguments: it gets a copy (parsed back unless scalars)
+        plain = call_json(tool, arguments, node_id, copy=not copied)
+        call = ToolCall.from_trusted(dict(plain))
         self.tool_calls += 1
-        if hooks.ACTIVE is None:
-            result = await self.calls.call(call, self.clock.remaining())
-        else:
-            with hooks.claimed(call.id):
-                result = await self.calls.call(call, self.clock.remaining())
+        result = await self._make(call)
+        budget = self.spec.budgets.evidence_bytes is not None
         recorded = self.recorder.call_block(
             node_id,
             plain,
             result,
             self.calls.observed(call.id),
-            admit=lambda data: self._admit(node_id, data),
+            admit=partial(self._admit, node_id) if budget else None,
             approvals=self.calls.approvals(call.id),
             relayed=relayed_of(self.calls, call.id),
         )
