@@ -4,6 +4,8 @@ A ``call`` node of a run with no progress callback and no evidence budget is rec
 one go by ``Recorder.call_step`` (``step_started`` after the call, with the block); flat
 scalar arguments skip reference resolution and the encode-and-parse copy. Progress
 callbacks (``on_event``) force the general path, so the two are compared byte for byte.
+Both record a call from its bytes encoded before the call, whatever its body does to
+its arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from runs_support import Counter, base_spec, make_toolset
 
+from toolproof import Tool, Toolset
 from toolproof.contract.runs import ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import TraceEvent
@@ -27,6 +30,7 @@ from toolproof.runs.executor import Executor, _scalar_copy
 from toolproof.runs.planner import plan_run
 from toolproof.runs.recorder import Recorder
 from toolproof.runs.run import RunOutcome, execute_run
+from toolproof.verify.verifier import verify_run
 
 
 class _Colour(enum.StrEnum):
@@ -204,3 +208,39 @@ def test_a_call_that_raises_leaves_its_step_started_recorded(
     )
     assert executor.tool_calls == 1
     assert len(events) == (1 if progress else 0)
+
+
+def _mutating_toolset() -> Toolset:
+    async def grow(labels: dict[str, Any], items: list[Any]) -> dict[str, Any]:
+        labels["grown"] = "yes"
+        items.append(len(items))
+        return {"labels": labels, "items": items}
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(grow, description="Grow its own arguments."))
+    return toolset.seal()
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_body_that_mutates_its_arguments_leaves_the_call_recorded_as_made(
+    tmp_path: Path, progress: bool
+) -> None:
+    steps = [{"id": "g", "tool": "grow", "arguments": {"labels": {"a": "b"}, "items": [7]}}]
+    spec = RunSpec.model_validate({"task": "Grow.", "steps": steps})
+    events: list[TraceEvent] = []
+    outcome = asyncio.run(
+        execute_run(
+            spec,
+            root=tmp_path,
+            toolset=_mutating_toolset(),
+            on_event=events.append if progress else None,
+        )
+    )
+    lines = (outcome.path / "trace.jsonl").read_bytes().splitlines()
+    called = json.loads(lines[1])
+    assert called["call"]["arguments"] == {"items": [7], "labels": {"a": "b"}}
+    assert called["call"]["id"] == ToolCall.model_validate(called["call"]).id
+    returned = json.loads(lines[2])
+    assert returned["result"]["value"] == {"items": [7, 1], "labels": {"a": "b", "grown": "yes"}}
+    assert outcome.report.outcome == "passed"
+    assert verify_run(outcome.path).ok

@@ -443,6 +443,7 @@ class Executor:
             raise recorder.trace.broken
         tool = node.tool or ""
         plain = call_json(tool, arguments, node_id, copy=copied is None)
+        encoded = canonical_json(plain)  # the call as made, before its body can touch it
         call_id = plain["id"]
         self.tool_calls += 1
         try:
@@ -458,6 +459,7 @@ class Executor:
             calls.observed(call_id),
             calls.approvals(call_id),
             relayed_of(calls, call_id),
+            encoded_call=encoded,
         )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
@@ -516,8 +518,10 @@ class Executor:
             copy = _scalar_copy(arguments)
             copied = copy is not None
             arguments = arguments if copy is None else copy
-        # the body may mutate its own arguments: it gets a copy (parsed back unless scalars)
+        # the body gets a copy of the arguments (parsed back unless scalars) and may mutate
+        # it: the call is recorded from its bytes encoded now
         plain = call_json(tool, arguments, node_id, copy=not copied)
+        encoded = canonical_json(plain)  # the call as made, before its body can touch it
         call = ToolCall.from_trusted(dict(plain))
         self.tool_calls += 1
         result = await self._make(call)
@@ -530,6 +534,7 @@ class Executor:
             admit=partial(self._admit, node_id) if budget else None,
             approvals=self.calls.approvals(call.id),
             relayed=relayed_of(self.calls, call.id),
+            encoded_call=encoded,
         )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
