@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -119,3 +121,44 @@ def test_span_inside_a_chunk_that_is_not_the_first_verifies(tmp_path: Path) -> N
     assert evidence[support.start : support.end] == b"Plums are kept cold."
     assert DOCUMENT[support.start : support.end] != b"Plums are kept cold."
     assert verify_run(outcome.path).ok
+
+
+def test_a_short_write_is_finished_and_the_file_holds_every_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+    sizes: list[int] = []
+
+    def short_write(fd: int, data: bytes | memoryview) -> int:
+        sizes.append(len(data))
+        return real_write(fd, bytes(data[:4]))
+
+    store = EvidenceStore(tmp_path)
+    data = b'{"n":12,"square":144}'
+    monkeypatch.setattr(os, "write", short_write)
+    record, created = store.add(data, media_type="application/json", kind="tool_result", step="s")
+    monkeypatch.undo()
+    assert sizes == [21, 17, 13, 9, 5, 1]
+    assert created == os.path.join(str(tmp_path), record["path"])
+    assert (tmp_path / record["path"]).read_bytes() == data
+    assert store.touched() == []
+    assert store.total_bytes == 21
+
+
+def test_a_failed_write_leaves_no_file_and_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int, data: bytes | memoryview) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    store = EvidenceStore(tmp_path)
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        store.add(b"abc", media_type="text/plain", kind="tool_result", step="s")
+    monkeypatch.undo()
+    hex_digest = digest(b"abc").removeprefix("sha256:")
+    assert caught.value.filename == os.path.join(str(tmp_path), "evidence", hex_digest)
+    assert list((tmp_path / "evidence").iterdir()) == []
+    assert store.total_bytes == 0
+    _, created = store.add(b"abc", media_type="text/plain", kind="tool_result", step="s")
+    assert created == caught.value.filename  # nothing was kept of the failed item

@@ -34,6 +34,9 @@ from toolproof.identity import canonical_json, digest
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+"""How an evidence file is opened: created now, never an existing one."""
+
 
 def _encode_str(text: str) -> bytes:
     """The canonical JSON of a string."""
@@ -134,7 +137,7 @@ class EvidenceStore:
             self.pack = PackWriter(self.run_dir / PACK_FILE)
         else:
             self.directory.mkdir(exist_ok=True)
-        self._root = str(self.run_dir)
+        self._files = os.path.join(str(self.run_dir), EVIDENCE_DIR, "")
         self._sizes: dict[str, int] = {}
         self._offsets: dict[str, int] = {}
         self._total = 0
@@ -304,12 +307,14 @@ class EvidenceStore:
             self._sizes[evidence_id] = len(data)
             self._total += len(data)
             return data_digest, evidence_id, None
-        target = os.path.join(self._root, evidence_path_for(evidence_id))
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        target = self._files + data_digest[7:]  # os.path.join(run_dir, evidence/<hex>)
+        fd = os.open(target, _CREATE, 0o666)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            written = os.write(fd, data)  # all of it, but for a short write
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view) :]
             stat = os.fstat(fd)
         except OSError as exc:
             os.close(fd)

@@ -155,7 +155,10 @@ class LiveCalls:
         self.live_calls += 1
         with observe_failures() as seen, approval_scope(call.id):
             try:
-                result = await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
+                if timeout is None:  # what wait_for(..., None) does, without its frame
+                    result = await tool.call(dict(call.arguments))
+                else:
+                    result = await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
             except TimeoutError:
                 result = ToolResult.fail(
                     "timeout",
