@@ -315,7 +315,7 @@ class Session:
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
-        call_id = admission.call_id  # the span of the call names it (telemetry on)
+        call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
         with observe_failures() as seen, approval_scope(call_id, self._approver):
             if hooks.ACTIVE is None:  # only a telemetry hook reads the claimed call id
                 result = await tool.call(arguments)

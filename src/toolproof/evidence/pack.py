@@ -87,12 +87,12 @@ class PackWriter:
         self._size += total
         self._dirty = True
 
-    def append(self, hex_digest: str, data: bytes) -> int:
+    def append(self, hex_digest: str | bytes, data: bytes) -> int:
         """Append one item (its line and bytes in one ``writev``); return its bytes' offset.
 
         Args:
-            hex_digest: the 64 lowercase hex digits of ``data``'s SHA-256 (not checked
-                here: the caller computed it from ``data``).
+            hex_digest: the 64 lowercase hex digits of ``data``'s SHA-256, as text or
+                ASCII bytes (not checked here: the caller computed it from ``data``).
             data: the evidence bytes.
 
         Returns:
@@ -106,10 +106,19 @@ class PackWriter:
         """
         if self.broken is not None:
             raise self.broken
-        line = b"%s %d\n" % (hex_digest.encode("ascii"), len(data))
+        hex_bytes = hex_digest.encode("ascii") if isinstance(hex_digest, str) else hex_digest
+        size = len(data)
+        line = b"%b %d\n" % (hex_bytes, size)
         before = self._size
+        total = len(line) + size
         try:
-            self._write([line, data])
+            written = os.writev(self._fd, (line, data))  # one write(2) unless partial
+            if written < total:
+                rest = memoryview(line + data)[written:]
+                while rest:
+                    rest = rest[os.write(self._fd, rest) :]
+            self._size = before + total
+            self._dirty = True
         except OSError as exc:
             error = OSError(exc.errno, exc.strerror, self._where)
             try:

@@ -23,14 +23,13 @@ from toolproof.contract.evidence import (
     EvidenceRecord,
     EvidenceSource,
     SupportRef,
-    evidence_id_for,
     evidence_path_for,
 )
 from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from toolproof.evidence.pack import PACK_FILE, PackWriter
-from toolproof.identity import canonical_json, digest
+from toolproof.identity import canonical_json, digest, sha256_hex
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
 
@@ -298,12 +297,14 @@ class EvidenceStore:
         return record, _RESULT_RECORD % slots + step_json + b"}}", created
 
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
-        data_digest = digest(data)
-        evidence_id = evidence_id_for(data_digest)
+        hex_bytes = sha256_hex(data)
+        hex_digest = hex_bytes.decode("ascii")
+        data_digest = "sha256:" + hex_digest
+        evidence_id = "evidence_" + hex_digest  # as contract.evidence.evidence_id_for
         if evidence_id in self._sizes:
             return data_digest, evidence_id, None
         if self.pack is not None:
-            self._offsets[evidence_id] = self.pack.append(data_digest[7:], data)
+            self._offsets[evidence_id] = self.pack.append(hex_bytes, data)
             self._sizes[evidence_id] = len(data)
             self._total += len(data)
             return data_digest, evidence_id, None

@@ -49,7 +49,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -313,7 +313,9 @@ class Cassette:
             else:
                 tool, arguments, result = episode
                 admission = live.admit(tool, arguments)
-                live.record(replace(admission, step=step) if numbered else admission, result)
+                if numbered:  # its recorded step: the call's id and encoding follow it
+                    admission = admission._replace(step=step, encoded_call=b"", recorded_id="")
+                live.record(admission, result)
                 admitted = max(admitted, number if numbered else live.admitted)
         live.admitted = admitted  # new calls and turns are numbered after the recorded ones
         return live

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 __all__ = [
     "ApprovalRequest",
@@ -94,9 +94,10 @@ def approver_name(approver: Any) -> str:
     return f"{module}.{qualname}"
 
 
-@dataclass(frozen=True)
-class ApprovalScope:
+class ApprovalScope(NamedTuple):
     """What the runtime making one call tells that call's ``approve`` layer.
+
+    Immutable (a named tuple: one is built for every call a runtime makes).
 
     Attributes:
         call_id: the call's id in the run, or ``None``.
