@@ -89,7 +89,18 @@ def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, 
 
 def recorded_url(url: httpx.URL) -> str:
     """The URL as recorded: userinfo dropped, secret query values ``REDACTED``."""
-    parts = urlsplit(str(url))
+    text = str(url)
+    recorded = _RECORDED_URLS.get(text)
+    if recorded is None:
+        recorded = _recorded_url(text)
+        if len(_RECORDED_URLS) >= _RECORDED_URLS_KEPT:
+            _RECORDED_URLS.clear()
+        _RECORDED_URLS[text] = recorded
+    return recorded
+
+
+def _recorded_url(text: str) -> str:
+    parts = urlsplit(text)
     netloc = parts.netloc.rsplit("@", 1)[-1]
     query = parts.query
     if query:
@@ -98,6 +109,12 @@ def recorded_url(url: httpx.URL) -> str:
             [(k, "REDACTED" if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs]
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+_RECORDED_URLS: dict[str, str] = {}
+""":func:`recorded_url` by URL text: an SDK asks the same few endpoints turn after turn."""
+_RECORDED_URLS_KEPT = 256
+"""URLs :data:`_RECORDED_URLS` holds at most (then it starts again, empty)."""
 
 
 def _inference(path: str, body: bytes) -> tuple[str, str]:
@@ -121,8 +138,9 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
     return operation, model if isinstance(model, str) and model else path
 
 
-def _media(headers: httpx.Headers) -> str:
-    return headers.get("content-type") or "application/octet-stream"
+_OCTET_STREAM = "application/octet-stream"
+"""The media type of a body whose headers name none."""
+assert "content-type" in REQUEST_HEADERS_KEPT and "content-type" in RESPONSE_HEADERS_KEPT
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
@@ -169,34 +187,20 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 request=request,
             )
         step = self.session.admit_turn(SOURCE)
-        traced = hooks.ACTIVE is not None  # the body is parsed for the span only
-        operation, model = _inference(request.url.path, body) if traced else ("chat", "")
-        with hooks.model_turn(model, operation=operation) as span:
-            live = await self.inner.handle_async_request(request)
-            try:
-                answer = await live.aread()
-            finally:
-                await live.aclose()
-            turn = ModelExchange(
-                source=SOURCE,
-                model=f"{method} {url}",
-                request=body,
-                response=answer,
-                key=digest(key),
-                request_media_type=_media(request.headers),
-                response_media_type=_media(live.headers),
-                detail={
-                    "method": method,
-                    "url": url,
-                    "status": live.status_code,
-                    "request_headers": kept_headers(request.headers, REQUEST_HEADERS_KEPT),
-                    "response_headers": kept_headers(live.headers, RESPONSE_HEADERS_KEPT),
-                },
+        if hooks.ACTIVE is None:  # telemetry off: model_turn would hand out NO_SPAN
+            live, answer = await self._ask(request)
+            self.session.record_turn(
+                self._turn(request, body, answer, live, method, url, key), step
             )
-            turn_recorded(span, self.session.record_turn(turn, step), turn)
-            span.set_attribute("http.response.status_code", live.status_code)
-            if live.status_code >= 400:
-                hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
+        else:
+            operation, model = _inference(request.url.path, body)  # for the span only
+            with hooks.model_turn(model, operation=operation) as span:
+                live, answer = await self._ask(request)
+                turn = self._turn(request, body, answer, live, method, url, key)
+                turn_recorded(span, self.session.record_turn(turn, step), turn)
+                span.set_attribute("http.response.status_code", live.status_code)
+                if live.status_code >= 400:
+                    hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
         headers = [(k, v) for k, v in live.headers.multi_items() if k.lower() not in _UNSERVED]
         return httpx.Response(
             live.status_code,
@@ -204,6 +208,49 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             content=answer,
             request=request,
             extensions={k: v for k, v in live.extensions.items() if k != "network_stream"},
+        )
+
+    async def _ask(self, request: httpx.Request) -> tuple[httpx.Response, bytes]:
+        """The live response to ``request`` and its whole body, read and closed."""
+        live = await self.inner.handle_async_request(request)
+        try:
+            answer = await live.aread()
+        finally:
+            await live.aclose()
+        return live, answer
+
+    @staticmethod
+    def _turn(
+        request: httpx.Request,
+        body: bytes,
+        answer: bytes,
+        live: httpx.Response,
+        method: str,
+        url: str,
+        key: bytes,
+    ) -> ModelExchange:
+        """The exchange to record: the bodies, the status and the kept headers.
+
+        A body's media type is its kept ``content-type`` (both allow-lists hold it: the
+        value ``headers.get("content-type")`` gives), else ``application/octet-stream``.
+        """
+        request_headers = kept_headers(request.headers, REQUEST_HEADERS_KEPT)
+        response_headers = kept_headers(live.headers, RESPONSE_HEADERS_KEPT)
+        return ModelExchange(
+            source=SOURCE,
+            model=f"{method} {url}",
+            request=body,
+            response=answer,
+            key=digest(key),
+            request_media_type=request_headers.get("content-type") or _OCTET_STREAM,
+            response_media_type=response_headers.get("content-type") or _OCTET_STREAM,
+            detail={
+                "method": method,
+                "url": url,
+                "status": live.status_code,
+                "request_headers": request_headers,
+                "response_headers": response_headers,
+            },
         )
 
     async def aclose(self) -> None:

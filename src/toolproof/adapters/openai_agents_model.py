@@ -37,7 +37,6 @@ from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import value_key
 from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedAgentsModel", "response_bytes", "response_from"]
@@ -163,7 +162,7 @@ class RecordedAgentsModel(Model):
             "prompt": _plain(prompt),
         }
         request = canonical_json(value)
-        key = value_key(SOURCE, value)
+        key = request  # the match key of an Agents SDK turn is its request (value_key)
         recorded = self.session.known_turn(SOURCE, key)
         if recorded is not None:
             return response_from(recorded.response)

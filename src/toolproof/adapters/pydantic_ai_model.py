@@ -33,7 +33,7 @@ from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import value_key
+from toolproof.runs.turns import pydantic_ai_request
 from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value", "response_bytes"]
@@ -127,30 +127,37 @@ class RecordedModel(WrapperModel):
 
         """
         value = request_value(messages, model_settings, model_request_parameters)
-        request = canonical_json(value)
-        key = value_key(SOURCE, value)
-        recorded = self.session.known_turn(SOURCE, key)
+        request, key = pydantic_ai_request(value)
+        session = self.session
+        recorded = session.known_turn(SOURCE, key)
         if recorded is not None:
             return _RESPONSE.validate_json(recorded.response)
-        step = self.session.admit_turn(SOURCE)
-        with hooks.model_turn(self.wrapped.model_name, provider=self.wrapped.system) as span:
-            response = await self.wrapped.request(
-                messages, model_settings, model_request_parameters
-            )
-            turn = ModelExchange(
-                source=SOURCE,
-                model=f"{self.wrapped.system}:{self.wrapped.model_name}",
-                request=request,
-                response=response_bytes(response),
-                key=digest(key),
-            )
-            turn_recorded(span, self.session.record_turn(turn, step), turn)
+        step = session.admit_turn(SOURCE)
+        wrapped = self.wrapped
+        if hooks.ACTIVE is None:  # telemetry off: model_turn would hand out NO_SPAN
+            response = await wrapped.request(messages, model_settings, model_request_parameters)
+            session.record_turn(self._turn(request, response, key), step)
+            return response
+        with hooks.model_turn(wrapped.model_name, provider=wrapped.system) as span:
+            response = await wrapped.request(messages, model_settings, model_request_parameters)
+            turn = self._turn(request, response, key)
+            turn_recorded(span, session.record_turn(turn, step), turn)
             if span is not hooks.NO_SPAN:
                 if response.model_name:
                     span.set_attribute("gen_ai.response.model", response.model_name)
                 span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
                 span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
         return response
+
+    def _turn(self, request: bytes, response: ModelResponse, key: bytes) -> ModelExchange:
+        """The exchange of one live turn: ``request`` as asked, ``response`` as answered."""
+        return ModelExchange(
+            source=SOURCE,
+            model=f"{self.wrapped.system}:{self.wrapped.model_name}",
+            request=request,
+            response=response_bytes(response),
+            key=digest(key),
+        )
 
     @asynccontextmanager
     async def request_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[StreamedResponse]:

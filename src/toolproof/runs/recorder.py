@@ -87,7 +87,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_contents
 from toolproof.evidence.store import EvidenceStore, record_from_json
-from toolproof.identity import canonical_json, sha256_hex
+from toolproof.identity import canonical_json, plain_json_encoder, sha256_hex
 from toolproof.tools.observe import Observation
 
 __all__ = [
@@ -102,6 +102,8 @@ __all__ = [
     "other_failures",
 ]
 
+_encode = plain_json_encoder()
+
 SYNC_INTERVAL = 0.05
 """Seconds between two fsyncs of a ``group`` recorder, at most (the power-loss window)."""
 
@@ -115,6 +117,93 @@ _FINISHED_FAILED = LineShape(StepFinished, ("step", "detail"), {"status": "faile
 _REGISTERED = line_shape(EvidenceRegistered, ("step", "evidence"))
 _TURN = LineShape(ModelTurn, ("step", "source", "model", "request", "response", "key", "detail"))
 """The lines of the call and model steps (:mod:`toolproof.bundle.lines`)."""
+_REGISTERED = line_shape(EvidenceRegistered, ("step", "evidence"))
+"""The ``evidence_registered`` line :meth:`Recorder.emit` writes for ``step`` and ``evidence``."""
+_REQUEST_KIND = "model_request"
+_RESPONSE_KIND = "model_response"
+
+
+def _turn_record_fragments() -> tuple[bytes, bytes, bytes]:
+    """The format of a model turn's evidence record JSON, and the heads of its two sources.
+
+    The record :meth:`EvidenceStore.add` builds sorts ``digest`` · ``id`` · ``media_type``
+    · ``path`` · ``schema_version`` · ``size`` · ``source``; its source (no call, no
+    detail) ``call`` · ``detail`` · ``kind`` · ``schema_version`` · ``step``. Checked
+    against the encoder at import.
+    """
+    version = encode_field(SCHEMA_VERSION)
+    record = (
+        b'{"digest":"%%s","id":"%%s","media_type":%%b,"path":"%%s","schema_version":%b,'
+        b'"size":%%d,"source":%%b}' % version
+    )
+    sources = tuple(
+        b'{"call":null,"detail":{},"kind":%b,"schema_version":%b,"step":'
+        % (encode_field(kind), version)
+        for kind in (_REQUEST_KIND, _RESPONSE_KIND)
+    )
+    for kind, head in zip((_REQUEST_KIND, _RESPONSE_KIND), sources, strict=True):
+        media_type = 'text/plain; charset="utf-8"'
+        sample = {
+            "schema_version": SCHEMA_VERSION,
+            "id": "evidence_0a",
+            "digest": "sha256:0a",
+            "size": 7,
+            "media_type": media_type,
+            "path": "evidence/0a",
+            "source": {
+                "schema_version": SCHEMA_VERSION,
+                "kind": kind,
+                "step": "s",
+                "call": None,
+                "detail": {},
+            },
+        }
+        spliced = record % (
+            b"sha256:0a",
+            b"evidence_0a",
+            encode_field(media_type),
+            b"evidence/0a",
+            7,
+            head + b'"s"}',
+        )
+        assert canonical_json(sample) == spliced
+    return record, sources[0], sources[1]
+
+
+_TURN_RECORD, _REQUEST_SOURCE, _RESPONSE_SOURCE = _turn_record_fragments()
+
+
+def _turn_record_json(record: dict[str, Any], source_head: bytes, step_json: bytes) -> bytes:
+    """The canonical JSON of a model turn's evidence record built by ``EvidenceStore.add``.
+
+    Args:
+        record: what ``store.add(data, media_type=..., kind=..., step=step)`` returned
+            (no call, no detail).
+        source_head: ``_REQUEST_SOURCE`` or ``_RESPONSE_SOURCE``, for the kind it was
+            given.
+        step_json: the canonical JSON of ``step``.
+
+    Returns:
+        ``canonical_json(record)``, spliced: the digest, id and path are ASCII
+        (``sha256:``/``evidence_``/``evidence/`` and hex digits), written as they are.
+        A media type the C encoder declines is left to :func:`encode_field` with the
+        whole record (the same bytes, or the same error and path).
+
+    Raises:
+        CanonicalizationError: the media type has no canonical JSON form.
+
+    """
+    media_type = _encode(record["media_type"])
+    if media_type is None:
+        return encode_field(record)
+    return _TURN_RECORD % (
+        record["digest"].encode("ascii"),
+        record["id"].encode("ascii"),
+        media_type,
+        record["path"].encode("ascii"),
+        record["size"],
+        source_head + step_json + b"}",
+    )
 
 
 def _ok_result_head() -> bytes:
@@ -836,25 +925,51 @@ class Recorder:
         """
         staging = self._stage()
         try:
-            request = self.register_json(
-                step, turn.request, turn.request_media_type, "model_request", None, {}
-            )
-            response = self.register_json(
-                step, turn.response, turn.response_media_type, "model_response", None, {}
-            )
-            slots = {
-                b"step": encode_field(step),
-                b"source": encode_field(turn.source),
-                b"model": encode_field(turn.model),
-                b"request": encode_field(request["id"]),
-                b"response": encode_field(response["id"]),
-                b"key": encode_field(turn.key),
-                b"detail": encode_field(turn.detail),
-            }
-            self._put(_TURN, slots)
+            return self._model_lines(step, encode_field(step), turn)
         finally:
             if staging:
                 self._unstage()
+
+    def _model_lines(
+        self, step: str, step_json: bytes, turn: ModelExchange
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Put the model block's three lines (staged by the caller); the two records.
+
+        What :meth:`register_json` and :meth:`emit` would write, spliced: each line's
+        fields are encoded once (``step`` is given as ``step_json``), the evidence
+        records from :func:`_turn_record_json`; a test holds the lines to the events'
+        canonical JSON.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        store, new_files, put = self.store, self._new_files, self._put
+        request, created = store.add(
+            turn.request, media_type=turn.request_media_type, kind=_REQUEST_KIND, step=step
+        )
+        if created is not None:
+            new_files.append(created)
+        request_json = _turn_record_json(request, _REQUEST_SOURCE, step_json)
+        put(_REGISTERED, {b"step": step_json, b"evidence": request_json})
+        response, created = store.add(
+            turn.response, media_type=turn.response_media_type, kind=_RESPONSE_KIND, step=step
+        )
+        if created is not None:
+            new_files.append(created)
+        response_json = _turn_record_json(response, _RESPONSE_SOURCE, step_json)
+        put(_REGISTERED, {b"step": step_json, b"evidence": response_json})
+        detail = turn.detail
+        slots = {
+            b"step": step_json,
+            b"source": _encode(turn.source) or encode_field(turn.source),
+            b"model": _encode(turn.model) or encode_field(turn.model),
+            b"request": _encode(request["id"]) or encode_field(request["id"]),
+            b"response": _encode(response["id"]) or encode_field(response["id"]),
+            b"key": _encode(turn.key) or encode_field(turn.key),
+            b"detail": b"{}" if type(detail) is dict and not detail else encode_field(detail),
+        }
+        put(_TURN, slots)
         return request, response
 
     def model_step(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -871,10 +986,10 @@ class Recorder:
         staging = self._stage()
         try:
             self._put(_MODEL_STARTED, {b"step": step_json})
-            request, response = self.model_block(step, turn)
+            request, response = self._model_lines(step, step_json, turn)
             detail = b'{"evidence":[%b,%b]}' % (
-                encode_field(request["id"]),
-                encode_field(response["id"]),
+                _encode(request["id"]) or encode_field(request["id"]),
+                _encode(response["id"]) or encode_field(response["id"]),
             )
             self._put(_FINISHED_OK, {b"step": step_json, b"detail": detail})
         finally:

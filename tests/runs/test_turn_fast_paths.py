@@ -1,0 +1,297 @@
+"""The model-turn hot path: each spliced shortcut writes what the long way wrote, byte for byte."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models import ModelRequestParameters
+
+from toolproof.adapters import httpx_transport
+from toolproof.adapters.httpx_transport import (
+    REQUEST_HEADERS_KEPT,
+    RESPONSE_HEADERS_KEPT,
+    kept_headers,
+    recorded_url,
+)
+from toolproof.adapters.pydantic_ai_model import request_value
+from toolproof.contract.trace import ModelTurn, StepFinished, StepStarted
+from toolproof.errors import CanonicalizationError
+from toolproof.evidence.pack import read_pack
+from toolproof.identity import canonical_json
+from toolproof.runs.recorder import Durability, ModelExchange, Recorder
+from toolproof.runs.turns import pydantic_ai_request, value_key
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+"""Any Unicode text without lone surrogates (quotes, controls, astral characters...)."""
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+PER_CALL = st.sampled_from(["timestamp", "run_id", "conversation_id", "kind", "content"])
+PART = st.one_of(st.dictionaries(PER_CALL | TEXT, JSON, max_size=4), JSON)
+MESSAGE = st.one_of(
+    st.fixed_dictionaries(
+        {"parts": st.one_of(st.lists(PART, max_size=3), JSON)},
+        optional={"timestamp": JSON, "run_id": JSON, "conversation_id": JSON, "kind": TEXT},
+    ),
+    st.dictionaries(PER_CALL | TEXT, JSON, max_size=3),
+    JSON,
+)
+
+
+def _value(messages: Any, settings_value: Any, parameters: Any) -> dict[str, Any]:
+    return {"messages": messages, "model_settings": settings_value, "parameters": parameters}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.lists(MESSAGE, max_size=4), JSON), JSON, JSON)
+def test_the_spliced_pydantic_ai_request_and_key_equal_the_long_way(
+    messages: Any, settings_value: Any, parameters: Any
+) -> None:
+    value = _value(messages, settings_value, parameters)
+    before = copy.deepcopy(value)
+    expected = _outcome(lambda: (canonical_json(before), value_key("pydantic-ai", before)))
+    assert _outcome(lambda: pydantic_ai_request(value)) == expected
+    assert value == before  # nothing of the caller's value was changed
+
+
+def _outcome(work: Any) -> Any:
+    """What ``work()`` returns, or the type and text of what it raises (messages of 1)."""
+    try:
+        return work()
+    except (TypeError, CanonicalizationError) as exc:
+        return type(exc), str(exc)
+
+
+def test_a_real_pydantic_ai_request_splices_to_the_long_way() -> None:
+    messages = [
+        ModelRequest.user_text_prompt("Which fruit is 7?"),
+        ModelResponse(parts=[ToolCallPart("lookup", {"item": "pear", "n": 1.5})]),
+        ModelResponse(parts=[TextPart("It is a pear.")]),
+    ]
+    value = request_value(messages, {"temperature": 0.5}, ModelRequestParameters())
+    request, key = pydantic_ai_request(value)
+    assert request == canonical_json(value)
+    assert key == value_key("pydantic-ai", value)
+    assert b'"timestamp"' in request
+    assert b'"timestamp"' not in key
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"messages": [], "parameters": {}, "model_settings": None},  # another member order
+        {"messages": [], "model_settings": None},
+        {"messages": None, "model_settings": None, "parameters": {}},
+        {"messages": ({"timestamp": 1, "parts": []},), "model_settings": 1, "parameters": 2},
+    ],
+)
+def test_other_shapes_take_the_long_way(value: dict[str, Any]) -> None:
+    expected = _outcome(lambda: (canonical_json(value), value_key("pydantic-ai", value)))
+    assert _outcome(lambda: pydantic_ai_request(value)) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        _value([{"parts": [float("nan")]}], None, {"x": float("inf")}),
+        _value([], {"a": [float("nan")]}, None),
+        _value([], None, {"deep": [1, {"x": float("-inf")}]}),
+    ],
+)
+def test_a_value_with_no_canonical_form_fails_as_the_long_way(value: dict[str, Any]) -> None:
+    with pytest.raises(CanonicalizationError) as expected:
+        canonical_json(value)
+    with pytest.raises(CanonicalizationError) as spliced:
+        pydantic_ai_request(value)
+    assert str(spliced.value) == str(expected.value)
+    assert spliced.value.path == expected.value.path
+
+
+def _reference_model_step(recorder: Recorder, step: str, turn: ModelExchange) -> None:
+    """The model step as the recorder wrote it before its lines were spliced (register + emit)."""
+    recorder.emit(StepStarted, step=step, kind="model")
+    request = recorder.register_json(
+        step, turn.request, turn.request_media_type, "model_request", None, {}
+    )
+    response = recorder.register_json(
+        step, turn.response, turn.response_media_type, "model_response", None, {}
+    )
+    recorder.emit(
+        ModelTurn,
+        step=step,
+        source=turn.source,
+        model=turn.model,
+        request=request["id"],
+        response=response["id"],
+        key=turn.key,
+        detail=turn.detail,
+    )
+    detail = {"evidence": [request["id"], response["id"]]}
+    recorder.emit(StepFinished, step=step, status="ok", detail=detail)
+
+
+def _turns(draw: st.DrawFn) -> list[ModelExchange]:
+    bodies = st.sampled_from([b"", b"{}", b"same", "é\u2028\"'".encode()]) | st.binary(max_size=20)
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        out.append(
+            ModelExchange(
+                source=draw(st.sampled_from(["pydantic-ai", "openai-agents", "http"])),
+                model=draw(TEXT),
+                request=draw(bodies),
+                response=draw(bodies),
+                key=draw(TEXT | st.just("sha256:" + "0" * 64)),
+                request_media_type=draw(st.just("application/json") | TEXT),
+                response_media_type=draw(st.just("text/plain; charset=utf-8") | TEXT),
+                detail=draw(st.dictionaries(TEXT, JSON, max_size=3)),
+            )
+        )
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.composite(_turns)(), st.sampled_from(list(Durability)), TEXT)
+def test_a_spliced_model_step_writes_the_reference_lines_and_evidence(
+    tmp_path_factory: pytest.TempPathFactory,
+    turns: list[ModelExchange],
+    durability: Durability,
+    step_prefix: str,
+) -> None:
+    spliced = tmp_path_factory.mktemp("spliced")
+    reference = tmp_path_factory.mktemp("reference")
+    fast, slow = (
+        Recorder(spliced, durability=durability),
+        Recorder(reference, durability=durability),
+    )
+    returned = []
+    for number, turn in enumerate(turns, 1):
+        step = f"{step_prefix}{number}"
+        returned += fast.model_step(step, turn)
+        _reference_model_step(slow, step, turn)
+        fast.commit()
+        slow.commit()
+    assert fast.close(sync=False) == slow.close(sync=False)
+    trace = (spliced / "trace.jsonl").read_bytes()
+    assert trace == (reference / "trace.jsonl").read_bytes()
+    registered = [json.loads(line) for line in trace.splitlines()]
+    assert [canonical_json(record) for record in returned] == [
+        canonical_json(event["evidence"])
+        for event in registered
+        if event["type"] == "evidence_registered"
+    ]
+    if durability == Durability.COMMIT:
+        assert _files(spliced) == _files(reference)
+    else:
+        assert (spliced / "evidence.pack").read_bytes() == (
+            reference / "evidence.pack"
+        ).read_bytes()
+        assert read_pack(spliced / "evidence.pack").problem is None
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run / "evidence").iterdir())}
+
+
+def test_a_model_block_inside_a_staged_step_and_with_on_event_is_the_reference(
+    tmp_path: Path,
+) -> None:
+    turn = ModelExchange(
+        source="http",
+        model='POST "http://x/é"',
+        request=b'{"q":1}',
+        response=b"ok",
+        key="sha256:" + "1" * 64,
+        request_media_type="application/json",
+        response_media_type='text/plain; charset="utf-8"',
+        detail={"status": 200, "url": "http://x/é"},
+    )
+    seen: list[Any] = []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    watched = Recorder(tmp_path / "a", durability=Durability.EACH, on_event=seen.append)
+    plain = Recorder(tmp_path / "b", durability=Durability.EACH)
+    watched.model_step("turn-00000001", turn)
+    watched.model_block("turn-00000002", turn)  # not staged: each line put at once
+    _reference_model_step(plain, "turn-00000001", turn)
+    assert [type(e).__name__ for e in seen] == [
+        "StepStarted",
+        "EvidenceRegistered",
+        "EvidenceRegistered",
+        "ModelTurn",
+        "StepFinished",
+        "EvidenceRegistered",
+        "EvidenceRegistered",
+        "ModelTurn",
+    ]
+    watched.close(sync=False)
+    plain.close(sync=False)
+    lines = (tmp_path / "a" / "trace.jsonl").read_bytes().splitlines()
+    assert lines[:5] == (tmp_path / "b" / "trace.jsonl").read_bytes().splitlines()
+    for line, event in zip(lines, seen, strict=True):
+        assert canonical_json(event.to_json()) == line
+
+
+@pytest.mark.parametrize(
+    ("url", "recorded"),
+    [
+        (
+            "https://api.openai.com/v1/chat/completions",
+            "https://api.openai.com/v1/chat/completions",
+        ),
+        ("https://u:p@h.example/v1?key=s3&a=1", "https://h.example/v1?key=REDACTED&a=1"),
+        (
+            "http://h.example/x?API_KEY=1&sig=2&b",
+            "http://h.example/x?API_KEY=REDACTED&sig=REDACTED&b=",
+        ),
+        ("http://h.example/a%20b?q=%C3%A9#frag", "http://h.example/a%20b?q=%C3%A9#frag"),
+    ],
+)
+def test_recorded_urls_are_remembered_as_first_computed(url: str, recorded: str) -> None:
+    httpx_transport._RECORDED_URLS.clear()
+    assert recorded_url(httpx.URL(url)) == recorded
+    assert {str(httpx.URL(url)): recorded} == httpx_transport._RECORDED_URLS
+    assert recorded_url(httpx.URL(url)) == recorded  # served from the table
+    assert httpx_transport._recorded_url(str(httpx.URL(url))) == recorded
+
+
+def test_the_recorded_url_table_is_bounded() -> None:
+    httpx_transport._RECORDED_URLS.clear()
+    for n in range(httpx_transport._RECORDED_URLS_KEPT + 3):
+        recorded_url(httpx.URL(f"http://h.example/{n}?token=x"))
+    assert len(httpx_transport._RECORDED_URLS) == 3
+    assert httpx_transport._RECORDED_URLS["http://h.example/258?token=x"] == (
+        "http://h.example/258?token=REDACTED"
+    )
+
+
+HEADER_NAMES = st.sampled_from(
+    ["content-type", "Content-Type", "CONTENT-TYPE", "accept", "x-request-id", "authorization"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(HEADER_NAMES, st.text('ab; =/"é', max_size=8)), max_size=5))
+def test_a_media_type_from_the_kept_headers_is_the_content_type_header(
+    pairs: list[tuple[str, str]],
+) -> None:
+    headers = httpx.Headers([(k, v.encode("utf-8")) for k, v in pairs])
+    for allowed in (REQUEST_HEADERS_KEPT, RESPONSE_HEADERS_KEPT):
+        kept = kept_headers(headers, allowed).get("content-type") or "application/octet-stream"
+        assert kept == (headers.get("content-type") or "application/octet-stream")
