@@ -55,9 +55,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolproof.bundle.durable import fsync_path, syncfs
 from toolproof.bundle.lines import LineShape, encode_field, line_shape
@@ -364,9 +363,8 @@ class ModelExchange:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    """One recorded call block.
+class CallRecord(NamedTuple):
+    """One recorded call block (a named tuple: one is built for every recorded call).
 
     Attributes:
         call_json: the call's plain JSON (``id`` included).
@@ -386,14 +384,14 @@ class CallRecord:
         """The call id, ``call_<hex>``."""
         return str(self.call_json["id"])
 
-    @cached_property
+    @property
     def call(self) -> ToolCall:
-        """The call as a model (built on first use)."""
+        """The call as a model (built on each access: keep it if you read it twice)."""
         return ToolCall.model_validate(self.call_json)
 
-    @cached_property
+    @property
     def evidence(self) -> EvidenceRecord | None:
-        """The evidence record of a value as a model (built on first use), else ``None``."""
+        """The evidence record of a value as a model (built on each access), else ``None``."""
         return None if self.evidence_json is None else record_from_json(self.evidence_json)
 
 
