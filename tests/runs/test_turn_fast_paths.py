@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,32 @@ def test_a_media_type_from_the_kept_headers_is_the_content_type_header(
     for allowed in (REQUEST_HEADERS_KEPT, RESPONSE_HEADERS_KEPT):
         kept = kept_headers(headers, allowed).get("content-type") or "application/octet-stream"
         assert kept == (headers.get("content-type") or "application/octet-stream")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"source": "http", "model": "POST u", "request": b"q", "response": b"a", "key": "k"},
+        {
+            "source": "pydantic-ai",
+            "model": "m",
+            "request": b"",
+            "response": b"{}",
+            "key": "sha256:" + "2" * 64,
+            "request_media_type": "text/plain",
+            "response_media_type": "application/octet-stream",
+            "detail": {"status": 200},
+        },
+    ],
+)
+def test_a_built_exchange_is_the_constructed_one(fields: dict[str, Any]) -> None:
+    built, constructed = ModelExchange.built(**fields), ModelExchange(**fields)
+    assert built == constructed
+    assert vars(built) == vars(constructed)
+    assert repr(built) == repr(constructed)
+    assert dataclasses.asdict(built) == dataclasses.asdict(constructed)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.key = "other"  # type: ignore[misc]
+    assert ModelExchange.built(**fields).detail is not ModelExchange.built(**fields).detail or (
+        "detail" in fields
+    )

@@ -182,7 +182,7 @@ class RecordedAgentsModel(Model):
                 conversation_id=conversation_id,
                 prompt=prompt,
             )
-            turn = ModelExchange(
+            turn = ModelExchange.built(
                 source=SOURCE,
                 model=model,
                 request=request,

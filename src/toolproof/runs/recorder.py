@@ -362,6 +362,37 @@ class ModelExchange:
     response_media_type: str = "application/json"
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def built(
+        cls,
+        source: str,
+        model: str,
+        request: bytes,
+        response: bytes,
+        key: str,
+        request_media_type: str = "application/json",
+        response_media_type: str = "application/json",
+        detail: dict[str, Any] | None = None,
+    ) -> ModelExchange:
+        """The exchange ``cls(...)`` builds, without its eight ``object.__setattr__`` calls.
+
+        A model recorder's hot path (about 1 us less per turn): the fields are set in
+        the instance's ``__dict__`` at once, so the instance is the same (a test holds
+        it equal, field by field, to the constructor's); ``detail=None`` is ``{}``.
+        """
+        turn = object.__new__(cls)
+        turn.__dict__.update(
+            source=source,
+            model=model,
+            request=request,
+            response=response,
+            key=key,
+            request_media_type=request_media_type,
+            response_media_type=response_media_type,
+            detail={} if detail is None else detail,
+        )
+        return turn
+
 
 class CallRecord(NamedTuple):
     """One recorded call block (a named tuple: one is built for every recorded call).
