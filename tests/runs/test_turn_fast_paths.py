@@ -325,3 +325,13 @@ def test_a_built_exchange_is_the_constructed_one(fields: dict[str, Any]) -> None
     assert ModelExchange.built(**fields).detail is not ModelExchange.built(**fields).detail or (
         "detail" in fields
     )
+
+
+def test_kept_headers_of_any_allow_list_drop_the_secrets() -> None:
+    headers = httpx.Headers([("Authorization", "b"), ("X-A", "1"), ("x-a", "2"), ("Accept", "j")])
+    assert kept_headers(headers, ("x-a", "authorization", "accept")) == {
+        "x-a": "1, 2",
+        "accept": "j",
+    }
+    assert kept_headers(headers, REQUEST_HEADERS_KEPT) == {"accept": "j"}
+    assert kept_headers(headers, RESPONSE_HEADERS_KEPT) == {}

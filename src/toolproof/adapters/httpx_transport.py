@@ -76,9 +76,18 @@ _UNSERVED = frozenset({"content-encoding", "content-length", "transfer-encoding"
 """Headers of the live response not handed on with the decoded body it was read into."""
 
 
+_WANTED = {
+    REQUEST_HEADERS_KEPT: frozenset(REQUEST_HEADERS_KEPT) - SECRET_HEADERS,
+    RESPONSE_HEADERS_KEPT: frozenset(RESPONSE_HEADERS_KEPT) - SECRET_HEADERS,
+}
+"""The names the module's two allow-lists keep (others are computed per call)."""
+
+
 def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
     """The allow-listed headers, lowercase names, multiple values joined by ``", "``."""
-    wanted = frozenset(allowed) - SECRET_HEADERS
+    wanted = _WANTED.get(allowed)
+    if wanted is None:
+        wanted = frozenset(allowed) - SECRET_HEADERS
     out: dict[str, str] = {}
     for name, value in headers.multi_items():
         name = name.lower()
