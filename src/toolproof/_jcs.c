@@ -13,7 +13,8 @@
  * No Python code runs during encoding (only exact built-in types are touched), so
  * the value cannot change under us.
  *
- * sha256_hex(data) is a one-shot SHA-256 as hex digits (see the section below).
+ * sha256_hex(data) is a one-shot SHA-256 as hex digits (see the section below), and
+ * chain(prev_json, idx, lines) splices and hash-chains trace lines (the last section).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1001,6 +1002,266 @@ jcs_sha256_hex_portable(PyObject *module, PyObject *data)
     return sha256_hex_with(data, sha256_blocks_portable, hex_portable);
 }
 
+/*
+ * chain(prev_json, idx, lines): trace lines spliced from compiled shapes and hash-chained.
+ *
+ * Each item of lines is a tuple (code, v0, v1, ...); code is a tuple (kinds, f0, ..., fn)
+ * of bytes: kinds names the n slots in order (b'i': the decimal idx, b'p': prev, b'v': the
+ * next value), f0..fn the fixed fragments around them. Line k is f0 s0 f1 s1 ... fn, its
+ * idx slot idx + k, its prev slot prev_json for k = 0 and "sha256:<hex of line k-1>" after.
+ * Everything is validated and measured first (pass 1), then copied into the result with
+ * the chained prev slots left blank (pass 2), then hashed line by line, each digest filling
+ * the next line's prev slots (pass 3: no Python object is touched, so a large block is
+ * hashed without the GIL). The hash is SHA-NI when available, else the portable C code.
+ */
+#define CHAIN_PREV_LEN 73 /* "sha256:<64 hex>" with its quotes */
+#define CHAIN_STACK 64
+
+static int
+chain_error(PyObject *type, Py_ssize_t item, const char *message)
+{
+    PyErr_Format(type, "chain: lines[%zd]: %s", item, message);
+    return -1;
+}
+
+static inline size_t
+decimal_len(unsigned long long v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+static inline char *
+put_decimal(char *out, unsigned long long v)
+{
+    char digits[20];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) {
+        *out++ = digits[--n];
+    }
+    return out;
+}
+
+/* Validate item i of lines; add its length (chained prev slots: CHAIN_PREV_LEN) to *total
+   and its chained prev slots to *prevs. first: the first line (prev slots prev_len long). */
+static int
+chain_measure(PyObject *item, Py_ssize_t i, unsigned long long idx, Py_ssize_t prev_len,
+              size_t *total, size_t *prevs)
+{
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 1) {
+        return chain_error(PyExc_TypeError, i, "not a tuple (code, value...)");
+    }
+    PyObject *code = PyTuple_GET_ITEM(item, 0);
+    if (!PyTuple_Check(code) || PyTuple_GET_SIZE(code) < 2) {
+        return chain_error(PyExc_TypeError, i, "code is not a tuple (kinds, fragment...)");
+    }
+    PyObject *kinds = PyTuple_GET_ITEM(code, 0);
+    if (!PyBytes_Check(kinds)) {
+        return chain_error(PyExc_TypeError, i, "code's kinds is not bytes");
+    }
+    Py_ssize_t slots = PyBytes_GET_SIZE(kinds);
+    if (PyTuple_GET_SIZE(code) != slots + 2) {
+        return chain_error(PyExc_ValueError, i, "code does not hold one fragment more than slots");
+    }
+    const char *kind = PyBytes_AS_STRING(kinds);
+    size_t len = 0;
+    Py_ssize_t values = 0;
+    for (Py_ssize_t s = 0; s <= slots; s++) {
+        PyObject *fragment = PyTuple_GET_ITEM(code, s + 1);
+        if (!PyBytes_Check(fragment)) {
+            return chain_error(PyExc_TypeError, i, "a fragment of code is not bytes");
+        }
+        len += (size_t)PyBytes_GET_SIZE(fragment);
+        if (s == slots) {
+            break;
+        }
+        if (kind[s] == 'i') {
+            len += decimal_len(idx);
+        }
+        else if (kind[s] == 'p') {
+            if (i == 0) {
+                len += (size_t)prev_len;
+            }
+            else {
+                len += CHAIN_PREV_LEN;
+                (*prevs)++;
+            }
+        }
+        else if (kind[s] == 'v') {
+            values++;
+            if (values >= PyTuple_GET_SIZE(item)) {
+                return chain_error(PyExc_ValueError, i, "fewer values than the code's slots");
+            }
+            PyObject *value = PyTuple_GET_ITEM(item, values);
+            if (!PyBytes_Check(value)) {
+                return chain_error(PyExc_TypeError, i, "a value is not bytes");
+            }
+            len += (size_t)PyBytes_GET_SIZE(value);
+        }
+        else {
+            return chain_error(PyExc_ValueError, i, "a slot kind is not b'i', b'p' or b'v'");
+        }
+    }
+    if (values + 1 != PyTuple_GET_SIZE(item)) {
+        return chain_error(PyExc_ValueError, i, "more values than the code's slots");
+    }
+    if (len > (size_t)PY_SSIZE_T_MAX - *total - 1) {
+        PyErr_SetString(PyExc_OverflowError, "chain: the lines are too long");
+        return -1;
+    }
+    *total += len + 1;
+    return 0;
+}
+
+static PyObject *
+jcs_chain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "chain() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *prev_json = args[0], *idx_obj = args[1], *lines = args[2];
+    if (!PyBytes_Check(prev_json)) {
+        PyErr_SetString(PyExc_TypeError, "chain: prev_json is not bytes");
+        return NULL;
+    }
+    if (!PyLong_Check(idx_obj) || PyBool_Check(idx_obj)) {
+        PyErr_SetString(PyExc_TypeError, "chain: idx is not an int");
+        return NULL;
+    }
+    if (!PyList_Check(lines)) {
+        PyErr_SetString(PyExc_TypeError, "chain: lines is not a list");
+        return NULL;
+    }
+    int overflow = 0;
+    long long first_idx = PyLong_AsLongLongAndOverflow(idx_obj, &overflow);
+    if (first_idx == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(lines);
+    if (overflow || first_idx < 0 || first_idx > LLONG_MAX - n) {
+        PyErr_SetString(PyExc_ValueError, "chain: idx is not in 0 .. 2**63 - 1 - len(lines)");
+        return NULL;
+    }
+    Py_ssize_t prev_len = PyBytes_GET_SIZE(prev_json);
+    size_t total = 0, prevs = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (chain_measure(PyList_GET_ITEM(lines, i), i, (unsigned long long)first_idx + i,
+                          prev_len, &total, &prevs) != 0) {
+            return NULL;
+        }
+    }
+    if (n == 0) {
+        PyObject *empty = PyBytes_FromStringAndSize(NULL, 0);
+        if (empty == NULL) {
+            return NULL;
+        }
+        return Py_BuildValue("(NO)", empty, prev_json);
+    }
+    /* ends[k]: where line k ends (its newline); slot[at[k] .. at[k + 1]]: its prev slots */
+    size_t stack[CHAIN_STACK];
+    size_t need = 2 * (size_t)n + 1 + prevs;
+    size_t *ends = need <= CHAIN_STACK ? stack : PyMem_Malloc(need * sizeof(size_t));
+    if (ends == NULL) {
+        return PyErr_NoMemory();
+    }
+    size_t *at = ends + n, *slot = at + n + 1;
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (joined == NULL) {
+        if (ends != stack) {
+            PyMem_Free(ends);
+        }
+        return NULL;
+    }
+    char *base = PyBytes_AS_STRING(joined), *out = base;
+    size_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(lines, i);
+        PyObject *code = PyTuple_GET_ITEM(item, 0);
+        const char *kind = PyBytes_AS_STRING(PyTuple_GET_ITEM(code, 0));
+        Py_ssize_t slots = PyTuple_GET_SIZE(code) - 2, values = 0;
+        at[i] = p;
+        for (Py_ssize_t s = 0;; s++) {
+            PyObject *fragment = PyTuple_GET_ITEM(code, s + 1);
+            memcpy(out, PyBytes_AS_STRING(fragment), (size_t)PyBytes_GET_SIZE(fragment));
+            out += PyBytes_GET_SIZE(fragment);
+            if (s == slots) {
+                break;
+            }
+            if (kind[s] == 'i') {
+                out = put_decimal(out, (unsigned long long)first_idx + (unsigned long long)i);
+            }
+            else if (kind[s] == 'p') {
+                if (i == 0) {
+                    memcpy(out, PyBytes_AS_STRING(prev_json), (size_t)prev_len);
+                    out += prev_len;
+                }
+                else {
+                    slot[p++] = (size_t)(out - base);
+                    memcpy(out, "\"sha256:", 8);
+                    out[CHAIN_PREV_LEN - 1] = '"';
+                    out += CHAIN_PREV_LEN;
+                }
+            }
+            else {
+                PyObject *value = PyTuple_GET_ITEM(item, ++values);
+                memcpy(out, PyBytes_AS_STRING(value), (size_t)PyBytes_GET_SIZE(value));
+                out += PyBytes_GET_SIZE(value);
+            }
+        }
+        ends[i] = (size_t)(out - base);
+        *out++ = '\n';
+    }
+    at[n] = p;
+    char hex[64];
+    int release = total >= SHA256_RELEASE_GIL;
+    PyThreadState *state = release ? PyEval_SaveThread() : NULL;
+    size_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        sha256_hex_digest((const unsigned char *)base + start, ends[i] - start, hex,
+                          sha256_blocks, sha256_hex_out);
+        if (i + 1 < n) {
+            for (size_t q = at[i + 1]; q < at[i + 2]; q++) {
+                memcpy(base + slot[q] + 8, hex, 64);
+            }
+        }
+        start = ends[i] + 1;
+    }
+    if (release) {
+        PyEval_RestoreThread(state);
+    }
+    if (ends != stack) {
+        PyMem_Free(ends);
+    }
+    PyObject *last = PyBytes_FromStringAndSize(NULL, CHAIN_PREV_LEN);
+    if (last == NULL) {
+        Py_DECREF(joined);
+        return NULL;
+    }
+    char *l = PyBytes_AS_STRING(last);
+    memcpy(l, "\"sha256:", 8);
+    memcpy(l + 8, hex, 64);
+    l[CHAIN_PREV_LEN - 1] = '"';
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(joined);
+        Py_DECREF(last);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, joined);
+    PyTuple_SET_ITEM(result, 1, last);
+    return result;
+}
+
 static PyMethodDef jcs_methods[] = {
     {"encode", jcs_encode, METH_O,
      "encode(value, /) -> bytes | None\n\nRFC 8785 bytes of a plain JSON value, or None "
@@ -1011,13 +1272,18 @@ static PyMethodDef jcs_methods[] = {
     {"sha256_hex_portable", jcs_sha256_hex_portable, METH_O,
      "sha256_hex_portable(data, /) -> bytes\n\nsha256_hex on the portable C path always "
      "(for tests and benchmarks)."},
+    {"chain", (PyCFunction)(void (*)(void))jcs_chain, METH_FASTCALL,
+     "chain(prev_json, idx, lines, /) -> tuple[bytes, bytes]\n\nThe trace lines of lines "
+     "(tuples (code, value...)) at idx, idx + 1... each chained to the one before, "
+     "newline-terminated and joined, and the last line's digest as a prev field."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef jcs_module = {
     .m_base = PyModuleDef_HEAD_INIT,
     .m_name = "_jcs",
-    .m_doc = "Fast paths of toolproof.identity: canonical_json and one-shot SHA-256.",
+    .m_doc = "Fast paths of toolproof.identity and bundle.lines: canonical_json, one-shot "
+               "SHA-256, chained trace lines.",
     .m_size = -1,
     .m_methods = jcs_methods,
 };
