@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from toolproof.bundle import lines as lines_module
 from toolproof.bundle.lines import LineShape, chain_python
+from toolproof.bundle.trace import TraceWriter, read_trace
 from toolproof.contract.trace import StepStarted, ToolCalled
 
 try:
@@ -179,3 +180,25 @@ def test_the_c_chain_is_used_and_takes_exactly_three_arguments() -> None:
     with pytest.raises(TypeError, match=r"chain\(\) takes 3 arguments \(2 given\)"):
         c_chain(b"null", 0)  # type: ignore[call-arg]
 
+
+def test_append_chained_keeps_the_writer_chained_with_append_line(tmp_path: Any) -> None:
+    shape = LineShape(StepStarted, ("step",), {"kind": "call"})
+    writer = TraceWriter(tmp_path / "trace.jsonl", buffer_bytes=0)
+    writer.append_chained([(shape.code, b'"a"'), (shape.code, b'"b"')])
+    writer.append_line(shape.fmt % {b"idx": b"2", b"prev": writer._prev_json, b"step": b'"c"'})
+    writer.append_chained([])
+    writer.append_shaped([(shape, {b"step": b'"d"'})])
+    with pytest.raises(ValueError, match=r"lines\[0\]: fewer values"):
+        writer.append_chained([(shape.code,)])
+    assert writer.count == 4
+    size, digest = writer.close()
+    assert writer.size == size
+    data = (tmp_path / "trace.jsonl").read_bytes()
+    assert (size, digest) == (len(data), "sha256:" + hashlib.sha256(data).hexdigest())
+    lines, problem = read_trace(data)
+    assert problem is None
+    assert [line.problem for line in lines] == [None] * 4
+    assert [line.event.step for line in lines if line.event] == ["a", "b", "c", "d"]
+    assert [line.event.prev for line in lines if line.event] == [None] + [
+        line.digest for line in lines[:-1]
+    ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.lines import LineShape
+from toolproof.bundle.lines import LineShape, chain
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json, digest, hash_digest, sha256_hex
@@ -45,6 +45,8 @@ class TraceWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         self._closed = False
         self._pending: list[bytes] = []
+        """Lines not yet written, as chunks that join into newline-terminated lines (a
+        chained block of lines each with its newline, or one line then ``b"\\n"``)."""
         self._pending_bytes = 0
         self._buffer_bytes = buffer_bytes
         self._prev_json = b"null"
@@ -116,8 +118,9 @@ class TraceWriter:
     def append_shaped(self, items: list[tuple[LineShape, dict[bytes, bytes]]]) -> None:
         """Append the lines of ``items`` in order, each chained to the one before.
 
-        :meth:`line_for` then :meth:`append_line` for each item, in one call (a call
-        step's block is five lines).
+        Each item is a compiled shape and the canonical JSON of its given fields (keyed
+        as :attr:`LineShape.keys`); :meth:`append_chained` of their values in each
+        shape's :attr:`~toolproof.bundle.lines.LineShape.order`.
 
         Raises:
             KeyError: a given field's slot is missing (no line of ``items`` is appended).
@@ -126,18 +129,34 @@ class TraceWriter:
         """
         if self.broken is not None:
             raise self.broken
-        prev_json, count, size = self._prev_json, self._count, 0
-        lines = []
-        for shape, slots in items:
-            slots[b"idx"] = b"%d" % count
-            slots[b"prev"] = prev_json
-            line = shape.fmt % slots
-            prev_json = b'"sha256:' + sha256_hex(line) + b'"'
-            lines.append(line)
-            size += len(line) + 1
-            count += 1
-        self._pending += lines
-        self._prev_json, self._count = prev_json, count
+        self.append_chained(
+            [(shape.code, *map(slots.__getitem__, shape.order_keys)) for shape, slots in items]
+        )
+
+    def append_chained(self, lines: list[tuple[Any, ...]]) -> None:
+        """Append ``lines`` (tuples ``(code, v0, v1...)``) in order, chained to the trace.
+
+        Args:
+            lines: per line, a :attr:`~toolproof.bundle.lines.LineShape.code` and the
+                canonical JSON bytes of the shape's given fields in its ``order``, as
+                :func:`~toolproof.bundle.lines.chain` takes them (it fills ``idx`` and
+                ``prev`` from the writer's position).
+
+        Raises:
+            TypeError: an item is malformed (see :func:`~toolproof.bundle.lines.chain`;
+                nothing is appended).
+            ValueError: likewise.
+            OSError: the writer is broken.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        if not lines:
+            return
+        joined, self._prev_json = chain(self._prev_json, self._count, lines)
+        self._pending.append(joined)
+        self._count += len(lines)
+        size = len(joined)
         self._pending_bytes += size
         self._size += size
         if self._buffer_bytes and self._pending_bytes >= self._buffer_bytes:
@@ -157,7 +176,7 @@ class TraceWriter:
         if self.broken is not None:
             raise self.broken
         self._prev_json = b'"sha256:' + sha256_hex(line) + b'"'
-        self._pending.append(line)  # the newlines are added by flush
+        self._pending += (line, b"\n")
         size = len(line) + 1
         self._pending_bytes += size
         self._size += size
@@ -178,8 +197,7 @@ class TraceWriter:
         if not self._pending:
             return
         pending = self._pending
-        pending.append(b"")
-        joined = b"\n".join(pending)
+        joined = pending[0] if len(pending) == 1 else b"".join(pending)
         self._hash.update(joined)
         pending.clear()
         self._pending_bytes = 0

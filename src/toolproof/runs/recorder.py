@@ -205,6 +205,23 @@ def _turn_record_json(record: dict[str, Any], source_head: bytes, step_json: byt
     )
 
 
+_CALL_STARTED_CODE = _CALL_STARTED.code
+_CALLED_CODE = _CALLED.code
+_RETURNED_CODE = _RETURNED.code
+_REGISTERED_CODE = _REGISTERED.code
+_FINISHED_OK_CODE = _FINISHED_OK.code
+"""The codes of :meth:`Recorder._ok_call_step`'s lines, whose values it lists in these orders:"""
+for _shape, _order in (
+    (_CALL_STARTED, ("step",)),
+    (_CALLED, ("call", "call_id", "step")),
+    (_RETURNED, ("call_id", "result", "step")),
+    (_REGISTERED, ("evidence", "step")),
+    (_FINISHED_OK, ("detail", "step")),
+):
+    if _shape.order != _order:  # a field renamed or added: the values would be misplaced
+        raise RuntimeError(f"{_shape.cls.__name__}: fields in the order {_shape.order}")
+
+
 def _ok_result_head() -> bytes:
     """``{"failure":null,"ok":true,"schema_version":1,"value":`` (``value`` sorts last)."""
     plain = {"schema_version": SCHEMA_VERSION, "ok": True, "value": None, "failure": None}
@@ -562,10 +579,10 @@ class Recorder:
             self._staged.append((shape, slots))
             return
         trace = self.trace
-        line = trace.line_for(shape, slots)
         if self.on_event is None:
-            trace.append_line(line)
+            trace.append_shaped([(shape, slots)])
             return
+        line = trace.line_for(shape, slots)
         event = TRACE_EVENT_ADAPTER.validate_json(line)
         trace.append_line(line)
         self.on_event(event)
@@ -912,31 +929,24 @@ class Recorder:
         call_id = call["id"]
         id_json = b'"' + call_id.encode("ascii") + b'"'
         value = data if media_type == JSON_MEDIA_TYPE else encode_field(result.value)
-        lines = [
-            (_CALL_STARTED, {b"step": step_json}),
-            (_CALLED, {b"step": step_json, b"call_id": id_json, b"call": encoded_call}),
-            (
-                _RETURNED,
-                {
-                    b"step": step_json,
-                    b"call_id": id_json,
-                    b"result": _OK_RESULT_HEAD + value + b"}",
-                },
-            ),
+        lines: list[tuple[Any, ...]] = [  # each shape's values in its order (checked above)
+            (_CALL_STARTED_CODE, step_json),
+            (_CALLED_CODE, encoded_call, id_json, step_json),
+            (_RETURNED_CODE, id_json, _OK_RESULT_HEAD + value + b"}", step_json),
         ]
         try:
             record, record_json, created = self.store.add_result(
                 data, media_type, step, step_json, call_id
             )
         except OSError:
-            trace.append_shaped(lines)
+            trace.append_chained(lines)
             raise
         if created is not None:
             self._new_files.append(created)
         finished = b'{"evidence":"' + record["id"].encode("ascii") + b'"}'
-        lines.append((_REGISTERED, {b"step": step_json, b"evidence": record_json}))
-        lines.append((_FINISHED_OK, {b"step": step_json, b"detail": finished}))
-        trace.append_shaped(lines)
+        lines.append((_REGISTERED_CODE, record_json, step_json))
+        lines.append((_FINISHED_OK_CODE, finished, step_json))
+        trace.append_chained(lines)
         return CallRecord(call, result, record)
 
     def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
