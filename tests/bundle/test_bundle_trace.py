@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from toolproof.bundle.trace import TraceWriter, read_trace
@@ -47,3 +48,27 @@ def test_reader_refuses_unknown_event_type() -> None:
     (line,), _ = read_trace(b'{"idx":0,"step":"a","type":"party"}\n')
     assert line.event is None
     assert line.problem is not None and "type" in line.problem
+
+
+def test_a_deferred_file_digest_is_the_digest_of_the_file_whoever_hashes_it(
+    tmp_path: Path,
+) -> None:
+    """defer_hash: chunks hashed by another thread, in order, while lines are written."""
+    writer = TraceWriter(tmp_path / "trace.jsonl", buffer_bytes=0, defer_hash=True)
+    done = threading.Event()
+
+    def hash_while_written() -> None:
+        while not done.is_set():
+            writer.hash_written()
+
+    hasher = threading.Thread(target=hash_while_written)
+    hasher.start()
+    for n in range(2000):
+        writer.emit(StepStarted, step=f"s{n}", kind="call")
+        writer.flush()
+    done.set()
+    hasher.join()
+    size, file_digest = writer.close()
+    data = (tmp_path / "trace.jsonl").read_bytes()
+    assert (size, file_digest) == (len(data), digest(data))
+    assert data.count(b"\n") == 2000

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,10 +39,15 @@ class TraceWriter:
         path: the file to create (it must not exist).
         buffer_bytes: flush on its own once this many bytes are pending (``0``: only
             on :meth:`flush` and :meth:`close`).
+        defer_hash: leave the whole file's running SHA-256 to :meth:`hash_written`
+            (a group-commit syncer thread calls it per batch, off the recording
+            thread; :meth:`close` hashes the rest) instead of hashing each write.
 
     """
 
-    def __init__(self, path: Path, *, buffer_bytes: int = 1 << 20) -> None:
+    def __init__(
+        self, path: Path, *, buffer_bytes: int = 1 << 20, defer_hash: bool = False
+    ) -> None:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         self._closed = False
@@ -53,6 +60,9 @@ class TraceWriter:
         """The previous line's digest as the JSON of a ``prev`` field (``null`` first)."""
         self._count = 0
         self._hash = hashlib.sha256()
+        self._unhashed: deque[bytes] | None = deque() if defer_hash else None
+        """Written chunks not in :attr:`_hash` yet, in order (``defer_hash`` only)."""
+        self._hashing = threading.Lock()
         self._size = 0
         self.broken: OSError | None = None
         """The write error that broke the writer, or ``None``."""
@@ -198,7 +208,10 @@ class TraceWriter:
             return
         pending = self._pending
         joined = pending[0] if len(pending) == 1 else b"".join(pending)
-        self._hash.update(joined)
+        if self._unhashed is None:
+            self._hash.update(joined)
+        else:  # deque.append is atomic: the hashing thread pops from the other end
+            self._unhashed.append(joined)
         pending.clear()
         self._pending_bytes = 0
         try:
@@ -240,7 +253,26 @@ class TraceWriter:
             finally:
                 self._closed = True
                 os.close(self._fd)
+        self.hash_written()
         return self._size, hash_digest(self._hash)
+
+    def hash_written(self) -> None:
+        """Add every chunk written so far to the whole file's running SHA-256 (``defer_hash``).
+
+        Safe to call from another thread while this one writes: chunks are taken in
+        the order they were written, under a lock, and hashed as one buffer (which
+        ``hashlib`` hashes without holding the GIL once it is 2 KiB or more). Nothing
+        to do without ``defer_hash``.
+        """
+        unhashed = self._unhashed
+        if unhashed is None:
+            return
+        with self._hashing:
+            chunks = []
+            while unhashed:
+                chunks.append(unhashed.popleft())
+            if chunks:
+                self._hash.update(b"".join(chunks))
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ Durability (:class:`Durability`):
   acknowledged in the last 50 ms plus the time the batch takes. On Linux a batch is
   one ``syncfs(2)`` of the run directory's filesystem (the trace and the evidence
   pack in one call, whatever the call rate; never the machine-wide ``sync(2)``);
-  elsewhere it fsyncs the evidence pack and the trace.
+  elsewhere it fsyncs the evidence pack and the trace. The trace's whole-file digest
+  (the manifest's) is hashed by that thread too, per batch.
 * ``each``: fsync on every commit (the comparison figure of the benchmark).
 
 A ``group`` or ``each`` recorder (a live session) stores evidence in one pack file,
@@ -489,6 +490,7 @@ class _GroupSync:
                 self._recorder.sync_now(paths)
             except OSError as exc:
                 self.error = self.error or exc
+            self._recorder.trace.hash_written()  # the trace's digest, off the caller's thread
             self.syncs += 1
             last = time.monotonic()
 
@@ -529,7 +531,9 @@ class Recorder:
         self.on_event = on_event
         buffered = self.durability == Durability.COMMIT
         self.trace = TraceWriter(
-            self.directory / TRACE_FILE, buffer_bytes=1 << 20 if buffered else 0
+            self.directory / TRACE_FILE,
+            buffer_bytes=1 << 20 if buffered else 0,
+            defer_hash=self.durability == Durability.GROUP,
         )
         self.store = EvidenceStore(self.directory, pack=not buffered)
         self._new_files: list[str] = []
