@@ -54,6 +54,7 @@ __all__ = [
     "SPEEDUPS",
     "canonical_json",
     "canonical_json_exact",
+    "chain_accelerator",
     "content_id",
     "digest",
     "digest_json",
@@ -154,6 +155,21 @@ def plain_json_encoder() -> Callable[[object], bytes | None]:
 
     """
     return _fast_encode if _fast_encode is not None else _declines
+
+
+def chain_accelerator() -> (
+    Callable[[bytes, int, list[tuple[Any, ...]]], tuple[bytes, bytes]] | None
+):
+    """The C hash-chained line builder of ``toolproof._jcs`` (``chain``), or ``None``.
+
+    :func:`toolproof.bundle.lines.chain` is its contract and its pure-Python twin; this
+    module is the one importer of the private accelerator.
+    """
+    try:
+        from toolproof._jcs import chain as c_chain
+    except ImportError:  # pragma: no cover - the extension is optional (or an older build)
+        return None
+    return c_chain
 
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")

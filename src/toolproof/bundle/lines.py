@@ -22,7 +22,12 @@ from typing import Any
 
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.trace import EventBase
-from toolproof.identity import canonical_json, plain_json_encoder, sha256_hex
+from toolproof.identity import (
+    canonical_json,
+    chain_accelerator,
+    plain_json_encoder,
+    sha256_hex,
+)
 
 __all__ = ["LineShape", "chain", "chain_python", "encode_field", "line_shape", "prev_json"]
 
@@ -135,7 +140,7 @@ class LineShape:
 
 
 def chain_python(prev_json: bytes, idx: int, lines: list[tuple[Any, ...]]) -> tuple[bytes, bytes]:
-    r""":func:`chain` in Python (used when the C extension ``toolproof._jcs`` is missing).
+    r""":func:`chain` in Python (used when the C extension is missing).
 
     Args:
         prev_json: the first line's ``prev`` slot (``null`` or a quoted digest).
@@ -227,19 +232,16 @@ def _check(index: int, item: Any) -> None:
         raise fail(ValueError, "more values than the code's slots")
 
 
-_c_chain: Callable[[bytes, int, list[tuple[Any, ...]]], tuple[bytes, bytes]] | None
-try:
-    from toolproof._jcs import chain as _c_chain
-except ImportError:  # pragma: no cover - the extension is optional (or an older build)
-    _c_chain = None
+_c_chain = chain_accelerator()
 
 chain: Callable[[bytes, int, list[tuple[Any, ...]]], tuple[bytes, bytes]] = (
     _c_chain if _c_chain is not None else chain_python
 )
 """``chain(prev_json, idx, lines) -> (joined, last)``: :func:`chain_python`, in C.
 
-The C one of ``toolproof._jcs`` when it is built (hashing with SHA-NI where the CPU has
-it, else its portable C SHA-256), else :func:`chain_python`; a property test holds the
+The C one (:func:`toolproof.identity.chain_accelerator`) when it is built (hashing
+with SHA-NI where the CPU has it, else its portable C SHA-256), else
+:func:`chain_python`; a property test holds the
 two to the same bytes and the same errors."""
 
 

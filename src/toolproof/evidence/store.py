@@ -29,7 +29,7 @@ from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from toolproof.evidence.pack import PACK_FILE, PackWriter
-from toolproof.identity import canonical_json, digest, sha256_hex
+from toolproof.identity import canonical_json, digest, digest_of_hex, sha256_hex
 
 __all__ = ["EvidenceStore", "record_from_json", "span_ref"]
 
@@ -54,7 +54,7 @@ def _result_record_template() -> bytes:
     sample = {
         "schema_version": SCHEMA_VERSION,
         "id": "evidence_" + hex_mark,
-        "digest": "sha256:" + hex_mark,
+        "digest": digest_of_hex(hex_mark),
         "size": size_mark,
         "media_type": media_mark,
         "path": f"{EVIDENCE_DIR}/{hex_mark}",
@@ -299,7 +299,7 @@ class EvidenceStore:
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
         hex_bytes = sha256_hex(data)
         hex_digest = hex_bytes.decode("ascii")
-        data_digest = "sha256:" + hex_digest
+        data_digest = digest_of_hex(hex_digest)
         evidence_id = "evidence_" + hex_digest  # as contract.evidence.evidence_id_for
         if evidence_id in self._sizes:
             return data_digest, evidence_id, None
