@@ -117,8 +117,6 @@ _FINISHED_FAILED = LineShape(StepFinished, ("step", "detail"), {"status": "faile
 _REGISTERED = line_shape(EvidenceRegistered, ("step", "evidence"))
 _TURN = LineShape(ModelTurn, ("step", "source", "model", "request", "response", "key", "detail"))
 """The lines of the call and model steps (:mod:`toolproof.bundle.lines`)."""
-_REGISTERED = line_shape(EvidenceRegistered, ("step", "evidence"))
-"""The ``evidence_registered`` line :meth:`Recorder.emit` writes for ``step`` and ``evidence``."""
 _REQUEST_KIND = "model_request"
 _RESPONSE_KIND = "model_response"
 
@@ -988,20 +986,18 @@ class Recorder:
 
         """
         store, new_files, put = self.store, self._new_files, self._put
-        request, created = store.add(
-            turn.request, media_type=turn.request_media_type, kind=_REQUEST_KIND, step=step
-        )
-        if created is not None:
-            new_files.append(created)
-        request_json = _turn_record_json(request, _REQUEST_SOURCE, step_json)
-        put(_REGISTERED, {b"step": step_json, b"evidence": request_json})
-        response, created = store.add(
-            turn.response, media_type=turn.response_media_type, kind=_RESPONSE_KIND, step=step
-        )
-        if created is not None:
-            new_files.append(created)
-        response_json = _turn_record_json(response, _RESPONSE_SOURCE, step_json)
-        put(_REGISTERED, {b"step": step_json, b"evidence": response_json})
+        records = []
+        for data, media_type, kind, source in (
+            (turn.request, turn.request_media_type, _REQUEST_KIND, _REQUEST_SOURCE),
+            (turn.response, turn.response_media_type, _RESPONSE_KIND, _RESPONSE_SOURCE),
+        ):
+            record, created = store.add(data, media_type=media_type, kind=kind, step=step)
+            if created is not None:
+                new_files.append(created)
+            record_json = _turn_record_json(record, source, step_json)
+            put(_REGISTERED, {b"step": step_json, b"evidence": record_json})
+            records.append(record)
+        request, response = records
         detail = turn.detail
         slots = {
             b"step": step_json,
