@@ -248,3 +248,55 @@ def test_array_indexes_in_rule_pointers_are_rfc_6901_ones() -> None:
     )
     assert rule_from_record({"index": 0, "arguments": {"/items/1": 2}}).matches({"items": [1, 2]})
     assert rule_from_record({"index": 0, "arguments": {"/items/0": 1}}).matches({"items": [1, 2]})
+
+
+def test_two_openers_of_a_new_store_file_both_succeed(tmp_path: Path) -> None:
+    """A server creating the store while ``toolproof approve`` lists it: neither is locked out.
+
+    SQLite refuses ``PRAGMA journal_mode=WAL`` with "database is locked" at once (no busy
+    handler) while another connection creates the same file; the clean-clone CI run of
+    f8c1532 failed the test above on exactly that. 60 fresh files, a creator and a lister
+    each: every open succeeds and the lister sees the one row.
+    """
+    import threading
+
+    failures: list[str] = []
+
+    def creator(path: Path) -> None:
+        try:
+            ApprovalStore(path).create(
+                tool=GATED,
+                fingerprint="sha256:" + "0" * 64,
+                arguments_digest=digest_json({}),
+                arguments={},
+                call_id=None,
+                rule=None,
+                mode="wait",
+                timeout_seconds=60,
+            )
+        except sqlite3.Error as exc:
+            failures.append(f"creator: {exc}")
+
+    def lister(path: Path) -> None:
+        try:
+            while not path.exists():
+                pass
+            store = ApprovalStore(path)
+            for _ in range(20_000):
+                if store.list():
+                    return
+            failures.append("lister: never saw the row")
+        except sqlite3.Error as exc:
+            failures.append(f"lister: {exc}")
+
+    for index in range(60):
+        path = tmp_path / f"approvals-{index}.sqlite"
+        threads = [
+            threading.Thread(target=lister, args=(path,)),
+            threading.Thread(target=creator, args=(path,)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

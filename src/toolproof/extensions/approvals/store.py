@@ -182,13 +182,43 @@ class ApprovalStore:
         db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
             if not self._ready:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute(_SCHEMA)
-                self._ready = True
+                self._prepare(db)
             db.execute("PRAGMA synchronous=FULL")
             yield db
         finally:
             db.close()
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Switch the file to WAL and create the table, waiting out another opener.
+
+        SQLite answers ``PRAGMA journal_mode=WAL`` with ``SQLITE_BUSY`` at once, without
+        calling the busy handler, while another connection is creating or switching the
+        same file (https://www.sqlite.org/wal.html#activating_and_configuring_wal_mode
+        needs an exclusive lock). Two processes (a waiting server and ``toolproof
+        approve``) opening a new store together would then fail one of them with
+        "database is locked"; this retries that step until ``busy_timeout`` has passed.
+
+        Raises:
+            sqlite3.OperationalError: still locked after ``busy_timeout`` seconds, or
+                any other SQLite error at once.
+
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+                continue
+            self._ready = True
+            return
 
     def create(
         self,
