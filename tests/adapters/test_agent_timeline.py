@@ -9,7 +9,13 @@ from pathlib import Path
 
 from test_agent_model_turns import _pai_agent, _record
 
-from toolproof.adapters.cli.timeline import timeline_heading, turn_summary
+from toolproof.adapters.cli.app import out_console
+from toolproof.adapters.cli.timeline import (
+    PREVIEW_CHARS,
+    print_timeline,
+    timeline_heading,
+    turn_summary,
+)
 from toolproof.runs.diff import diff_runs
 
 TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
@@ -88,6 +94,30 @@ def test_turn_summaries_read_each_framework_and_chat_completions() -> None:
     call = {"type": "function_call", "name": "lookup"}
     assert turn_summary("openai-agents", json.dumps({"output": [call]}).encode()) == "calls lookup"
     assert turn_summary("http", b"not json at all") == "not json at all"
+
+
+def test_a_turns_text_is_shown_as_written_not_as_ascii_escapes() -> None:
+    text = "Le café est « fermé » " + "x" * 80  # longer than PREVIEW_CHARS: cut, with …
+    response = {"parts": [{"part_kind": "text", "content": text}]}
+    shown = 'says "Le café est « fermé » ' + "x" * (PREVIEW_CHARS - 23) + '…"'
+    assert turn_summary("pydantic-ai", json.dumps(response).encode()) == shown
+    message = {"type": "message", "content": [{"text": "Olá"}]}
+    assert turn_summary("openai-agents", json.dumps({"output": [message]}).encode()) == (
+        'says "Olá"'
+    )
+    chat = {"choices": [{"message": {"content": 'Sí, "dos"'}}]}
+    assert turn_summary("http", json.dumps(chat).encode()) == 'says "Sí, \\"dos\\""'
+
+
+def test_a_calls_json_result_is_shown_as_written_not_as_ascii_escapes() -> None:
+    call = {"kind": "call", "call": "call_1", "tool": "city", "arguments": {"q": "Málaga"}}
+    entries = [{**call, "ok": True, "value": {"città": "Málaga"}, "failure": None}]
+    with out_console.capture() as captured:
+        print_timeline(entries)
+    assert captured.get().splitlines() == [
+        "timeline (0 model turns, 1 tool call)",
+        '     call_1 city({"q": "Málaga"}) ok {"città": "Málaga"}',
+    ]
 
 
 def test_the_timeline_heading_counts_one_in_the_singular() -> None:

@@ -31,6 +31,11 @@ def _short(text: str) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
+def _said(text: str) -> str:
+    """``says "…"``: the start of a text as a JSON string, non-ASCII kept as it is (not escaped)."""
+    return f"says {json.dumps(_short(text), ensure_ascii=False)}"
+
+
 def _pydantic_ai(value: dict[str, Any]) -> list[str]:
     out = []
     for part in value.get("parts") or []:
@@ -39,7 +44,7 @@ def _pydantic_ai(value: dict[str, Any]) -> list[str]:
         if part.get("part_kind") == "tool-call":
             out.append(f"calls {part.get('tool_name')}")
         elif part.get("part_kind") == "text":
-            out.append(f"says {json.dumps(_short(str(part.get('content', ''))))}")
+            out.append(_said(str(part.get("content", ""))))
     return out
 
 
@@ -54,7 +59,7 @@ def _agents(value: dict[str, Any]) -> list[str]:
             text = " ".join(
                 str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict)
             )
-            out.append(f"says {json.dumps(_short(text))}")
+            out.append(_said(text))
     return out
 
 
@@ -68,7 +73,7 @@ def _chat(value: dict[str, Any]) -> list[str]:
             if isinstance(call, dict):
                 out.append(f"calls {(call.get('function') or {}).get('name')}")
         if message.get("content"):
-            out.append(f"says {json.dumps(_short(str(message['content'])))}")
+            out.append(_said(str(message["content"])))
     return out
 
 
@@ -201,7 +206,11 @@ def print_timeline(entries: list[dict[str, Any]]) -> None:
         head = f"{entry['call']} {entry['tool']}({_short(arguments)})"
         if entry["ok"]:
             value = entry["value"]
-            shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            shown = (
+                value
+                if isinstance(value, str)
+                else json.dumps(value, ensure_ascii=False, sort_keys=True)
+            )
             tail = f"[green]ok[/] {escape(_short(shown))}"
         elif entry["ok"] is None:
             tail = "[yellow]no result recorded[/]"
