@@ -188,3 +188,107 @@ def test_an_append_that_fails_half_way_is_cut_off_and_the_pack_stays_sound(tmp_p
     contents = read_pack(tmp_path / "evidence.pack")
     assert list(contents.items) == [_hex(b"first"), _hex(b"second")]
     assert contents.problem is None
+
+
+def test_items_appended_in_one_write_are_the_items_appended_one_by_one(tmp_path: Path) -> None:
+    items = [b"alpha", b"", b"beta gamma"]
+    one_by_one = PackWriter(tmp_path / "a.pack")
+    offsets = [one_by_one.append(_hex(data), data) for data in items]
+    one_by_one.close()
+    at_once = PackWriter(tmp_path / "b.pack")
+    assert at_once.append_items([(_hex(d).encode(), d) for d in items]) == offsets
+    assert at_once.size == one_by_one.size == (tmp_path / "a.pack").stat().st_size
+    assert at_once.append_items([]) == []
+    at_once.close()
+    assert (tmp_path / "b.pack").read_bytes() == (tmp_path / "a.pack").read_bytes()
+    assert offsets == [93, 93 + 5 + 67, 93 + 5 + 67 + 68]
+
+
+@pytest.mark.parametrize(
+    ("known", "first", "second", "appended"),
+    [
+        ([], b"request", b"response", [b"request", b"response"]),
+        ([], b"same", b"same", [b"same"]),
+        ([b"request"], b"request", b"response", [b"response"]),
+        ([b"response"], b"request", b"response", [b"request"]),
+        ([b"request", b"response"], b"request", b"response", []),
+    ],
+)
+def test_a_stored_pair_is_the_two_stored_one_by_one(
+    tmp_path: Path, known: list[bytes], first: bytes, second: bytes, appended: list[bytes]
+) -> None:
+    (tmp_path / "pair").mkdir()
+    (tmp_path / "each").mkdir()
+    pair, each = (
+        EvidenceStore(tmp_path / "pair", pack=True),
+        EvidenceStore(tmp_path / "each", pack=True),
+    )
+    for data in known:
+        for store in (pair, each):
+            store.add(data, media_type="text/plain", kind="chunk", step="k")
+    before = pair.stored_bytes
+    assert pair.store_pair(first, second) == (_hex(first).encode(), _hex(second).encode())
+    for data in (first, second):
+        each.add(data, media_type="text/plain", kind="chunk", step="s")
+    assert pair.stored_bytes - before == sum(len(_line(d)) + len(d) for d in appended)
+    assert (pair.stored_bytes, pair.total_bytes) == (each.stored_bytes, each.total_bytes)
+    for data in (first, second):
+        assert pair.read(f"evidence_{_hex(data)}") == data
+        assert pair.size_of(f"evidence_{_hex(data)}") == len(data)
+    pair.close()
+    each.close()
+    assert (tmp_path / "pair/evidence.pack").read_bytes() == (
+        tmp_path / "each/evidence.pack"
+    ).read_bytes()
+
+
+def test_a_store_without_a_pack_stores_no_pair(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="store_pair: the store has no pack"):
+        EvidenceStore(tmp_path).store_pair(b"a", b"b")
+
+
+_LIMITED_PAIR = textwrap.dedent(
+    """
+    import json, os, resource, sys
+    from pathlib import Path
+    from toolproof.evidence.store import EvidenceStore
+
+    store = EvidenceStore(Path(sys.argv[1]), pack=True)
+    store.add(b"first", media_type="text/plain", kind="chunk", step="a")
+    before = store.stored_bytes
+    resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))
+    try:
+        store.store_pair(b"small", b"x" * 1000)
+    except OSError as exc:
+        error = [exc.errno, exc.filename]
+    after = os.stat(store.pack.path).st_size
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    small = store.store_pair(b"small", b"second")
+    print(json.dumps({"before": before, "after": after, "error": error,
+                      "stored": store.stored_bytes - before,
+                      "read": [store.read("evidence_" + h.decode()).decode() for h in small]}))
+    store.close()
+    """
+)
+
+
+def test_a_pair_whose_write_fails_is_cut_off_whole(tmp_path: Path) -> None:
+    """The file-size limit stops the pair's write half way (EFBIG): neither item is kept."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LIMITED_PAIR, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    before = 26 + len(_line(b"first")) + 5
+    assert json.loads(done.stdout) == {
+        "before": before,
+        "after": before,
+        "error": [27, str(tmp_path / "evidence.pack")],
+        "stored": len(_line(b"small")) + 5 + len(_line(b"second")) + 6,
+        "read": ["small", "second"],
+    }
+    contents = read_pack(tmp_path / "evidence.pack")
+    assert list(contents.items) == [_hex(b"first"), _hex(b"small"), _hex(b"second")]
+    assert contents.problem is None

@@ -335,3 +335,65 @@ def test_kept_headers_of_any_allow_list_drop_the_secrets() -> None:
     }
     assert kept_headers(headers, REQUEST_HEADERS_KEPT) == {"accept": "j"}
     assert kept_headers(headers, RESPONSE_HEADERS_KEPT) == {}
+
+
+def test_a_chained_model_step_whose_bodies_cannot_be_stored_records_its_start_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = Recorder(tmp_path, durability=Durability.EACH)
+    assert recorder.store.pack is not None
+    turn = ModelExchange("http", "POST u", b"q", b"a", "sha256:" + "3" * 64)
+
+    def refuse(items: list[tuple[bytes, bytes]]) -> list[int]:
+        raise OSError(28, "No space left on device", str(tmp_path / "evidence.pack"))
+
+    monkeypatch.setattr(recorder.store.pack, "append_items", refuse)
+    with pytest.raises(OSError, match="No space left on device"):
+        recorder.model_step("turn-00000001", turn)
+    recorder.commit()
+    assert recorder.store.stored_bytes == len(b"toolproof-evidence-pack 1\n")
+    assert "evidence_" + "0" * 64 not in recorder.store
+    lines = (tmp_path / "trace.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["step_started"]
+    assert json.loads(lines[0])["kind"] == "model"
+    recorder.close(sync=False)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model": "\ud800"},  # a lone surrogate: no canonical form, the general path's error
+        {"detail": {"x": float("nan")}},
+        {"request_media_type": "\udfff"},
+    ],
+)
+def test_a_turn_the_chained_step_declines_fails_as_the_general_path(
+    tmp_path: Path, fields: dict[str, Any]
+) -> None:
+    base: dict[str, Any] = {
+        "source": "http",
+        "model": "m",
+        "request": b"q",
+        "response": b"a",
+        "key": "k",
+    }
+    turn = ModelExchange(**{**base, **fields})
+    outcomes = []
+    for name in ("chained", "reference"):
+        (tmp_path / name).mkdir()
+        recorder = Recorder(tmp_path / name, durability=Durability.EACH)
+        with pytest.raises(CanonicalizationError) as raised:
+            if name == "chained":
+                recorder.model_step("s", turn)
+            else:
+                _reference_model_step(recorder, "s", turn)
+        recorder.commit()
+        recorder.close(sync=False)
+        outcomes.append(
+            (
+                str(raised.value),
+                (tmp_path / name / "trace.jsonl").read_bytes(),
+                (tmp_path / name / "evidence.pack").read_bytes(),
+            )
+        )
+    assert outcomes[0] == outcomes[1]

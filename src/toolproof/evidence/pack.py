@@ -13,7 +13,8 @@ The file is::
     <64 hex> <size>\n<size bytes>           one item: its SHA-256, its size, its bytes
     <64 hex> <size>\n<size bytes>           ...
 
-An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``)
+An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``; a
+model turn's request and response together, :meth:`PackWriter.append_items`)
 before the trace event that registers it, so a killed process leaves every item a
 written event names whole. :func:`read_pack` never trusts the file: it reads items
 in order, checks each one's digest, and stops at the first item that is torn (the
@@ -128,6 +129,55 @@ class PackWriter:
             self._size = before
             raise error from exc
         return before + len(line)
+
+    def append_items(self, items: list[tuple[bytes, bytes]]) -> list[int]:
+        """Append several items in one ``writev``: :meth:`append` of each, in order, at once.
+
+        A model turn's request and response bytes land in one ``write(2)`` instead of
+        two; the file holds exactly what appending them one by one writes.
+
+        Args:
+            items: ``(hex_digest, data)`` per item: the 64 lowercase hex digits of the
+                data's SHA-256 as ASCII bytes (not checked), and the bytes.
+
+        Returns:
+            Each item's bytes' offset in the file.
+
+        Raises:
+            OSError: the write failed (it names the pack). Every item of the call is cut
+                off again (none of them was appended); if even that fails the writer is
+                broken and every later append raises the same error.
+
+        """
+        if self.broken is not None:
+            raise self.broken
+        parts: list[bytes] = []
+        offsets: list[int] = []
+        before = at = self._size
+        for hex_bytes, data in items:
+            line = b"%b %d\n" % (hex_bytes, len(data))
+            at += len(line)
+            offsets.append(at)
+            at += len(data)
+            parts += (line, data)
+        total = at - before
+        try:
+            written = os.writev(self._fd, parts)  # one write(2) unless partial
+            if written < total:
+                rest = memoryview(b"".join(parts))[written:]
+                while rest:
+                    rest = rest[os.write(self._fd, rest) :]
+            self._size = at
+            self._dirty = True
+        except OSError as exc:
+            error = OSError(exc.errno, exc.strerror, self._where)
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:
+                self.broken = error
+            self._size = before
+            raise error from exc
+        return offsets
 
     def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes at ``offset`` (``pread``).

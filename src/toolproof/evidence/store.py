@@ -296,6 +296,46 @@ class EvidenceStore:
         slots = (hex_bytes, hex_bytes, media_json, hex_bytes, len(data), call.encode("ascii"))
         return record, _RESULT_RECORD % slots + step_json + b"}}", created
 
+    def store_pair(self, first: bytes, second: bytes) -> tuple[bytes, bytes]:
+        """Store two byte strings of a pack store with one write (a model turn's bodies).
+
+        What ``_store(first)`` then ``_store(second)`` store (each once per digest, in
+        that order, the pack's bytes the same), but the new items are appended in one
+        ``writev`` (:meth:`PackWriter.append_items`).
+
+        Args:
+            first: the first bytes (a turn's request).
+            second: the second bytes (its response).
+
+        Returns:
+            The 64 lowercase hex digits (ASCII) of each one's SHA-256: its digest is
+            ``sha256:<hex>``, its id ``evidence_<hex>``, its path ``evidence/<hex>``.
+
+        Raises:
+            OSError: the pack cannot be written: neither of the two is stored.
+            ValueError: the store has no pack.
+
+        """
+        pack = self.pack
+        if pack is None:
+            raise ValueError("store_pair: the store has no pack")
+        first_hex, second_hex = sha256_hex(first), sha256_hex(second)
+        sizes = self._sizes
+        new: list[tuple[str, bytes, bytes]] = []
+        first_id = "evidence_" + first_hex.decode("ascii")
+        if first_id not in sizes:
+            new.append((first_id, first_hex, first))
+        second_id = "evidence_" + second_hex.decode("ascii")
+        if second_id not in sizes and second_id != first_id:
+            new.append((second_id, second_hex, second))
+        if new:
+            offsets = pack.append_items([(hex_bytes, data) for _, hex_bytes, data in new])
+            for (evidence_id, _, data), offset in zip(new, offsets, strict=True):
+                self._offsets[evidence_id] = offset
+                sizes[evidence_id] = len(data)
+                self._total += len(data)
+        return first_hex, second_hex
+
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
         hex_bytes = sha256_hex(data)
         hex_digest = hex_bytes.decode("ascii")

@@ -64,7 +64,7 @@ from toolproof.bundle.lines import LineShape, encode_field, line_shape
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
-from toolproof.contract.layout import TRACE_FILE
+from toolproof.contract.layout import EVIDENCE_DIR, TRACE_FILE
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     TRACE_EVENT_ADAPTER,
@@ -169,6 +169,16 @@ def _turn_record_fragments() -> tuple[bytes, bytes, bytes]:
 
 
 _TURN_RECORD, _REQUEST_SOURCE, _RESPONSE_SOURCE = _turn_record_fragments()
+_MODEL_STARTED_CODE = _MODEL_STARTED.code
+_TURN_CODE = _TURN.code
+"""The codes of :meth:`Recorder._chained_model_step`'s own lines, valued in these orders:"""
+_TURN_ORDERS: tuple[tuple[LineShape, tuple[str, ...]], ...] = (
+    (_MODEL_STARTED, ("step",)),
+    (_TURN, ("detail", "key", "model", "request", "response", "source", "step")),
+)
+for _turn_shape, _turn_order in _TURN_ORDERS:
+    if _turn_shape.order != _turn_order:  # a field renamed or added: values misplaced
+        raise RuntimeError(f"{_turn_shape.cls.__name__}: fields in the order {_turn_shape.order}")
 
 
 def _turn_record_json(record: dict[str, Any], source_head: bytes, step_json: bytes) -> bytes:
@@ -202,6 +212,28 @@ def _turn_record_json(record: dict[str, Any], source_head: bytes, step_json: byt
         record["size"],
         source_head + step_json + b"}",
     )
+
+
+def _turn_record(
+    hex_bytes: bytes, size: int, media_type: str, kind: str, step: str
+) -> dict[str, Any]:
+    """The plain record ``EvidenceStore.add`` returns for a model turn's bytes (no call, detail)."""
+    hex_digest = hex_bytes.decode("ascii")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": "evidence_" + hex_digest,
+        "digest": "sha256:" + hex_digest,
+        "size": size,
+        "media_type": media_type,
+        "path": f"{EVIDENCE_DIR}/{hex_digest}",
+        "source": {
+            "schema_version": SCHEMA_VERSION,
+            "kind": kind,
+            "step": step,
+            "call": None,
+            "detail": {},
+        },
+    }
 
 
 _CALL_STARTED_CODE = _CALL_STARTED.code
@@ -1022,6 +1054,10 @@ class Recorder:
 
         """
         step_json = encode_field(step)
+        if self._staged is None and self.on_event is None and self.store.pack is not None:
+            chained = self._chained_model_step(step, step_json, turn)
+            if chained is not None:
+                return chained
         staging = self._stage()
         try:
             self._put(_MODEL_STARTED, {b"step": step_json})
@@ -1035,6 +1071,101 @@ class Recorder:
             if staging:
                 self._unstage()
         return request, response
+
+    def _chained_model_step(
+        self, step: str, step_json: bytes, turn: ModelExchange
+    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """:meth:`model_step` of a live session's pack store, spliced and chained in one go.
+
+        The same five lines as the general path (each field encoded by the same C
+        encoder), appended with one :meth:`TraceWriter.append_chained`; the request and
+        response bytes stored with one ``writev`` (:meth:`EvidenceStore.store_pair`),
+        and the records built as :meth:`EvidenceStore.add` builds them. A test holds
+        every byte (trace and pack) to the general path.
+
+        Returns:
+            The two records, or ``None`` (nothing recorded) when a field is one the C
+            encoder declines or has no canonical form: the general path records it (or
+            raises its error).
+
+        Raises:
+            OSError: the trace writer is broken (nothing is recorded), or the pack cannot
+                be written: then neither body is stored and only ``step_started`` is
+                appended (as the general path does when the request cannot be stored).
+
+        """
+        trace = self.trace
+        if trace.broken is not None:
+            raise trace.broken
+        request_media = _encode(turn.request_media_type)
+        response_media = _encode(turn.response_media_type)
+        source_json = _encode(turn.source)
+        model_json = _encode(turn.model)
+        key_json = _encode(turn.key)
+        detail = turn.detail
+        if type(detail) is dict and not detail:
+            detail_json: bytes | None = b"{}"
+        else:
+            try:
+                detail_json = encode_field(detail)
+            except CanonicalizationError:
+                return None
+        if (
+            request_media is None
+            or response_media is None
+            or source_json is None
+            or model_json is None
+            or key_json is None
+            or detail_json is None
+        ):
+            return None
+        lines: list[tuple[Any, ...]] = [(_MODEL_STARTED_CODE, step_json)]
+        request_data, response_data = turn.request, turn.response
+        try:
+            request_hex, response_hex = self.store.store_pair(request_data, response_data)
+        except OSError:
+            trace.append_chained(lines)
+            raise
+        request_id = b"evidence_" + request_hex
+        response_id = b"evidence_" + response_hex
+        for hex_bytes, evidence_id, data, media_json, head in (
+            (request_hex, request_id, request_data, request_media, _REQUEST_SOURCE),
+            (response_hex, response_id, response_data, response_media, _RESPONSE_SOURCE),
+        ):
+            record_json = _TURN_RECORD % (
+                b"sha256:" + hex_bytes,
+                evidence_id,
+                media_json,
+                b"evidence/" + hex_bytes,
+                len(data),
+                head + step_json + b"}",
+            )
+            lines.append((_REGISTERED_CODE, record_json, step_json))
+        request_json = b'"' + request_id + b'"'
+        response_json = b'"' + response_id + b'"'
+        lines.append(
+            (
+                _TURN_CODE,
+                detail_json,
+                key_json,
+                model_json,
+                request_json,
+                response_json,
+                source_json,
+                step_json,
+            )
+        )
+        finished = b'{"evidence":[' + request_json + b"," + response_json + b"]}"
+        lines.append((_FINISHED_OK_CODE, finished, step_json))
+        trace.append_chained(lines)
+        return (
+            _turn_record(
+                request_hex, len(request_data), turn.request_media_type, _REQUEST_KIND, step
+            ),
+            _turn_record(
+                response_hex, len(response_data), turn.response_media_type, _RESPONSE_KIND, step
+            ),
+        )
 
     def commit(self) -> None:
         """Make what was recorded since the last commit land, as :attr:`durability` says.
