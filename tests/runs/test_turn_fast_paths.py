@@ -397,3 +397,49 @@ def test_a_turn_the_chained_step_declines_fails_as_the_general_path(
             )
         )
     assert outcomes[0] == outcomes[1]
+
+
+def _kept_the_long_way(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
+    """:func:`kept_headers` as it was before ASCII headers were read as raw bytes."""
+    wanted = frozenset(allowed) - httpx_transport.SECRET_HEADERS
+    out: dict[str, str] = {}
+    for name, value in headers.multi_items():
+        name = name.lower()
+        if name in wanted:
+            out[name] = f"{out[name]}, {value}" if name in out else value
+    return {name: out[name] for name in allowed if name in out}
+
+
+RAW_NAMES = st.sampled_from(
+    [b"Content-Type", b"ACCEPT", b"x-request-id", b"Authorization", b"Content-Length",
+     b"content-encoding", b"Transfer-Encoding", b"X-K\xc3\xa9", b"\xe2\x84\xaaey", b"request-id"]
+)  # fmt: skip
+RAW_VALUES = st.sampled_from([b"", b"a", b"application/json", b"caf\xc3\xa9", b"\xff\xfe", b"1, 2"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(RAW_NAMES, RAW_VALUES), max_size=6),
+    st.sampled_from(
+        [REQUEST_HEADERS_KEPT, RESPONSE_HEADERS_KEPT, ("x-ké", "kelvin", "accept", "key")]
+    ),
+)
+def test_kept_and_served_headers_are_the_long_way(
+    pairs: list[tuple[bytes, bytes]], allowed: tuple[str, ...]
+) -> None:
+    headers = httpx.Headers(pairs)
+    assert kept_headers(headers, allowed) == _kept_the_long_way(httpx.Headers(pairs), allowed)
+    served = httpx_transport._served_headers(headers)
+    try:
+        long_way = httpx.Headers(
+            [
+                (k, v)
+                for k, v in httpx.Headers(pairs).multi_items()
+                if k.lower() not in httpx_transport._UNSERVED
+            ]
+        )
+    except UnicodeEncodeError:  # the long way could not hand such headers on at all
+        assert headers.encoding != "ascii"
+        return
+    assert httpx.Headers(served).raw == long_way.raw
+    assert httpx.Headers(served).multi_items() == long_way.multi_items()

@@ -74,6 +74,7 @@ assert not SECRET_HEADERS & set(REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
 
 _UNSERVED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 """Headers of the live response not handed on with the decoded body it was read into."""
+_UNSERVED_RAW = frozenset(name.encode("ascii") for name in _UNSERVED)
 
 
 _WANTED = {
@@ -81,14 +82,40 @@ _WANTED = {
     RESPONSE_HEADERS_KEPT: frozenset(RESPONSE_HEADERS_KEPT) - SECRET_HEADERS,
 }
 """The names the module's two allow-lists keep (others are computed per call)."""
+_WANTED_RAW = {
+    allowed: frozenset(name.encode("ascii") for name in names) for allowed, names in _WANTED.items()
+}
+""":data:`_WANTED` as the ASCII bytes of the names."""
 
 
 def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
-    """The allow-listed headers, lowercase names, multiple values joined by ``", "``."""
+    """The allow-listed headers, lowercase names, multiple values joined by ``", "``.
+
+    Args:
+        headers: a request's or a response's headers.
+        allowed: the lowercase names to keep (:data:`SECRET_HEADERS` never are).
+
+    Returns:
+        ``{name: value}`` in the order of ``allowed``: the values of ``headers.multi_items()``
+        whose lowercased name is allowed, decoded as httpx decodes them
+        (``headers.encoding``). Headers all ASCII (what HTTP allows) are read as raw bytes,
+        only the kept ones decoded: the same result (a test holds the two ways equal).
+
+    """
     wanted = _WANTED.get(allowed)
     if wanted is None:
         wanted = frozenset(allowed) - SECRET_HEADERS
     out: dict[str, str] = {}
+    if headers.encoding == "ascii":  # bytes lowercase as str does; every name decodes
+        wanted_raw = _WANTED_RAW.get(allowed)
+        if wanted_raw is None:
+            wanted_raw = frozenset(name.encode("ascii") for name in wanted if name.isascii())
+        for raw_name, raw_value in headers.raw:
+            lowered = raw_name.lower()
+            if lowered in wanted_raw:
+                name, value = lowered.decode("ascii"), raw_value.decode("ascii")
+                out[name] = f"{out[name]}, {value}" if name in out else value
+        return {name: out[name] for name in allowed if name in out}
     for name, value in headers.multi_items():
         name = name.lower()
         if name in wanted:
@@ -145,6 +172,21 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
     if isinstance(parsed, dict):
         model = parsed.get("model")
     return operation, model if isinstance(model, str) and model else path
+
+
+def _served_headers(headers: httpx.Headers) -> list[tuple[bytes, bytes]]:
+    """The live response's headers handed on: lowercase names, :data:`_UNSERVED` dropped.
+
+    Raw bytes, so httpx takes them as they are instead of encoding text again (what
+    ``[(k, v) for k, v in headers.multi_items() if k not in _UNSERVED]`` gives, as bytes,
+    wherever that list can be encoded; a test holds the two equal).
+    """
+    out = []
+    for raw_name, value in headers.raw:
+        lowered = raw_name.lower()
+        if lowered not in _UNSERVED_RAW:
+            out.append((lowered, value))
+    return out
 
 
 _OCTET_STREAM = "application/octet-stream"
@@ -210,10 +252,9 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 span.set_attribute("http.response.status_code", live.status_code)
                 if live.status_code >= 400:
                     hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
-        headers = [(k, v) for k, v in live.headers.multi_items() if k.lower() not in _UNSERVED]
         return httpx.Response(
             live.status_code,
-            headers=headers,
+            headers=_served_headers(live.headers),
             content=answer,
             request=request,
             extensions={k: v for k, v in live.extensions.items() if k != "network_stream"},
