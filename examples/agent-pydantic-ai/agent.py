@@ -108,9 +108,10 @@ def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 def citations_of(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     """What the answer rests on: each git_log result's author and message lines.
 
-    Each citation names the recorded call by tool and occurrence (the session records
-    calls in the order they return; this agent makes them one at a time) and quotes
-    the line exactly as the tool returned it; ``verify`` looks the quote up byte for
+    Each citation names the recorded call by tool and occurrence (calls are numbered
+    in the order they were asked; this agent makes them one at a time, so that is the
+    order the model was shown their results) and quotes the line exactly as the tool
+    returned it; ``verify`` looks the quote up byte for
     byte in that call's stored result.
     """
     citations: list[dict[str, Any]] = []
@@ -150,7 +151,7 @@ def make_agent(model: Model) -> Agent_:
 def model_of(base_url: str | None, name: str | None, api_key_env: str) -> tuple[Model, str]:
     """The model and how to describe it: scripted unless an endpoint is given."""
     if base_url is None:
-        return FunctionModel(script, model_name="scripted"), (
+        return SCRIPTED, (
             "scripted (a pydantic-ai FunctionModel: git_log, git_show, then an answer "
             "quoting them; no LLM is called; give --base-url and --model for one)"
         )
@@ -161,6 +162,14 @@ def model_of(base_url: str | None, name: str | None, api_key_env: str) -> tuple[
     provider = OpenAIProvider(base_url=base_url, api_key=key)
     model_name = name or "smollm2"
     return OpenAIChatModel(model_name, provider=provider), f"{model_name} at {base_url}"
+
+
+SCRIPTED = FunctionModel(script, model_name="scripted")
+"""The default model: no LLM, the answer :func:`script` writes."""
+
+agent = make_agent(SCRIPTED)
+"""The agent with the scripted model, for ``toolproof replay RUN --agent agent:agent``
+(from this folder, with ``--config toolproof.toml``)."""
 
 
 def _replayed(replay: toolproof.AgentReplay) -> dict[str, Any]:
@@ -200,18 +209,22 @@ async def main(args: argparse.Namespace, agent: Agent_) -> dict[str, Any]:
     }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _print(outcome: dict[str, Any]) -> None:
     if "answer" in outcome:
         print(f"answer: {outcome['answer']}")
-        print(f"recorded {outcome['run']} ({outcome['replay']['calls']} tool calls)")
+        print(f"recorded {outcome['run']} ({_count(outcome['replay']['calls'], 'tool call')})")
         claim = outcome["claim"]
         print(f"claim: {claim['status']}, citing {claim['citations']}")
         print("verify: " + ("ok" if outcome["verified"] else f"FAILED {outcome['failures']}"))
     replay = outcome["replay"]
     print(
         f"replay: {'identical' if replay['identical'] else 'DIFFERS'}, "
-        f"{replay['calls']} tool calls and {replay['turns']} model turns served from the "
-        f"recording, {replay['live_calls']} live calls"
+        f"{_count(replay['calls'], 'tool call')} and {_count(replay['turns'], 'model turn')} "
+        f"served from the recording, {replay['live_calls']} live calls"
     )
 
 

@@ -131,6 +131,25 @@ def test_the_scripted_agent_records_verifies_and_replays(
     by_id = example("--replay", run.name, "--root", str(tmp_path / "root"), cwd=work)
     assert by_id.returncode == 0, by_id.stderr
     assert by_id.stdout.splitlines()[-1] == again.stdout.splitlines()[-1]
+    # the CLI replays it too, with the module's scripted agent (README.md beside agent.py)
+    replay = ["replay", run.name, "--root", str(tmp_path / "root"), "--config", "toolproof.toml"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "toolproof", *replay, "--agent", "agent:agent"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": LIVE_PATH},
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.splitlines()[-1] == (
+        "agent replay identical: 2 tool calls and 3 model turns served from the recording, "
+        "0 live calls; the run verifies"
+    )
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _model_server() -> str:
@@ -200,6 +219,6 @@ def test_the_agent_with_a_real_model_server_records_verifies_and_replays(
     offline = example("--replay", str(run), "--base-url", dead, "--model", model, cwd=work)
     assert offline.returncode == 0, offline.stderr
     assert offline.stdout.splitlines()[-1] == (
-        f"replay: identical, {len(calls)} tool calls and {len(turns)} model turns served from "
-        "the recording, 0 live calls"
+        f"replay: identical, {_counted(len(calls), 'tool call')} and "
+        f"{_counted(len(turns), 'model turn')} served from the recording, 0 live calls"
     )
