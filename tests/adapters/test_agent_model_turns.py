@@ -178,8 +178,13 @@ def test_a_changed_prompt_refuses_at_the_first_model_turn_with_a_diff(tmp_path: 
 
 def test_a_replay_without_the_toolset_says_why_the_request_differs(tmp_path: Path) -> None:
     run = _record(tmp_path, _pai_agent([]))
-    with pytest.raises(ReplayRefused, match="pass the Toolset"):
+    with pytest.raises(ReplayRefused) as refused:
         asyncio.run(toolproof.replay_session(run, _pai_agent([])))
+    assert refused.value.message.splitlines()[0].endswith(
+        "a live model turn would be a new run (this replay has no toolset=, so the agent sees "
+        "the recorded tool names with open schemas: pass the Toolset, "
+        "replay_session(..., toolset=...) or toolproof replay --config toolproof.toml)"
+    )
 
 
 def test_a_streamed_pydantic_ai_request_is_refused(tmp_path: Path) -> None:

@@ -476,7 +476,8 @@ class Session:
         if self._toolset is None:
             hint = (
                 " (this replay has no toolset=, so the agent sees the recorded tool names "
-                "with open schemas: pass the Toolset)"
+                "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "
+                "toolproof replay --config toolproof.toml)"
             )
         frozen.refused = ReplayRefused(
             f"frozen replay refused at event {index}: the agent made {what} {source} model "
@@ -638,7 +639,7 @@ class Session:
         if self._toolset is None:
             raise InputError(
                 "session.langchain_tools() in a frozen replay needs the Toolset: pass "
-                "replay_session(..., toolset=...)",
+                "replay_session(..., toolset=...) or toolproof replay --config toolproof.toml",
                 rule="toolset",
             )
         try:
