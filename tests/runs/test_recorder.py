@@ -410,16 +410,36 @@ def test_a_spliced_result_record_is_the_canonical_json_of_the_record(
     store.close()
 
 
-def _recorded(directory: Path, calls: list[tuple[str, Any]], *, general: bool) -> bytes:
-    """The trace and pack of ``calls`` recorded by call_step (the general path if asked)."""
+def _recorded(directory: Path, calls: list[tuple[str, Any]], *, path: str) -> bytes:
+    """The trace and pack of ``calls`` recorded one of three ways.
+
+    ``general``: call_step's general path; ``fast``: call_step (spliced when it can);
+    ``lines``: ``ok_call_lines``, and call_step where it declines. Each call's record
+    is held to the general path's too.
+    """
     recorder = Recorder(directory, durability=Durability.EACH)
+    (directory / "check").mkdir()
+    store = EvidenceStore(directory / "check", pack=True)
     for n, (step, value) in enumerate(calls, 1):
         call_id, encoded = call_bytes("t", canonical_json({"n": n}), step)
         call = call_json("t", {"n": n}, step)
         assert call["id"] == call_id
-        observed: Any = iter(()) if general else []  # an empty iterator is truthy: general path
-        recorder.call_step(step, call, ToolResult.success(value), observed, encoded_call=encoded)
+        result = ToolResult.success(value)
+        if path == "lines" and recorder.ok_call_lines(step, call_id, encoded, value):
+            recorder.commit()
+            continue
+        observed: Any = iter(()) if path == "general" else []  # an empty iterator is truthy
+        recorded = recorder.call_step(step, call, result, observed, encoded_call=encoded)
         recorder.commit()
+        if recorded.evidence_json is not None:
+            data, media_type = encode_value(value)
+            expected = store.add(
+                data, media_type=media_type, kind="tool_result", step=step, call=call_id
+            )[0]
+            assert recorded.evidence_json == expected
+            assert recorded.call_json is call
+            assert recorded.result is result
+    store.close(sync=False)
     recorder.close()
     return (directory / "trace.jsonl").read_bytes() + (directory / "evidence.pack").read_bytes()
 
@@ -432,8 +452,26 @@ def test_the_fast_call_step_writes_the_general_paths_bytes(
     tmp_path_factory: pytest.TempPathFactory, calls: list[tuple[str, Any]]
 ) -> None:
     """A value with nothing observed takes the spliced path; every byte is the general one's."""
-    fast = _recorded(tmp_path_factory.mktemp("fast"), calls, general=False)
-    assert fast == _recorded(tmp_path_factory.mktemp("general"), calls, general=True)
+    general = _recorded(tmp_path_factory.mktemp("general"), calls, path="general")
+    assert _recorded(tmp_path_factory.mktemp("fast"), calls, path="fast") == general
+    assert _recorded(tmp_path_factory.mktemp("lines"), calls, path="lines") == general
+
+
+def test_ok_call_lines_declines_what_it_cannot_splice(tmp_path: Path) -> None:
+    """NaN has no canonical form; staged or checked lines go the general way: nothing written."""
+    recorder = Recorder(tmp_path, durability=Durability.EACH)
+    call_id, encoded = call_bytes("t", b"{}", "s")
+    assert recorder.ok_call_lines("s", call_id, encoded, float("nan")) is False
+    assert recorder._stage()
+    assert recorder.ok_call_lines("s", call_id, encoded, 1) is False
+    recorder._unstage()
+    recorder.on_event = lambda event: None
+    assert recorder.ok_call_lines("s", call_id, encoded, 1) is False
+    recorder.on_event = None
+    assert recorder.ok_call_lines("s", call_id, encoded, 1) is True
+    recorder.commit()
+    recorder.close(sync=False)
+    assert len((tmp_path / "trace.jsonl").read_bytes().splitlines()) == 5
 
 
 def test_a_fast_call_step_whose_bytes_cannot_be_stored_keeps_the_lines_before(
@@ -458,3 +496,48 @@ def test_a_fast_call_step_whose_bytes_cannot_be_stored_keeps_the_lines_before(
         json.loads(line)["type"] for line in (tmp_path / "trace.jsonl").read_bytes().splitlines()
     ]
     assert types == ["step_started", "tool_called", "tool_returned"]
+
+
+def _session_bytes(directory: Path, values: list[Any], *, result_only: bool) -> bytes:
+    session = _echo_session(directory)
+    recorded = []
+    for n, value in enumerate(values):
+        admission = session.admit("echo", {"n": n})
+        result = ToolResult.success(value)
+        if result_only:
+            recorded.append(session.record_result(admission, result, Observation()))
+        else:
+            recorded.append(session.record(admission, result, Observation()).result)
+    session.close()
+    live = session.directory
+    assert session.calls == len(values)
+    return json.dumps([r.to_json() for r in recorded]).encode() + b"".join(
+        (live / name).read_bytes() for name in ("trace.jsonl", "evidence.pack")
+    )
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.lists(_VALUES | st.just(float("nan")), min_size=1, max_size=4))
+def test_record_result_writes_what_record_writes(
+    tmp_path_factory: pytest.TempPathFactory, values: list[Any]
+) -> None:
+    """A session's call through record_result: the same trace, pack and returned results."""
+    general = _session_bytes(tmp_path_factory.mktemp("record"), values, result_only=False)
+    assert _session_bytes(tmp_path_factory.mktemp("result"), values, result_only=True) == general
+
+
+def test_record_result_of_a_broken_recording_is_unrecordable(tmp_path: Path) -> None:
+    session = _echo_session(tmp_path)
+    admission = session.admit("echo", {"n": 1})
+    assert session.recorder.store.pack is not None
+    session.recorder.store.pack.broken = OSError(28, "No space left on device", "evidence.pack")
+    with pytest.raises(ToolCallError, match="it ran, but cannot write the recording") as raised:
+        session.record_result(admission, ToolResult.success(1))
+    assert raised.value.failure.kind == "unrecordable"
+    assert session.broken is not None and session.calls == 1
+    with pytest.raises(ToolCallError, match="No space left"):  # nothing more is admitted
+        session.admit("echo", {"n": 2})
+    with pytest.raises(ToolCallError, match="No space left"):  # nor recorded
+        session.record_result(admission, ToolResult.success(1))

@@ -17,18 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runs_support import Counter, base_spec, make_toolset
 
 from toolproof import Tool, Toolset
 from toolproof.contract.runs import ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import TraceEvent
+from toolproof.errors import CanonicalizationError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
 from toolproof.runs.calls import LiveClock
-from toolproof.runs.executor import Executor, _scalar_copy
+from toolproof.runs.executor import Executor, _call_of, _scalar_copy
 from toolproof.runs.planner import plan_run
-from toolproof.runs.recorder import Recorder
+from toolproof.runs.recorder import Recorder, call_json
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.verify.verifier import verify_run
 
@@ -244,3 +247,37 @@ def test_a_body_that_mutates_its_arguments_leaves_the_call_recorded_as_made(
     assert returned["result"]["value"] == {"items": [7, 1], "labels": {"a": "b", "grown": "yes"}}
     assert outcome.report.outcome == "passed"
     assert verify_run(outcome.path).ok
+
+
+_ARGUMENT_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    arguments=st.dictionaries(st.text(max_size=4), _ARGUMENT_VALUES, max_size=4),
+    step=st.text(min_size=1, max_size=6),
+    copied=st.booleans(),
+)
+def test_a_call_is_spliced_as_call_json_encodes_it(
+    arguments: dict[str, Any], step: str, copied: bool
+) -> None:
+    """_call_of is call_json and its canonical JSON (or the same error), its copy parsed back."""
+    try:
+        expected = call_json("t", arguments, step, copy=not copied)
+        expected_bytes = canonical_json(expected)
+    except CanonicalizationError as exc:
+        with pytest.raises(CanonicalizationError) as raised:
+            _call_of("t", arguments, step, copied)
+        assert raised.value.message == exc.message
+        return
+    plain, encoded = _call_of("t", arguments, step, copied)
+    assert encoded == expected_bytes
+    assert plain == expected
+    assert list(plain) == list(expected)
+    assert (plain["arguments"] is arguments) is copied

@@ -323,10 +323,9 @@ class Session:
                 with hooks.claimed(call_id):
                     result = await tool.call(arguments)
         try:
-            recorded = self._live.record(admission, result, seen)
+            return self._live.record_result(admission, result, seen)
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
-        return recorded.result
 
     def _serve(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         frozen = self._frozen

@@ -31,7 +31,7 @@ from toolproof.evidence.encoding import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from toolproof.evidence.pack import PACK_FILE, PackWriter
 from toolproof.identity import canonical_json, digest, digest_of_hex, sha256_hex
 
-__all__ = ["EvidenceStore", "record_from_json", "span_ref"]
+__all__ = ["EvidenceStore", "record_from_json", "result_record", "span_ref"]
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 """How an evidence file is opened: created now, never an existing one."""
@@ -90,6 +90,41 @@ def record_from_json(plain: dict[str, Any]) -> EvidenceRecord:
     fields = dict(plain)
     fields["source"] = EvidenceSource.from_trusted(dict(fields["source"]))
     return EvidenceRecord.from_trusted(fields)
+
+
+def result_record(
+    hex_digest: str, size: int, media_type: str, step: str, call: str
+) -> dict[str, Any]:
+    """The plain JSON of a ``tool_result`` record (no detail), as ``EvidenceStore.add`` builds it.
+
+    Args:
+        hex_digest: the 64 hex digits of the bytes' SHA-256.
+        size: their size in bytes.
+        media_type: their media type.
+        step: the plan step of the call.
+        call: the call id.
+
+    Returns:
+        The record's plain JSON (a new dict each call; :func:`record_from_json` makes
+        the model of it).
+
+    """
+    source = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "tool_result",
+        "step": step,
+        "call": call,
+        "detail": {},
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": "evidence_" + hex_digest,
+        "digest": digest_of_hex(hex_digest),
+        "size": size,
+        "media_type": media_type,
+        "path": f"{EVIDENCE_DIR}/{hex_digest}",
+        "source": source,
+    }
 
 
 def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
@@ -272,29 +307,27 @@ class EvidenceStore:
             OSError: the bytes cannot be written (nothing is left of them).
 
         """
-        data_digest, evidence_id, created = self._store(data)
-        hex_part = data_digest[7:]
-        path = f"{EVIDENCE_DIR}/{hex_part}"
-        source = {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "tool_result",
-            "step": step,
-            "call": call,
-            "detail": {},
-        }
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "id": evidence_id,
-            "digest": data_digest,
-            "size": len(data),
-            "media_type": media_type,
-            "path": path,
-            "source": source,
-        }
+        hex_part, record_json, created = self.add_result_json(data, media_type, step_json, call)
+        return result_record(hex_part, len(data), media_type, step, call), record_json, created
+
+    def add_result_json(
+        self, data: bytes, media_type: str, step_json: bytes, call: str
+    ) -> tuple[str, bytes, str | None]:
+        """:meth:`add_result` without the record's plain JSON (a live session's hot path).
+
+        Returns:
+            ``(hex, record_json, created)``: the 64 hex digits of the bytes' SHA-256 (the
+            record is ``result_record(hex, len(data), media_type, step, call)``), the
+            record's canonical JSON and the file created, as :meth:`add_result`.
+
+        Raises:
+            OSError: the bytes cannot be written (nothing is left of them).
+
+        """
+        hex_bytes, hex_part, created = self._store_hex(data)
         media_json = _MEDIA_JSON.get(media_type) or _encode_str(media_type)
-        hex_bytes = hex_part.encode("ascii")
         slots = (hex_bytes, hex_bytes, media_json, hex_bytes, len(data), call.encode("ascii"))
-        return record, _RESULT_RECORD % slots + step_json + b"}}", created
+        return hex_part, _RESULT_RECORD % slots + step_json + b"}}", created
 
     def store_pair(self, first: bytes, second: bytes) -> tuple[bytes, bytes]:
         """Store two byte strings of a pack store with one write (a model turn's bodies).
@@ -337,18 +370,22 @@ class EvidenceStore:
         return first_hex, second_hex
 
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
+        _, hex_digest, created = self._store_hex(data)
+        return digest_of_hex(hex_digest), "evidence_" + hex_digest, created
+
+    def _store_hex(self, data: bytes) -> tuple[bytes, str, str | None]:
+        """Store ``data`` once per digest: its hex SHA-256 (bytes and text), the file created."""
         hex_bytes = sha256_hex(data)
         hex_digest = hex_bytes.decode("ascii")
-        data_digest = digest_of_hex(hex_digest)
         evidence_id = "evidence_" + hex_digest  # as contract.evidence.evidence_id_for
         if evidence_id in self._sizes:
-            return data_digest, evidence_id, None
+            return hex_bytes, hex_digest, None
         if self.pack is not None:
             self._offsets[evidence_id] = self.pack.append(hex_bytes, data)
             self._sizes[evidence_id] = len(data)
             self._total += len(data)
-            return data_digest, evidence_id, None
-        target = self._files + data_digest[7:]  # os.path.join(run_dir, evidence/<hex>)
+            return hex_bytes, hex_digest, None
+        target = self._files + hex_digest  # os.path.join(run_dir, evidence/<hex>)
         fd = os.open(target, _CREATE, 0o666)
         try:
             written = os.write(fd, data)  # all of it, but for a short write
@@ -366,7 +403,7 @@ class EvidenceStore:
         self._sizes[evidence_id] = len(data)
         self._total += len(data)
         self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
-        return data_digest, evidence_id, target
+        return hex_bytes, hex_digest, target
 
     def touched(self) -> list[str]:
         """Evidence ids whose file changed size or mtime since it was stored (one stat each).

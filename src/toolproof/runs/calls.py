@@ -166,7 +166,11 @@ class LiveCalls:
                     where="runtime",
                     detail={"budget": "wall_seconds"},
                 )
-        self._observed[call.id] = other_failures(seen, result)
+        observed = other_failures(seen, result) if seen.failures else None
+        if observed:  # kept for the calls that saw any (else observed() is [])
+            self._observed[call.id] = observed
+        else:  # a repeated call id (a reasoner's provider call) replaces what it saw
+            self._observed.pop(call.id, None)
         if seen.approvals:
             self._approvals[call.id] = seen.approvals
         return result

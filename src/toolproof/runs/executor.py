@@ -17,12 +17,14 @@ registration. Exceeding one finishes the current step as ``failed``, records a
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn, Protocol
 
+from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import (
     Claim,
     ClaimStatus,
@@ -42,15 +44,23 @@ from toolproof.errors import InputError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
 from toolproof.evidence.store import record_from_json
-from toolproof.identity import canonical_json, digest
+from toolproof.identity import canonical_json, digest, plain_json_encoder
 from toolproof.runs.calls import CallPort, Clock, relayed_of
-from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
+from toolproof.runs.recorder import (
+    ModelExchange,
+    Recorder,
+    call_bytes,
+    call_json,
+    failure_reason,
+)
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
 from toolproof.verify.checks import CHECK_SEQUENCE
 
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
 
+
+_encode = plain_json_encoder()
 
 _HANDLED_KINDS = (StepKind.RETRIEVE, StepKind.MODEL, StepKind.READ, StepKind.PROMPT)
 """Spec step kinds a :class:`StepHandler` runs (by its kind's name)."""
@@ -78,6 +88,45 @@ def _scalar_copy(arguments: Any) -> dict[str, Any] | None:
         if type(value) not in scalars or type(key) is not str or not key.isascii():
             return None
     return {key: arguments[key] for key in sorted(arguments)}
+
+
+def _call_of(
+    tool: str, arguments: dict[str, Any], step: str, copied: bool
+) -> tuple[dict[str, Any], bytes]:
+    """The plain JSON of the call (its id included) and its canonical JSON, as made now.
+
+    ``call_json(tool, arguments, step, copy=not copied)`` and the canonical JSON of
+    that (a test holds them equal): the bytes are encoded before the body can touch
+    the arguments, and unless ``copied`` (the arguments are the call's own copy
+    already) the call's arguments are parsed back from them. Arguments the C encoder
+    takes are spliced into the call (:func:`call_bytes`: one encoding, one hash).
+
+    Raises:
+        CanonicalizationError: ``arguments`` has no canonical JSON form.
+
+    """
+    arguments_json = _encode(arguments)
+    if arguments_json is None:  # the exact encoder decides (and names the path)
+        plain = call_json(tool, arguments, step, copy=not copied)
+        return plain, canonical_json(plain)
+    call_id, encoded = call_bytes(tool, arguments_json, step)
+    if not copied:  # as call_json's copy: parsed back, in the canonical member order
+        parsed = {
+            "arguments": json.loads(arguments_json),
+            "schema_version": SCHEMA_VERSION,
+            "step": step,
+            "tool": tool,
+            "id": call_id,
+        }
+        return parsed, encoded
+    plain = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool,
+        "arguments": arguments,
+        "step": step,
+        "id": call_id,
+    }
+    return plain, encoded
 
 
 class _BudgetStop(Exception):
@@ -382,6 +431,8 @@ class Executor:
 
     def _blocked(self, node: PlanNode) -> str | None:
         """The first dependency of ``node`` that did not finish ok, or ``None``."""
+        if not node.depends_on:  # most call steps: no generator to build
+            return None
         outputs = self.outcome.outputs
         return next((dep for dep in node.depends_on if not outputs[dep].ok), None)
 
@@ -442,8 +493,7 @@ class Executor:
         if recorder.trace.broken is not None:  # as the step_started of _node would raise
             raise recorder.trace.broken
         tool = node.tool or ""
-        plain = call_json(tool, arguments, node_id, copy=copied is None)
-        encoded = canonical_json(plain)  # the call as made, before its body can touch it
+        plain, encoded = _call_of(tool, arguments, node_id, copied is not None)
         call_id = plain["id"]
         self.tool_calls += 1
         try:
@@ -520,8 +570,7 @@ class Executor:
             arguments = arguments if copy is None else copy
         # the body gets a copy of the arguments (parsed back unless scalars) and may mutate
         # it: the call is recorded from its bytes encoded now
-        plain = call_json(tool, arguments, node_id, copy=not copied)
-        encoded = canonical_json(plain)  # the call as made, before its body can touch it
+        plain, encoded = _call_of(tool, arguments, node_id, copied)
         call = ToolCall.from_trusted(dict(plain))
         self.tool_calls += 1
         result = await self._make(call)

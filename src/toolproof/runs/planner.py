@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Collection
+from typing import Any
 
-from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind
+from toolproof.contract.base import SCHEMA_VERSION
+from toolproof.contract.runs import Plan, PlanNode, RunSpec, StepKind, StepSpec
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import parse_ref
+from toolproof.identity import content_id
 from toolproof.runs.spec import iter_refs
 
 __all__ = ["PLANNER", "plan_run"]
@@ -89,7 +92,10 @@ def plan_run(
             retrieval step handler).
 
     Returns:
-        The :class:`Plan`; its id is the content id of everything in it.
+        The :class:`Plan`; its id is the content id of everything in it. Built from the
+        validated spec without validating it again (:meth:`Plan.from_trusted
+        <toolproof.contract.base.CanonicalModel.from_trusted>`, the id computed here):
+        a test holds it to ``Plan(...)`` of the same nodes, field by field and id.
 
     Raises:
         InputError: duplicate ids, an unknown dependency, a cycle, an unknown tool, a
@@ -125,19 +131,59 @@ def plan_run(
                 tool=step.tool,
             )
     by_id = {step.id: step for step in spec.steps}
-    nodes = [
-        PlanNode(
-            id=step_id,
-            kind=StepKind(by_id[step_id].kind),
-            tool=by_id[step_id].tool,
-            arguments=by_id[step_id].arguments,
-            params=by_id[step_id].params,
-            depends_on=deps[step_id],
-        )
-        for step_id in _order(spec, deps)
-    ]
+    nodes = [_spec_node(by_id[step_id], deps[step_id]) for step_id in _order(spec, deps)]
     nodes.append(PlanNode(id="derive", kind=StepKind.DERIVE, depends_on=sorted(by_id)))
     nodes.append(PlanNode(id="verify", kind=StepKind.VERIFY, depends_on=["derive"]))
     nodes.append(PlanNode(id="finalize", kind=StepKind.FINALIZE, depends_on=["verify"]))
     edges = sorted([dep, node.id] for node in nodes for dep in node.depends_on)
-    return Plan(planner=PLANNER, task=spec.task, nodes=nodes, edges=edges)
+    plain = {
+        "schema_version": SCHEMA_VERSION,
+        "planner": PLANNER,
+        "task": spec.task,
+        "nodes": [_node_json(node) for node in nodes],
+        "edges": edges,
+    }
+    fields = {
+        "schema_version": SCHEMA_VERSION,
+        "id": content_id(Plan.ID_KIND, plain),
+        "planner": PLANNER,
+        "task": spec.task,
+        "nodes": nodes,
+        "edges": edges,
+    }
+    return Plan.from_trusted(fields)
+
+
+def _spec_node(step: StepSpec, depends_on: list[str]) -> PlanNode:
+    """The node of a validated spec step: ``PlanNode(...)`` of its fields, not validated again.
+
+    Every field comes from the validated step (the same types: a step id, its kind, a
+    tool name, JSON arguments and parameters) or from the planner (the sorted
+    dependency ids), so the node is valid by construction; it shares the step's
+    ``arguments`` and ``params`` (frozen models, never mutated). A test holds plans to
+    the validated construction.
+    """
+    return PlanNode.from_trusted(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "id": step.id,
+            "kind": StepKind(step.kind),
+            "tool": step.tool,
+            "arguments": step.arguments,
+            "params": step.params,
+            "depends_on": depends_on,
+        }
+    )
+
+
+def _node_json(node: PlanNode) -> dict[str, Any]:
+    """``node.model_dump(mode="json")``, read off its fields (JSON values already)."""
+    return {
+        "schema_version": node.schema_version,
+        "id": node.id,
+        "kind": node.kind.value,
+        "tool": node.tool,
+        "arguments": node.arguments,
+        "params": node.params,
+        "depends_on": node.depends_on,
+    }

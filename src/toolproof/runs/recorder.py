@@ -86,7 +86,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_contents
-from toolproof.evidence.store import EvidenceStore, record_from_json
+from toolproof.evidence.store import EvidenceStore, record_from_json, result_record
 from toolproof.identity import canonical_json, plain_json_encoder, sha256_hex
 from toolproof.tools.observe import Observation
 
@@ -100,6 +100,7 @@ __all__ = [
     "call_json",
     "failure_reason",
     "other_failures",
+    "spliced_call",
 ]
 
 _encode = plain_json_encoder()
@@ -368,16 +369,25 @@ def call_bytes(tool: str, arguments_json: bytes, step: str | None) -> tuple[str,
         CanonicalizationError: ``tool`` or ``step`` has no canonical JSON form.
 
     """
+    return spliced_call(tool, arguments_json, _encode(step) or encode_field(step))
+
+
+def spliced_call(tool: str, arguments_json: bytes, step_json: bytes) -> tuple[str, bytes]:
+    """:func:`call_bytes` given the canonical JSON of the step (``step_json``) too.
+
+    Raises:
+        CanonicalizationError: ``tool`` has no canonical JSON form.
+
+    """
     tool_json = _TOOL_JSON.get(tool)
     if tool_json is None:
         tool_json = encode_field(tool)
         if len(_TOOL_JSON) < _TOOL_JSON_MAX:
             _TOOL_JSON[tool] = tool_json
-    tail = _CALL_MIDDLE + encode_field(step) + _CALL_LAST + tool_json + b"}"
-    body = _CALL_HEAD + arguments_json
-    hex_digest = sha256_hex(body + tail)
+    tail = b"".join((_CALL_MIDDLE, step_json, _CALL_LAST, tool_json, b"}"))
+    hex_digest = sha256_hex(b"".join((_CALL_HEAD, arguments_json, tail)))
     call_id = _CALL_ID_PREFIX + hex_digest.decode("ascii")
-    return call_id, body + _CALL_ID_HEAD + hex_digest + b'"' + tail
+    return call_id, b"".join((_CALL_HEAD, arguments_json, _CALL_ID_HEAD, hex_digest, b'"', tail))
 
 
 def failure_reason(failure: ToolFailure) -> str:
@@ -942,10 +952,59 @@ class Recorder:
     ) -> CallRecord | None:
         """:meth:`call_step` of a value returned with nothing observed, approved or relayed.
 
-        The same five lines, spliced without the general block's staging, and the
-        record from :meth:`EvidenceStore.add_result`; a test holds every byte to the
-        general path. ``None`` (nothing recorded): the value has no canonical JSON form,
-        which the general path records as an ``invalid_result`` failure.
+        The same five lines, spliced without the general block's staging
+        (:meth:`_ok_lines`), and the record of :func:`result_record`; a test holds every
+        byte to the general path. ``None`` (nothing recorded): the value has no
+        canonical JSON form, which the general path records as an ``invalid_result``
+        failure.
+
+        Raises:
+            OSError: as :meth:`_ok_lines`.
+
+        """
+        call_id = call["id"]
+        stored = self._ok_lines(step_json, call_id, encoded_call, result.value)
+        if stored is None:
+            return None
+        hex_digest, size, media_type = stored
+        return CallRecord(call, result, result_record(hex_digest, size, media_type, step, call_id))
+
+    def ok_call_lines(self, step: str, call_id: str, encoded_call: bytes, value: Any) -> bool:
+        """Record the call step of a value returned with nothing observed, approved or relayed.
+
+        :meth:`call_step` for a live session's common call, building neither the call's
+        plain JSON nor the evidence record (nothing reads them): the same five lines
+        (``step_started``, ``tool_called``, ``tool_returned``, ``evidence_registered``,
+        ``step_finished``), byte for byte (a test holds them to :meth:`call_step`). Not
+        committed: call :meth:`commit`.
+
+        Args:
+            step: the plan step of the call.
+            call_id: the call id (``call_<hex>``).
+            encoded_call: the canonical JSON of the call, its id included
+                (:func:`call_bytes`).
+            value: the value the call returned (a successful result's ``value``).
+
+        Returns:
+            True when the step was recorded; False (nothing recorded) when this path
+            does not apply: lines are staged or checked one by one (``on_event``), or
+            the value has no canonical JSON form. Record those with :meth:`call_step`.
+
+        Raises:
+            OSError: as :meth:`_ok_lines`.
+
+        """
+        if self._staged is not None or self.on_event is not None:
+            return False
+        step_json = _encode(step) or encode_field(step)
+        return self._ok_lines(step_json, call_id, encoded_call, value) is not None
+
+    def _ok_lines(
+        self, step_json: bytes, call_id: str, encoded_call: bytes, value: Any
+    ) -> tuple[str, int, str] | None:
+        """The five lines of a value's call step, spliced; ``(hex, size, media type)`` stored.
+
+        ``None`` (nothing recorded): ``value`` has no canonical JSON form.
 
         Raises:
             OSError: the trace writer is broken (nothing is recorded), or the value's
@@ -957,31 +1016,44 @@ class Recorder:
         if trace.broken is not None:
             raise trace.broken
         try:
-            data, media_type = encode_value(result.value)
+            data, media_type = encode_value(value)
         except CanonicalizationError:
             return None
-        call_id = call["id"]
         id_json = b'"' + call_id.encode("ascii") + b'"'
-        value = data if media_type == JSON_MEDIA_TYPE else encode_field(result.value)
-        lines: list[tuple[Any, ...]] = [  # each shape's values in its order (checked above)
-            (_CALL_STARTED_CODE, step_json),
-            (_CALLED_CODE, encoded_call, id_json, step_json),
-            (_RETURNED_CODE, id_json, _OK_RESULT_HEAD + value + b"}", step_json),
-        ]
+        returned = (
+            _OK_RESULT_HEAD
+            + (data if media_type == JSON_MEDIA_TYPE else encode_field(value))
+            + b"}"
+        )
         try:
-            record, record_json, created = self.store.add_result(
-                data, media_type, step, step_json, call_id
+            hex_digest, record_json, created = self.store.add_result_json(
+                data, media_type, step_json, call_id
             )
         except OSError:
-            trace.append_chained(lines)
+            trace.append_chained(
+                [  # each shape's values in its order (checked at import)
+                    (_CALL_STARTED_CODE, step_json),
+                    (_CALLED_CODE, encoded_call, id_json, step_json),
+                    (_RETURNED_CODE, id_json, returned, step_json),
+                ]
+            )
             raise
         if created is not None:
             self._new_files.append(created)
-        finished = b'{"evidence":"' + record["id"].encode("ascii") + b'"}'
-        lines.append((_REGISTERED_CODE, record_json, step_json))
-        lines.append((_FINISHED_OK_CODE, finished, step_json))
-        trace.append_chained(lines)
-        return CallRecord(call, result, record)
+        trace.append_chained(
+            [
+                (_CALL_STARTED_CODE, step_json),
+                (_CALLED_CODE, encoded_call, id_json, step_json),
+                (_RETURNED_CODE, id_json, returned, step_json),
+                (_REGISTERED_CODE, record_json, step_json),
+                (
+                    _FINISHED_OK_CODE,
+                    b'{"evidence":"evidence_' + hex_digest.encode("ascii") + b'"}',
+                    step_json,
+                ),
+            ]
+        )
+        return hex_digest, len(data), media_type
 
     def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
         """Record the block of one model turn: its request and response bytes, then ``model_turn``.

@@ -68,6 +68,7 @@ from toolproof.runs.recorder import (
     call_bytes,
     call_json,
     other_failures,
+    spliced_call,
 )
 from toolproof.runs.spec import iter_refs
 from toolproof.runs.turns import turn_step_id
@@ -421,16 +422,22 @@ class LiveSession:
         if encoded is None:
             return None
         needed = RESERVE_BYTES + 2 * (len(encoded) + _ARGUMENTS_WRAPPER)
+        recorder = self.recorder
+        assert self._room is not None
         try:
-            free, below_limit = self._free(needed)
+            free, below_limit = self._room.room(
+                recorder.trace.size + recorder.store.stored_bytes, needed
+            )
         except OSError:
             return None
         if free < needed or below_limit < needed:
             return None
-        self.admitted += 1
-        step = f"call-{self.admitted:08d}"
-        call_id, encoded_call = call_bytes(tool, encoded, step)
-        return Admission(tool, dict(arguments), step, encoded_call, call_id)
+        self.admitted = number = self.admitted + 1
+        step_json = b'"call-%08d"' % number  # step_id(number), whose JSON needs no escape
+        call_id, encoded_call = spliced_call(tool, encoded, step_json)
+        return Admission(
+            tool, dict(arguments), step_json[1:-1].decode("ascii"), encoded_call, call_id
+        )
 
     def record(
         self, admission: Admission, result: ToolResult, seen: Observation | None = None
@@ -482,6 +489,49 @@ class LiveSession:
             self.broken = exc
             raise _unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
         return recorded
+
+    def record_result(
+        self, admission: Admission, result: ToolResult, seen: Observation | None = None
+    ) -> ToolResult:
+        """:meth:`record`, returning only the result as recorded (an agent session's call).
+
+        The same bytes as :meth:`record` (a test holds them equal); a value returned
+        by a call :meth:`admit` admitted, with nothing observed, approved or relayed, is
+        written by :meth:`Recorder.ok_call_lines` without building the
+        :class:`CallRecord` (its call and evidence record) nobody reads.
+
+        Returns:
+            ``record(admission, result, seen).result``.
+
+        Raises:
+            ToolCallError: as :meth:`record`.
+
+        """
+        if (
+            result.failure is None
+            and admission.encoded_call
+            and admission.step
+            and (seen is None or not (seen.failures or seen.approvals or seen.relayed))
+            and not self.closed
+            and self.broken is None
+        ):
+            recorder = self.recorder
+            try:
+                done = recorder.ok_call_lines(
+                    admission.step, admission.recorded_id, admission.encoded_call, result.value
+                )
+                if done:
+                    self.calls += 1
+                    recorder.commit()
+            except OSError as exc:
+                self.calls += 1
+                self.broken = exc
+                raise _unrecordable(
+                    admission.tool, f"it ran, but {self._cannot_write(exc)}"
+                ) from exc
+            if done:
+                return result
+        return self.record(admission, result, seen).result
 
     def admit_turn(self, source: str) -> str:
         """Check that a model turn can be recorded, before the model is asked.
