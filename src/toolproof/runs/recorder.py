@@ -1015,10 +1015,14 @@ class Recorder:
         trace = self.trace
         if trace.broken is not None:
             raise trace.broken
-        try:
-            data, media_type = encode_value(value)
-        except CanonicalizationError:
-            return None
+        encoded = None if type(value) is str else _encode(value)
+        if encoded is not None:  # encode_value's bytes, without its two frames
+            data, media_type = encoded, JSON_MEDIA_TYPE
+        else:
+            try:
+                data, media_type = encode_value(value)
+            except CanonicalizationError:
+                return None
         id_json = b'"' + call_id.encode("ascii") + b'"'
         returned = (
             _OK_RESULT_HEAD
