@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,17 +170,22 @@ _LIMITED = textwrap.dedent(
 )
 
 
-def test_an_append_that_fails_half_way_is_cut_off_and_the_pack_stays_sound(tmp_path: Path) -> None:
-    """A real write failure: the file-size limit stops the write after 100 bytes (EFBIG)."""
+def _run_limited(script: str, tmp_path: Path) -> Any:
+    """Run ``script`` (a file-size-limited writer) in a child Python; its JSON line parsed."""
     done = subprocess.run(
-        [sys.executable, "-c", _LIMITED, str(tmp_path)],
+        [sys.executable, "-c", script, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
+    return json.loads(done.stdout)
+
+
+def test_an_append_that_fails_half_way_is_cut_off_and_the_pack_stays_sound(tmp_path: Path) -> None:
+    """A real write failure: the file-size limit stops the write after 100 bytes (EFBIG)."""
     before = 26 + len(_line(b"first")) + 5
-    assert json.loads(done.stdout) == {
+    assert _run_limited(_LIMITED, tmp_path) == {
         "before": before,
         "after": before,
         "error": [27, str(tmp_path / "evidence.pack")],
@@ -274,15 +280,8 @@ _LIMITED_PAIR = textwrap.dedent(
 
 def test_a_pair_whose_write_fails_is_cut_off_whole(tmp_path: Path) -> None:
     """The file-size limit stops the pair's write half way (EFBIG): neither item is kept."""
-    done = subprocess.run(
-        [sys.executable, "-c", _LIMITED_PAIR, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
     before = 26 + len(_line(b"first")) + 5
-    assert json.loads(done.stdout) == {
+    assert _run_limited(_LIMITED_PAIR, tmp_path) == {
         "before": before,
         "after": before,
         "error": [27, str(tmp_path / "evidence.pack")],

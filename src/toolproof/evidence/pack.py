@@ -29,6 +29,7 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +67,7 @@ class PackWriter:
         self.broken: OSError | None = None
         """The write error that broke the writer (its item could not be cut off), or None."""
         try:
-            self._write([PACK_HEADER])
+            self._write((PACK_HEADER,), 0, len(PACK_HEADER))
         except OSError:
             os.close(self._fd)
             with contextlib.suppress(OSError):
@@ -77,16 +78,6 @@ class PackWriter:
     def size(self) -> int:
         """Bytes written so far (header line and items)."""
         return self._size
-
-    def _write(self, parts: list[bytes]) -> None:
-        total = sum(len(part) for part in parts)
-        written = os.writev(self._fd, parts)  # one write(2) in all but a partial write
-        if written < total:  # a partial write (a signal, a filling disk): the rest in order
-            rest = memoryview(b"".join(parts))[written:]
-            while rest:
-                rest = rest[os.write(self._fd, rest) :]
-        self._size += total
-        self._dirty = True
 
     def append(self, hex_digest: str | bytes, data: bytes) -> int:
         """Append one item (its line and bytes in one ``writev``); return its bytes' offset.
@@ -111,23 +102,7 @@ class PackWriter:
         size = len(data)
         line = b"%b %d\n" % (hex_bytes, size)
         before = self._size
-        total = len(line) + size
-        try:
-            written = os.writev(self._fd, (line, data))  # one write(2) unless partial
-            if written < total:
-                rest = memoryview(line + data)[written:]
-                while rest:
-                    rest = rest[os.write(self._fd, rest) :]
-            self._size = before + total
-            self._dirty = True
-        except OSError as exc:
-            error = OSError(exc.errno, exc.strerror, self._where)
-            try:
-                os.ftruncate(self._fd, before)
-            except OSError:
-                self.broken = error
-            self._size = before
-            raise error from exc
+        self._write((line, data), before, before + len(line) + size)
         return before + len(line)
 
     def append_items(self, items: list[tuple[bytes, bytes]]) -> list[int]:
@@ -160,14 +135,26 @@ class PackWriter:
             offsets.append(at)
             at += len(data)
             parts += (line, data)
-        total = at - before
+        self._write(parts, before, at)
+        return offsets
+
+    def _write(self, parts: Sequence[bytes], before: int, after: int) -> None:
+        """Write ``parts`` at the end (``before``), ending at ``after``; cut off on failure.
+
+        One ``writev`` (one ``write(2)`` unless it is partial, then the rest by ``write``).
+
+        Raises:
+            OSError: the write failed, naming the pack; the file is cut back to
+                ``before`` (if even that fails, the writer is marked broken).
+
+        """
         try:
             written = os.writev(self._fd, parts)  # one write(2) unless partial
-            if written < total:
+            if written < after - before:  # partial (a signal, a filling disk): the rest in order
                 rest = memoryview(b"".join(parts))[written:]
                 while rest:
                     rest = rest[os.write(self._fd, rest) :]
-            self._size = at
+            self._size = after
             self._dirty = True
         except OSError as exc:
             error = OSError(exc.errno, exc.strerror, self._where)
@@ -177,7 +164,6 @@ class PackWriter:
                 self.broken = error
             self._size = before
             raise error from exc
-        return offsets
 
     def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes at ``offset`` (``pread``).
