@@ -28,11 +28,12 @@ from toolproof.contract.trace import TraceEvent
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
-from toolproof.runs.calls import LiveClock
+from toolproof.runs.calls import LiveCalls, LiveClock
 from toolproof.runs.executor import Executor, _call_of, _scalar_copy
 from toolproof.runs.planner import plan_run
 from toolproof.runs.recorder import Recorder, call_json
 from toolproof.runs.run import RunOutcome, execute_run
+from toolproof.tools.observe import note_approval, note_failure
 from toolproof.verify.verifier import verify_run
 
 
@@ -281,3 +282,31 @@ def test_a_call_is_spliced_as_call_json_encodes_it(
     assert plain == expected
     assert list(plain) == list(expected)
     assert (plain["arguments"] is arguments) is copied
+
+
+def test_a_repeated_call_id_keeps_only_what_its_latest_call_saw() -> None:
+    """A reasoner's provider call made twice: the second one's observations replace the first's.
+
+    The first call's body reports a failure it recovered from and an approval event; the
+    second reports neither, so nothing of the first may be recorded as the second's.
+    """
+    calls = 0
+
+    async def look(q: str) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            note_failure(ToolFailure(kind="transient", message="flaky", where="tool"))
+            note_approval({"type": "approval_skipped", "reason": "rule did not match"})
+        return q
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(look, description="Look."))
+    live = LiveCalls(toolset.seal())
+    call = ToolCall(tool="look", arguments={"q": "x"}, step="s")
+    assert asyncio.run(live.call(call, None)).value == "x"
+    assert [failure.kind for failure, _ in live.observed(call.id)] == ["transient"]
+    assert live.approvals(call.id) == [{"type": "approval_skipped", "reason": "rule did not match"}]
+    assert asyncio.run(live.call(call, None)).value == "x"
+    assert live.observed(call.id) == []
+    assert live.approvals(call.id) == []

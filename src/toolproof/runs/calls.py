@@ -173,6 +173,8 @@ class LiveCalls:
             self._observed.pop(call.id, None)
         if seen.approvals:
             self._approvals[call.id] = seen.approvals
+        else:  # likewise: a repeated call id that asked nobody has no approval events
+            self._approvals.pop(call.id, None)
         return result
 
     def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
