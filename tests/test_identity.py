@@ -397,6 +397,8 @@ def test_no_module_but_identity_prefixes_a_hex_with_sha256() -> None:
         if any(pattern in path.read_text(encoding="utf-8") for pattern in patterns)
     )
     assert by_hand == ["identity.py"]
-    from toolproof.identity import digest, digest_of_hex
+    from toolproof.identity import digest, digest_of_hex, digest_of_hex_bytes
 
     assert digest_of_hex(hashlib.sha256(b"ab").hexdigest()) == digest(b"ab")
+    hex_bytes = hashlib.sha256(b"ab").hexdigest().encode("ascii")
+    assert digest_of_hex_bytes(hex_bytes) == digest(b"ab").encode("ascii")

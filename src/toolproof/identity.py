@@ -59,6 +59,7 @@ __all__ = [
     "digest",
     "digest_json",
     "digest_of_hex",
+    "digest_of_hex_bytes",
     "fast_plain_json",
     "hash_digest",
     "is_digest",
@@ -387,6 +388,15 @@ def digest_of_hex(hex_digest: str) -> str:
     :func:`is_digest` where that matters.
     """
     return "sha256:" + hex_digest
+
+
+def digest_of_hex_bytes(hex_digest: bytes) -> bytes:
+    """:func:`digest_of_hex` of ASCII hex bytes, as bytes (``b"sha256:<hex>"``).
+
+    For records spliced as bytes (a model turn's evidence record); the hex is not
+    checked.
+    """
+    return b"sha256:" + hex_digest
 
 
 def hash_digest(sha: Any) -> str:

@@ -87,7 +87,13 @@ from toolproof.contract.trace import (
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_contents
 from toolproof.evidence.store import EvidenceStore, record_from_json, result_record
-from toolproof.identity import canonical_json, plain_json_encoder, sha256_hex
+from toolproof.identity import (
+    canonical_json,
+    digest_of_hex,
+    digest_of_hex_bytes,
+    plain_json_encoder,
+    sha256_hex,
+)
 from toolproof.tools.observe import Observation
 
 __all__ = [
@@ -223,7 +229,7 @@ def _turn_record(
     return {
         "schema_version": SCHEMA_VERSION,
         "id": "evidence_" + hex_digest,
-        "digest": "sha256:" + hex_digest,
+        "digest": digest_of_hex(hex_digest),
         "size": size,
         "media_type": media_type,
         "path": f"{EVIDENCE_DIR}/{hex_digest}",
@@ -1209,7 +1215,7 @@ class Recorder:
             (response_hex, response_id, response_data, response_media, _RESPONSE_SOURCE),
         ):
             record_json = _TURN_RECORD % (
-                b"sha256:" + hex_bytes,
+                digest_of_hex_bytes(hex_bytes),
                 evidence_id,
                 media_json,
                 b"evidence/" + hex_bytes,
