@@ -93,16 +93,23 @@ def record_from_json(plain: dict[str, Any]) -> EvidenceRecord:
 
 
 def result_record(
-    hex_digest: str, size: int, media_type: str, step: str, call: str
+    hex_digest: str,
+    size: int,
+    media_type: str,
+    step: str,
+    call: str | None,
+    *,
+    kind: str = "tool_result",
 ) -> dict[str, Any]:
-    """The plain JSON of a ``tool_result`` record (no detail), as ``EvidenceStore.add`` builds it.
+    """The plain JSON of an evidence record (no detail), as ``EvidenceStore.add`` builds it.
 
     Args:
         hex_digest: the 64 hex digits of the bytes' SHA-256.
         size: their size in bytes.
         media_type: their media type.
         step: the plan step of the call.
-        call: the call id.
+        call: the call id (``None``: bytes of no call, a model turn's).
+        kind: the source kind (``tool_result``; a model turn's ``model_request``...).
 
     Returns:
         The record's plain JSON (a new dict each call; :func:`record_from_json` makes
@@ -111,7 +118,7 @@ def result_record(
     """
     source = {
         "schema_version": SCHEMA_VERSION,
-        "kind": "tool_result",
+        "kind": kind,
         "step": step,
         "call": call,
         "detail": {},

@@ -64,7 +64,7 @@ from toolproof.bundle.lines import LineShape, encode_field, line_shape
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
-from toolproof.contract.layout import EVIDENCE_DIR, TRACE_FILE
+from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     TRACE_EVENT_ADAPTER,
@@ -89,7 +89,6 @@ from toolproof.evidence.encoding import JSON_MEDIA_TYPE, encode_value, read_cont
 from toolproof.evidence.store import EvidenceStore, record_from_json, result_record
 from toolproof.identity import (
     canonical_json,
-    digest_of_hex,
     digest_of_hex_bytes,
     plain_json_encoder,
     sha256_hex,
@@ -225,22 +224,7 @@ def _turn_record(
     hex_bytes: bytes, size: int, media_type: str, kind: str, step: str
 ) -> dict[str, Any]:
     """The plain record ``EvidenceStore.add`` returns for a model turn's bytes (no call, detail)."""
-    hex_digest = hex_bytes.decode("ascii")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "id": "evidence_" + hex_digest,
-        "digest": digest_of_hex(hex_digest),
-        "size": size,
-        "media_type": media_type,
-        "path": f"{EVIDENCE_DIR}/{hex_digest}",
-        "source": {
-            "schema_version": SCHEMA_VERSION,
-            "kind": kind,
-            "step": step,
-            "call": None,
-            "detail": {},
-        },
-    }
+    return result_record(hex_bytes.decode("ascii"), size, media_type, step, None, kind=kind)
 
 
 _CALL_STARTED_CODE = _CALL_STARTED.code
