@@ -24,11 +24,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
+from toolproof.adapters.pydantic_ai_json import RESPONSE_ADAPTER, messages_json, response_json
 from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
@@ -41,8 +42,9 @@ __all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value", "respons
 SOURCE = "pydantic-ai"
 """The ``source`` of the turns this model records."""
 
-_RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 _PARAMETERS: TypeAdapter[ModelRequestParameters] = TypeAdapter(ModelRequestParameters)
+_dump_parameters = _PARAMETERS.serializer.to_python
+"""``_PARAMETERS.dump_python`` without its wrapper: the same call, every option at its default."""
 
 
 def _settings(value: Any) -> Any:
@@ -84,7 +86,7 @@ def response_bytes(response: ModelResponse) -> bytes:
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return canonical_json(_RESPONSE.dump_python(response, mode="json"))
+    return canonical_json(response_json(response))
 
 
 def request_value(
@@ -94,9 +96,9 @@ def request_value(
 ) -> dict[str, Any]:
     """The plain JSON value :func:`request_bytes` encodes."""
     return {
-        "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+        "messages": messages_json(messages),
         "model_settings": _settings(model_settings),
-        "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
+        "parameters": _dump_parameters(parameters, mode="json"),
     }
 
 
@@ -131,7 +133,7 @@ class RecordedModel(WrapperModel):
         session = self.session
         recorded = session.known_turn(SOURCE, key)
         if recorded is not None:
-            return _RESPONSE.validate_json(recorded.response)
+            return RESPONSE_ADAPTER.validate_json(recorded.response)
         step = session.admit_turn(SOURCE)
         wrapped = self.wrapped
         if hooks.ACTIVE is None:  # telemetry off: model_turn would hand out NO_SPAN

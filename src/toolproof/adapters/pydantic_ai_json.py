@@ -1,0 +1,223 @@
+"""pydantic-ai's messages and responses as plain JSON, exactly as its type adapters dump them.
+
+A recorded pydantic-ai turn stores ``dump_python(value, mode="json")`` of its messages
+(``ModelMessagesTypeAdapter``) and of its response (``TypeAdapter(ModelResponse)``).
+Two Python callbacks in those adapters' serializers cost most of a short turn's dump
+(about 7 of 11 us for a one-part response) and change nothing for the values they are
+given here:
+
+* pydantic's ``serialize_sequence_via_list``, the serializer of a ``Sequence[...]``
+  field (``parts``): given a ``list``, it serializes each item with the item
+  serializer, in order, and returns the list of them in JSON mode; a list serializer
+  of the same items does that in Rust;
+* pydantic-ai's usage serializer of ``ModelResponse.usage``: it adds to the fields'
+  dump the attributes a ``RequestUsage`` was given beyond its fields; without any, the
+  result is the fields' dump.
+
+:func:`messages_json` and :func:`response_json` dump with a serializer built from the
+adapter's own core schema and core config, those two callbacks replaced where they
+serialize a ``ModelRequest``'s or ``ModelResponse``'s ``parts`` and a
+``ModelResponse``'s ``usage`` (every other callback is kept: nested sequences, file
+recording, instruction ids). Before each dump they check what the replacements rely
+on: every message of exactly ``ModelRequest`` or ``ModelResponse``, its ``parts`` a
+``list``, its usage exactly a ``RequestUsage`` holding only its fields. Any other value
+goes to the adapter's own serializer, so the result is always the adapter's (property
+tests hold the two equal, key order included). A pydantic or pydantic-ai whose schemas
+have other shapes builds no lean serializer: the adapter's own is used (see
+:func:`lean`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+from pydantic_ai.usage import RequestUsage
+from pydantic_core import SchemaError, SchemaSerializer
+
+__all__ = ["RESPONSE_ADAPTER", "lean", "messages_json", "response_json"]
+
+RESPONSE_ADAPTER: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
+"""The adapter whose ``dump_python(mode="json")`` a recorded response is, and which
+frozen replay parses a recorded response with."""
+
+_SEQUENCE_VIA_LIST = ("pydantic._internal._serializers", "serialize_sequence_via_list")
+_USAGE = ("pydantic_ai.usage", "UsageBase.__get_pydantic_core_schema__.<locals>.serialize")
+"""The two callbacks replaced, by their functions' module and qualified name."""
+_REPLACED = {
+    (ModelRequest, "parts"): _SEQUENCE_VIA_LIST,
+    (ModelResponse, "parts"): _SEQUENCE_VIA_LIST,
+    (ModelResponse, "usage"): _USAGE,
+}
+"""Where each is replaced: the (dataclass, field) it serializes."""
+_USAGE_FIELDS = frozenset(field.name for field in dataclasses.fields(RequestUsage))
+
+_Dump = Callable[..., Any]
+
+
+def _code_name(function: object) -> tuple[object, object]:
+    return getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+
+
+def _rewrite(node: Any, owner: Any, field: Any, found: set[tuple[Any, Any]]) -> Any:
+    """A copy of core schema ``node`` with the :data:`_REPLACED` callbacks replaced.
+
+    Args:
+        node: a core schema (dicts and lists; anything else is kept as it is).
+        owner: the dataclass whose field ``node`` is inside (the nearest one).
+        field: that field's name.
+        found: gains each (dataclass, field) whose callback was replaced.
+
+    """
+    if isinstance(node, list):
+        return [_rewrite(item, owner, field, found) for item in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if kind == "dataclass":
+        owner, field = node.get("cls"), None
+    elif kind == "dataclass-field":
+        field = node.get("name")
+    serialization = node.get("serialization")
+    replaced = _REPLACED.get((owner, field)) if owner is not None and field is not None else None
+    if (
+        replaced is not None
+        and "ref" not in node  # a node other nodes refer to is kept whole
+        and isinstance(serialization, dict)
+        and serialization.get("type") == "function-wrap"
+        and _code_name(serialization.get("function")) == replaced
+        and "schema" in serialization
+    ):
+        place = (owner, field)
+        if replaced == _USAGE:  # the usage dataclass's own schema
+            found.add(place)
+            return _rewrite(serialization["schema"], owner, field, found)
+        if kind == "json-or-python":  # for a list the callback serializes each item, in order
+            found.add(place)
+            return {
+                "type": "list",
+                "items_schema": _rewrite(serialization["schema"], *place, found),
+            }
+    return {key: _rewrite(value, owner, field, found) for key, value in node.items()}
+
+
+def _lean_serializer(adapter: TypeAdapter[Any]) -> SchemaSerializer | None:
+    """The adapter's serializer less the :data:`_REPLACED` callbacks, or ``None``.
+
+    ``None`` when its schema has none of them where expected, or its core config or the
+    rewritten schema cannot be built (another pydantic version).
+    """
+    try:
+        from pydantic._internal._config import ConfigWrapper  # private: guarded, below
+
+        config = ConfigWrapper(adapter._config).core_config(None)
+        found: set[tuple[Any, Any]] = set()
+        schema = _rewrite(adapter.core_schema, None, None, found)
+        return SchemaSerializer(schema, config) if found else None
+    except (ImportError, AttributeError, TypeError, SchemaError):
+        return None
+
+
+def _plain_response(response: object) -> bool:
+    """Whether ``response`` is a ``ModelResponse`` the lean serializer dumps as the adapter does."""
+    if type(response) is not ModelResponse:
+        return False
+    usage = response.usage
+    return (
+        type(response.parts) is list
+        and type(usage) is RequestUsage
+        and usage.__dict__.keys() <= _USAGE_FIELDS
+    )
+
+
+def _plain(message: object) -> bool:
+    """Whether ``message`` is one the lean serializer dumps as the adapter does."""
+    if type(message) is ModelRequest:
+        return type(message.parts) is list
+    return _plain_response(message)
+
+
+class _Dumps:
+    """The adapters' serializers and their lean ones, built on first use (a few ms)."""
+
+    def __init__(self) -> None:
+        self.built = False
+        self.messages: _Dump = ModelMessagesTypeAdapter.dump_python
+        self.response: _Dump = RESPONSE_ADAPTER.dump_python
+        self.messages_lean: _Dump | None = None
+        self.response_lean: _Dump | None = None
+
+    def build(self) -> None:
+        for adapter in (ModelMessagesTypeAdapter, RESPONSE_ADAPTER):
+            adapter.rebuild()  # a deferred adapter (ModelMessagesTypeAdapter) builds now
+        self.messages = ModelMessagesTypeAdapter.serializer.to_python
+        self.response = RESPONSE_ADAPTER.serializer.to_python
+        lean_messages = _lean_serializer(ModelMessagesTypeAdapter)
+        lean_response = _lean_serializer(RESPONSE_ADAPTER)
+        self.messages_lean = None if lean_messages is None else lean_messages.to_python
+        self.response_lean = None if lean_response is None else lean_response.to_python
+        self.built = True
+
+
+_DUMPS = _Dumps()
+
+
+def messages_json(messages: list[ModelMessage]) -> Any:
+    """``ModelMessagesTypeAdapter.dump_python(messages, mode="json")``, leaner.
+
+    Args:
+        messages: the messages of a pydantic-ai request.
+
+    Returns:
+        The adapter's plain JSON of ``messages`` (a list of dicts).
+
+    Raises:
+        PydanticSerializationError: as the adapter's dump raises it.
+
+    """
+    dumps = _DUMPS
+    if not dumps.built:
+        dumps.build()
+    lean_dump = dumps.messages_lean
+    if lean_dump is not None and type(messages) is list and all(map(_plain, messages)):
+        return lean_dump(messages, mode="json")
+    return dumps.messages(messages, mode="json")
+
+
+def response_json(response: ModelResponse) -> Any:
+    """``TypeAdapter(ModelResponse).dump_python(response, mode="json")``, leaner.
+
+    Args:
+        response: the response a pydantic-ai model returned.
+
+    Returns:
+        :data:`RESPONSE_ADAPTER`'s plain JSON of ``response`` (a dict).
+
+    Raises:
+        PydanticSerializationError: as the adapter's dump raises it.
+
+    """
+    dumps = _DUMPS
+    if not dumps.built:
+        dumps.build()
+    lean_dump = dumps.response_lean
+    if lean_dump is not None and _plain_response(response):
+        return lean_dump(response, mode="json")
+    return dumps.response(response, mode="json")
+
+
+def lean() -> tuple[bool, bool]:
+    """Whether :func:`messages_json` and :func:`response_json` have a lean serializer.
+
+    Returns:
+        ``(messages, response)``: ``False`` where this pydantic's or pydantic-ai's
+        schema has another shape and the adapter's own serializer is used for every
+        value.
+
+    """
+    if not _DUMPS.built:
+        _DUMPS.build()
+    return _DUMPS.messages_lean is not None, _DUMPS.response_lean is not None
