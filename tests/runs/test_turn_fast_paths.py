@@ -177,20 +177,23 @@ def test_a_spliced_model_step_writes_the_reference_lines_and_evidence(
 ) -> None:
     spliced = tmp_path_factory.mktemp("spliced")
     reference = tmp_path_factory.mktemp("reference")
-    fast, slow = (
+    live = tmp_path_factory.mktemp("live")
+    fast, slow, recordless = (
         Recorder(spliced, durability=durability),
         Recorder(reference, durability=durability),
+        Recorder(live, durability=durability),
     )
     returned = []
     for number, turn in enumerate(turns, 1):
         step = f"{step_prefix}{number}"
         returned += fast.model_step(step, turn)
         _reference_model_step(slow, step, turn)
-        fast.commit()
-        slow.commit()
-    assert fast.close(sync=False) == slow.close(sync=False)
+        assert recordless.live_model_step(step, turn) is None
+        for recorder in (fast, slow, recordless):
+            recorder.commit()
+    assert fast.close(sync=False) == slow.close(sync=False) == recordless.close(sync=False)
     trace = (spliced / "trace.jsonl").read_bytes()
-    assert trace == (reference / "trace.jsonl").read_bytes()
+    assert trace == (reference / "trace.jsonl").read_bytes() == (live / "trace.jsonl").read_bytes()
     registered = [json.loads(line) for line in trace.splitlines()]
     assert [canonical_json(record) for record in returned] == [
         canonical_json(event["evidence"])
@@ -198,11 +201,13 @@ def test_a_spliced_model_step_writes_the_reference_lines_and_evidence(
         if event["type"] == "evidence_registered"
     ]
     if durability == Durability.COMMIT:
-        assert _files(spliced) == _files(reference)
+        assert _files(spliced) == _files(reference) == _files(live)
     else:
-        assert (spliced / "evidence.pack").read_bytes() == (
-            reference / "evidence.pack"
-        ).read_bytes()
+        assert (
+            (spliced / "evidence.pack").read_bytes()
+            == (reference / "evidence.pack").read_bytes()
+            == (live / "evidence.pack").read_bytes()
+        )
         assert read_pack(spliced / "evidence.pack").problem is None
 
 

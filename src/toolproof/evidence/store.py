@@ -361,20 +361,28 @@ class EvidenceStore:
             raise ValueError("store_pair: the store has no pack")
         first_hex, second_hex = sha256_hex(first), sha256_hex(second)
         sizes = self._sizes
-        new: list[tuple[str, bytes, bytes]] = []
         first_id = "evidence_" + first_hex.decode("ascii")
-        if first_id not in sizes:
-            new.append((first_id, first_hex, first))
         second_id = "evidence_" + second_hex.decode("ascii")
-        if second_id not in sizes and second_id != first_id:
-            new.append((second_id, second_hex, second))
-        if new:
-            offsets = pack.append_items([(hex_bytes, data) for _, hex_bytes, data in new])
-            for (evidence_id, _, data), offset in zip(new, offsets, strict=True):
-                self._offsets[evidence_id] = offset
-                sizes[evidence_id] = len(data)
-                self._total += len(data)
+        first_new = first_id not in sizes
+        second_new = second_id not in sizes and second_id != first_id
+        if first_new and second_new:  # a turn's usual case, without the general loop
+            first_at, second_at = pack.append_items([(first_hex, first), (second_hex, second)])
+            offsets = self._offsets
+            offsets[first_id], offsets[second_id] = first_at, second_at
+            sizes[first_id], sizes[second_id] = len(first), len(second)
+            self._total += len(first) + len(second)
+        elif first_new:
+            self._add_to_pack(first_id, first_hex, first)
+        elif second_new:
+            self._add_to_pack(second_id, second_hex, second)
         return first_hex, second_hex
+
+    def _add_to_pack(self, evidence_id: str, hex_bytes: bytes, data: bytes) -> None:
+        """Append ``data`` (not stored yet) to the pack as ``evidence_id``."""
+        assert self.pack is not None
+        self._offsets[evidence_id] = self.pack.append(hex_bytes, data)
+        self._sizes[evidence_id] = len(data)
+        self._total += len(data)
 
     def _store(self, data: bytes) -> tuple[str, str, str | None]:
         _, hex_digest, created = self._store_hex(data)
@@ -388,9 +396,7 @@ class EvidenceStore:
         if evidence_id in self._sizes:
             return hex_bytes, hex_digest, None
         if self.pack is not None:
-            self._offsets[evidence_id] = self.pack.append(hex_bytes, data)
-            self._sizes[evidence_id] = len(data)
-            self._total += len(data)
+            self._add_to_pack(evidence_id, hex_bytes, data)
             return hex_bytes, hex_digest, None
         target = self._files + hex_digest  # os.path.join(run_dir, evidence/<hex>)
         fd = os.open(target, _CREATE, 0o666)

@@ -1115,15 +1115,34 @@ class Recorder:
         The step finishes ``ok`` with ``detail.evidence`` = ``[request id, response id]``,
         as the executor finishes a frozen ``model`` step. Not committed: call :meth:`commit`.
 
+        Returns:
+            The evidence records of the request and of the response.
+
         Raises:
             OSError: the trace or the evidence cannot be written.
 
         """
-        step_json = encode_field(step)
-        if self._staged is None and self.on_event is None and self.store.pack is not None:
-            chained = self._chained_model_step(step, step_json, turn)
-            if chained is not None:
-                return chained
+        step_json = _encode(step) or encode_field(step)
+        if self._chains_turns():
+            stored = self._chained_model_step(step_json, turn)
+            if stored is not None:
+                request_hex, response_hex = stored
+                return (
+                    _turn_record(
+                        request_hex,
+                        len(turn.request),
+                        turn.request_media_type,
+                        _REQUEST_KIND,
+                        step,
+                    ),
+                    _turn_record(
+                        response_hex,
+                        len(turn.response),
+                        turn.response_media_type,
+                        _RESPONSE_KIND,
+                        step,
+                    ),
+                )
         staging = self._stage()
         try:
             self._put(_MODEL_STARTED, {b"step": step_json})
@@ -1138,21 +1157,44 @@ class Recorder:
                 self._unstage()
         return request, response
 
+    def live_model_step(self, step: str, turn: ModelExchange) -> None:
+        """:meth:`model_step` of a live session's turn, building no records (nobody reads them).
+
+        The same lines and evidence, byte for byte (a test holds them to
+        :meth:`model_step`). Not committed: call :meth:`commit`.
+
+        Raises:
+            OSError: the trace or the evidence cannot be written.
+
+        """
+        chained = self._chains_turns() and self._chained_model_step(
+            _encode(step) or encode_field(step), turn
+        )
+        if not chained:
+            self.model_step(step, turn)
+
+    def _chains_turns(self) -> bool:
+        """Whether :meth:`_chained_model_step` applies: a pack store, nothing staged or checked."""
+        return self._staged is None and self.on_event is None and self.store.pack is not None
+
     def _chained_model_step(
-        self, step: str, step_json: bytes, turn: ModelExchange
-    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        self, step_json: bytes, turn: ModelExchange
+    ) -> tuple[bytes, bytes] | None:
         """:meth:`model_step` of a live session's pack store, spliced and chained in one go.
 
         The same five lines as the general path (each field encoded by the same C
         encoder), appended with one :meth:`TraceWriter.append_chained`; the request and
-        response bytes stored with one ``writev`` (:meth:`EvidenceStore.store_pair`),
-        and the records built as :meth:`EvidenceStore.add` builds them. A test holds
-        every byte (trace and pack) to the general path.
+        response bytes stored with one ``writev`` (:meth:`EvidenceStore.store_pair`).
+        A test holds every byte (trace and pack) to the general path.
+
+        Args:
+            step_json: the canonical JSON of the step id.
+            turn: the exchange.
 
         Returns:
-            The two records, or ``None`` (nothing recorded) when a field is one the C
-            encoder declines or has no canonical form: the general path records it (or
-            raises its error).
+            The 64 hex digits (ASCII) of the request's and the response's SHA-256, or
+            ``None`` (nothing recorded) when a field is one the C encoder declines or has
+            no canonical form: the general path records it (or raises its error).
 
         Raises:
             OSError: the trace writer is broken (nothing is recorded), or the pack cannot
@@ -1172,66 +1214,77 @@ class Recorder:
         if type(detail) is dict and not detail:
             detail_json: bytes | None = b"{}"
         else:
-            try:
-                detail_json = encode_field(detail)
-            except CanonicalizationError:
-                return None
+            detail_json = _encode(detail)
+            if detail_json is None:
+                try:
+                    detail_json = encode_field(detail)
+                except CanonicalizationError:
+                    return None
         if (
             request_media is None
             or response_media is None
             or source_json is None
             or model_json is None
             or key_json is None
-            or detail_json is None
         ):
             return None
-        lines: list[tuple[Any, ...]] = [(_MODEL_STARTED_CODE, step_json)]
         request_data, response_data = turn.request, turn.response
         try:
             request_hex, response_hex = self.store.store_pair(request_data, response_data)
         except OSError:
-            trace.append_chained(lines)
+            trace.append_chained([(_MODEL_STARTED_CODE, step_json)])
             raise
         request_id = b"evidence_" + request_hex
         response_id = b"evidence_" + response_hex
-        for hex_bytes, evidence_id, data, media_json, head in (
-            (request_hex, request_id, request_data, request_media, _REQUEST_SOURCE),
-            (response_hex, response_id, response_data, response_media, _RESPONSE_SOURCE),
-        ):
-            record_json = _TURN_RECORD % (
-                digest_of_hex_bytes(hex_bytes),
-                evidence_id,
-                media_json,
-                b"evidence/" + hex_bytes,
-                len(data),
-                head + step_json + b"}",
-            )
-            lines.append((_REGISTERED_CODE, record_json, step_json))
         request_json = b'"' + request_id + b'"'
         response_json = b'"' + response_id + b'"'
-        lines.append(
-            (
-                _TURN_CODE,
-                detail_json,
-                key_json,
-                model_json,
-                request_json,
-                response_json,
-                source_json,
-                step_json,
-            )
+        trace.append_chained(
+            [  # each shape's values in its order (checked at import)
+                (_MODEL_STARTED_CODE, step_json),
+                (
+                    _REGISTERED_CODE,
+                    _TURN_RECORD
+                    % (
+                        digest_of_hex_bytes(request_hex),
+                        request_id,
+                        request_media,
+                        b"evidence/" + request_hex,
+                        len(request_data),
+                        _REQUEST_SOURCE + step_json + b"}",
+                    ),
+                    step_json,
+                ),
+                (
+                    _REGISTERED_CODE,
+                    _TURN_RECORD
+                    % (
+                        digest_of_hex_bytes(response_hex),
+                        response_id,
+                        response_media,
+                        b"evidence/" + response_hex,
+                        len(response_data),
+                        _RESPONSE_SOURCE + step_json + b"}",
+                    ),
+                    step_json,
+                ),
+                (
+                    _TURN_CODE,
+                    detail_json,
+                    key_json,
+                    model_json,
+                    request_json,
+                    response_json,
+                    source_json,
+                    step_json,
+                ),
+                (
+                    _FINISHED_OK_CODE,
+                    b'{"evidence":[' + request_json + b"," + response_json + b"]}",
+                    step_json,
+                ),
+            ]
         )
-        finished = b'{"evidence":[' + request_json + b"," + response_json + b"]}"
-        lines.append((_FINISHED_OK_CODE, finished, step_json))
-        trace.append_chained(lines)
-        return (
-            _turn_record(
-                request_hex, len(request_data), turn.request_media_type, _REQUEST_KIND, step
-            ),
-            _turn_record(
-                response_hex, len(response_data), turn.response_media_type, _RESPONSE_KIND, step
-            ),
-        )
+        return request_hex, response_hex
 
     def commit(self) -> None:
         """Make what was recorded since the last commit land, as :attr:`durability` says.

@@ -596,7 +596,7 @@ class LiveSession:
             self.turns_admitted += 1
             step = turn_step_id(self.turns_admitted)
         try:
-            self.recorder.model_step(step, turn)
+            self.recorder.live_model_step(step, turn)
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc
