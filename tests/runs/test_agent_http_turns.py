@@ -123,3 +123,30 @@ def test_http_turns_are_recorded_without_secrets_and_replay_offline(tmp_path: Pa
     assert "an unrecorded http model request (occurrence 1)" in refused.value.message
     assert '-          "content": "What is it?",' in refused.value.message
     assert '+          "content": "What was it?",' in refused.value.message
+
+
+def test_the_sdk_reads_how_long_a_recorded_and_a_replayed_exchange_took(tmp_path: Path) -> None:
+    elapsed: list[object] = []
+    with scripted_model(chat_reply("It is a pear.")) as server:
+        base_url = server.base_url
+
+        async def agent(session: Session) -> None:
+            async with httpx.AsyncClient(transport=session.httpx_transport()) as http:
+                client = AsyncOpenAI(api_key=KEY, base_url=base_url, http_client=http)
+                raw = await client.chat.completions.with_raw_response.create(
+                    model="scripted", messages=[{"role": "user", "content": "Which fruit?"}]
+                )
+                elapsed.append(raw.elapsed)  # httpx raised here before: never set
+                session.answer(str(raw.parse().choices[0].message.content))
+
+        async def go() -> str:
+            async with toolproof.record_session(_toolset(), root=tmp_path, task="What?") as s:
+                await agent(s)
+            assert s.run_id is not None
+            return s.run_id
+
+        run = tmp_path / "runs" / asyncio.run(go())
+    replay = asyncio.run(toolproof.replay_session(run, agent, toolset=_toolset()))
+    assert (replay.identical, replay.live_calls) == (True, 0)
+    assert [type(e).__name__ for e in elapsed] == ["timedelta", "timedelta"]
+    assert all(e.total_seconds() > 0 for e in elapsed)  # type: ignore[attr-defined]

@@ -448,3 +448,42 @@ def test_kept_and_served_headers_are_the_long_way(
         return
     assert httpx.Headers(served).raw == long_way.raw
     assert httpx.Headers(served).multi_items() == long_way.multi_items()
+
+
+def test_this_httpx_builds_the_served_response_directly() -> None:
+    assert httpx_transport._BUILDS_READ is True
+
+
+def _state(response: httpx.Response) -> dict[str, Any]:
+    """Everything a served response holds but its stream and chosen decoder, headers as raw."""
+    state = {
+        k: v for k, v in vars(response).items() if k not in httpx_transport._READ_STATE_NOT_COMPARED
+    }
+    state["headers"] = response.headers.raw
+    return state
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(100, 599),
+    st.lists(st.tuples(RAW_NAMES, RAW_VALUES), max_size=5),
+    st.binary(max_size=40),
+    st.dictionaries(st.sampled_from(["http_version", "reason_phrase"]), st.binary(max_size=8)),
+)
+def test_the_served_response_is_the_one_httpx_builds_from_content(
+    status: int,
+    pairs: list[tuple[bytes, bytes]],
+    body: bytes,
+    extensions: dict[str, Any],
+) -> None:
+    request = httpx.Request("POST", "http://127.0.0.1:8031/v1/chat/completions", content=b"{}")
+    served = httpx_transport._served_headers(httpx.Headers(pairs))
+    built = httpx_transport._read_response(status, served, body, request, dict(extensions))
+    constructed = httpx.Response(
+        status, headers=served, content=body, request=request, extensions=dict(extensions)
+    )
+    assert _state(built) == _state(constructed)
+    assert (built.content, built.is_closed, built.is_stream_consumed) == (body, True, True)
+    assert list(built.iter_bytes()) == list(constructed.iter_bytes())
+    with pytest.raises(httpx.StreamConsumed):
+        list(built.iter_raw())
