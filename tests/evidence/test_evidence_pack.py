@@ -196,18 +196,26 @@ def test_an_append_that_fails_half_way_is_cut_off_and_the_pack_stays_sound(tmp_p
     assert contents.problem is None
 
 
-def test_items_appended_in_one_write_are_the_items_appended_one_by_one(tmp_path: Path) -> None:
-    items = [b"alpha", b"", b"beta gamma"]
+@pytest.mark.parametrize(
+    ("first", "second", "offsets"),
+    [
+        (b"alpha", b"beta gamma", [93, 93 + 5 + 68]),  # header 26, a line 64 + 3 + digits
+        (b"", b"beta gamma", [93, 93 + 0 + 68]),
+        (b"alpha", b"", [93, 93 + 5 + 67]),
+    ],
+)
+def test_a_pair_appended_in_one_write_is_the_two_appended_one_by_one(
+    tmp_path: Path, first: bytes, second: bytes, offsets: list[int]
+) -> None:
     one_by_one = PackWriter(tmp_path / "a.pack")
-    offsets = [one_by_one.append(_hex(data), data) for data in items]
+    assert [one_by_one.append(_hex(data), data) for data in (first, second)] == offsets
     one_by_one.close()
     at_once = PackWriter(tmp_path / "b.pack")
-    assert at_once.append_items([(_hex(d).encode(), d) for d in items]) == offsets
+    pair = at_once.append_pair(_hex(first).encode(), first, _hex(second).encode(), second)
+    assert list(pair) == offsets
     assert at_once.size == one_by_one.size == (tmp_path / "a.pack").stat().st_size
-    assert at_once.append_items([]) == []
     at_once.close()
     assert (tmp_path / "b.pack").read_bytes() == (tmp_path / "a.pack").read_bytes()
-    assert offsets == [93, 93 + 5 + 67, 93 + 5 + 67 + 68]
 
 
 @pytest.mark.parametrize(

@@ -349,10 +349,10 @@ def test_a_chained_model_step_whose_bodies_cannot_be_stored_records_its_start_on
     assert recorder.store.pack is not None
     turn = ModelExchange("http", "POST u", b"q", b"a", "sha256:" + "3" * 64)
 
-    def refuse(items: list[tuple[bytes, bytes]]) -> list[int]:
+    def refuse(*items: bytes) -> tuple[int, int]:
         raise OSError(28, "No space left on device", str(tmp_path / "evidence.pack"))
 
-    monkeypatch.setattr(recorder.store.pack, "append_items", refuse)
+    monkeypatch.setattr(recorder.store.pack, "append_pair", refuse)
     with pytest.raises(OSError, match="No space left on device"):
         recorder.model_step("turn-00000001", turn)
     recorder.commit()

@@ -341,7 +341,7 @@ class EvidenceStore:
 
         What ``_store(first)`` then ``_store(second)`` store (each once per digest, in
         that order, the pack's bytes the same), but the new items are appended in one
-        ``writev`` (:meth:`PackWriter.append_items`).
+        ``writev`` (:meth:`PackWriter.append_pair`).
 
         Args:
             first: the first bytes (a turn's request).
@@ -365,8 +365,8 @@ class EvidenceStore:
         second_id = "evidence_" + second_hex.decode("ascii")
         first_new = first_id not in sizes
         second_new = second_id not in sizes and second_id != first_id
-        if first_new and second_new:  # a turn's usual case, without the general loop
-            first_at, second_at = pack.append_items([(first_hex, first), (second_hex, second)])
+        if first_new and second_new:  # a turn's usual case: one write
+            first_at, second_at = pack.append_pair(first_hex, first, second_hex, second)
             offsets = self._offsets
             offsets[first_id], offsets[second_id] = first_at, second_at
             sizes[first_id], sizes[second_id] = len(first), len(second)
