@@ -263,3 +263,81 @@ def test_run_on_a_full_disk_exits_1_with_one_line_and_leaves_nothing_under_runs(
     ), lines[0]
     left = sorted(p.name for p in small_disk.path.iterdir())
     assert left == (["filler"] if small_disk.mode == "tmpfs" else [])
+
+
+def test_a_model_turn_that_cannot_be_recorded_is_refused_before_the_model_is_asked(
+    small_disk: SmallDisk,
+) -> None:
+    """tmpfs: a turn once the disk is full raises RecordingError naming the session and
+    ENOSPC, and the model is not asked; with space back, the next turn is recorded.
+    rlimit: skipped (the limit cannot be lifted in this process).
+    """
+    if small_disk.mode == "rlimit":
+        pytest.skip("needs mount(2) for a fillable filesystem")
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
+    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    import toolproof
+    from toolproof import Tool, Toolset
+    from toolproof.errors import RecordingError
+
+    asked: list[int] = []
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.append(len(messages))
+        return ModelResponse(parts=[TextPart("It is a pear.")])
+
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(echo))
+    toolset.seal()
+    prompt: list[ModelMessage] = [ModelRequest.user_text_prompt("Which fruit?")]
+
+    async def scenario() -> str:
+        async with toolproof.record_session(toolset, root=small_disk.path, task="t") as session:
+            model = session.pydantic_ai_model(FunctionModel(respond))
+            await model.request(prompt, None, ModelRequestParameters())
+            small_disk.fill()
+            with pytest.raises(RecordingError) as refused:
+                await model.request(prompt, None, ModelRequestParameters())
+            small_disk.free()
+            await model.request(prompt, None, ModelRequestParameters())
+        return str(refused.value)
+
+    message = asyncio.run(scenario())
+    assert asked == [1, 1]
+    sessions = re.escape(str(small_disk.path / "sessions"))
+    assert re.fullmatch(
+        "a pydantic-ai model turn cannot be recorded: cannot write the recording at "
+        f"{sessions}/[0-9T]+-[0-9]+/trace.jsonl: No space left on device \\([0-9]+ bytes of "
+        "room\\)",
+        message,
+    ), message
+    (run,) = (small_disk.path / "runs").iterdir()
+    events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+    assert [e["step"] for e in events if e["type"] == "model_turn"] == [
+        "turn-00000001",
+        "turn-00000002",  # the refused turn took no number
+    ]
+
+
+def test_a_fresh_ample_reading_admits_without_asking_again_and_anything_else_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_Room.ample``: True only where ``room`` would reuse its reading and have room."""
+    from toolproof.runs.session import ROOM_INTERVAL, ROOM_SLACK, _Room
+
+    room = _Room(str(tmp_path))
+    free, _ = room.room(0, 0)  # a reading
+    assert free > ROOM_SLACK + 1024, f"the test needs {ROOM_SLACK} bytes free in {tmp_path}"
+    assert room.ample(free - ROOM_SLACK - 1024, 1024) is True  # just enough
+    assert room.ample(free - ROOM_SLACK - 1023, 1024) is False  # one byte short
+    monkeypatch.setattr(room, "_limit", 10_000)  # RLIMIT_FSIZE
+    assert (room.ample(5_000, 5_000), room.ample(5_001, 5_000)) == (True, False)
+    monkeypatch.setattr(room, "_limit", sys.maxsize)
+    monkeypatch.setattr(room, "_taken", room._taken - ROOM_INTERVAL)
+    assert room.ample(0, 0) is False  # stale: room() reads again

@@ -271,6 +271,25 @@ class _Room:
         below_limit = sys.maxsize if self._limit == sys.maxsize else self._limit - written
         return free, below_limit
 
+    def ample(self, written: int, needed: int) -> bool:
+        """Whether the last reading, reused as :meth:`room` would reuse it, leaves ``needed``.
+
+        A hot path's check without the tuple: True only when :meth:`room` would answer
+        from the last reading (no ``statvfs``) with room for ``needed`` bytes both on the
+        filesystem and below the file-size limit; False when it would read again or
+        refuse (ask :meth:`room` then).
+
+        Args:
+            written: bytes the session wrote so far (trace and evidence).
+            needed: bytes the call or turn about to be admitted needs.
+
+        """
+        return (
+            time.monotonic() - self._taken < ROOM_INTERVAL
+            and self._free - (written - self._written) - needed >= ROOM_SLACK
+            and self._limit - written >= needed
+        )
+
 
 @dataclass
 class LiveSession:
@@ -409,8 +428,9 @@ class LiveSession:
         """:meth:`admit` of a flat dict of scalars with room to record it, or ``None``.
 
         The common call, admitted without the general path's walks: ``None`` when the
-        arguments are not flat (:func:`_flat`), the C encoder declines them, or the
-        room check would refuse (the general path then decides, and says why).
+        arguments are not flat (:func:`_flat`), the C encoder declines them, or the last
+        free-space reading is stale or short (:meth:`_Room.ample`; the general path then
+        reads again, decides, and says why).
         """
         if "$ref" in arguments:
             return None
@@ -424,13 +444,7 @@ class LiveSession:
         needed = RESERVE_BYTES + 2 * (len(encoded) + _ARGUMENTS_WRAPPER)
         recorder = self.recorder
         assert self._room is not None
-        try:
-            free, below_limit = self._room.room(
-                recorder.trace.size + recorder.store.stored_bytes, needed
-            )
-        except OSError:
-            return None
-        if free < needed or below_limit < needed:
+        if not self._room.ample(recorder.trace.size + recorder.store.stored_bytes, needed):
             return None
         self.admitted = number = self.admitted + 1
         step_json = b'"call-%08d"' % number  # step_id(number), whose JSON needs no escape
@@ -548,6 +562,15 @@ class LiveSession:
                 path); the model is not asked.
 
         """
+        recorder = self.recorder
+        if (
+            self.broken is None
+            and not self.closed
+            and self._room is not None
+            and self._room.ample(recorder.trace.size + recorder.store.stored_bytes, RESERVE_BYTES)
+        ):
+            self.turns_admitted = number = self.turns_admitted + 1
+            return turn_step_id(number)
         why = None
         if self.broken is not None:
             why = self._cannot_write(self.broken)
