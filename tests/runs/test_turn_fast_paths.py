@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ def test_the_spliced_pydantic_ai_request_and_key_equal_the_long_way(
     expected = _outcome(lambda: (canonical_json(before), value_key("pydantic-ai", before)))
     assert _outcome(lambda: pydantic_ai_request(value)) == expected
     assert value == before  # nothing of the caller's value was changed
+    spent = copy.deepcopy(value)
+    assert _outcome(lambda: pydantic_ai_request(spent, spend=True)) == expected
 
 
 def _outcome(work: Any) -> Any:
@@ -92,6 +95,30 @@ def test_a_real_pydantic_ai_request_splices_to_the_long_way() -> None:
     assert key == value_key("pydantic-ai", value)
     assert b'"timestamp"' in request
     assert b'"timestamp"' not in key
+    assert pydantic_ai_request(value, spend=True) == (request, key)
+    assert "timestamp" not in value["messages"][0]["parts"][0]  # spent: dropped in place
+
+
+class _Parts(list[Any]):
+    """A list of another type (its parts are keyed from a copy)."""
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [OrderedDict(timestamp=1, run_id=2, parts=[{"timestamp": 3, "x": 4}])],
+        [{"timestamp": 1, "parts": [OrderedDict(timestamp=3, x=4), {"timestamp": 5}]}],
+        [{"run_id": 1, "parts": [{"timestamp": 2}]}, {"parts": _Parts([{"timestamp": 3}])}],
+        [{"conversation_id": 1, "parts": ({"timestamp": 2},)}, "text", 7],
+    ],
+)
+def test_a_spent_request_of_other_mapping_and_list_types_fails_as_the_long_way(
+    messages: list[Any],
+) -> None:
+    value = _value(messages, None, {"p": 1})
+    expected = _outcome(lambda: (canonical_json(value), value_key("pydantic-ai", value)))
+    assert expected[0] is CanonicalizationError  # the request's encoding refuses them first
+    assert _outcome(lambda: pydantic_ai_request(copy.deepcopy(value), spend=True)) == expected
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ class RecordedModel(WrapperModel):
 
         """
         value = request_value(messages, model_settings, model_request_parameters)
-        request, key = pydantic_ai_request(value)
+        request, key = pydantic_ai_request(value, spend=True)
         session = self.session
         recorded = session.known_turn(SOURCE, key)
         if recorded is not None:

@@ -141,7 +141,7 @@ _PYDANTIC_AI_MEMBERS = ("messages", "model_settings", "parameters")
 assert sorted(_PYDANTIC_AI_MEMBERS) == list(_PYDANTIC_AI_MEMBERS)
 
 
-def pydantic_ai_request(value: dict[str, Any]) -> tuple[bytes, bytes]:
+def pydantic_ai_request(value: dict[str, Any], *, spend: bool = False) -> tuple[bytes, bytes]:
     """The request bytes and the match key of a pydantic-ai request value, in one pass.
 
     Equal to ``(canonical_json(value), value_key("pydantic-ai", value))`` (a property
@@ -155,6 +155,10 @@ def pydantic_ai_request(value: dict[str, Any]) -> tuple[bytes, bytes]:
         value: ``{"messages", "model_settings", "parameters"}`` as
             :func:`toolproof.adapters.pydantic_ai_model.request_value` builds it (any
             other shape is encoded the long way, with the same result).
+        spend: the caller hands ``value`` over (a request just dumped, no dict in it
+            shared): once the request is encoded, the per-call fields are dropped from
+            its own message and part dicts for the key, instead of from copies of them
+            (a recorded turn's hot path; the same bytes).
 
     Returns:
         ``(request, key)``: canonical JSON bytes each.
@@ -175,8 +179,35 @@ def pydantic_ai_request(value: dict[str, Any]) -> tuple[bytes, bytes]:
     request = head[:-1] + shared
     if not isinstance(messages, list):  # value_key reads "messages or []"
         return request, value_key("pydantic-ai", value)
-    key_head = canonical_json({"messages": [_key_message(m) for m in messages]})
+    if spend:
+        _drop_per_call(messages)
+    else:
+        messages = [_key_message(m) for m in messages]
+    key_head = canonical_json({"messages": messages})
     return request, key_head[:-1] + shared
+
+
+def _drop_per_call(messages: list[Any]) -> None:
+    """Make ``messages`` what ``[_key_message(m) for m in messages]`` makes, in place.
+
+    ``messages`` is plain JSON: its request was encoded first, and canonical JSON
+    refuses mapping and list subclasses, so a message or part is a ``dict`` or no
+    mapping at all; the per-call fields are popped from the dicts themselves.
+    """
+    for message in messages:
+        if type(message) is dict:
+            message.pop("timestamp", None)  # _PER_CALL_MESSAGE_FIELDS
+            message.pop("run_id", None)
+            message.pop("conversation_id", None)
+            parts = message.get("parts")
+            if type(parts) is list:
+                for part in parts:
+                    if type(part) is dict:
+                        part.pop("timestamp", None)  # _PER_CALL_PART_FIELDS
+
+
+assert _PER_CALL_MESSAGE_FIELDS == ("timestamp", "run_id", "conversation_id")
+assert _PER_CALL_PART_FIELDS == ("timestamp",)
 
 
 def _body(body: bytes) -> dict[str, Any]:
