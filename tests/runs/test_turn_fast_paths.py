@@ -505,7 +505,9 @@ def test_the_served_response_is_the_one_httpx_builds_from_content(
 ) -> None:
     request = httpx.Request("POST", "http://127.0.0.1:8031/v1/chat/completions", content=b"{}")
     served = httpx_transport._served_headers(httpx.Headers(pairs))
-    built = httpx_transport._read_response(status, served, body, request, dict(extensions))
+    built = httpx_transport._read_response(
+        status, served, body, request, dict(extensions), direct=True
+    )
     constructed = httpx.Response(
         status, headers=served, content=body, request=request, extensions=dict(extensions)
     )

@@ -198,23 +198,37 @@ def _served_headers(headers: httpx.Headers) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _built_read(
+def _read_response(
     status: int,
     headers: list[tuple[bytes, bytes]],
     body: bytes,
     request: httpx.Request,
     extensions: dict[str, Any],
+    *,
+    direct: bool | None = None,
 ) -> httpx.Response:
-    """What ``httpx.Response(status, headers=headers, content=body, ...)`` builds, built directly.
+    """``httpx.Response(status, headers=headers, content=body, ...)``: a read, closed response.
 
     That constructor reads ``body`` back through httpx's whole stream pipeline (content
-    decoder, two chunkers, two generators, two request contexts: about 12 us). This one
-    builds the response around a ``ByteStream`` of ``body``, with the ``Content-Length``
-    the constructor adds, and leaves it as that read leaves it: content loaded, stream
-    consumed, closed, ``num_bytes_downloaded`` the body's length. :data:`_BUILDS_READ`
-    says whether this httpx builds it so; otherwise :func:`_read_response` takes the
-    constructor.
+    decoder, two chunkers, two generators, two request contexts: about 12 us). Built
+    *directly*, the response is made around a ``ByteStream`` of ``body``, with the
+    ``Content-Length`` the constructor adds, and left as the constructor leaves it:
+    content loaded, stream consumed, closed (``num_bytes_downloaded`` 0 both ways).
+
+    Args:
+        status: the status code.
+        headers: the raw header pairs.
+        body: the whole (decoded) body.
+        request: the request answered.
+        extensions: the response extensions.
+        direct: build directly (``True``) or by the constructor (``False``); ``None``:
+            directly where :data:`_BUILDS_READ` says this httpx builds the same response.
+
     """
+    if not (_BUILDS_READ if direct is None else direct):
+        return httpx.Response(
+            status, headers=headers, content=body, request=request, extensions=extensions
+        )
     if body:
         headers = [*headers, (b"Content-Length", b"%d" % len(body))]
     response = httpx.Response(
@@ -236,20 +250,19 @@ _READ_STATE_NOT_COMPARED = frozenset({"stream", "_decoder"})
 
 
 def _builds_read() -> bool:
-    """Whether :func:`_built_read` builds what the constructor builds, in this httpx.
+    """Whether :func:`_read_response` builds directly what the constructor builds, in this httpx.
 
     Both ways build responses to one request, with and without a body; each state the
     constructor's response holds (its instance attributes but :data:`_READ_STATE_NOT_COMPARED`)
-    must be in the built one, equal, and nothing else; and both must read, iterate and
+    must be in the direct one, equal, and nothing else; and both must read, iterate and
     refuse a raw read alike.
     """
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions", content=b"{}")
     headers = [(b"content-type", b"application/json")]
-    extensions = {"http_version": b"HTTP/1.1"}
     for body in (b'{"id":"x"}', b""):
-        built = _built_read(200, headers, body, request, dict(extensions))
-        read = httpx.Response(
-            200, headers=headers, content=body, request=request, extensions=dict(extensions)
+        built, read = (
+            _read_response(200, headers, body, request, {"http_version": b"HTTP/1.1"}, direct=d)
+            for d in (True, False)
         )
         theirs = {k: v for k, v in vars(read).items() if k not in _READ_STATE_NOT_COMPARED}
         ours = {k: v for k, v in vars(built).items() if k not in _READ_STATE_NOT_COMPARED}
@@ -273,22 +286,8 @@ def _builds_read() -> bool:
 
 
 _BUILDS_READ = _builds_read()
-"""Whether this httpx builds a read response as :func:`_built_read` does (checked at import)."""
-
-
-def _read_response(
-    status: int,
-    headers: list[tuple[bytes, bytes]],
-    body: bytes,
-    request: httpx.Request,
-    extensions: dict[str, Any],
-) -> httpx.Response:
-    """``httpx.Response(status, headers=headers, content=body, ...)``: a read, closed response."""
-    if _BUILDS_READ:
-        return _built_read(status, headers, body, request, extensions)
-    return httpx.Response(
-        status, headers=headers, content=body, request=request, extensions=extensions
-    )
+"""Whether this httpx builds a read response directly as its constructor does (checked at
+import; :func:`_read_response` uses the constructor otherwise)."""
 
 
 _OCTET_STREAM = "application/octet-stream"

@@ -150,7 +150,8 @@ class _Dumps:
         self.messages_lean: _Dump | None = None
         self.response_lean: _Dump | None = None
 
-    def build(self) -> None:
+    def build(self) -> _Dumps:
+        """Build both (the adapters' own, then the lean ones); return this object."""
         for adapter in (ModelMessagesTypeAdapter, RESPONSE_ADAPTER):
             adapter.rebuild()  # a deferred adapter (ModelMessagesTypeAdapter) builds now
         self.messages = ModelMessagesTypeAdapter.serializer.to_python
@@ -160,6 +161,7 @@ class _Dumps:
         self.messages_lean = None if lean_messages is None else lean_messages.to_python
         self.response_lean = None if lean_response is None else lean_response.to_python
         self.built = True
+        return self
 
 
 _DUMPS = _Dumps()
@@ -178,12 +180,9 @@ def messages_json(messages: list[ModelMessage]) -> Any:
         PydanticSerializationError: as the adapter's dump raises it.
 
     """
-    dumps = _DUMPS
-    if not dumps.built:
-        dumps.build()
-    lean_dump = dumps.messages_lean
-    if lean_dump is not None and type(messages) is list and all(map(_plain, messages)):
-        return lean_dump(messages, mode="json")
+    dumps = _DUMPS if _DUMPS.built else _DUMPS.build()
+    if dumps.messages_lean and type(messages) is list and all(map(_plain, messages)):
+        return dumps.messages_lean(messages, mode="json")
     return dumps.messages(messages, mode="json")
 
 
@@ -200,12 +199,9 @@ def response_json(response: ModelResponse) -> Any:
         PydanticSerializationError: as the adapter's dump raises it.
 
     """
-    dumps = _DUMPS
-    if not dumps.built:
-        dumps.build()
-    lean_dump = dumps.response_lean
-    if lean_dump is not None and _plain_response(response):
-        return lean_dump(response, mode="json")
+    dumps = _DUMPS if _DUMPS.built else _DUMPS.build()
+    if dumps.response_lean and _plain_response(response):
+        return dumps.response_lean(response, mode="json")
     return dumps.response(response, mode="json")
 
 
@@ -218,6 +214,5 @@ def lean() -> tuple[bool, bool]:
         value.
 
     """
-    if not _DUMPS.built:
-        _DUMPS.build()
-    return _DUMPS.messages_lean is not None, _DUMPS.response_lean is not None
+    dumps = _DUMPS if _DUMPS.built else _DUMPS.build()
+    return dumps.messages_lean is not None, dumps.response_lean is not None
