@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.usage import RequestUsage
 
 from toolproof.adapters import pydantic_ai_json
@@ -34,6 +36,7 @@ from toolproof.adapters.pydantic_ai_json import (
     messages_json,
     response_json,
 )
+from toolproof.adapters.pydantic_ai_model import request_bytes, response_bytes
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 WHEN = st.datetimes(
@@ -80,6 +83,7 @@ def usages(draw: st.DrawFn) -> RequestUsage:
         input_tokens=draw(st.integers(0, 10**6)),
         output_tokens=draw(st.integers(0, 10**6)),
         details=draw(st.dictionaries(TEXT, st.integers(0, 99), max_size=2)),
+        audio_seconds=draw(st.floats() | st.sampled_from([math.inf, -math.inf, math.nan])),
     )
     for name, value in draw(EXTRA).items():
         setattr(usage, name, value)
@@ -218,3 +222,69 @@ def test_what_the_lean_serializers_rely_on_not_holding_goes_to_the_adapter(
     assert (messages_lean.calls, response_lean.calls) == (0, 0)
     if why == "usage with an extra attribute":
         assert response_json(response)["usage"]["pear_tokens"] == 3
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    inner = value
+    for _ in range(depth):
+        inner["a"] = {}
+        inner = inner["a"]
+    return value
+
+
+def _outcome(work: Any) -> tuple[Any, str]:
+    """``("ok", the value as exact JSON text)``, or the type and text of what ``work()`` raised."""
+    try:
+        return "ok", _exact(work())
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+def _cycle() -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    args["self"] = args
+    return args
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        ToolCallPart("t", {"b": b"\xff"}),  # not UTF-8 (the messages adapter: base64)
+        ToolCallPart("t", _cycle()),  # a circular reference
+        ToolCallPart("t", _deep(300)),  # past pydantic's serialization depth
+        TextPart(1),  # type: ignore[arg-type]  # a wrong type warns: an error under pytest
+    ],
+)
+def test_a_dump_the_adapter_refuses_raises_the_adapters_error(part: Any) -> None:
+    response = ModelResponse(parts=[part])
+    refused = _outcome(lambda: RESPONSE_ADAPTER.dump_python(response, mode="json"))
+    assert refused[0] != "ok"  # the adapter refuses it
+    assert _outcome(lambda: response_json(response)) == refused
+    messages: list[ModelMessage] = [ModelRequest.user_text_prompt("Which fruit?"), response]
+    assert _outcome(lambda: messages_json(messages)) == _outcome(
+        lambda: ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    )
+
+
+@pytest.mark.parametrize("depth", [253, 254])
+def test_a_turn_nested_where_only_the_lean_dump_succeeds_fails_as_the_adapter_does(
+    depth: int,
+) -> None:
+    """The lean dump goes two levels deeper; canonical JSON refuses it, the adapter decides."""
+    response = ModelResponse(parts=[ToolCallPart("t", _deep(depth))])
+    response_json(response)  # the lean dump itself succeeds here
+    with pytest.raises(ValueError, match="Maximum serialization depth exceeded"):
+        RESPONSE_ADAPTER.dump_python(response, mode="json")
+    with pytest.raises(ValueError, match="Maximum serialization depth exceeded"):
+        response_bytes(response)
+    messages: list[ModelMessage] = [ModelRequest.user_text_prompt("Which fruit?"), response]
+    with pytest.raises(ValueError, match="Maximum serialization depth exceeded"):
+        request_bytes(messages, None, ModelRequestParameters())
+
+
+def test_a_non_finite_usage_float_is_recorded_as_the_adapter_dumps_it() -> None:
+    response = ModelResponse(parts=[TextPart("x")], usage=RequestUsage(audio_seconds=math.inf))
+    assert response_json(response)["usage"]["audio_seconds"] is None
+    assert messages_json([response])[0]["usage"]["audio_seconds"] is None
+    assert b'"audio_seconds":null' in response_bytes(response)

@@ -1,10 +1,10 @@
-"""pydantic-ai's messages and responses as plain JSON, exactly as its type adapters dump them.
+"""pydantic-ai's messages and responses as plain JSON, as its type adapters dump them.
 
-A recorded pydantic-ai turn stores ``dump_python(value, mode="json")`` of its messages
-(``ModelMessagesTypeAdapter``) and of its response (``TypeAdapter(ModelResponse)``).
-Two Python callbacks in those adapters' serializers cost most of a short turn's dump
-(about 7 of 11 us for a one-part response) and change nothing for the values they are
-given here:
+A recorded pydantic-ai turn stores the canonical JSON of ``dump_python(value,
+mode="json")`` of its messages (``ModelMessagesTypeAdapter``) and of its response
+(``TypeAdapter(ModelResponse)``). Two Python callbacks in those adapters' serializers
+cost most of a short turn's dump (about 7 of 11 us for a one-part response) and change
+nothing for the values they are given here:
 
 * pydantic's ``serialize_sequence_via_list``, the serializer of a ``Sequence[...]``
   field (``parts``): given a ``list``, it serializes each item with the item
@@ -14,22 +14,34 @@ given here:
   dump the attributes a ``RequestUsage`` was given beyond its fields; without any, the
   result is the fields' dump.
 
+What a callback returns in JSON mode is inferred again, which turns a non-finite float
+into ``None``: only the usage's ``float`` fields (``audio_seconds``) can hold one
+there.
+
 :func:`messages_json` and :func:`response_json` dump with a serializer built from the
 adapter's own core schema and core config, those two callbacks replaced where they
 serialize a ``ModelRequest``'s or ``ModelResponse``'s ``parts`` and a
 ``ModelResponse``'s ``usage`` (every other callback is kept: nested sequences, file
 recording, instruction ids). Before each dump they check what the replacements rely
 on: every message of exactly ``ModelRequest`` or ``ModelResponse``, its ``parts`` a
-``list``, its usage exactly a ``RequestUsage`` holding only its fields. Any other value
-goes to the adapter's own serializer, so the result is always the adapter's (property
-tests hold the two equal, key order included). A pydantic or pydantic-ai whose schemas
-have other shapes builds no lean serializer: the adapter's own is used (see
-:func:`lean`).
+``list``, its usage exactly a ``RequestUsage`` holding only its fields, its ``float``
+fields finite. Any other value, and any value whose lean dump raises, goes to the
+adapter's own serializer, so the result is the adapter's value, key order included, or
+the adapter's error (property tests hold the two equal). Two differences remain, both
+for values the adapter itself warns about or refuses: a value of the wrong type in a
+field is warned about in one warning where the adapter may give one per callback; and
+the callbacks cost two levels of pydantic's serialization depth, so a value nested 253
+or 254 levels deep dumps here where the adapter raises (canonical JSON refuses it all
+the same: :func:`toolproof.adapters.pydantic_ai_model.response_bytes` then takes the
+adapter's dump, and its error). A pydantic or pydantic-ai whose schemas have other
+shapes builds no lean serializer: the adapter's own is used (see :func:`lean`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +66,19 @@ _REPLACED = {
 }
 """Where each is replaced: the (dataclass, field) it serializes."""
 _USAGE_FIELDS = frozenset(field.name for field in dataclasses.fields(RequestUsage))
+
+
+def _float_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of dataclass ``cls`` typed ``float``, or ``None`` if its hints do not resolve."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls) if hints.get(f.name) is float)
+
+
+_USAGE_FLOATS = _float_fields(RequestUsage)
+"""The usage's ``float`` fields (``None``: every attribute is checked)."""
 
 _Dump = Callable[..., Any]
 
@@ -126,11 +151,18 @@ def _plain_response(response: object) -> bool:
     if type(response) is not ModelResponse:
         return False
     usage = response.usage
-    return (
+    if not (
         type(response.parts) is list
         and type(usage) is RequestUsage
         and usage.__dict__.keys() <= _USAGE_FIELDS
-    )
+    ):
+        return False
+    names = usage.__dict__ if _USAGE_FLOATS is None else _USAGE_FLOATS
+    for name in names:
+        value = getattr(usage, name)
+        if type(value) is float and not math.isfinite(value):
+            return False
+    return True
 
 
 def _plain(message: object) -> bool:
@@ -182,7 +214,10 @@ def messages_json(messages: list[ModelMessage]) -> Any:
     """
     dumps = _DUMPS if _DUMPS.built else _DUMPS.build()
     if dumps.messages_lean and type(messages) is list and all(map(_plain, messages)):
-        return dumps.messages_lean(messages, mode="json")
+        try:
+            return dumps.messages_lean(messages, mode="json")
+        except Exception:  # the adapter's dump, below, runs again and raises its own error
+            pass
     return dumps.messages(messages, mode="json")
 
 
@@ -201,7 +236,10 @@ def response_json(response: ModelResponse) -> Any:
     """
     dumps = _DUMPS if _DUMPS.built else _DUMPS.build()
     if dumps.response_lean and _plain_response(response):
-        return dumps.response_lean(response, mode="json")
+        try:
+            return dumps.response_lean(response, mode="json")
+        except Exception:  # the adapter's dump, below, runs again and raises its own error
+            pass
     return dumps.response(response, mode="json")
 
 

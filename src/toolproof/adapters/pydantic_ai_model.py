@@ -24,20 +24,27 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from toolproof.adapters.pydantic_ai_json import RESPONSE_ADAPTER, messages_json, response_json
 from toolproof.adapters.turn_session import TurnSession, turn_recorded
-from toolproof.errors import InputError
+from toolproof.errors import CanonicalizationError, InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import pydantic_ai_request
 from toolproof.tools import hooks
 
-__all__ = ["SOURCE", "RecordedModel", "request_bytes", "request_value", "response_bytes"]
+__all__ = [
+    "SOURCE",
+    "RecordedModel",
+    "request_and_key",
+    "request_bytes",
+    "request_value",
+    "response_bytes",
+]
 
 SOURCE = "pydantic-ai"
 """The ``source`` of the turns this model records."""
@@ -69,7 +76,30 @@ def request_bytes(
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return canonical_json(request_value(messages, model_settings, parameters))
+    return request_and_key(messages, model_settings, parameters)[0]
+
+
+def request_and_key(
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    parameters: ModelRequestParameters,
+) -> tuple[bytes, bytes]:
+    """A request's canonical JSON and its match key (:func:`~toolproof.runs.turns.turn_key`).
+
+    The messages are dumped leanly (:mod:`toolproof.adapters.pydantic_ai_json`); when
+    that dump has no canonical form, the adapter's own dump decides: the same bytes, or
+    the adapter's error.
+
+    Raises:
+        CanonicalizationError: a value has no canonical JSON form.
+
+    """
+    try:
+        value = request_value(messages, model_settings, parameters)
+        return pydantic_ai_request(value, spend=True)
+    except CanonicalizationError:
+        value = request_value(messages, model_settings, parameters, lean=False)
+        return pydantic_ai_request(value, spend=True)
 
 
 def response_bytes(response: ModelResponse) -> bytes:
@@ -80,23 +110,41 @@ def response_bytes(response: ModelResponse) -> bytes:
 
     Returns:
         RFC 8785 canonical JSON of ``TypeAdapter(ModelResponse).dump_python(mode="json")``
-        (frozen replay parses these bytes back with the same adapter).
+        (frozen replay parses these bytes back with the same adapter), dumped leanly
+        (:mod:`toolproof.adapters.pydantic_ai_json`); when that dump has no canonical
+        form, the adapter's own dump decides: the same bytes, or the adapter's error.
 
     Raises:
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return canonical_json(response_json(response))
+    try:
+        return canonical_json(response_json(response))
+    except CanonicalizationError:
+        return canonical_json(RESPONSE_ADAPTER.dump_python(response, mode="json"))
 
 
 def request_value(
     messages: list[ModelMessage],
     model_settings: ModelSettings | None,
     parameters: ModelRequestParameters,
+    *,
+    lean: bool = True,
 ) -> dict[str, Any]:
-    """The plain JSON value :func:`request_bytes` encodes."""
+    """The plain JSON value :func:`request_bytes` encodes.
+
+    Args:
+        messages: the request's messages.
+        model_settings: its settings.
+        parameters: its parameters.
+        lean: dump the messages with :func:`~toolproof.adapters.pydantic_ai_json.messages_json`
+            (``False``: with ``ModelMessagesTypeAdapter`` itself).
+
+    """
     return {
-        "messages": messages_json(messages),
+        "messages": messages_json(messages)
+        if lean
+        else ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
         "model_settings": _settings(model_settings),
         "parameters": _dump_parameters(parameters, mode="json"),
     }
@@ -128,8 +176,7 @@ class RecordedModel(WrapperModel):
             RecordingError: live, and the turn cannot be recorded.
 
         """
-        value = request_value(messages, model_settings, model_request_parameters)
-        request, key = pydantic_ai_request(value, spend=True)
+        request, key = request_and_key(messages, model_settings, model_request_parameters)
         session = self.session
         recorded = session.known_turn(SOURCE, key)
         if recorded is not None:
