@@ -482,11 +482,11 @@ def test_this_httpx_builds_the_served_response_directly() -> None:
 
 
 def _state(response: httpx.Response) -> dict[str, Any]:
-    """Everything a served response holds but its stream and chosen decoder, headers as raw."""
+    """Everything a served response holds but its stream and chosen decoder, headers' included."""
     state = {
         k: v for k, v in vars(response).items() if k not in httpx_transport._READ_STATE_NOT_COMPARED
     }
-    state["headers"] = response.headers.raw
+    state["headers"] = dict(vars(response.headers))  # the pairs, and the encoding worked out
     return state
 
 
@@ -516,3 +516,21 @@ def test_the_served_response_is_the_one_httpx_builds_from_content(
     assert list(built.iter_bytes()) == list(constructed.iter_bytes())
     with pytest.raises(httpx.StreamConsumed):
         list(built.iter_raw())
+
+
+def test_a_header_set_on_the_served_response_is_encoded_as_on_the_constructed_one() -> None:
+    """The headers' encoding is worked out as the constructor's read works it out."""
+    request = httpx.Request("POST", "http://127.0.0.1:8031/v1/chat/completions", content=b"{}")
+
+    def set_header(raw: list[tuple[bytes, bytes]], direct: bool) -> Any:
+        response = httpx_transport._read_response(200, raw, b"{}", request, {}, direct=direct)
+        try:
+            response.headers["x-note"] = "café"
+        except UnicodeEncodeError as exc:
+            return exc.reason
+        return response.headers.raw[-1], response.headers["x-note"]
+
+    ascii_only, latin_1 = [(b"content-type", b"application/json")], [(b"x-b", b"\xe9")]
+    expected = ["ordinal not in range(128)", ((b"x-note", b"caf\xe9"), "café")]
+    assert [set_header(raw, direct=True) for raw in (ascii_only, latin_1)] == expected
+    assert [set_header(raw, direct=False) for raw in (ascii_only, latin_1)] == expected
