@@ -227,6 +227,34 @@ def _turn_record(
     return result_record(hex_bytes.decode("ascii"), size, media_type, step, None, kind=kind)
 
 
+def _registered_turn_body(
+    hex_bytes: bytes, media_json: bytes, size: int, source_head: bytes, step_json: bytes
+) -> tuple[Any, ...]:
+    """The chained ``evidence_registered`` line of a turn body stored in the pack.
+
+    Args:
+        hex_bytes: the body's SHA-256 as 64 hex digits (ASCII).
+        media_json: the canonical JSON of its media type.
+        size: its length in bytes.
+        source_head: ``_REQUEST_SOURCE`` or ``_RESPONSE_SOURCE``.
+        step_json: the canonical JSON of the step id.
+
+    Returns:
+        ``(code, record JSON, step JSON)`` for :meth:`TraceWriter.append_chained`: the
+        record :meth:`EvidenceStore.add` builds, spliced.
+
+    """
+    record_json = _TURN_RECORD % (
+        digest_of_hex_bytes(hex_bytes),
+        b"evidence_" + hex_bytes,
+        media_json,
+        b"evidence/" + hex_bytes,
+        size,
+        source_head + step_json + b"}",
+    )
+    return _REGISTERED_CODE, record_json, step_json
+
+
 _CALL_STARTED_CODE = _CALL_STARTED.code
 _CALLED_CODE = _CALLED.code
 _RETURNED_CODE = _RETURNED.code
@@ -1241,31 +1269,11 @@ class Recorder:
         trace.append_chained(
             [  # each shape's values in its order (checked at import)
                 (_MODEL_STARTED_CODE, step_json),
-                (
-                    _REGISTERED_CODE,
-                    _TURN_RECORD
-                    % (
-                        digest_of_hex_bytes(request_hex),
-                        request_id,
-                        request_media,
-                        b"evidence/" + request_hex,
-                        len(request_data),
-                        _REQUEST_SOURCE + step_json + b"}",
-                    ),
-                    step_json,
+                _registered_turn_body(
+                    request_hex, request_media, len(request_data), _REQUEST_SOURCE, step_json
                 ),
-                (
-                    _REGISTERED_CODE,
-                    _TURN_RECORD
-                    % (
-                        digest_of_hex_bytes(response_hex),
-                        response_id,
-                        response_media,
-                        b"evidence/" + response_hex,
-                        len(response_data),
-                        _RESPONSE_SOURCE + step_json + b"}",
-                    ),
-                    step_json,
+                _registered_turn_body(
+                    response_hex, response_media, len(response_data), _RESPONSE_SOURCE, step_json
                 ),
                 (
                     _TURN_CODE,

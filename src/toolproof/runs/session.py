@@ -563,20 +563,14 @@ class LiveSession:
 
         """
         recorder = self.recorder
-        if (
-            self.broken is None
-            and not self.closed
-            and self._room is not None
-            and self._room.ample(recorder.trace.size + recorder.store.stored_bytes, RESERVE_BYTES)
-        ):
-            self.turns_admitted = number = self.turns_admitted + 1
-            return turn_step_id(number)
         why = None
         if self.broken is not None:
             why = self._cannot_write(self.broken)
         elif self.closed:
             why = "the session is closed"
-        else:
+        elif self._room is None or not self._room.ample(
+            recorder.trace.size + recorder.store.stored_bytes, RESERVE_BYTES
+        ):  # the last free-space reading does not do: read again
             try:
                 free, below_limit = self._free(RESERVE_BYTES)
             except OSError as exc:
