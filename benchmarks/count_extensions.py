@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
 import subprocess
 import sys
-import tempfile
 from typing import Any
 
+from callgrind import instructions
 from ext_tools import ARGS, add, add_invoke, add_suspending
 
 from toolproof import Tool, ToolContribution, bind_contribution
@@ -82,23 +80,7 @@ async def child(path: str | None, calls: int) -> None:
 
 def count(path: str | None, calls: int) -> int:
     """Instructions callgrind counts for one child."""
-    with tempfile.TemporaryDirectory() as tmp:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={tmp}/out",
-            sys.executable,
-            __file__,
-            "--child",
-            path or "",
-            "--calls",
-            str(calls),
-        ]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    match = re.search(r"Collected : (\d+)", done.stderr)
-    assert match is not None, done.stderr
-    return int(match.group(1))
+    return instructions(__file__, "--child", path or "", "--calls", str(calls))
 
 
 def main() -> int:

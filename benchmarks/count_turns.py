@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ from pathlib import Path
 
 import httpx
 from bench_session import CHAT, _respond, _session
+from callgrind import instructions
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import FunctionModel
@@ -77,25 +76,9 @@ async def child(kind: str, recorded: int, total: int, root: Path) -> None:
 
 def count(kind: str, recorded: int, total: int) -> int:
     """Instructions callgrind counts for one child."""
-    with tempfile.TemporaryDirectory() as tmp:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={tmp}/out",
-            sys.executable,
-            __file__,
-            "--child",
-            kind,
-            "--recorded",
-            str(recorded),
-            "--turns",
-            str(total),
-        ]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    match = re.search(r"Collected : (\d+)", done.stderr)
-    assert match is not None, done.stderr
-    return int(match.group(1))
+    return instructions(
+        __file__, "--child", kind, "--recorded", str(recorded), "--turns", str(total)
+    )
 
 
 def main() -> int:

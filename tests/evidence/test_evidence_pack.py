@@ -147,26 +147,42 @@ def test_a_store_with_a_pack_appends_once_per_digest_and_reads_from_it(tmp_path:
     assert (len(contents.items), contents.problem) == (2, None)
 
 
-_LIMITED = textwrap.dedent(
-    """
-    import json, os, resource, sys
-    from pathlib import Path
-    from toolproof.evidence.store import EvidenceStore
+def _limited(failing_write: str, then: str) -> str:
+    """A child script: a pack store with one item, ``failing_write`` past a 100-byte limit.
 
-    store = EvidenceStore(Path(sys.argv[1]), pack=True)
-    store.add(b"first", media_type="text/plain", kind="chunk", step="a")
-    before = store.stored_bytes
-    resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))
-    try:
-        store.add(b"x" * 1000, media_type="text/plain", kind="chunk", step="b")
-    except OSError as exc:
-        error = [exc.errno, exc.filename]
-    after = os.stat(store.pack.path).st_size
+    The file-size limit (``RLIMIT_FSIZE``) leaves 100 bytes past the first item, so
+    ``failing_write`` fails half way (EFBIG); ``then`` runs after it, with ``before``,
+    ``after`` (the pack's sizes around the failure) and ``error`` set, and prints one
+    JSON line.
+    """
+    head = textwrap.dedent(
+        """
+        import json, os, resource, sys
+        from pathlib import Path
+        from toolproof.evidence.store import EvidenceStore
+
+        store = EvidenceStore(Path(sys.argv[1]), pack=True)
+        store.add(b"first", media_type="text/plain", kind="chunk", step="a")
+        before = store.stored_bytes
+        resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))
+        try:
+            {failing_write}
+        except OSError as exc:
+            error = [exc.errno, exc.filename]
+        after = os.stat(store.pack.path).st_size
+        """
+    )
+    return head.format(failing_write=failing_write) + textwrap.dedent(then)
+
+
+_LIMITED = _limited(
+    'store.add(b"x" * 1000, media_type="text/plain", kind="chunk", step="b")',
+    """
     record, _ = store.add(b"second", media_type="text/plain", kind="chunk", step="c")
     print(json.dumps({"before": before, "after": after, "error": error,
                       "second": store.read(record["id"]).decode()}))
     store.close()
-    """
+    """,
 )
 
 
@@ -261,28 +277,16 @@ def test_a_store_without_a_pack_stores_no_pair(tmp_path: Path) -> None:
         EvidenceStore(tmp_path).store_pair(b"a", b"b")
 
 
-_LIMITED_PAIR = textwrap.dedent(
+_LIMITED_PAIR = _limited(
+    'store.store_pair(b"small", b"x" * 1000)',
     """
-    import json, os, resource, sys
-    from pathlib import Path
-    from toolproof.evidence.store import EvidenceStore
-
-    store = EvidenceStore(Path(sys.argv[1]), pack=True)
-    store.add(b"first", media_type="text/plain", kind="chunk", step="a")
-    before = store.stored_bytes
-    resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))
-    try:
-        store.store_pair(b"small", b"x" * 1000)
-    except OSError as exc:
-        error = [exc.errno, exc.filename]
-    after = os.stat(store.pack.path).st_size
     resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     small = store.store_pair(b"small", b"second")
     print(json.dumps({"before": before, "after": after, "error": error,
                       "stored": store.stored_bytes - before,
                       "read": [store.read("evidence_" + h.decode()).decode() for h in small]}))
     store.close()
-    """
+    """,
 )
 
 
