@@ -53,6 +53,11 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def servers(pids: set[int]) -> set[int]:
+    """The MCP servers among ``pids``: without the exit watchers each stdio server runs under."""
+    return {pid for pid in pids if "toolproof-mcp-" not in cmdline(pid)}
+
+
 def fixture_entry(name: str, *flags: str, **keys: object) -> str:
     """A ``[[mcp]]`` TOML table launching the fixture server with ``flags``."""
     args = [str(FIXTURE), *flags]

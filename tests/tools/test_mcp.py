@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from mcp_support import FIXTURE, alive, descendants, fixture_entry
+from mcp_support import FIXTURE, alive, descendants, fixture_entry, servers
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
@@ -184,7 +184,7 @@ def test_servers_that_fail_to_start_are_quarantined_and_the_others_bind(tmp_path
         async with load_toolset(write(tmp_path, config)) as toolset:
             assert time.monotonic() - started < 10
             assert toolset.names() == FIXTURE_TOOLS
-            [running] = descendants() - before  # the failed servers are gone already
+            [running] = servers(descendants() - before)  # the failed servers are gone already
             assert running == await server_pid(toolset)
             by_name = {item.name: item for item in toolset.quarantined}
             exits, missing, silent = by_name["exits"], by_name["missing"], by_name["silent"]
@@ -387,7 +387,7 @@ def test_a_cancelled_load_leaves_no_server_behind(tmp_path: Path) -> None:
     async def cancelled() -> set[int]:
         before = descendants()
         task = asyncio.ensure_future(load_toolset(write(tmp_path, config)))
-        while len(descendants() - before) < 2:
+        while len(servers(descendants() - before)) < 2:
             await asyncio.sleep(0.02)
         spawned = descendants() - before
         task.cancel()

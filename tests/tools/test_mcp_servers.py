@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import alive, cmdline, descendants, everything_bin, mcp1_venv
+from mcp_support import alive, cmdline, descendants, everything_bin, mcp1_venv, servers
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
@@ -239,9 +239,8 @@ def test_killing_a_real_server_mid_call_fails_within_the_call_timeout(tmp_path: 
     async def main() -> None:
         before = descendants()
         async with load_toolset(write(tmp_path, config)) as toolset:
-            [server] = [
-                pid for pid in descendants() - before if "mcp-server-everything" in cmdline(pid)
-            ]
+            spawned = servers(descendants() - before)
+            [server] = [pid for pid in spawned if "mcp-server-everything" in cmdline(pid)]
             slow = toolset["everything_trigger-long-running-operation"]
             call = asyncio.create_task(slow.call({"duration": 30, "steps": 3}))
             await asyncio.sleep(0.5)

@@ -15,11 +15,12 @@ same for the ``mcp`` 1.x and 2.x clients.
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import contextlib
 import importlib
 import logging
 import os
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -75,36 +76,55 @@ class _NoParseTracebacks(logging.Filter):
 
 logging.getLogger("mcp.client.stdio").addFilter(_NoParseTracebacks())
 
-_SPAWNED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
-    "toolproof_mcp_spawned", default=None
-)
-"""Where the SDK's stdio spawn hands the server process of the connection starting it."""
+EXIT_WATCH = """
+import subprocess, sys
+status, command = sys.argv[1], sys.argv[2:]
+try:
+    child = subprocess.Popen(command)
+except OSError as exc:
+    open(status, "w").write(f"error {exc.errno or 0}")
+    sys.exit(127)
+code = child.wait()
+open(status, "w").write(str(code))
+sys.exit(code if code >= 0 else 128 - code)
+"""
+"""The watcher a stdio server runs under: it runs the server with the same stdin, stdout,
+stderr, environment and directory, then writes how the server ended to a status file
+(``"7"``, ``"-9"`` for a signal, ``"error 2"`` when it could not be started). The SDK's
+stdio client keeps its process to itself, so this is how a connection learns an exit
+status through public APIs only; the SDK's shutdown signals the whole process group."""
 
 
-def _hook_sdk_spawn() -> None:
-    """Let a connection see the process the SDK's ``stdio_client`` spawns (for its exit status).
+def stdio_parameters(server: McpServer, status: str) -> StdioServerParameters:
+    """The SDK's launch parameters for ``server``, run under :data:`EXIT_WATCH`.
 
-    The SDK keeps the process to itself; its spawn function is wrapped once so the
-    connection whose task spawned it (a context variable set in that task) gets it.
-    Without that function (another SDK version) exit statuses are simply not reported.
+    Args:
+        server: a stdio server (``command`` set).
+        status: the file the watcher writes the exit status to.
+
     """
-    module: Any = importlib.import_module("mcp.client.stdio")
-    original = getattr(module, "_create_platform_compatible_process", None)
-    if original is None or getattr(original, "toolproof_hook", False):
-        return
-
-    async def spawn(*args: Any, **kwargs: Any) -> Any:
-        process = await original(*args, **kwargs)
-        sink = _SPAWNED.get()
-        if sink is not None:
-            sink.append(process)
-        return process
-
-    spawn.toolproof_hook = True  # type: ignore[attr-defined]
-    module._create_platform_compatible_process = spawn
+    assert server.command is not None
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-I", "-c", EXIT_WATCH, status, server.command, *server.args],
+        env={**os.environ, **server.env},
+        cwd=server.cwd,
+    )
 
 
-_hook_sdk_spawn()
+def read_status(path: str | None) -> int | OSError | None:
+    """What :data:`EXIT_WATCH` wrote: the exit code, the start failure, or ``None`` (not yet)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    if text.startswith("error "):
+        errno_value = int(text.split()[1])
+        return OSError(errno_value, os.strerror(errno_value))
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def _junk_line(problem: Exception) -> str:
@@ -175,7 +195,7 @@ class McpConnection:
         self.tools: list[dict[str, Any]] = []
         self._inflight: list[CallChannel] = []  # the channels of the calls in flight
         self.listings: dict[str, list[dict[str, Any]]] = {}  # resources, templates, prompts
-        self._processes: list[Any] = []  # the stdio server process, once spawned
+        self._status: str | None = None  # the stdio server's exit-status file
         self._junk_unreported = 0
         self._junk_total = 0
         self._junk_reported_at: float | None = None
@@ -192,6 +212,9 @@ class McpConnection:
         """
         if self.server.command is not None:
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in aclose()
+            handle, self._status = tempfile.mkstemp(prefix="toolproof-mcp-", suffix=".exit")
+            os.close(handle)
+            os.unlink(self._status)  # the watcher creates it when the server ends
         self._task = asyncio.create_task(self._run(), name=f"toolproof-mcp-{self.server.name}")
         await self._ready.wait()
         if self._session is None:
@@ -213,6 +236,9 @@ class McpConnection:
                 f"did not answer initialize and tools/list within "
                 f"{self.server.startup_timeout:g} s (startup_timeout)"
             )
+        ended = read_status(self._status)
+        if isinstance(ended, OSError):  # the watcher could not start the server
+            return f"cannot launch {self.server.command!r}: {ended.strerror or ended}"
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
         if isinstance(exc, SDK_ERRORS) and error_code(exc) == CONNECTION_CLOSED:
@@ -224,12 +250,8 @@ class McpConnection:
     async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         server = self.server
         if server.command is not None:
-            params = StdioServerParameters(
-                command=server.command,
-                args=list(server.args),
-                env={**os.environ, **server.env},
-                cwd=server.cwd,
-            )
+            assert self._status is not None
+            params = stdio_parameters(server, self._status)
             streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))  # type: ignore[arg-type]
             return streams[0], Outbox(streams[1])
         module: Any = importlib.import_module("mcp.client.streamable_http")
@@ -250,7 +272,6 @@ class McpConnection:
         return streams[0], Outbox(streams[1])
 
     async def _run(self) -> None:
-        _SPAWNED.set(self._processes)  # this task's context: the SDK's spawn reports here
         try:
             with self._scope:
                 async with AsyncExitStack() as stack:
@@ -400,13 +421,14 @@ class McpConnection:
         Waits up to a second for a process that is dying to be collected; ``None`` for a
         server still running, a streamable-HTTP server, or one never spawned.
         """
-        if not self._processes:
+        if self._status is None:
             return None
-        process = self._processes[0]
         deadline = time.monotonic() + _EXIT_WAIT_SECONDS
-        while process.returncode is None and time.monotonic() < deadline:
+        ended = read_status(self._status)
+        while ended is None and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        return exit_description(process.returncode)
+            ended = read_status(self._status)
+        return exit_description(ended) if isinstance(ended, int) else None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call ``tool`` with ``arguments`` (sent as they are); return the result in wire form.
@@ -534,6 +556,9 @@ class McpConnection:
         self._report_junk(time.monotonic())
         if self._stderr is not None:
             self._stderr.close()
+        if self._status is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._status)
 
 
 async def _list_page(session: ClientSession, cursor: str) -> Any:
