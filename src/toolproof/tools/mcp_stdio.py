@@ -1,0 +1,130 @@
+"""The stdio side of an MCP server process: how it is launched, how it ended, its junk lines.
+
+A stdio server runs under :data:`EXIT_WATCH`, a watcher process that writes the server's
+exit status to a file (the SDK's ``stdio_client`` keeps its process to itself), so a
+failed start or a dead server is reported as ``exited with status 7`` or ``was killed by
+signal 9 (SIGKILL)``. Lines a server prints on stdout that are not JSON-RPC are reported
+by the connection, bounded (:data:`JUNK_REPORT_SECONDS`), instead of the SDK's traceback
+per line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+from mcp import StdioServerParameters
+
+from toolproof.tools.mcp_common import McpServer
+
+__all__ = [
+    "EXIT_WAIT_SECONDS",
+    "EXIT_WATCH",
+    "JUNK_REPORT_SECONDS",
+    "exit_description",
+    "junk_line",
+    "read_status",
+    "stdio_parameters",
+]
+
+JUNK_REPORT_SECONDS = 5.0
+"""At most one log line per server per this many seconds about stdout lines that are not
+JSON-RPC (the first such line is reported at once, the rest counted and summarised)."""
+JUNK_SHOWN_CHARS = 200
+"""How much of a junk line a report quotes."""
+EXIT_WAIT_SECONDS = 1.0
+"""How long a failure report waits for a dead server's exit status to be collected."""
+
+_SDK_PARSE_FAILURE = "Failed to parse JSONRPC message from server"
+
+
+class _NoParseTracebacks(logging.Filter):
+    """Drop the SDK's traceback per unparsable stdout line; :class:`McpConnection` summarises.
+
+    A server printing junk made the SDK log one traceback per line (33.6 MB of stderr
+    in 5 s); the connection reports those lines itself, bounded and rate-limited.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != _SDK_PARSE_FAILURE
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_NoParseTracebacks())
+
+EXIT_WATCH = """
+import subprocess, sys
+status, command = sys.argv[1], sys.argv[2:]
+try:
+    child = subprocess.Popen(command)
+except OSError as exc:
+    open(status, "w").write(f"error {exc.errno or 0}")
+    sys.exit(127)
+code = child.wait()
+open(status, "w").write(str(code))
+sys.exit(code if code >= 0 else 128 - code)
+"""
+"""The watcher a stdio server runs under: it runs the server with the same stdin, stdout,
+stderr, environment and directory, then writes how the server ended to a status file
+(``"7"``, ``"-9"`` for a signal, ``"error 2"`` when it could not be started). The SDK's
+stdio client keeps its process to itself, so this is how a connection learns an exit
+status through public APIs only; the SDK's shutdown signals the whole process group."""
+
+
+def stdio_parameters(server: McpServer, status: str) -> StdioServerParameters:
+    """The SDK's launch parameters for ``server``, run under :data:`EXIT_WATCH`.
+
+    Args:
+        server: a stdio server (``command`` set).
+        status: the file the watcher writes the exit status to.
+
+    """
+    assert server.command is not None
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-I", "-c", EXIT_WATCH, status, server.command, *server.args],
+        env={**os.environ, **server.env},
+        cwd=server.cwd,
+    )
+
+
+def read_status(path: str | None) -> int | OSError | None:
+    """What :data:`EXIT_WATCH` wrote: the exit code, the start failure, or ``None`` (not yet)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    if text.startswith("error "):
+        errno_value = int(text.split()[1])
+        return OSError(errno_value, os.strerror(errno_value))
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def junk_line(problem: Exception) -> str:
+    """The offending line of an SDK parse failure, quoted and cut to 200 characters."""
+    errors = getattr(problem, "errors", None)
+    try:
+        line = errors()[0]["input"] if callable(errors) else None
+    except (IndexError, KeyError, TypeError):
+        line = None
+    if isinstance(line, str | bytes):
+        text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+        return repr(text[:JUNK_SHOWN_CHARS])
+    return str(problem).replace("\n", " ")[:JUNK_SHOWN_CHARS]
+
+
+def exit_description(returncode: int | None) -> str | None:
+    """``"exited with status 7"`` / ``"was killed by signal 9 (SIGKILL)"``; ``None`` if alive."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        try:
+            name = f" ({signal.Signals(-returncode).name})"
+        except ValueError:
+            name = ""
+        return f"was killed by signal {-returncode}{name}"
+    return f"exited with status {returncode}"
