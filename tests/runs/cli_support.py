@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +38,12 @@ class Ran:
 def toolproof(
     *args: str,
     cwd: Path | str | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     input: str | None = None,
 ) -> Ran:
     """Run ``toolproof ARGS`` in process, in ``cwd``, with ``env`` set on top of the environment.
+
+    A ``None`` in ``env`` unsets that variable for the command.
 
     An exception the command line does not map to an exit code propagates (a crash is a
     test failure with its traceback, not an exit code to compare). As a fresh process
@@ -54,7 +57,12 @@ def toolproof(
         os.chdir(cwd)
     try:
         result = CliRunner().invoke(
-            app, list(args), input=input, env=env, catch_exceptions=False, prog_name="toolproof"
+            app,
+            list(args),
+            input=input,
+            env=dict(env or {}),
+            catch_exceptions=False,
+            prog_name="toolproof",
         )
     finally:
         os.chdir(previous)
