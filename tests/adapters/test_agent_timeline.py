@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_support import Ran, toolproof
 from test_agent_model_turns import _pai_agent, _record
 
 from toolproof.adapters.cli.app import out_console
@@ -18,14 +17,11 @@ from toolproof.adapters.cli.timeline import (
 )
 from toolproof.runs.diff import diff_runs
 
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 MODEL = "model pydantic-ai function:function:respond:"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=120, check=False
-    )
+def _cli(*args: str) -> Ran:
+    return toolproof(*args)
 
 
 def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(

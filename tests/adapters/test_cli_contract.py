@@ -1,4 +1,4 @@
-"""The command-line contract, per command, through the real ``toolproof`` executable.
+"""The command-line contract, per command, through the ``toolproof`` app, in process.
 
 Exit codes (docs/runs.md): 0 ok, 1 usage or input error, 2 verification failed or
 replay refused. Help texts show flags as flags and end with their documentation page;
@@ -7,33 +7,22 @@ a long option has the same short form on every command.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
+from cli_support import Ran, toolproof
 
 from toolproof.adapters.cli import app
 from toolproof.adapters.cli.options import SHORT_OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        check=False,
-    )
+def _cli(*args: str, cwd: Path | None = None) -> Ran:
+    return toolproof(*args, cwd=cwd, env={"COLUMNS": "200"})
 
 
 def _commands() -> dict[str, Any]:

@@ -5,17 +5,15 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
+from cli_support import Ran, toolproof
 from mcp import Client
-from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
+from serve_helpers import SERVE_CONFIG, free_port, spawn
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=120, check=False
-    )
+def _cli(*args: str) -> Ran:
+    return toolproof(*args)
 
 
 def _session(root: Path, stop: signal.Signals) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from agents import Agent as OpenAIAgent
 from agents import Model, ModelResponse, RunConfig, Runner, Usage
 from approval_support import write_gated_root
+from cli_support import toolproof as cli
 from exposure_support import EVERY, EXPOSED, HIDDEN, arguments_of, gated_toolset
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -40,7 +40,6 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from serve_helpers import TOOLPROOF
 
 import toolproof
 from toolproof.adapters.agent_session import AgentReplay
@@ -374,8 +373,8 @@ def test_serve_announces_one_tool_in_the_singular() -> None:
 
 def test_tools_list_names_what_the_faces_hide(tmp_path: Path) -> None:
     config = write_gated_root(tmp_path)
-    command = [*TOOLPROOF, "tools", "list", "--config", str(config)]
-    listed = subprocess.run([*command, "--json"], capture_output=True, timeout=120, check=False)
+    command = ["tools", "list", "--config", str(config)]
+    listed = cli(*command, "--json")
     assert listed.returncode == 0, listed.stderr
     document = json.loads(listed.stdout)
     assert [tool["name"] for tool in document["tools"]] == [
@@ -390,5 +389,5 @@ def test_tools_list_names_what_the_faces_hide(tmp_path: Path) -> None:
             "(name it in [serve] expose to show it)",
         }
     ]
-    table = subprocess.run(command, capture_output=True, timeout=120, check=False, text=True)
+    table = cli(*command)
     assert "hidden from serve, sessions and run specs" in table.stdout

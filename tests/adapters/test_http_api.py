@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import TOOLPROOF, free_port, spawn
+from cli_support import Ran, toolproof
+from serve_helpers import free_port, spawn
 
 from toolproof.adapters.http.settings import is_loopback
 
@@ -202,15 +202,10 @@ def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> Non
     }
 
 
-def _serve_api(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, "serve-api", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+def _serve_api(*args: str, env: dict[str, str] | None = None) -> Ran:
+    """``toolproof serve-api ARGS`` in process; ``env``, when given, is the whole environment."""
+    unset: dict[str, str | None] = dict.fromkeys(os.environ.keys() - (env or os.environ).keys())
+    return toolproof("serve-api", *args, env={**unset, **(env or {})})
 
 
 def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from cli_support import toolproof
 from serve_helpers import free_port, spawn
 
 pytestmark = [pytest.mark.service, pytest.mark.timeout(300)]
@@ -24,17 +23,10 @@ pytestmark = [pytest.mark.service, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tool-evidence"
 CHROMIUM = os.environ.get("TOOLPROOF_CHROMIUM", "/usr/bin/chromium")
-TOOLPROOF = [sys.executable, "-m", "toolproof"]
 
 
 def _run(root: Path, spec: Path) -> str:
-    done = subprocess.run(
-        [*TOOLPROOF, "run", str(spec), "--root", str(root), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = toolproof("run", str(spec), "--root", str(root), "--json")
     assert done.returncode == 0, done.stderr
     return str(json.loads(done.stdout)["run_id"])
 
@@ -202,14 +194,8 @@ def test_the_viewer_is_read_only_and_guards_its_host(viewer: str, runs: dict[str
 
 
 def test_off_loopback_the_viewer_needs_a_token(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TOOLPROOF_API_TOKEN"}
-    done = subprocess.run(
-        [*TOOLPROOF, "view", "--root", str(tmp_path), "--host", "0.0.0.0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
+    done = toolproof(
+        "view", "--root", str(tmp_path), "--host", "0.0.0.0", env={"TOOLPROOF_API_TOKEN": None}
     )
     assert done.returncode == 1
     assert done.stderr == (

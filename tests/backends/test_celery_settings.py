@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from backend_support import copy_fixture
 from billiard.exceptions import WorkerLostError
 from celery.exceptions import TaskRevokedError, TimeLimitExceeded
+from cli_support import toolproof
 
 from toolproof.backends.celery import (
     DEFAULT_BROKER,
@@ -21,8 +20,6 @@ from toolproof.backends.celery import (
     settings_from,
 )
 from toolproof.backends.celery_backend import failure_for
-
-TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
 
 
 def test_broker_comes_from_config_then_environment_then_default(
@@ -111,25 +108,13 @@ def test_worker_command_refuses_a_bad_celery_table(tmp_path: Path) -> None:
     config = copy_fixture(
         tmp_path, '[[python]]\nmodule = "backend_tools"\n\n[backends.celery]\nqueue = "a b"\n'
     )
-    done = subprocess.run(
-        [*TOOLPROOF, "worker", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = toolproof("worker", "--config", str(config))
     assert done.returncode == 1
     assert f"{config}: backends.celery.queue: String should match pattern" in done.stderr
 
 
 def test_worker_command_refuses_a_missing_config(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
-    done = subprocess.run(
-        [*TOOLPROOF, "worker", "--config", str(missing)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = toolproof("worker", "--config", str(missing))
     assert done.returncode == 1
     assert done.stderr.strip() == f"error: {missing}: (file): file not found"

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import Ran
+from cli_support import toolproof as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "python-docs"
 
 
-def toolproof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolproof", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TOOLPROOF_CACHE": str(cwd / "cache")},
-    )
+def toolproof(*args: str, cwd: Path) -> Ran:
+    return cli(*args, cwd=cwd, env={"TOOLPROOF_CACHE": str(cwd / "cache")})
 
 
 @pytest.fixture(scope="module")

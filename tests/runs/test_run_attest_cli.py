@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, toolproof
 from runs_support import Counter, base_spec, make_toolset, run
 
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
-    )
+def _cli(*args: str, cwd: Path) -> Ran:
+    return toolproof(*args, cwd=cwd)
 
 
 def _one_line(text: str) -> str:

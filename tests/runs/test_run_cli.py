@@ -1,4 +1,5 @@
-"""The run commands as a user runs them: real ``toolproof`` processes."""
+"""The run commands as a user runs them: in process, and as real ``toolproof`` processes
+where the process is the point (an interrupted run)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, toolproof
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-evidence"
 TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
@@ -43,18 +45,8 @@ def lookup(item: str) -> dict:
 '''
 
 
-def _cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+def _cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Ran:
+    return toolproof(*args, cwd=cwd, env=env)
 
 
 @pytest.fixture

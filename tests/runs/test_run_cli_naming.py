@@ -1,6 +1,6 @@
 """First use of the run commands (issue 13): naming runs, listing them, honest output.
 
-Every test drives the real ``toolproof`` executable in a subprocess.
+Every test drives the ``toolproof`` command line (in process, ``cli_support``).
 """
 
 from __future__ import annotations
@@ -10,30 +10,20 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, toolproof
 
 from toolproof.contract.runs import Manifest, ManifestEntry, run_id_for
 from toolproof.identity import canonical_json
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "tool-evidence"
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
-        check=False,
-    )
+def _cli(*args: str, cwd: Path | None = None) -> Ran:
+    return toolproof(*args, cwd=cwd, env={"COLUMNS": "200"})
 
 
 def _run(spec: Path, root: Path) -> str:

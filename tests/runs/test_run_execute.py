@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runs_support import Counter, base_spec, make_toolset, run, run_files
@@ -121,7 +122,7 @@ def test_changed_tool_description_changes_descriptor_and_run_id(tmp_path: Path) 
 
 def _retry_config(tmp_path: Path, attempts: int) -> Path:
     folder = tmp_path / f"cfg{attempts}"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     config = folder / "toolproof.toml"
     config.write_text(
         f'[[python]]\nmodule = "evidence_tools"\npath = "{EXAMPLE_DIR.as_posix()}"\n\n'
@@ -139,16 +140,47 @@ def test_changed_wrapper_config_changes_runtime_descriptor_and_run_id(tmp_path: 
         )
     )
 
-    async def once(attempts: int) -> tuple[str, str]:
+    async def once(attempts: int, root: str) -> tuple[str, bool, dict[str, Any], dict[str, Any]]:
         async with load_toolset(_retry_config(tmp_path, attempts)) as toolset:
-            outcome = await execute_run(spec, root=tmp_path / "root", toolset=toolset)
-            runtime = json.loads((outcome.path / "runtime.json").read_bytes())
-            return outcome.run_id, runtime["id"]
+            outcome = await execute_run(spec, root=tmp_path / root, toolset=toolset)
+        manifest = json.loads((outcome.path / "manifest.json").read_bytes())
+        runtime = json.loads((outcome.path / "runtime.json").read_bytes())
+        return outcome.run_id, outcome.reused, manifest, runtime
 
-    run_2, runtime_2 = asyncio.run(once(2))
-    run_3, runtime_3 = asyncio.run(once(3))
+    run_2, _, manifest_2, runtime_2 = asyncio.run(once(2, "a"))
+    run_3, _, manifest_3, runtime_3 = asyncio.run(once(3, "b"))
+    again, reused, _, _ = asyncio.run(once(2, "a"))
+    # the id is a function of the recorded files: the same work again is the same run
+    assert (again, reused) == (run_2, True)
+    assert run_2 == manifest_2["run_id"] and run_3 == manifest_3["run_id"]
+    files_2 = {entry["path"]: entry for entry in manifest_2["files"]}
+    files_3 = {entry["path"]: entry for entry in manifest_3["files"]}
+    assert files_2.keys() == files_3.keys()
+    # only runtime.json differs (timings.json is outside the id) ...
+    assert {path for path in files_2 if files_2[path] != files_3[path]} == {
+        "runtime.json",
+        "timings.json",
+    }
     assert run_2 != run_3
-    assert runtime_2 != runtime_3
+    # ... and in it only the retry layer's config digest and the ids derived from it
+    assert _differences(runtime_2, runtime_3) == {
+        ("id",),
+        ("toolset", "id"),
+        ("toolset", "tools", 1, "fingerprint"),
+        ("toolset", "tools", 1, "stack", 0, "config_digest"),
+    }
+    assert runtime_2["toolset"]["tools"][1]["stack"][0]["name"] == "retry"
+
+
+def _differences(a: Any, b: Any, at: tuple[str | int, ...] = ()) -> set[tuple[str | int, ...]]:
+    """The paths at which two JSON values differ (leaves, or where the shapes part)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = a.keys() | b.keys()
+        return {path for k in keys for path in _differences(a.get(k), b.get(k), (*at, k))}
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        pairs = enumerate(zip(a, b, strict=True))
+        return {path for i, (x, y) in pairs for path in _differences(x, y, (*at, i))}
+    return set() if a == b else {at}
 
 
 def test_tool_failure_is_recorded_and_dependents_skipped(tmp_path: Path) -> None:

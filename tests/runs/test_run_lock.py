@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_support import Ran, toolproof
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tool-evidence"
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
-    )
+def _cli(*args: str, cwd: Path) -> Ran:
+    return toolproof(*args, cwd=cwd)
 
 
 def test_a_run_names_its_lock_and_replay_refuses_another(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import Ran, toolproof
 from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 
@@ -206,10 +207,8 @@ def test_recovery_refuses_a_directory_that_is_not_a_live_session(tmp_path: Path)
         asyncio.run(recover_session(tmp_path))
 
 
-def _toolproof(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=120, check=False
-    )
+def _toolproof(*args: str) -> Ran:
+    return toolproof(*args)
 
 
 def test_the_cli_refuses_a_live_session_and_recovers_it_on_request(tmp_path: Path) -> None:

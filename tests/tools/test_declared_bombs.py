@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from work_support import schema_work
 
 from toolproof import ToolBindError, ToolContribution, bind_contribution
 from toolproof.tools.schema import MAX_REGEX_BACKTRACK, compile_validator
@@ -34,10 +35,9 @@ def _bind(schema: Any) -> Any:
 
 
 def _refusal(schema: Any) -> ToolBindError:
-    start = time.perf_counter()
-    with pytest.raises(ToolBindError) as info:
+    with schema_work() as work, pytest.raises(ToolBindError) as info:
         _bind(schema)
-    assert time.perf_counter() - start < 0.5  # refused fast, never compiled
+    assert work["compiled"] == 0  # refused before compiling
     assert info.value.fields["tool"] == "bomb"
     return info.value
 
@@ -265,7 +265,8 @@ def test_a_backtracking_pattern_is_bounded_per_match() -> None:
     tool = _bind(schema)
     start = time.perf_counter()
     result = asyncio.run(tool.call({"s": ["a" * 17 + "!"] * 100}))
-    assert time.perf_counter() - start < 3.0
+    # one-sided and generous: about 0.2 s bounded, 14 s at fancy-regex's default limit
+    assert time.perf_counter() - start < 10.0
     assert result.failure is not None and result.failure.kind == "invalid_arguments"
     assert result.failure.message == (
         "invalid arguments for tool 'bomb': Error executing regex: Max limit for "

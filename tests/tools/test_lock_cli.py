@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_support import Ran, toolproof
 from test_lock import DEFINITIONS, _mutate, _set, config  # noqa: F401 - the fixture
 
-TOOLPROOF = [str(Path(sys.executable).parent / "toolproof")]
 
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TOOLPROOF, *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
-    )
+def _cli(*args: str, cwd: Path) -> Ran:
+    return toolproof(*args, cwd=cwd)
 
 
 def test_lock_check_update_cycle(config: Path) -> None:  # noqa: F811 - the fixture
