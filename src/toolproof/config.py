@@ -70,10 +70,13 @@ from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import (
     FOREIGN_CODE_ERRORS,
     ConfigError,
+    InputError,
     ToolBindError,
     ToolNameError,
     foreign_failure,
 )
+from toolproof.evidence.chunking import ChunkConfig
+from toolproof.evidence.corpus import load_corpus
 from toolproof.extensions.approvals.policy import ApprovalPolicy
 from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
@@ -84,6 +87,8 @@ from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.lock import LOCK_FILE, OnDrift, check_toolset_lock
 from toolproof.tools.python_catalog import bind_python_catalog
 from toolproof.tools.resources import CONFIG_PATH, FILTERS, RAW_CONFIG, ResourceKey
+from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
+from toolproof.tools.retrieval_seam import RetrievalBackend, RetrievalRegistry
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -494,30 +499,31 @@ def bind_python_source(toolset: Toolset, source: PythonSource, file: Path, index
 
 
 def bind_retrieval_source(
-    toolset: Toolset, source: RetrievalSource, file: Path, index: int
+    toolset: Toolset,
+    source: RetrievalSource,
+    file: Path,
+    index: int,
+    registry: RetrievalRegistry,
 ) -> None:
     """Add the ``retrieve`` tool of one ``[[retrieval]]`` entry to ``toolset``.
 
     The corpus is read and pinned now (its digest is in the tool's fingerprint); the
-    index is built on the first search and cached by fingerprint.
+    index is built on the first search and cached by fingerprint. ``backend =
+    "fts5-bm25"`` is the built-in runtime; another name is looked up in ``registry``.
 
     Raises:
-        ConfigError: the corpus folder is missing, empty, or holds a bad document.
+        ConfigError: the corpus folder is missing, empty, or holds a bad document, or
+            the backend is unknown or broken.
 
     """
-    from toolproof.errors import InputError
-    from toolproof.evidence.chunking import ChunkConfig
-    from toolproof.evidence.corpus import load_corpus
-    from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
-    from toolproof.tools.retrieval_seam import retrieval_plugin
-
     try:
         corpus = load_corpus(file.parent / source.corpus)
     except InputError as exc:
         raise ConfigError(str(file), f"retrieval[{index}].corpus", exc.message) from None
+    runtime: RetrievalBackend
     if source.backend != "fts5-bm25":
         try:
-            runtime = retrieval_plugin(source.backend, corpus, source.model_dump(mode="json"))
+            runtime = registry.create(source.backend, corpus, source.model_dump(mode="json"))
         except InputError as exc:
             raise ConfigError(str(file), f"retrieval[{index}].backend", exc.message) from None
     else:
@@ -605,8 +611,9 @@ async def build_toolset(
         for index, source in enumerate(config.python):
             await import_python_source(source, file, index)
             bind_python_source(toolset, source, file, index)
+        retrieval_backends = RetrievalRegistry()  # [[retrieval]] backend names: entry points
         for index, retrieval in enumerate(config.retrieval):
-            bind_retrieval_source(toolset, retrieval, file, index)
+            bind_retrieval_source(toolset, retrieval, file, index, retrieval_backends)
         if config.mcp:
             from toolproof.tools.mcp import bind_mcp_servers
 
