@@ -5,7 +5,7 @@ An :class:`~toolproof.extensions.extension.Extension` (defined one floor down, i
 name. Plugin packages register through the entry-point group
 ``toolproof.extensions``; modules listed in ``[extensions] modules`` are imported
 and every :class:`Extension` they define at module level is registered. The
-composition root (``config.py``) builds the registry it binds from and passes it
+composition root (:mod:`toolproof.config`) builds the registry it binds from and passes it
 down; there is no process-wide registry, and importing a module registers nothing
 anywhere: a form only builds the :class:`Extension`, and the root collects it.
 """
