@@ -66,8 +66,8 @@ from toolproof.contract.trace import (
     ToolCalled,
     ToolReturned,
 )
+from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.evidence.encoding import encode_value
-from toolproof.evidence.reasoners import reasoner_for
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import sha256_hex
 from toolproof.runs import recorder as recorder_module
@@ -216,7 +216,7 @@ def _execute(directory: Path, spec: RunSpec, plan: Any, toolset: Toolset, null: 
         plan=plan,
         calls=LiveCalls(toolset),
         clock=LiveClock(None),
-        reasoner=reasoner_for(ReasonerSpec()),
+        reasoner=reasoner_registry().create(ReasonerSpec()),
         recorder=recorder,
     )
     asyncio.run(executor.run())

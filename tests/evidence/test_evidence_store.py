@@ -20,9 +20,11 @@ from toolproof.evidence.reasoners import (
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import digest
 from toolproof.runs.executor import StepContext
+from toolproof.runs.registries import RunRegistries
 from toolproof.verify.verifier import verify_run
 
 SOURCE = EvidenceSource(kind="chunk", step="s")
+REGISTRIES = RunRegistries()
 
 
 def test_put_stores_exact_bytes_once_per_digest(tmp_path: Path) -> None:
@@ -85,7 +87,7 @@ async def _chunk_handler(node: PlanNode, context: StepContext) -> StepOutput:
     return StepOutput(node.id, True, {"chunks": 1}, (record,))
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class _SentenceReasoner(ReasonerBackend):
     name: ClassVar[str] = "test-sentence"
 
@@ -111,7 +113,13 @@ def test_span_inside_a_chunk_that_is_not_the_first_verifies(tmp_path: Path) -> N
         "steps": [{"id": "search", "kind": "retrieve", "params": {"query": "plums"}}],
         "reasoner": {"name": "test-sentence"},
     }
-    outcome = run(tmp_path, spec, make_toolset(Counter()), handlers={"retrieve": _chunk_handler})
+    outcome = run(
+        tmp_path,
+        spec,
+        make_toolset(Counter()),
+        handlers={"retrieve": _chunk_handler},
+        registries=REGISTRIES,
+    )
     (claim,) = outcome.outcome.claims
     (support,) = claim.supports
     chunk = DOCUMENT[SECOND:]

@@ -7,7 +7,8 @@ import pytest
 from toolproof.contract.evidence import ClaimStatus, EvidenceSource
 from toolproof.contract.runs import ReasonerSpec
 from toolproof.errors import InputError
-from toolproof.evidence.reasoners import ReasonerRequest, StepOutput, reasoner_for
+from toolproof.evidence.builtin_reasoners import reasoner_registry
+from toolproof.evidence.reasoners import ReasonerRequest, StepOutput
 from toolproof.evidence.store import EvidenceStore
 
 TEXT = "commit abc123\nAuthor: Ada <ada@example.org>\n\n    Add the engine\n"
@@ -20,7 +21,8 @@ def derive(tmp_path: Path, params: dict[str, Any], *, min_supports: int = 1, tex
         media_type="text/plain; charset=utf-8",
         source=EvidenceSource(kind="tool_result", step="show"),
     )
-    reasoner = reasoner_for(ReasonerSpec(name="patterns", min_supports=min_supports, params=params))
+    spec = ReasonerSpec(name="patterns", min_supports=min_supports, params=params)
+    reasoner = reasoner_registry().create(spec)
     request = ReasonerRequest(
         task="t",
         min_supports=min_supports,
@@ -92,4 +94,4 @@ def test_bad_params_are_refused_naming_the_rule(params: dict[str, Any], message:
     with pytest.raises(
         InputError, match=message.replace("{", r"\{").replace("}", r"\}").replace("(", r"\(")
     ):
-        reasoner_for(ReasonerSpec(name="patterns", params=params))
+        reasoner_registry().create(ReasonerSpec(name="patterns", params=params))

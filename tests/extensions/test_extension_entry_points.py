@@ -34,7 +34,8 @@ def test_failing_entry_points_are_reported(broken_plugin: Path) -> None:
     failures = {failure.name: failure for failure in registry.load_entry_points()}
     assert failures["ghost"] == LoadFailure(
         "ghost",
-        "entry point toolproof.extensions:ghost = toolproof_no_such_module:thing",
+        "entry point toolproof.extensions:ghost "
+        "(toolproof-broken-plugin:toolproof_no_such_module:thing)",
         "cannot load: ModuleNotFoundError: No module named 'toolproof_no_such_module'",
     )
     assert failures["number"].rule == (

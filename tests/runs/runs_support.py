@@ -15,6 +15,7 @@ from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import RunSpec
 from toolproof.identity import canonical_json
 from toolproof.runs.executor import StepHandler
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.run import RunOutcome, execute_run
 
 STOCK = {
@@ -102,9 +103,12 @@ def run(
     spec: dict[str, Any] | RunSpec,
     toolset: Toolset,
     handlers: dict[str, StepHandler] | None = None,
+    registries: RunRegistries | None = None,
 ) -> RunOutcome:
     model = spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
-    return asyncio.run(execute_run(model, root=root, toolset=toolset, handlers=handlers))
+    return asyncio.run(
+        execute_run(model, root=root, toolset=toolset, handlers=handlers, registries=registries)
+    )
 
 
 def remanifest(run_dir: Path) -> Path:

@@ -18,7 +18,7 @@ from runs_support import Counter, make_toolset, run
 
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError, ReplayRefused
-from toolproof.evidence.reasoners import reasoner_for
+from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.runs.diff import diff_runs
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
@@ -331,7 +331,7 @@ def test_bad_params_are_refused_naming_the_key(params: dict[str, Any], message: 
         {"task": "t", "steps": [], "reasoner": {"name": "llm", "params": params}}
     )
     with pytest.raises(InputError) as info:
-        reasoner_for(spec.reasoner)
+        reasoner_registry().create(spec.reasoner)
     assert info.value.message.startswith(message)
 
 

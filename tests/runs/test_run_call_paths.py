@@ -26,7 +26,7 @@ from toolproof.contract.runs import ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import CanonicalizationError
-from toolproof.evidence.reasoners import reasoner_for
+from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.identity import canonical_json
 from toolproof.runs.calls import LiveCalls, LiveClock
 from toolproof.runs.executor import Executor, _call_of, _scalar_copy
@@ -199,7 +199,7 @@ def test_a_call_that_raises_leaves_its_step_started_recorded(
         plan=plan_run(spec, toolset.descriptor()),
         calls=_Raising(),
         clock=LiveClock(None),
-        reasoner=reasoner_for(ReasonerSpec()),
+        reasoner=reasoner_registry().create(ReasonerSpec()),
         recorder=recorder,
     )
     with pytest.raises(RuntimeError, match=r"^refused apples$"):

@@ -18,12 +18,16 @@ from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import ClaimEmitted, TraceEvent
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
-from toolproof.evidence.reasoners import ReasonerRequest, reasoner_for, register_reasoner
+from toolproof.evidence.reasoners import ReasonerRequest, register_reasoner
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
 from toolproof.testing import ConformanceError, assert_frozen_replay, assert_run_conforms
 from toolproof.verify.verifier import verify_run
 from toolproof.verify.view import RunView
+
+REGISTRIES = RunRegistries()
+"""The test reasoners of this file are registered here, and every run below uses it."""
 
 
 def _spec(reasoner: str, **extra: Any) -> dict[str, Any]:
@@ -44,7 +48,7 @@ def test_a_claim_cannot_be_mutated_after_its_identity_is_set() -> None:
 
 
 def test_no_canonical_model_of_a_run_can_be_mutated(tmp_path: Path) -> None:
-    outcome = run(tmp_path, base_spec(), make_toolset(Counter()))
+    outcome = run(tmp_path, base_spec(), make_toolset(Counter()), registries=REGISTRIES)
     view = RunView(outcome.path)
     assert view.spec and view.plan and view.runtime and view.events and view.claims
     models = [view.spec, view.plan, view.runtime, view.events[3], view.claims[0], outcome.report]
@@ -71,7 +75,7 @@ def test_a_claim_mutated_after_emission_is_detected(tmp_path: Path) -> None:
 # -- assumed/observed never becomes validated-derived without supports and checks -------
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class PromotingReasoner(ReasonerBackend):
     """Misbehaves: declares an observation validated, with no supports."""
 
@@ -89,11 +93,11 @@ class PromotingReasoner(ReasonerBackend):
 
 
 def test_an_observed_claim_promoted_to_validated_fails_grounding(tmp_path: Path) -> None:
-    outcome = run(tmp_path, _spec("test-promoting"), make_toolset(Counter()))
+    outcome = run(tmp_path, _spec("test-promoting"), make_toolset(Counter()), registries=REGISTRIES)
     assert outcome.report.outcome == "failed"
     assert {check for check, _ in _failing(outcome.report)} == {"grounding"}
     with pytest.raises(ConformanceError, match=r"^\[INV-DERIVED-GROUNDED\] \[grounding\]"):
-        assert_run_conforms(outcome.path)
+        assert_run_conforms(outcome.path, registries=REGISTRIES)
 
 
 # -- a tool failure turned into plausible text is detected ------------------------------
@@ -141,7 +145,7 @@ def _retrying_toolset() -> Toolset:
 def test_a_wrapper_that_turns_a_failure_into_a_value_is_caught(tmp_path: Path) -> None:
     spec = base_spec(steps=[{"id": "apples", "tool": "stock", "arguments": {"item": "kiwi"}}])
     spec["reasoner"] = {"name": "tool-results"}
-    outcome = run(tmp_path, spec, _swallowing_toolset(Counter()))
+    outcome = run(tmp_path, spec, _swallowing_toolset(Counter()), registries=REGISTRIES)
     [(check, message)] = _failing(outcome.report)
     assert check == "failure-honesty"
     assert "returned a value although a layer reported tool_error: tool 'stock' raised " in message
@@ -151,10 +155,12 @@ def test_a_wrapper_that_turns_a_failure_into_a_value_is_caught(tmp_path: Path) -
 def test_a_retryable_failure_recovered_is_not_flagged(tmp_path: Path) -> None:
     spec = base_spec(steps=[{"id": "apples", "tool": "stock", "arguments": {"item": "kiwi"}}])
     spec["reasoner"] = {"name": "tool-results"}
-    outcome = run(tmp_path, spec, _retrying_toolset())
+    outcome = run(tmp_path, spec, _retrying_toolset(), registries=REGISTRIES)
     assert outcome.report.outcome == "passed"
     assert b'"type":"failure_observed"' in (outcome.path / "trace.jsonl").read_bytes()
-    assert_frozen_replay(outcome.path)  # observed failures replay identically
+    assert_frozen_replay(
+        outcome.path, registries=REGISTRIES
+    )  # observed failures replay identically
 
 
 def test_the_builtin_retry_wrapper_declares_its_recovery(tmp_path: Path) -> None:
@@ -176,7 +182,7 @@ def test_the_builtin_retry_wrapper_declares_its_recovery(tmp_path: Path) -> None
     step = {"id": "apples", "tool": variant.name, "arguments": {"item": "apple"}}
     spec = base_spec(steps=[step])
     spec["reasoner"] = {"name": "tool-results"}
-    outcome = run(tmp_path, spec, toolset.seal())
+    outcome = run(tmp_path, spec, toolset.seal(), registries=REGISTRIES)
     assert outcome.report.outcome == "passed"
     trace = (outcome.path / "trace.jsonl").read_bytes()
     assert b'"recovered_by":"retry"' in trace and b"raised RuntimeError: flaky" in trace
@@ -185,7 +191,7 @@ def test_the_builtin_retry_wrapper_declares_its_recovery(tmp_path: Path) -> None
 # -- evidence outside the artifact root is refused --------------------------------------
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class EscapingReasoner(ReasonerBackend):
     """Misbehaves: reads evidence by a path outside the run."""
 
@@ -196,7 +202,7 @@ class EscapingReasoner(ReasonerBackend):
         return []
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class SymlinkingReasoner(ReasonerBackend):
     """Misbehaves: swaps an evidence file for a symlink to identical bytes outside the run."""
 
@@ -213,20 +219,24 @@ class SymlinkingReasoner(ReasonerBackend):
 
 
 def test_evidence_outside_the_run_is_refused(tmp_path: Path) -> None:
-    outcome = run(tmp_path / "a", _spec("test-escaping"), make_toolset(Counter()))
+    outcome = run(
+        tmp_path / "a", _spec("test-escaping"), make_toolset(Counter()), registries=REGISTRIES
+    )
     [(check, message)] = _failing(outcome.report)
     assert (check, message) == ("required-steps", message)
     assert "no evidence ../../../etc/passwd in this run" in message
     SymlinkingReasoner.outside = tmp_path / "outside.json"
     with pytest.raises(InputError, match=r"^run directory holds non-regular files: evidence/"):
-        run(tmp_path / "b", _spec("test-symlinking"), make_toolset(Counter()))
+        run(
+            tmp_path / "b", _spec("test-symlinking"), make_toolset(Counter()), registries=REGISTRIES
+        )
     assert list((tmp_path / "b").iterdir()) == []  # nothing committed, no temp left
 
 
 # -- evidence re-encoded after its spans were recorded fails its digest ------------------
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class ReencodingReasoner(ReasonerBackend):
     """Misbehaves: cites a value, then rewrites the evidence file pretty-printed."""
 
@@ -251,14 +261,16 @@ class ReencodingReasoner(ReasonerBackend):
 
 
 def test_reencoded_evidence_fails_its_digest(tmp_path: Path) -> None:
-    outcome = run(tmp_path, _spec("test-reencoding"), make_toolset(Counter()))
+    outcome = run(
+        tmp_path, _spec("test-reencoding"), make_toolset(Counter()), registries=REGISTRIES
+    )
     [(check, message)] = _failing(outcome.report)  # the run's own report sees it
     assert check == "evidence-digests"
     assert message.endswith("; event 3 registered 75 bytes with sha256:" + message[9:73])
     [failure] = verify_run(outcome.path).failures
     assert failure.check == "evidence-digests"
     with pytest.raises(ConformanceError, match=r"^\[INV-EVIDENCE-DIGEST\] \[evidence-digests\]"):
-        assert_run_conforms(outcome.path)
+        assert_run_conforms(outcome.path, registries=REGISTRIES)
 
 
 # -- a changed provider or runtime configuration changes the fingerprint ----------------
@@ -274,11 +286,11 @@ class VersionedReasoner(ReasonerBackend):
 
 
 def test_changed_reasoner_version_or_params_changes_the_runtime_id() -> None:
-    register_reasoner(VersionedReasoner)
+    register_reasoner(VersionedReasoner, registry=REGISTRIES.reasoners)
     toolset = make_toolset(Counter()).descriptor()
 
     def runtime_id(**changes: Any) -> str:
-        reasoner = reasoner_for(ReasonerSpec(name="test-versioned", **changes))
+        reasoner = REGISTRIES.reasoners.create(ReasonerSpec(name="test-versioned", **changes))
         return ExecutionRuntime(toolset=toolset, reasoner=reasoner.descriptor()).id
 
     before = runtime_id()
@@ -292,12 +304,12 @@ def test_changed_reasoner_version_or_params_changes_the_runtime_id() -> None:
 
 
 def test_a_changed_reasoner_refuses_frozen_replay(tmp_path: Path) -> None:
-    register_reasoner(VersionedReasoner)
-    outcome = run(tmp_path, _spec("test-versioned"), make_toolset(Counter()))
+    register_reasoner(VersionedReasoner, registry=REGISTRIES.reasoners)
+    outcome = run(tmp_path, _spec("test-versioned"), make_toolset(Counter()), registries=REGISTRIES)
     VersionedReasoner.version = "2"
     try:
         with pytest.raises(ReplayRefused, match="the reasoner changed: recorded test-versioned/1"):
-            asyncio.run(replay_run(outcome.path))
+            asyncio.run(replay_run(outcome.path, registries=REGISTRIES))
     finally:
         VersionedReasoner.version = "1"
 
@@ -322,7 +334,7 @@ def _model_toolset(counter: Counter) -> Toolset:
     return tools.seal()
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class ModelReasoner(ReasonerBackend):
     """Calls a model through the run's provider port; swallows every error (misbehaves)."""
 
@@ -352,26 +364,26 @@ class ModelReasoner(ReasonerBackend):
 
 def test_frozen_replay_serves_the_recorded_provider_response(tmp_path: Path) -> None:
     counter = Counter()
-    outcome = run(tmp_path, _spec("test-model"), _model_toolset(counter))
+    outcome = run(tmp_path, _spec("test-model"), _model_toolset(counter), registries=REGISTRIES)
     assert outcome.report.outcome == "passed"
     assert counter.calls == 4  # three steps and the model
-    result = assert_frozen_replay(outcome.path)
+    result = assert_frozen_replay(outcome.path, registries=REGISTRIES)
     assert (result.live_calls, counter.calls) == (0, 4)
     runtime = ExecutionRuntime.model_validate_json((outcome.path / "runtime.json").read_bytes())
     assert (runtime.reasoner.deterministic, runtime.reasoner.varies) == (False, ["model"])
 
 
 def test_a_reasoner_that_swallows_the_refusal_cannot_hide_it(tmp_path: Path) -> None:
-    outcome = run(tmp_path, _spec("test-model"), _model_toolset(Counter()))
+    outcome = run(tmp_path, _spec("test-model"), _model_toolset(Counter()), registries=REGISTRIES)
     ModelReasoner.prompt = "Another prompt."
     try:
         with pytest.raises(ReplayRefused, match="step 'derive' calls 'model' with changed"):
-            asyncio.run(replay_run(outcome.path))
+            asyncio.run(replay_run(outcome.path, registries=REGISTRIES))
     finally:
         ModelReasoner.prompt = "Summarize the stock."
 
 
-@register_reasoner
+@register_reasoner(registry=REGISTRIES.reasoners)
 class ClockReadingReasoner(ReasonerBackend):
     """Misbehaves: reads a live provider (the clock) directly instead of a recorded call."""
 
@@ -389,12 +401,14 @@ class ClockReadingReasoner(ReasonerBackend):
 
 
 def test_a_reasoner_reading_a_live_provider_fails_frozen_replay(tmp_path: Path) -> None:
-    outcome = run(tmp_path, _spec("test-clock-reading"), make_toolset(Counter()))
+    outcome = run(
+        tmp_path, _spec("test-clock-reading"), make_toolset(Counter()), registries=REGISTRIES
+    )
     with pytest.raises(ConformanceError, match=r"^\[kit:frozen-replay\] the replay differs"):
-        assert_frozen_replay(outcome.path)
+        assert_frozen_replay(outcome.path, registries=REGISTRIES)
 
 
 def test_unknown_reasoner_refuses_to_start(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown reasoner 'nope'"):
-        run(tmp_path, _spec("nope"), make_toolset(Counter()))
+        run(tmp_path, _spec("nope"), make_toolset(Counter()), registries=REGISTRIES)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

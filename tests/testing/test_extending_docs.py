@@ -10,6 +10,7 @@ import pytest
 from runs_support import Counter, base_spec, make_toolset, run
 
 from toolproof import register_check, register_reasoner
+from toolproof.runs.registries import RunRegistries
 from toolproof.testing import ConformanceError, assert_check_conforms, assert_run_conforms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,21 +29,21 @@ def _exec(index: int) -> dict[str, Any]:
 
 def test_the_documented_reasoner_and_check_work(tmp_path: Path) -> None:
     assert len(BLOCKS) == 6  # the reasoner, the check, the kit, three cassette blocks
-    reasoner = _exec(0)["QuoteReasoner"]
-    register_reasoner(reasoner)
-    register_check(_exec(1)["statement_quotes"])
+    registries = RunRegistries()
+    register_reasoner(_exec(0)["QuoteReasoner"], registry=registries.reasoners)
+    register_check(_exec(1)["statement_quotes"], registry=registries.checks)
     spec = base_spec(
         steps=[{"id": "report", "tool": "text", "arguments": {"topic": "plums"}}],
         reasoner={"name": "doc-quotes"},
         checks=[{"name": "doc-statement-quotes"}],
     )
-    outcome = run(tmp_path, spec, make_toolset(Counter()))
+    outcome = run(tmp_path, spec, make_toolset(Counter()), registries=registries)
     assert [claim.statement for claim in outcome.outcome.claims] == [
         "step report says: Report on plums. The plums shelf is full. Nothing else to add."
     ]
     assert outcome.report.sequence[-1] == "doc-statement-quotes"
-    assert_run_conforms(outcome.path)
-    # registered in this process only: another process cannot build it, so the kit,
-    # which checks identity across processes, asks for an installed entry point
-    with pytest.raises(ConformanceError, match=r"^\[kit:descriptor-stable\] .*unknown check"):
+    assert_run_conforms(outcome.path, registries=registries)
+    # registered in this registry only: the kit, which checks identity across
+    # processes, builds checks from installed entry points
+    with pytest.raises(ConformanceError, match=r"^\[kit:check-builds\] unknown check"):
         assert_check_conforms("doc-statement-quotes", outcome.path)

@@ -11,17 +11,20 @@ from runs_support import Counter, base_spec, make_toolset
 from toolproof import load_toolset
 from toolproof.contract.runs import ExecutionRuntime, RunSpec
 from toolproof.errors import ConfigError, InputError
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.run import RunOutcome, execute_run
+from toolproof.runs.runtime_plugin import RuntimeRegistry
 from toolproof.testing import assert_frozen_replay, assert_retrieval_conforms
-from toolproof.tools.retrieval_seam import retrieval_plugin
+from toolproof.tools.retrieval_seam import RetrievalRegistry
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
 
 
-def _run(root: Path, runtime: object) -> RunOutcome:
+def _run(root: Path, runtime: object, registries: RunRegistries | None = None) -> RunOutcome:
     spec = RunSpec.model_validate(base_spec())
+    toolset = make_toolset(Counter())
     return asyncio.run(
-        execute_run(spec, root=root, toolset=make_toolset(Counter()), runtime=runtime)  # type: ignore[arg-type]
+        execute_run(spec, root=root, toolset=toolset, runtime=runtime, registries=registries)  # type: ignore[arg-type]
     )
 
 
@@ -41,6 +44,19 @@ def test_a_runtime_plugin_enters_the_runtime_descriptor(tmp_path: Path) -> None:
     assert local.run_id != outcome.run_id
 
 
+def test_a_runtime_registered_in_code_is_found_by_name(tmp_path: Path) -> None:
+    from toolproof_sample_reasoner.runtime import AppRuntime
+
+    runtimes = RuntimeRegistry()
+    runtimes.register("in-code", AppRuntime)
+    outcome = _run(tmp_path, "in-code", RunRegistries(runtimes=runtimes))
+    runtime = ExecutionRuntime.model_validate_json((outcome.path / "runtime.json").read_bytes())
+    [provider] = runtime.providers
+    assert (runtime.kind, provider.name, provider.origin) == ("app", "sample-app", "registered")
+    with pytest.raises(InputError, match="unknown runtime 'in-code'"):
+        _run(tmp_path, "in-code")  # another run's registry does not have it
+
+
 def test_a_changed_runtime_configuration_changes_the_run(tmp_path: Path) -> None:
     from toolproof_sample_reasoner.runtime import AppRuntime
 
@@ -55,7 +71,11 @@ def test_a_changed_runtime_configuration_changes_the_run(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("nope", "unknown runtime 'nope': no 'toolproof.runtimes' entry point has that name"),
+        (
+            "nope",
+            "unknown runtime 'nope': no registered runtime and no 'toolproof.runtimes' entry "
+            "point has that name",
+        ),
         (
             "sample-not-a-runtime",
             "runtime plugin 'sample-not-a-runtime' (toolproof-sample-reasoner:"
@@ -99,7 +119,7 @@ def test_a_retrieval_plugin_binds_from_the_toml_and_conforms(tmp_path: Path) -> 
     assert asyncio.run(source()).startswith("retrieval:sample-fts:sha256:")
     from toolproof.evidence.corpus import load_corpus
 
-    runtime = retrieval_plugin("sample-fts", load_corpus(tmp_path / "corpus"), {})
+    runtime = RetrievalRegistry().create("sample-fts", load_corpus(tmp_path / "corpus"), {})
     try:
         assert_retrieval_conforms(runtime, "list comprehension")
     finally:

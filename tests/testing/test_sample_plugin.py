@@ -12,6 +12,7 @@ from runs_support import Counter, base_spec, make_toolset, run
 
 from toolproof.contract.runs import ExecutionRuntime, RunSpec, Severity
 from toolproof.errors import InputError, ReplayRefused
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
 from toolproof.testing import (
@@ -20,9 +21,9 @@ from toolproof.testing import (
     assert_reasoner_conforms,
     assert_run_conforms,
 )
-from toolproof.verify import sequence
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECK_SEQUENCE
+from toolproof.verify.sequence import CheckRegistry, register_check
 from toolproof.verify.verifier import verify_run
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
@@ -190,23 +191,26 @@ def _registered_check(version: str) -> Check:
 
 
 def test_a_check_that_changed_or_is_gone_is_named_by_verify_and_replay(tmp_path: Path) -> None:
-    sequence._REGISTERED.pop("test-registered", None)
-    sequence.register_check(_registered_check("1"))
+    first = RunRegistries(checks=CheckRegistry())
+    register_check(_registered_check("1"), registry=first.checks)
     outcome = run(
-        tmp_path, base_spec(checks=[{"name": "test-registered"}]), make_toolset(Counter())
+        tmp_path,
+        base_spec(checks=[{"name": "test-registered"}]),
+        make_toolset(Counter()),
+        registries=first,
     )
-    assert verify_run(outcome.path).ok
-    sequence._REGISTERED["test-registered"] = _registered_check("2")
-    [failure] = verify_run(outcome.path).failures
+    assert verify_run(outcome.path, checks=first.checks).ok
+    second = RunRegistries(checks=CheckRegistry())
+    register_check(_registered_check("2"), registry=second.checks)
+    [failure] = verify_run(outcome.path, checks=second.checks).failures
     assert str(failure) == (
         "[checks] runtime.json: the additional checks are not the ones the run recorded "
         "(recorded test-registered/1; installed now test-registered/2); verify with the "
         "recorded versions, or re-run"
     )
     with pytest.raises(ReplayRefused, match="the checks changed: recorded test-registered/1, now"):
-        asyncio.run(replay_run(outcome.path))
-    del sequence._REGISTERED["test-registered"]
-    failure, report = verify_run(outcome.path).failures
+        asyncio.run(replay_run(outcome.path, registries=second))
+    failure, report = verify_run(outcome.path).failures  # a new registry: not registered
     assert report.check == "report"  # the report was made by a longer sequence
     assert str(failure).startswith(
         "[checks] spec.json: unknown check 'test-registered': no registered check"

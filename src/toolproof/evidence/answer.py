@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
 from toolproof.errors import InputError
 from toolproof.evidence.quotes import locate_quote
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest
 
 __all__ = ["CITATION_RE", "AnswerReasoner", "QuoteCitation", "parse_citations", "step_of"]
 
@@ -85,7 +85,6 @@ def parse_citations(text: str) -> list[QuoteCitation]:
     ]
 
 
-@register_reasoner
 class AnswerReasoner(ReasonerBackend):
     """``answer``: the claim of an agent's final answer, its quotes checked byte-exact.
 

@@ -24,7 +24,6 @@ from toolproof.evidence.reasoners import (
     ReasonerBackend,
     ReasonerRequest,
     StepOutput,
-    register_reasoner,
     retrieve_question,
 )
 
@@ -39,7 +38,6 @@ class _Params(BaseModel):
     steps: list[str] | None = None
 
 
-@register_reasoner
 class ExtractiveReasoner(ReasonerBackend):
     """``extractive``: one claim per retrieve step; see the module docstring.
 

@@ -46,7 +46,6 @@ from toolproof.evidence.reasoners import (
     ProviderNeed,
     ReasonerBackend,
     ReasonerRequest,
-    register_reasoner,
     retrieve_question,
 )
 from toolproof.identity import digest
@@ -110,7 +109,6 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-@register_reasoner
 class LLMReasoner(ReasonerBackend):
     """``llm``: see the module docstring.
 

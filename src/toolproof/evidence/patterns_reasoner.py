@@ -26,7 +26,6 @@ from toolproof.evidence.reasoners import (
     PLACEHOLDER,
     ReasonerBackend,
     ReasonerRequest,
-    register_reasoner,
 )
 
 __all__ = ["MAX_PATTERN_CHARS", "SEARCH_TIMEOUT_SECONDS", "PatternsReasoner"]
@@ -61,7 +60,6 @@ def _ordered(statement: str, keys: dict[str, Any]) -> list[str]:
     return first + sorted(set(keys) - set(first))
 
 
-@register_reasoner
 class PatternsReasoner(ReasonerBackend):
     """``patterns``: see the module docstring.
 

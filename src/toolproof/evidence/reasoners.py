@@ -3,10 +3,10 @@
 A :class:`ReasonerBackend` receives a :class:`ReasonerRequest` (the task, every
 evidence record registered so far with the store to read and cite it, and every
 step's output) and returns claims. It reports ``insufficient_evidence`` instead of
-inventing: a claim it cannot ground gets that status and no supports. Reasoners are
-registered by name (:func:`register_reasoner`) or installed through the
-``toolproof.reasoners`` entry-point group, and chosen by the spec's ``[reasoner]
-name``; their name, version, a digest of their parameters and whether they are
+inventing: a claim it cannot ground gets that status and no supports. A run finds
+its reasoner by the spec's ``[reasoner] name`` in the :class:`ReasonerRegistry` it
+is given: classes added in code, then the ``toolproof.reasoners`` entry-point
+group. Their name, version, a digest of their parameters and whether they are
 deterministic (and what varies) go into the runtime descriptor.
 
 A reasoner that needs a model or any other provider calls it through
@@ -24,7 +24,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -43,19 +43,19 @@ from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import locate, parse_ref
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest_json
-from toolproof.plugins.loading import load_plugin, plugin_error
+from toolproof.plugins.loading import plugin_error
+from toolproof.plugins.registry import REGISTERED, Registry
 
 __all__ = [
     "PLACEHOLDER",
     "ProviderCall",
     "ProviderNeed",
     "ReasonerBackend",
+    "ReasonerRegistry",
     "ReasonerRequest",
     "StepOutput",
     "ToolResultReasoner",
-    "reasoner_for",
     "register_reasoner",
-    "registered_reasoners",
     "retrieve_question",
 ]
 
@@ -291,78 +291,118 @@ class ReasonerBackend(ABC):
         """Return the claims the evidence supports (``insufficient_evidence`` where it doesn't)."""
 
 
-_REASONERS: dict[str, type[ReasonerBackend]] = {}
+class ReasonerRegistry(Registry[type[ReasonerBackend]]):
+    """Reasoner classes by name: registered in code, then ``toolproof.reasoners`` entry points.
+
+    A new registry is empty; the composition root builds the one a run uses with the
+    built-in reasoners (:func:`toolproof.evidence.builtin_reasoners.reasoner_registry`)
+    and passes it down.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("reasoner")
+
+    def accept(self, name: str, item: object, origin: str) -> type[ReasonerBackend]:
+        """An entry point's object must be a :class:`ReasonerBackend` subclass named ``name``.
+
+        Raises:
+            InputError: it is not (naming the plugin, its origin and the rule).
+
+        """
+        if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
+            rule = f"the entry point is {item!r}, not a ReasonerBackend subclass"
+            raise plugin_error("reasoner", name, origin, rule)
+        if getattr(item, "name", None) != name:
+            rule = f"its class declares name {getattr(item, 'name', None)!r}, not {name!r}"
+            raise plugin_error("reasoner", name, origin, rule)
+        return item
+
+    def add(self, cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
+        """Register ``cls`` under ``cls.name``; registering the same class again is a no-op.
+
+        Returns:
+            ``cls``.
+
+        Raises:
+            InputError: another class is registered under that name.
+
+        """
+        return self.register(cls.name, cls)
+
+    def create(self, spec: ReasonerSpec) -> ReasonerBackend:
+        """Build the reasoner ``spec`` names, with its parameters.
+
+        Raises:
+            InputError: unknown reasoner name (the message lists the registered ones), bad
+                params, or a broken plugin (naming it, its origin and the rule).
+
+        """
+        found = self.find(spec.name)
+        if found is None:
+            known = ", ".join(self.names())
+            raise InputError(
+                f"unknown reasoner {spec.name!r} (known: {known}; none installed under that name "
+                "in the 'toolproof.reasoners' entry-point group)",
+                reasoner=spec.name,
+            )
+        cls, origin = found
+        if origin == REGISTERED:
+            return cls(spec)
+        try:
+            return cls(spec)
+        except InputError:
+            raise
+        except Exception as exc:  # foreign constructor: report it, naming the plugin
+            rule = f"building it raised {type(exc).__name__}: {exc}"
+            raise plugin_error("reasoner", spec.name, origin, rule) from exc
 
 
-def register_reasoner(cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
-    """Register a reasoner class under ``cls.name`` (usable as a class decorator).
+@overload
+def register_reasoner(
+    cls: type[ReasonerBackend], /, *, registry: ReasonerRegistry | None = None
+) -> type[ReasonerBackend]: ...
+
+
+@overload
+def register_reasoner(
+    *, registry: ReasonerRegistry | None = None
+) -> Callable[[type[ReasonerBackend]], type[ReasonerBackend]]: ...
+
+
+def register_reasoner(
+    cls: type[ReasonerBackend] | None = None, /, *, registry: ReasonerRegistry | None = None
+) -> type[ReasonerBackend] | Callable[[type[ReasonerBackend]], type[ReasonerBackend]]:
+    """Declare a reasoner class: check it, add it to ``registry`` when given, return it.
+
+    ``@register_reasoner`` on a class checks it (a :class:`ReasonerBackend` subclass
+    with a ``name``) and returns it unchanged: it registers nothing by itself, there
+    is no process-wide registry. A plugin package names the class in the
+    ``toolproof.reasoners`` entry-point group; code that builds its own registry
+    writes ``@register_reasoner(registry=reasoners)`` or calls
+    ``reasoners.add(cls)``, and passes ``reasoners`` to the run.
+
+    Args:
+        cls: the class (omit it to get a decorator taking ``registry``).
+        registry: the registry to add the class to (default: none).
+
+    Returns:
+        ``cls``, or a decorator returning its class.
 
     Raises:
-        InputError: another class is registered under that name.
+        InputError: ``cls`` is not a ReasonerBackend subclass with a ``name``, or
+            ``registry`` holds another class under that name.
 
     """
-    existing = _REASONERS.get(cls.name)
-    if existing is not None and existing is not cls:
-        raise InputError(f"reasoner name {cls.name!r} is already registered", reasoner=cls.name)
-    _REASONERS[cls.name] = cls
-    return cls
 
+    def declare(item: type[ReasonerBackend]) -> type[ReasonerBackend]:
+        if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
+            raise InputError(f"register_reasoner: {item!r} is not a ReasonerBackend subclass")
+        name = getattr(item, "name", None)
+        if not isinstance(name, str) or not name:
+            raise InputError(f"register_reasoner: {item.__name__} sets no name", rule="name")
+        return item if registry is None else registry.add(item)
 
-_BUILTIN_MODULES = (
-    "toolproof.evidence.answer",
-    "toolproof.evidence.extractive_reasoner",
-    "toolproof.evidence.patterns_reasoner",
-    "toolproof.evidence.llm_reasoner",
-)
-"""Modules of built-in reasoners defined outside this module, imported on first lookup."""
-
-
-def _load_builtins() -> None:
-    import importlib
-
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-
-
-def registered_reasoners() -> list[str]:
-    """The registered reasoner names, sorted."""
-    _load_builtins()
-    return sorted(_REASONERS)
-
-
-def reasoner_for(spec: ReasonerSpec) -> ReasonerBackend:
-    """Build the reasoner a spec names.
-
-    Raises:
-        InputError: unknown reasoner name (the message lists the known ones) or bad params.
-
-    """
-    _load_builtins()
-    cls = _REASONERS.get(spec.name)
-    if cls is not None:
-        return cls(spec)
-    loaded = load_plugin("reasoner", spec.name)
-    if loaded is None:
-        known = ", ".join(registered_reasoners())
-        raise InputError(
-            f"unknown reasoner {spec.name!r} (known: {known}; none installed under that name "
-            "in the 'toolproof.reasoners' entry-point group)",
-            reasoner=spec.name,
-        )
-    item, origin = loaded
-    if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
-        rule = f"the entry point is {item!r}, not a ReasonerBackend subclass"
-        raise plugin_error("reasoner", spec.name, origin, rule)
-    if getattr(item, "name", None) != spec.name:
-        rule = f"its class declares name {getattr(item, 'name', None)!r}, not {spec.name!r}"
-        raise plugin_error("reasoner", spec.name, origin, rule)
-    try:
-        return item(spec)
-    except InputError:
-        raise
-    except Exception as exc:  # foreign constructor: report it, naming the plugin
-        rule = f"building it raised {type(exc).__name__}: {exc}"
-        raise plugin_error("reasoner", spec.name, origin, rule) from exc
+    return declare if cls is None else declare(cls)
 
 
 class _ClaimTemplate(BaseModel):
@@ -386,7 +426,6 @@ def _text_of(value: Any) -> str:
     return value if type(value) is str else canonical_json(value).decode("utf-8")
 
 
-@register_reasoner
 class ToolResultReasoner(ReasonerBackend):
     """``tool-results``: claims filled from tool values, each value cited byte for byte.
 

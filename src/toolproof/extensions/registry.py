@@ -5,7 +5,7 @@ An :class:`~toolproof.extensions.extension.Extension` (defined one floor down, i
 name. Plugin packages register through the entry-point group
 ``toolproof.extensions``; modules listed in ``[extensions] modules`` are imported
 and every :class:`Extension` they define at module level is registered. The
-composition root (``config.py``) builds the registry it binds from and passes it
+composition root (:mod:`toolproof.config`) builds the registry it binds from and passes it
 down; there is no process-wide registry, and importing a module registers nothing
 anywhere: a form only builds the :class:`Extension`, and the root collects it.
 """
@@ -13,13 +13,12 @@ anywhere: a form only builds the :class:`Extension`, and the root collects it.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from toolproof.errors import FOREIGN_CODE_ERRORS, ExtensionError, foreign_failure
+from toolproof.errors import FOREIGN_CODE_ERRORS, ExtensionError, InputError, foreign_failure
 from toolproof.extensions.builtins import BUILTINS
 from toolproof.extensions.extension import (
     EXTENSION_NAME_RE,
@@ -27,6 +26,7 @@ from toolproof.extensions.extension import (
     Factory,
     normalize_reserved,
 )
+from toolproof.plugins.loading import ENTRY_POINT_GROUPS, entry_point_names, load_entry_point
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -38,7 +38,7 @@ __all__ = [
     "normalize_reserved",
 ]
 
-ENTRY_POINT_GROUP = "toolproof.extensions"
+ENTRY_POINT_GROUP = ENTRY_POINT_GROUPS["extension"]
 """The entry-point group plugin packages register extensions under."""
 
 
@@ -153,9 +153,8 @@ class ExtensionRegistry:
             if isinstance(value, Extension) and self._extensions.get(value.name) is not value:
                 self.register(value)  # defined there, registered elsewhere (or nowhere)
 
-    def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
+    def _add_entry_point(self, target: object) -> None:
         def load() -> None:
-            target = ep.load()
             if isinstance(target, Extension):
                 self.register(target)
             elif isinstance(target, ModuleType):
@@ -170,24 +169,36 @@ class ExtensionRegistry:
 
         self._transaction(load)
 
+    def _load_entry_point(self, name: str) -> LoadFailure | None:
+        field = f"entry point {ENTRY_POINT_GROUP}:{name}"
+        try:
+            loaded = load_entry_point("extension", name)
+        except InputError as exc:  # the loader's report; its cause is the foreign exception
+            cause = exc.__cause__
+            rule = exc.fields["rule"] if cause is None else foreign_failure(cause)
+            return LoadFailure(name, f"{field} ({exc.fields['origin']})", f"cannot load: {rule}")
+        if loaded is None:  # uninstalled since it was listed
+            return None
+        target, origin = loaded
+        try:
+            self._add_entry_point(target)
+        except FOREIGN_CODE_ERRORS as exc:
+            return LoadFailure(name, f"{field} ({origin})", f"cannot load: {foreign_failure(exc)}")
+        return None
+
     def load_entry_points(self) -> tuple[LoadFailure, ...]:
         """Load every ``toolproof.extensions`` entry point once; return the failures.
 
         An entry point names an :class:`Extension` object, a module (imported; every
         module-level :class:`Extension` it defines is registered here) or a callable
-        ``register(registry)``. A failing entry point leaves nothing registered.
+        ``register(registry)``. Each is loaded by
+        :func:`~toolproof.plugins.loading.load_entry_point`, the loader of every plugin
+        group. A failing entry point leaves nothing registered.
         """
         if not self._entry_points_loaded:
             self._entry_points_loaded = True
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                try:
-                    self._load_entry_point(ep)
-                except FOREIGN_CODE_ERRORS as exc:
-                    self._entry_point_failures.append(
-                        LoadFailure(
-                            ep.name,
-                            f"entry point {ENTRY_POINT_GROUP}:{ep.name} = {ep.value}",
-                            f"cannot load: {foreign_failure(exc)}",
-                        )
-                    )
+            for name in entry_point_names("extension"):
+                failure = self._load_entry_point(name)
+                if failure is not None:
+                    self._entry_point_failures.append(failure)
         return tuple(self._entry_point_failures)

@@ -1,5 +1,21 @@
-"""Plugins: parts of a run found through entry points (reasoners, checks, runtimes)."""
+"""Plugins: registries by seam, and the one loader of their entry points.
 
-from toolproof.plugins.loading import ENTRY_POINT_GROUPS, load_plugin, plugin_error
+The seams are reasoners, checks, retrieval, runtimes and extensions.
+"""
 
-__all__ = ["ENTRY_POINT_GROUPS", "load_plugin", "plugin_error"]
+from toolproof.plugins.loading import (
+    ENTRY_POINT_GROUPS,
+    entry_point_names,
+    load_entry_point,
+    plugin_error,
+)
+from toolproof.plugins.registry import REGISTERED, Registry
+
+__all__ = [
+    "ENTRY_POINT_GROUPS",
+    "REGISTERED",
+    "Registry",
+    "entry_point_names",
+    "load_entry_point",
+    "plugin_error",
+]

@@ -1,13 +1,18 @@
 """Find a plugin by name in its entry-point group, or say exactly why it cannot be used.
 
-Each seam of a run has a group: ``toolproof.reasoners`` (a
+Each seam has a group: ``toolproof.reasoners`` (a
 :class:`~toolproof.evidence.reasoners.ReasonerBackend` subclass),
 ``toolproof.checks`` (a :class:`~toolproof.verify.base.Check` or a factory taking
-the spec's params), ``toolproof.retrieval`` (a retrieval runtime factory) and
-``toolproof.runtimes`` (a :class:`~toolproof.plugins.runtime.RuntimePlugin`). A
-plugin that is declared twice, fails to import, or is not what its group expects
-is an :class:`~toolproof.errors.InputError` naming the plugin, its entry point and
-the rule it breaks; the run refuses to start and writes nothing.
+the spec's params), ``toolproof.retrieval`` (a retrieval runtime factory),
+``toolproof.runtimes`` (a :class:`~toolproof.runs.runtime_plugin.RuntimePlugin`)
+and ``toolproof.extensions`` (an :class:`~toolproof.extensions.extension.Extension`,
+a module of them, or a ``register(registry)`` callable). :func:`load_entry_point` is
+the one function that loads an entry point, for every group; the registries
+(:class:`~toolproof.plugins.registry.Registry` and
+:class:`~toolproof.extensions.registry.ExtensionRegistry`) call it. A plugin that is
+declared twice, fails to import, or is not what its group expects is an
+:class:`~toolproof.errors.InputError` naming the plugin, its entry point and the rule
+it breaks; a run refuses to start and writes nothing.
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ import importlib.metadata
 
 from toolproof.errors import FOREIGN_CODE_ERRORS, InputError, foreign_failure
 
-__all__ = ["ENTRY_POINT_GROUPS", "load_plugin", "plugin_error"]
+__all__ = ["ENTRY_POINT_GROUPS", "entry_point_names", "load_entry_point", "plugin_error"]
 
 ENTRY_POINT_GROUPS = {
     "reasoner": "toolproof.reasoners",
     "check": "toolproof.checks",
     "retrieval": "toolproof.retrieval",
     "runtime": "toolproof.runtimes",
+    "extension": "toolproof.extensions",
 }
 """The entry-point group of each seam, by plugin kind."""
 
@@ -31,9 +37,10 @@ def plugin_error(kind: str, name: str, origin: str, rule: str) -> InputError:
     """The error for a plugin that cannot be used.
 
     Args:
-        kind: the seam (``reasoner``, ``check``, ``retrieval``, ``runtime``).
+        kind: the seam (a key of :data:`ENTRY_POINT_GROUPS`).
         name: the plugin's name.
-        origin: where it came from (``module:attr`` of its entry point).
+        origin: where it came from (``distribution:module:attr`` of its entry point,
+            ``registered`` for one added in code).
         rule: what is wrong, in words.
 
     Returns:
@@ -49,7 +56,18 @@ def plugin_error(kind: str, name: str, origin: str, rule: str) -> InputError:
     )
 
 
-def load_plugin(kind: str, name: str) -> tuple[object, str] | None:
+def entry_point_names(kind: str) -> list[str]:
+    """The names installed in the ``kind`` group, sorted, each once.
+
+    Args:
+        kind: a key of :data:`ENTRY_POINT_GROUPS`.
+
+    """
+    group = ENTRY_POINT_GROUPS[kind]
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=group)})
+
+
+def load_entry_point(kind: str, name: str) -> tuple[object, str] | None:
     """Load the entry point ``name`` of the ``kind`` group.
 
     Args:
@@ -61,8 +79,8 @@ def load_plugin(kind: str, name: str) -> tuple[object, str] | None:
         installed distribution declares ``name``.
 
     Raises:
-        InputError: two entry points declare ``name``, or loading it raised (the message
-            names the exception).
+        InputError: two entry points declare ``name`` differently, or loading it raised
+            (the message names the exception; the exception is the ``__cause__``).
 
     """
     group = ENTRY_POINT_GROUPS[kind]

@@ -71,8 +71,8 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import InputError, RecordingError, VerificationError
+from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.evidence.pack import PACK_FILE, PackContents, read_pack
-from toolproof.evidence.reasoners import reasoner_for
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
@@ -262,7 +262,7 @@ async def _commit(
         runtime = ExecutionRuntime.model_validate(
             {
                 **runtime.to_json(),
-                "reasoner": reasoner_for(reasoner).descriptor().to_json(),
+                "reasoner": reasoner_registry().create(reasoner).descriptor().to_json(),
                 "id": "",
             }
         )
@@ -343,7 +343,7 @@ async def _write_run(
             runtime=runtime,
             calls=FrozenCalls(events),
             clock=FrozenClock(events),
-            reasoner=reasoner_for(spec.reasoner),
+            reasoner=reasoner_registry().create(spec.reasoner),
             handlers=handlers,
         )
         replayed = (writer.temp / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]

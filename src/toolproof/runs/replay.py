@@ -26,12 +26,12 @@ from toolproof.contract.runs import ExecutionRuntime, Report, RunSpec
 from toolproof.contract.tools import ToolDescriptor, ToolsetDescriptor
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, ReplayRefused
-from toolproof.evidence.reasoners import reasoner_for
 from toolproof.identity import canonical_json
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.diff import first_trace_difference
 from toolproof.runs.executor import StepHandler
 from toolproof.runs.planner import plan_run
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
 from toolproof.runs.turns import RecordedTurns
@@ -165,6 +165,7 @@ async def replay_run(
     toolset: ToolsetDescriptor | None = None,
     lenient: bool = False,
     handlers: Mapping[str, StepHandler] | None = None,
+    registries: RunRegistries | None = None,
 ) -> ReplayResult:
     """Replay a run directory frozen; see the module docstring.
 
@@ -175,12 +176,15 @@ async def replay_run(
         lenient: report descriptor, plan and call differences instead of refusing.
         handlers: step handlers by kind (default: :func:`default_handlers`; their tool
             calls are served from the record like every call).
+        registries: where the recorded reasoner and checks resolve (default:
+            ``RunRegistries()``, the built-ins and the installed entry points).
 
     Raises:
         ReplayRefused: see the module docstring; the message names the file or the change.
 
     """
     directory = Path(directory)
+    registries = registries if registries is not None else RunRegistries()
     manifest, digests, findings = check_manifest(directory)
     if findings:
         first = findings[0]
@@ -215,7 +219,7 @@ async def replay_run(
             ),
         )
     try:
-        reasoner = reasoner_for(spec.reasoner)
+        reasoner = registries.reasoners.create(spec.reasoner)
     except InputError as exc:
         raise _refuse(f"the recorded reasoner cannot be built: {exc.message}") from None
     if reasoner.descriptor() != runtime.reasoner:
@@ -229,7 +233,7 @@ async def replay_run(
         else:
             differ(f"the reasoner changed: recorded {then}, now {reasoner.label}", rule="reasoner")
     try:
-        checks, check_descriptors = check_sequence(spec.checks)
+        checks, check_descriptors = check_sequence(spec.checks, registries.checks)
     except InputError as exc:
         raise _refuse(f"the recorded checks cannot be built: {exc.message}") from None
     if check_descriptors != runtime.checks:

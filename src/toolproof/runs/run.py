@@ -30,15 +30,17 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import RecordingError
-from toolproof.evidence.reasoners import ReasonerBackend, reasoner_for
+from toolproof.evidence.reasoners import ReasonerBackend
 from toolproof.identity import canonical_json, digest
+from toolproof.plugins.registry import REGISTERED
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.providers import ProviderCalls, build_providers, provider_descriptors
 from toolproof.runs.recorder import Recorder
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.retrieve import default_handlers
-from toolproof.runs.runtime_plugin import RuntimePlugin, runtime_for
+from toolproof.runs.runtime_plugin import RuntimePlugin
 from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
@@ -170,6 +172,7 @@ async def execute_run(
     on_event: Callable[[TraceEvent], None] | None = None,
     on_plan: Callable[[Plan], None] | None = None,
     runtime: RuntimePlugin | str | None = None,
+    registries: RunRegistries | None = None,
 ) -> RunOutcome:
     """Plan, execute live, check, and commit a run directory under ``<root>/runs/``.
 
@@ -180,8 +183,10 @@ async def execute_run(
         handlers: step handlers by kind (default: :func:`default_handlers`, ``retrieve``).
         on_event: called with each trace event (progress).
         on_plan: called with the plan before execution starts (progress).
-        runtime: an execution-runtime plugin (or its ``toolproof.runtimes`` name) that
-            makes the calls; default the local runtime (:class:`LiveCalls`).
+        runtime: an execution-runtime plugin (or its name in ``registries.runtimes``)
+            that makes the calls; default the local runtime (:class:`LiveCalls`).
+        registries: where the spec's reasoner and checks and a runtime name resolve
+            (default: ``RunRegistries()``, the built-ins and the installed entry points).
 
     Returns:
         The :class:`RunOutcome`. A failing report is not an exception: look at
@@ -199,9 +204,12 @@ async def execute_run(
     """
     if handlers is None:
         handlers = default_handlers(catalog=toolset.catalog)
-    reasoner = reasoner_for(spec.reasoner)
-    checks, check_descriptors = check_sequence(spec.checks)
-    plugin, origin = runtime_for(runtime) if isinstance(runtime, str) else (runtime, "registered")
+    registries = registries if registries is not None else RunRegistries()
+    reasoner = registries.reasoners.create(spec.reasoner)
+    checks, check_descriptors = check_sequence(spec.checks, registries.checks)
+    plugin, origin = (
+        registries.runtimes.create(runtime) if isinstance(runtime, str) else (runtime, REGISTERED)
+    )
     needs = reasoner.providers()
     providers = build_providers(needs, taken=toolset.names())
     descriptor = toolset.descriptor()

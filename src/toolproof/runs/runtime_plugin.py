@@ -1,7 +1,8 @@
 """The execution-runtime seam: how a live run's tool calls are made.
 
 A :class:`RuntimePlugin` (a class or instance in the ``toolproof.runtimes``
-entry-point group, or passed to :func:`~toolproof.runs.run.execute_run`) gives the
+entry-point group or a :class:`RuntimeRegistry`, or passed to
+:func:`~toolproof.runs.run.execute_run`) gives the
 executor its :class:`~toolproof.runs.calls.CallPort` for one live run: local,
 remote, or application-controlled. Its ``kind`` becomes ``ExecutionRuntime.kind`` and
 its :meth:`RuntimePlugin.descriptor` (name, version, configuration digest) is listed
@@ -21,11 +22,12 @@ from typing import Any, ClassVar
 from toolproof.contract.runs import PluginDescriptor
 from toolproof.errors import InputError
 from toolproof.identity import digest_json
-from toolproof.plugins.loading import load_plugin, plugin_error
+from toolproof.plugins.loading import plugin_error
+from toolproof.plugins.registry import Registry
 from toolproof.runs.calls import CallPort
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["RuntimePlugin", "runtime_for"]
+__all__ = ["RuntimePlugin", "RuntimeRegistry"]
 
 
 class RuntimePlugin(ABC):
@@ -55,31 +57,42 @@ class RuntimePlugin(ABC):
         """The call port of one live run over ``toolset`` (``mode`` must be ``live``)."""
 
 
-def runtime_for(name: str) -> tuple[RuntimePlugin, str]:
-    """Build the runtime plugin ``name`` of the ``toolproof.runtimes`` group.
+class RuntimeRegistry(Registry[RuntimePlugin | type[RuntimePlugin]]):
+    """Execution runtimes by name: registered in code, then ``toolproof.runtimes`` entry points.
 
-    Returns:
-        The plugin and its origin.
-
-    Raises:
-        InputError: no such plugin, or it is broken (it names the plugin and the rule).
-
+    A new registry is empty (the local runtime is the default, not a name); the
+    composition root builds the one a run uses and passes it down.
     """
-    loaded = load_plugin("runtime", name)
-    if loaded is None:
-        raise InputError(
-            f"unknown runtime {name!r}: no 'toolproof.runtimes' entry point has that name",
-            plugin=name,
-            kind="runtime",
-            rule="unknown",
-        )
-    item, origin = loaded
-    try:
-        plugin = item() if isinstance(item, type) else item
-    except Exception as exc:  # foreign constructor, reported naming the plugin
-        rule = f"building it raised {type(exc).__name__}: {exc}"
-        raise plugin_error("runtime", name, origin, rule) from exc
-    if not isinstance(plugin, RuntimePlugin):
-        rule = f"the entry point is {item!r}, not a RuntimePlugin"
-        raise plugin_error("runtime", name, origin, rule)
-    return plugin, origin
+
+    def __init__(self) -> None:
+        super().__init__("runtime")
+
+    def create(self, name: str) -> tuple[RuntimePlugin, str]:
+        """Build the runtime plugin ``name`` (a registered or entry-point class is instantiated).
+
+        Returns:
+            The plugin and its origin (``registered`` or ``distribution:module:attr``).
+
+        Raises:
+            InputError: no such plugin, or it is broken (it names the plugin and the rule).
+
+        """
+        found = self.find(name)
+        if found is None:
+            raise InputError(
+                f"unknown runtime {name!r}: no registered runtime and no 'toolproof.runtimes' "
+                "entry point has that name",
+                plugin=name,
+                kind="runtime",
+                rule="unknown",
+            )
+        item, origin = found
+        try:
+            plugin = item() if isinstance(item, type) else item
+        except Exception as exc:  # foreign constructor, reported naming the plugin
+            rule = f"building it raised {type(exc).__name__}: {exc}"
+            raise plugin_error("runtime", name, origin, rule) from exc
+        if not isinstance(plugin, RuntimePlugin):
+            rule = f"the entry point is {item!r}, not a RuntimePlugin"
+            raise plugin_error("runtime", name, origin, rule)
+        return plugin, origin

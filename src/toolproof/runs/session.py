@@ -58,7 +58,7 @@ from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
 from toolproof.evidence.encoding import read_contents
-from toolproof.evidence.reasoners import reasoner_for
+from toolproof.evidence.reasoners import ToolResultReasoner
 from toolproof.identity import canonical_json, plain_json_encoder
 from toolproof.runs.recorder import (
     CallRecord,
@@ -742,7 +742,7 @@ def open_session(
     header = {"started_at": started_at, "config": config, "pid": os.getpid()}
     if task != SESSION_TASK:
         header["task"] = task
-    reasoner = reasoner_for(ReasonerSpec())
+    reasoner = ToolResultReasoner(ReasonerSpec())
     runtime = ExecutionRuntime(
         mode="live", toolset=toolset.descriptor(), reasoner=reasoner.descriptor(), seed=0
     )

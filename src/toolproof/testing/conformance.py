@@ -21,7 +21,7 @@ from typing import Any
 from toolproof.contract.evidence import ClaimStatus
 from toolproof.contract.runs import CheckSpec, RunSpec
 from toolproof.errors import InputError
-from toolproof.evidence.reasoners import reasoner_for
+from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.identity import canonical_json
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.testing.errors import ConformanceError
@@ -34,7 +34,7 @@ from toolproof.testing.runs import (
     assert_supports_exact,
 )
 from toolproof.tools.toolset import Toolset
-from toolproof.verify.sequence import CHECK_ID_RE, check_for
+from toolproof.verify.sequence import CHECK_ID_RE, CheckRegistry, check_for
 from toolproof.verify.view import RunView
 
 __all__ = ["assert_check_conforms", "assert_reasoner_conforms", "assert_retrieval_conforms"]
@@ -74,7 +74,7 @@ def assert_reasoner_conforms(
     """
     model = spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
     assert_identity_stable({"reasoner": model.reasoner.to_json()})
-    label = reasoner_for(model.reasoner).label
+    label = reasoner_registry().create(model.reasoner).label
     outcome = _run(model, toolset, root)
     assert_run_conforms(outcome.path)
     own = [claim for claim in outcome.outcome.claims if claim.reasoner == label]
@@ -124,7 +124,7 @@ def assert_check_conforms(
     """
     spec = CheckSpec(name=check) if isinstance(check, str) else CheckSpec.model_validate(check)
     try:
-        built, descriptor = check_for(spec)
+        built, descriptor = check_for(spec, CheckRegistry())
     except InputError as exc:
         raise ConformanceError("kit:check-builds", exc.message) from None
     if CHECK_ID_RE.match(built.id) is None or not built.invariant.startswith("INV-"):

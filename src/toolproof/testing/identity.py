@@ -43,14 +43,14 @@ def identity_of(target: dict[str, Any]) -> str:
 
     """
     if "reasoner" in target:
-        from toolproof.evidence.reasoners import reasoner_for
+        from toolproof.evidence.builtin_reasoners import reasoner_registry
 
         spec = ReasonerSpec.model_validate(target["reasoner"])
-        return digest_json(reasoner_for(spec).descriptor().to_json())
+        return digest_json(reasoner_registry().create(spec).descriptor().to_json())
     if "check" in target:
-        from toolproof.verify.sequence import check_for
+        from toolproof.verify.sequence import CheckRegistry, check_for
 
-        _, descriptor = check_for(CheckSpec.model_validate(target["check"]))
+        _, descriptor = check_for(CheckSpec.model_validate(target["check"]), CheckRegistry())
         return digest_json(descriptor.to_json())
     import importlib
 

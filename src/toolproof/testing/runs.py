@@ -18,6 +18,7 @@ from toolproof.contract.runs import Manifest
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.errors import ReplayRefused
 from toolproof.identity import digest, digest_of_hex
+from toolproof.runs.registries import RunRegistries
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.testing.errors import ConformanceError
 from toolproof.verify.verifier import OUTER_CHECKS, verify_run
@@ -34,8 +35,13 @@ __all__ = [
 _OUTER = {check: invariant for check, invariant, _ in OUTER_CHECKS}
 
 
-def assert_run_conforms(run_dir: Path) -> None:
+def assert_run_conforms(run_dir: Path, *, registries: RunRegistries | None = None) -> None:
     """Verify ``run_dir`` and check manifest coverage and every support byte for byte.
+
+    Args:
+        run_dir: the run directory.
+        registries: where the spec's additional checks resolve (default: the installed
+            entry points); pass the run's when it used checks registered in code.
 
     Raises:
         ConformanceError: the first failure; its rule is the invariant of the check that
@@ -43,7 +49,8 @@ def assert_run_conforms(run_dir: Path) -> None:
 
     """
     run_dir = Path(run_dir)
-    verification = verify_run(run_dir)
+    checks = registries.checks if registries is not None else None
+    verification = verify_run(run_dir, checks=checks)
     if not verification.ok:
         invariants = dict(_OUTER)
         if verification.report is not None:
@@ -129,15 +136,22 @@ def assert_supports_exact(run_dir: Path) -> int:
     return checked
 
 
-def assert_frozen_replay(run_dir: Path) -> ReplayResult:
+def assert_frozen_replay(
+    run_dir: Path, *, registries: RunRegistries | None = None
+) -> ReplayResult:
     """Replay ``run_dir`` frozen: identical trace and report, no live call.
+
+    Args:
+        run_dir: the run directory.
+        registries: where the recorded reasoner and checks resolve (default:
+            ``RunRegistries()``); pass the run's when it used plugins registered in code.
 
     Raises:
         ConformanceError: ``kit:frozen-replay`` (refused, different, or a live call).
 
     """
     try:
-        result = asyncio.run(replay_run(Path(run_dir)))
+        result = asyncio.run(replay_run(Path(run_dir), registries=registries))
     except ReplayRefused as exc:
         raise ConformanceError("kit:frozen-replay", exc.message) from None
     if result.live_calls:

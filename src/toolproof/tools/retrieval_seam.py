@@ -11,14 +11,17 @@ supports cite; frozen replay serves the recorded tool result.
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from toolproof.errors import InputError
 from toolproof.evidence.corpus import Corpus
-from toolproof.plugins.loading import load_plugin, plugin_error
+from toolproof.plugins.loading import plugin_error
+from toolproof.plugins.registry import Registry
 from toolproof.tools.tool import Tool
 
-__all__ = ["RetrievalBackend", "retrieval_plugin"]
+__all__ = ["RetrievalBackend", "RetrievalFactory", "RetrievalRegistry"]
 
 
 @runtime_checkable
@@ -54,44 +57,69 @@ class RetrievalBackend(Protocol):
         ...
 
 
-def retrieval_plugin(name: str, corpus: Corpus, options: dict[str, Any]) -> RetrievalBackend:
-    """Build the retrieval runtime ``name`` of the ``toolproof.retrieval`` group.
+RetrievalFactory = Callable[[Corpus, dict[str, Any]], RetrievalBackend]
+"""``factory(corpus, options) -> RetrievalBackend``: the pinned corpus and the
+``[[retrieval]]`` entry as JSON."""
 
-    Args:
-        name: the entry point's name (``[[retrieval]] backend``).
-        corpus: the pinned corpus.
-        options: the ``[[retrieval]]`` entry as JSON.
 
-    Returns:
-        The runtime.
+class RetrievalRegistry(Registry[RetrievalFactory]):
+    """Retrieval runtime factories by name: in code, then ``toolproof.retrieval`` entry points.
 
-    Raises:
-        InputError: no such plugin, or it is broken (it names the plugin and the rule).
-
+    The built-in ``fts5-bm25`` runtime is not a name here (it is the default the
+    composition root binds itself); the root builds this registry and passes it to
+    the ``[[retrieval]]`` binding.
     """
-    loaded = load_plugin("retrieval", name)
-    if loaded is None:
-        raise InputError(
-            f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
-            "'toolproof.retrieval' entry point has that name",
-            plugin=name,
-            kind="retrieval",
-            rule="unknown",
-        )
-    factory, origin = loaded
-    if not callable(factory):
-        raise plugin_error("retrieval", name, origin, "the entry point is not a factory")
-    try:
-        runtime = factory(corpus, options)
-    except InputError:
-        raise
-    except Exception as exc:  # foreign factory: reported, naming the plugin
-        rule = f"its factory raised {type(exc).__name__}: {exc}"
-        raise plugin_error("retrieval", name, origin, rule) from exc
-    if not isinstance(runtime, RetrievalBackend):
-        rule = (
-            f"its factory returned {type(runtime).__name__}, which lacks kind/name/version/"
-            "fingerprint/descriptor/as_tool/close"
-        )
-        raise plugin_error("retrieval", name, origin, rule)
-    return runtime
+
+    def __init__(self) -> None:
+        super().__init__("retrieval")
+
+    def accept(self, name: str, item: object, origin: str) -> RetrievalFactory:
+        """An entry point's object must be a factory (a callable).
+
+        Raises:
+            InputError: it is not (naming the plugin, its origin and the rule).
+
+        """
+        if not callable(item):
+            raise plugin_error("retrieval", name, origin, "the entry point is not a factory")
+        return typing.cast(RetrievalFactory, item)
+
+    def create(self, name: str, corpus: Corpus, options: dict[str, Any]) -> RetrievalBackend:
+        """Build the retrieval runtime ``name`` over ``corpus``.
+
+        Args:
+            name: the runtime's name (``[[retrieval]] backend``).
+            corpus: the pinned corpus.
+            options: the ``[[retrieval]]`` entry as JSON.
+
+        Returns:
+            The runtime.
+
+        Raises:
+            InputError: no such plugin, or it is broken (it names the plugin and the rule).
+
+        """
+        found = self.find(name)
+        if found is None:
+            raise InputError(
+                f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
+                "'toolproof.retrieval' entry point has that name",
+                plugin=name,
+                kind="retrieval",
+                rule="unknown",
+            )
+        factory, origin = found
+        try:
+            runtime = factory(corpus, options)
+        except InputError:
+            raise
+        except Exception as exc:  # foreign factory: reported, naming the plugin
+            rule = f"its factory raised {type(exc).__name__}: {exc}"
+            raise plugin_error("retrieval", name, origin, rule) from exc
+        if not isinstance(runtime, RetrievalBackend):
+            rule = (
+                f"its factory returned {type(runtime).__name__}, which lacks kind/name/version/"
+                "fingerprint/descriptor/as_tool/close"
+            )
+            raise plugin_error("retrieval", name, origin, rule)
+        return runtime

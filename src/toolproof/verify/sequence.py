@@ -1,9 +1,10 @@
 """The check sequence of a run: the built-ins, then the spec's ``[[checks]]`` in order.
 
-An additional check is found by name, first among checks registered in this
-process (:func:`register_check`), then in the ``toolproof.checks`` entry-point
-group. Its value is a :class:`~toolproof.verify.base.Check`, or a factory called
-with the spec's ``params`` that returns one. The additional checks run after the
+An additional check is found by name in the :class:`CheckRegistry` the run or
+verification is given: first among checks registered in code, then in the
+``toolproof.checks`` entry-point group. Its value is a
+:class:`~toolproof.verify.base.Check`, or a factory called with the spec's
+``params`` that returns one. The additional checks run after the
 built-in sequence in the order the spec lists them; their ids and order are in
 every report (``Report.sequence``) and their identities in the runtime descriptor,
 so adding, removing, reordering or upgrading one changes both.
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolproof.contract.runs import CheckSpec, Finding, PluginDescriptor, Severity
 from toolproof.errors import InputError
-from toolproof.plugins.loading import load_plugin, plugin_error
+from toolproof.plugins.loading import plugin_error
+from toolproof.plugins.registry import Registry
 from toolproof.verify.base import Check, finding
 from toolproof.verify.checks import CHECKS
 from toolproof.verify.view import RunView
@@ -30,10 +33,10 @@ from toolproof.verify.view import RunView
 __all__ = [
     "CHECK_ID_RE",
     "CheckFactory",
+    "CheckRegistry",
     "check_for",
     "check_sequence",
     "register_check",
-    "registered_checks",
 ]
 
 CHECK_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
@@ -42,28 +45,57 @@ CHECK_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 CheckFactory = Callable[[dict[str, Any]], Check]
 """Builds a check from the spec's ``params`` (raise :class:`InputError` on bad ones)."""
 
-_REGISTERED: dict[str, Check | CheckFactory] = {}
+class CheckRegistry(Registry[Check | CheckFactory]):
+    """Additional checks by name: those registered in code, then ``toolproof.checks`` entry points.
+
+    A new registry is empty (the built-in sequence is not in it: it always runs); the
+    composition root builds the one a run or a verification uses and passes it down.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("check")
+
+    def accept(self, name: str, item: object, origin: str) -> Check | CheckFactory:
+        """An entry point's object must be a :class:`Check` or a factory (a callable).
+
+        Raises:
+            InputError: it is neither (naming the plugin, its origin and the rule).
+
+        """
+        if isinstance(item, Check) or callable(item):
+            return typing.cast(Check | CheckFactory, item)
+        rule = f"the entry point is a {type(item).__name__}, not a Check or a check factory"
+        raise plugin_error("check", name, origin, rule)
 
 
-def register_check(item: Check | CheckFactory, *, name: str | None = None) -> None:
-    """Register a check (under its id) or a check factory (under ``name``) in this process.
+def register_check(
+    item: Check | CheckFactory, *, name: str | None = None, registry: CheckRegistry | None = None
+) -> Check | CheckFactory:
+    """Declare a check (named by its id) or a check factory (named ``name``); return it.
+
+    It registers nothing by itself (there is no process-wide registry): a plugin
+    package names the check in the ``toolproof.checks`` entry-point group; code that
+    builds its own :class:`CheckRegistry` passes it as ``registry`` (or calls
+    ``registry.register(name, item)``) and hands that registry to the run, replay or
+    verification.
+
+    Args:
+        item: a :class:`Check`, or a factory ``params -> Check``.
+        name: the factory's name (a check is named by its ``id``).
+        registry: the registry to add it to (default: none).
+
+    Returns:
+        ``item``.
 
     Raises:
-        InputError: a factory without ``name``, or the name is taken by another check.
+        InputError: a factory without ``name``, or ``registry`` holds another check under
+            that name.
 
     """
     key = item.id if isinstance(item, Check) else name
     if not key:
         raise InputError("register_check: a check factory needs a name", rule="name")
-    existing = _REGISTERED.get(key)
-    if existing is not None and existing is not item:
-        raise InputError(f"check name {key!r} is already registered", check=key)
-    _REGISTERED[key] = item
-
-
-def registered_checks() -> list[str]:
-    """The names registered in this process, sorted (entry points not included)."""
-    return sorted(_REGISTERED)
+    return item if registry is None else registry.register(key, item)
 
 
 def _guarded(check: Check, origin: str) -> Check:
@@ -112,28 +144,29 @@ def _build(spec: CheckSpec, item: object, origin: str) -> Check:
     return check
 
 
-def check_for(spec: CheckSpec) -> tuple[Check, PluginDescriptor]:
+def check_for(spec: CheckSpec, registry: CheckRegistry) -> tuple[Check, PluginDescriptor]:
     """Build the additional check ``spec`` names, guarded, with its identity.
+
+    Args:
+        spec: a ``[[checks]]`` entry of the spec.
+        registry: where the name is looked up (code, then entry points).
 
     Raises:
         InputError: no such check (the message lists the registered ones), or the plugin is
             broken (it names the plugin and the rule).
 
     """
-    item: object | None = _REGISTERED.get(spec.name)
-    origin = "registered"
-    if item is None:
-        loaded = load_plugin("check", spec.name)
-        if loaded is None:
-            known = ", ".join(registered_checks()) or "none registered"
-            raise InputError(
-                f"unknown check {spec.name!r}: no registered check and no 'toolproof.checks' "
-                f"entry point has that name (registered: {known})",
-                plugin=spec.name,
-                kind="check",
-                rule="unknown",
-            )
-        item, origin = loaded
+    found = registry.find(spec.name)
+    if found is None:
+        known = ", ".join(registry.names()) or "none registered"
+        raise InputError(
+            f"unknown check {spec.name!r}: no registered check and no 'toolproof.checks' "
+            f"entry point has that name (registered: {known})",
+            plugin=spec.name,
+            kind="check",
+            rule="unknown",
+        )
+    item, origin = found
     try:
         check = _build(spec, item, origin)
     except InputError:
@@ -145,18 +178,24 @@ def check_for(spec: CheckSpec) -> tuple[Check, PluginDescriptor]:
 
 
 def check_sequence(
-    specs: Sequence[CheckSpec],
+    specs: Sequence[CheckSpec], registry: CheckRegistry | None = None
 ) -> tuple[tuple[Check, ...], list[PluginDescriptor]]:
     """The built-in checks followed by ``specs``' checks, and the additional checks' identities.
+
+    Args:
+        specs: the spec's ``[[checks]]``, in order.
+        registry: where their names are looked up (default: a new :class:`CheckRegistry`,
+            which finds the installed entry points).
 
     Raises:
         InputError: a check cannot be built, or two checks share an id (a built-in's too).
 
     """
+    registry = registry if registry is not None else CheckRegistry()
     checks = list(CHECKS)
     descriptors = []
     for spec in specs:
-        check, descriptor = check_for(spec)
+        check, descriptor = check_for(spec, registry)
         if any(existing.id == check.id for existing in checks):
             raise plugin_error(
                 "check", spec.name, descriptor.origin, f"its id {check.id!r} is already used"

@@ -27,7 +27,7 @@ from toolproof.errors import InputError
 from toolproof.identity import canonical_json
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, run_checks
-from toolproof.verify.sequence import check_sequence
+from toolproof.verify.sequence import CheckRegistry, check_sequence
 from toolproof.verify.view import RunView
 
 __all__ = ["OUTER_CHECKS", "Verification", "VerificationFailure", "verify_run"]
@@ -122,14 +122,16 @@ def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationF
     return out
 
 
-def _sequence(view: RunView) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
+def _sequence(
+    view: RunView, registry: CheckRegistry
+) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
     """The run's check sequence, and problems building it (file, message)."""
     if view.spec is None or not view.spec.checks:
         if view.runtime is not None and view.runtime.checks:
             return CHECKS, [(RUNTIME_FILE, "runtime.json names checks the spec does not")]
         return CHECKS, []
     try:
-        checks, descriptors = check_sequence(view.spec.checks)
+        checks, descriptors = check_sequence(view.spec.checks, registry)
     except InputError as exc:
         return CHECKS, [(SPEC_FILE, f"{exc.message}; install it to verify this run")]
     recorded = view.runtime.checks if view.runtime is not None else []
@@ -144,12 +146,16 @@ def _sequence(view: RunView) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
     return checks, []
 
 
-def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification:
+def verify_run(
+    directory: Path, *, policy: Policy | None = None, checks: CheckRegistry | None = None
+) -> Verification:
     """Verify a run directory.
 
     Args:
         directory: the run directory (``<root>/runs/<run_id>``).
         policy: the policy to judge by; default the spec's own policy.
+        checks: where the spec's additional checks resolve (default: a new
+            :class:`CheckRegistry`, which finds the installed entry points).
 
     Returns:
         The :class:`Verification`; ``ok`` is False when any check fails.
@@ -164,9 +170,11 @@ def verify_run(directory: Path, *, policy: Policy | None = None) -> Verification
     assert manifest is not None
     view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
     own = view.spec.policy if view.spec is not None else Policy.STRICT
-    checks, problems = _sequence(view)
-    stored_policy_report = run_checks(view, own, checks)
-    report = stored_policy_report if policy in (None, own) else run_checks(view, policy, checks)
+    sequence, problems = _sequence(view, checks if checks is not None else CheckRegistry())
+    stored_policy_report = run_checks(view, own, sequence)
+    report = (
+        stored_policy_report if policy in (None, own) else run_checks(view, policy, sequence)
+    )
     failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
     failures += [
         VerificationFailure("checks", Finding(severity=Severity.CRITICAL, file=file, message=text))

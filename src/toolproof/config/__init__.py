@@ -1,0 +1,99 @@
+"""The composition root: ``toolproof.toml`` -> a sealed :class:`Toolset`.
+
+The file (TOML, read with :mod:`tomllib`) has these tables; unknown keys are refused
+and relative paths are relative to the file::
+
+    [[python]]                  # tools from functions marked @toolproof.tool
+    module = "mypkg.tools"
+    functions = ["add"]         # optional: only these (marked or not)
+    path = "."                  # optional: directory put on sys.path (default: the file's)
+    import_timeout = 60         # optional: seconds the import may take
+
+    [[mcp]]                     # tools from an MCP server (stdio or streamable HTTP)
+    name = "git"
+    command = "mcp-server-git"
+    args = ["--repository", "."]
+
+    [extensions]
+    modules = ["mypkg.exts"]
+
+    [tools.add]
+    extensions = [["retry", {name = "timeout", config = {seconds = 2}}], ["process"]]
+
+    [backends.celery]
+    broker = "redis://127.0.0.1:6379/0"
+
+    [serve]                     # what the outward faces expose (see docs/approvals.md)
+    expose = ["add_cache"]      # tool-name globs shown although a sibling is gated
+    hide = ["debug_*"]          # tool-name globs never shown
+
+    [approvals]                 # the policy of the approve wrapper (docs/approvals.md)
+    store = "approvals.sqlite"
+    timeout_seconds = 600
+    mode = "wait"               # | "defer"
+
+    [lock]                      # toolproof.lock beside the file (see docs/lock.md)
+    on_drift = "quarantine"     # | "refuse" | "warn"
+    file = "toolproof.lock"     # optional: another lock file
+
+Every error is a :class:`toolproof.errors.ConfigError` naming the file, the key and
+the rule.
+
+The package has three modules: ``schema`` (the file's models and the errors that
+name the key), ``sources`` (binding ``[[python]]`` and ``[[retrieval]]``) and
+``root`` (building the sealed Toolset: the registries it binds from, the lock
+check, the exposure policy). The registries a Toolset binds from (extensions,
+retrieval backends) are built in ``root`` and passed down; a run's (reasoners,
+checks, runtimes) are a :class:`~toolproof.runs.registries.RunRegistries` given to
+the run.
+"""
+
+from toolproof.config.root import (
+    CONFIG,
+    EXTENSIONS,
+    ToolsetLoader,
+    build_toolset,
+    extension_registry,
+    load_toolset,
+    lock_path_of,
+)
+from toolproof.config.schema import (
+    ExtensionsSection,
+    LockSection,
+    McpSource,
+    PythonSource,
+    RetrievalSource,
+    ServeSection,
+    TelemetrySection,
+    ToolproofConfig,
+    ToolSection,
+    load_config,
+)
+from toolproof.config.sources import (
+    bind_python_source,
+    bind_retrieval_source,
+    import_python_source,
+)
+
+__all__ = [
+    "CONFIG",
+    "EXTENSIONS",
+    "ExtensionsSection",
+    "LockSection",
+    "McpSource",
+    "PythonSource",
+    "RetrievalSource",
+    "ServeSection",
+    "TelemetrySection",
+    "ToolSection",
+    "ToolproofConfig",
+    "ToolsetLoader",
+    "bind_python_source",
+    "bind_retrieval_source",
+    "build_toolset",
+    "extension_registry",
+    "import_python_source",
+    "load_config",
+    "load_toolset",
+    "lock_path_of",
+]

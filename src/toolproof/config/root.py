@@ -1,0 +1,217 @@
+"""Building the sealed Toolset of a ``toolproof.toml``: sources, lock, registries, exposure.
+
+:func:`build_toolset` binds the sources (:mod:`toolproof.config.sources`) in file
+order, checks the lock, builds the registries the Toolset binds from (extensions
+with the ``process`` and ``celery`` backends, retrieval backends) and applies the
+extensions and the ``[serve]`` policy. The file's format is described in
+:mod:`toolproof.config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from toolproof.backends import register_backends
+from toolproof.config.schema import ServeSection, ToolproofConfig, load_config
+from toolproof.config.sources import (
+    bind_python_source,
+    bind_retrieval_source,
+    import_python_source,
+)
+from toolproof.errors import ConfigError
+from toolproof.extensions.approvals.request import Approver
+from toolproof.extensions.config import configure_extensions
+from toolproof.extensions.registry import ExtensionRegistry
+from toolproof.tools.exposure import Exposure
+from toolproof.tools.lock import check_toolset_lock
+from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
+from toolproof.tools.retrieval_seam import RetrievalRegistry
+from toolproof.tools.toolset import Toolset
+
+__all__ = [
+    "CONFIG",
+    "EXTENSIONS",
+    "ToolsetLoader",
+    "build_toolset",
+    "extension_registry",
+    "load_toolset",
+    "lock_path_of",
+]
+
+
+CONFIG = ResourceKey[ToolproofConfig]("config.parsed")
+"""The validated ``toolproof.toml`` a Toolset was built from (``toolset.resources[CONFIG]``)."""
+
+EXTENSIONS = ResourceKey[ExtensionRegistry]("config.extensions")
+"""The extension registry a Toolset's combos were bound from (built-ins, backends,
+``[extensions] modules`` and entry points)."""
+
+
+def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
+    """Give ``toolset`` the ``[serve]`` policy; a glob matching no tool is a ConfigError."""
+    exposure = Exposure(expose=tuple(serve.expose), hide=tuple(serve.hide))
+    names = toolset.names() + [item.name for item in toolset.quarantined]
+    unmatched = exposure.unmatched(names)
+    if unmatched:
+        key, index, glob = unmatched[0]
+        raise ConfigError(
+            str(file),
+            f"serve.{key}[{index}]",
+            f"glob {glob!r} matches no tool (tools: {', '.join(sorted(names)) or 'none'}; "
+            "rule: each [serve] glob names at least one tool, so a misspelt one is noticed)",
+        )
+    toolset.set_exposure(exposure)
+
+
+def extension_registry() -> ExtensionRegistry:
+    """The registry a ``toolproof.toml`` binds its combos from.
+
+    A new registry of the built-ins with the ``process`` and ``celery`` backends
+    registered into it here, at the composition root, not by importing a package for
+    its side effect. ``[extensions] modules`` and the ``toolproof.extensions`` entry
+    points are loaded into it when a Toolset is built; the Toolset keeps it as
+    ``toolset.resources[EXTENSIONS]``.
+
+    Returns:
+        A new registry on every call (no process-wide state).
+    """
+    registry = ExtensionRegistry()
+    register_backends(registry)
+    return registry
+
+
+def lock_path_of(file: Path, config: ToolproofConfig) -> Path:
+    """The lock file of the composition root ``file``: ``[lock] file``, relative to it."""
+    return file.parent / config.lock.file
+
+
+async def build_toolset(
+    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+) -> Toolset:
+    """Build and seal the Toolset of a ``toolproof.toml``.
+
+    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
+    the base tools are checked against the lock (when one exists); extensions apply
+    last. On any error every resource already opened (MCP sessions) is closed.
+
+    Args:
+        path: the ``toolproof.toml`` file.
+        lock: ``True``: the ``[lock]`` file when it exists; a path: that lock (it must
+            exist); ``False``: no lock check (``toolproof lock`` itself).
+        approver: the Python approval channel of every ``approve`` layer: ``async
+            approver(request: ApprovalRequest) -> bool | Decision`` (docs/approvals.md);
+            ``None``: decisions come from the store (``toolproof approvals``, HTTP).
+
+    Raises:
+        ConfigError: the file or one of its entries is invalid, the lock cannot be
+            read, or ``[lock] on_drift = "refuse"`` and a tool drifted.
+
+    """
+    file = Path(path)
+    config, raw = load_config(file)
+    toolset = Toolset()
+    toolset.resources[CONFIG_PATH] = str(file.resolve())
+    toolset.resources[CONFIG] = config
+    toolset.resources[RAW_CONFIG] = raw
+    try:
+        for index, source in enumerate(config.python):
+            await import_python_source(source, file, index)
+            bind_python_source(toolset, source, file, index)
+        retrieval_backends = RetrievalRegistry()  # [[retrieval]] backend names: entry points
+        for index, retrieval in enumerate(config.retrieval):
+            bind_retrieval_source(toolset, retrieval, file, index, retrieval_backends)
+        if config.mcp:
+            from toolproof.tools.mcp import bind_mcp_servers
+
+            first: dict[str, int] = {}
+            for position, entry in enumerate(config.mcp):
+                if entry.name in first:
+                    raise ConfigError(
+                        str(file),
+                        f"mcp[{position}].name",
+                        f"server name {entry.name!r} is already used by mcp[{first[entry.name]}]"
+                        " (rule: [[mcp]] names are unique)",
+                    )
+                first[entry.name] = position
+            servers = [entry.server(file.parent) for entry in config.mcp]
+            await bind_mcp_servers(toolset, servers)
+        lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
+        if lock is not False and (isinstance(lock, Path) or lock_file.is_file()):
+            check_toolset_lock(toolset, lock_file, config.lock.on_drift)
+        registry = toolset.resources[EXTENSIONS] = extension_registry()
+        configure_extensions(
+            toolset,
+            file=file,
+            modules=config.extensions.modules,
+            tools={
+                name: section.extensions
+                for name, section in config.tools.items()
+                if section.extensions is not None
+            },
+            backends=config.backends,
+            registry=registry,
+            approvals=raw.get("approvals", {}),
+            approver=approver,
+        )
+        _set_exposure(toolset, config.serve, file)
+    except BaseException:
+        await toolset.aclose()
+        raise
+    return toolset.seal()
+
+
+class ToolsetLoader:
+    """What :func:`load_toolset` returns: awaitable, and an async context manager.
+
+    ``async with load_toolset(path) as toolset:`` closes the Toolset on exit;
+    ``toolset = await load_toolset(path)`` leaves closing (``await toolset.aclose()``)
+    to the caller.
+    """
+
+    def __init__(
+        self, path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.lock = lock
+        self.approver = approver
+        self._toolset: Toolset | None = None
+
+    def __await__(self) -> Generator[Any, None, Toolset]:
+        return build_toolset(self.path, lock=self.lock, approver=self.approver).__await__()
+
+    async def __aenter__(self) -> Toolset:
+        self._toolset = await build_toolset(self.path, lock=self.lock, approver=self.approver)
+        return self._toolset
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._toolset is not None:
+            await self._toolset.aclose()
+
+
+def load_toolset(
+    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+) -> ToolsetLoader:
+    """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
+
+    Args:
+        path: the ``toolproof.toml`` file.
+        lock: as :func:`build_toolset`: the default checks ``toolproof.lock`` when present.
+        approver: as :func:`build_toolset`: the approver callback of ``approve`` layers.
+
+    Returns:
+        A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
+        on exit) or ``toolset = await load_toolset(path)``.
+
+    Raises:
+        ConfigError: (when awaited or entered) the file or an entry is invalid.
+
+    """
+    return ToolsetLoader(path, lock=lock, approver=approver)

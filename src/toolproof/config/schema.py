@@ -1,0 +1,305 @@
+"""The ``toolproof.toml`` schema: closed pydantic models, and errors that name the key.
+
+:func:`load_config` reads the file with :mod:`tomllib` and validates it against
+:class:`ToolproofConfig`; unknown keys are refused, a misspelt one with a
+``did you mean`` hint, and every error is a :class:`~toolproof.errors.ConfigError`
+naming the file, the key and the rule. The format is described in
+:mod:`toolproof.config`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+import typing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from toolproof.contract.bounds import Seconds
+from toolproof.contract.names import TOOL_NAME_PATTERN
+from toolproof.errors import ConfigError
+from toolproof.extensions.approvals.policy import ApprovalPolicy
+from toolproof.tools.lock import LOCK_FILE, OnDrift
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
+    from toolproof.tools.mcp import McpServer
+
+__all__ = [
+    "ExtensionsSection",
+    "LockSection",
+    "McpSource",
+    "PythonSource",
+    "RetrievalSource",
+    "ServeSection",
+    "TelemetrySection",
+    "ToolSection",
+    "ToolproofConfig",
+    "load_config",
+]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PythonSource(_Closed):
+    """A ``[[python]]`` entry: a module whose ``@toolproof.tool`` functions become tools.
+
+    ``include``/``exclude`` are globs over the tool names (see
+    :mod:`toolproof.tools.filters`).
+
+    ``import_timeout`` (seconds) bounds the module's import: it runs in a thread of its
+    own, so a module that blocks at import never freezes the caller's event loop, and
+    one still importing after that long is a :class:`ConfigError`.
+    """
+
+    module: str = Field(min_length=1)
+    functions: list[str] | None = None
+    path: str | None = None
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
+    import_timeout: Seconds = 60.0
+
+
+class McpSource(_Closed):
+    """A ``[[mcp]]`` entry: an MCP server whose tools become ToolContributions.
+
+    Exactly one of ``command`` (stdio: with ``args``, ``env``, ``cwd``) and ``url``
+    (streamable HTTP: with ``headers``) is given. Tool names become
+    ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and ``prefix = ""`` keeps
+    the server's names. ``startup_timeout`` and ``call_timeout`` are seconds.
+    ``include``/``exclude`` are globs over the server's tool names (see
+    :mod:`toolproof.tools.filters`). See ``docs/mcp.md``.
+    """
+
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    prefix: str | None = None
+    startup_timeout: Seconds = 30.0
+    call_timeout: Seconds = 60.0
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> Self:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give exactly one of 'command' (stdio) and 'url' (streamable HTTP)")
+        if self.url is not None:
+            stdio_only = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+            if stdio_only:
+                raise ValueError(
+                    f"{stdio_only[0]!r} applies to stdio servers ('command'), not 'url'"
+                )
+        elif "headers" in self.model_fields_set:
+            raise ValueError("'headers' applies to streamable-HTTP servers ('url'), not 'command'")
+        return self
+
+    def server(self, base: Path) -> McpServer:
+        """The resolved :class:`McpServer` of this entry.
+
+        ``cwd`` (default: ``base``) and a relative ``command`` path containing ``/``
+        are taken relative to ``base``, the folder of the toml file; a bare command
+        name is looked up on ``PATH``.
+        """
+        from toolproof.tools.mcp import McpServer
+
+        command = self.command
+        if command is not None and "/" in command and not Path(command).is_absolute():
+            command = str((base / command).resolve())
+        cwd = str((base / self.cwd).resolve()) if self.cwd is not None else str(base.resolve())
+        return McpServer(
+            name=self.name,
+            command=command,
+            args=tuple(self.args),
+            env=dict(self.env),
+            cwd=cwd if command is not None else None,
+            url=self.url,
+            headers=dict(self.headers),
+            prefix=self.prefix,
+            startup_timeout=self.startup_timeout,
+            call_timeout=self.call_timeout,
+            include=tuple(self.include) if self.include is not None else None,
+            exclude=tuple(self.exclude),
+        )
+
+
+class RetrievalSource(_Closed):
+    """A ``[[retrieval]]`` entry: a pinned corpus served by a ``retrieve`` tool.
+
+    ``corpus`` is a folder (relative to the toml file) of .txt/.md/.rst/.html files;
+    the tool (named ``name``) searches an SQLite FTS5 index ranked by BM25. ``cache``
+    is where index files are kept (default ``$TOOLPROOF_CACHE`` or
+    ``~/.cache/toolproof``); ``max_chunk_bytes`` is the chunk size limit in bytes.
+    ``backend`` names another retrieval runtime, installed in the ``toolproof.retrieval``
+    entry-point group: a factory ``(corpus, options) -> RetrievalBackend`` called with
+    the pinned corpus and this entry as JSON.
+    """
+
+    name: str = Field(default="retrieve", pattern=TOOL_NAME_PATTERN)
+    corpus: str = Field(min_length=1)
+    max_chunk_bytes: int = Field(default=1500, ge=64, le=1_048_576)
+    tokenizer: str = "porter unicode61 remove_diacritics 2"
+    cache: str | None = None
+    backend: str = "fts5-bm25"
+
+
+class ExtensionsSection(_Closed):
+    """``[extensions]``: modules that register extensions (besides the entry points)."""
+
+    modules: list[str] = Field(default_factory=list)
+
+
+class ToolSection(_Closed):
+    """``[tools.NAME]``: per-tool settings; ``extensions`` is one combo or a list of combos."""
+
+    extensions: Any = None
+
+
+class LockSection(_Closed):
+    """``[lock]``: how loading treats tools that differ from ``toolproof.lock``.
+
+    ``on_drift``: ``quarantine`` (default), ``refuse`` or ``warn`` (see
+    :class:`toolproof.tools.lock.OnDrift`); ``file``: the lock, relative to the toml
+    file (default ``toolproof.lock`` beside it). Without a lock file nothing is checked.
+    """
+
+    on_drift: OnDrift = OnDrift.QUARANTINE
+    file: str = LOCK_FILE
+
+
+class ServeSection(_Closed):
+    """``[serve]``: which tools the outward faces (MCP, sessions, run specs) expose.
+
+    ``expose``: tool-name globs shown although a variant of their base is gated by
+    ``approve`` (hidden otherwise); ``hide``: tool-name globs never shown (wins over
+    ``expose``). Each glob must match a tool of the file (see
+    :mod:`toolproof.tools.exposure`).
+    """
+
+    expose: list[str] = Field(default_factory=list)
+    hide: list[str] = Field(default_factory=list)
+
+    @field_validator("expose", "hide")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        for glob in value:
+            if not glob.strip():
+                raise ValueError("an empty glob matches no tool name")
+        return value
+
+
+class TelemetrySection(_Closed):
+    """``[telemetry]``: OpenTelemetry for the commands that load this file.
+
+    ``enabled``: call :func:`toolproof.instrument` (needs ``toolproof[otel]``; spans go
+    to the exporter the ``OTEL_EXPORTER_OTLP_*`` environment names, OTLP/HTTP);
+    ``capture_content``: record arguments and results as span attributes;
+    ``redact``: JSON Pointers into the arguments redacted first (the ``audit`` rule).
+    """
+
+    enabled: bool = False
+    capture_content: bool = False
+    redact: tuple[str, ...] = ()
+
+    @field_validator("redact")
+    @classmethod
+    def _pointers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pointer in value:
+            if not pointer.startswith("/"):
+                raise ValueError(f"{pointer!r} is not a JSON Pointer (RFC 6901: starts with '/')")
+        return value
+
+
+class ToolproofConfig(_Closed):
+    """The parsed ``toolproof.toml``."""
+
+    python: list[PythonSource] = Field(default_factory=list)
+    mcp: list[McpSource] = Field(default_factory=list)
+    retrieval: list[RetrievalSource] = Field(default_factory=list)
+    extensions: ExtensionsSection = Field(default_factory=ExtensionsSection)
+    tools: dict[str, ToolSection] = Field(default_factory=dict)
+    backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    lock: LockSection = Field(default_factory=LockSection)
+    telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
+    serve: ServeSection = Field(default_factory=ServeSection)
+    approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def _rule(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key (not part of the toolproof.toml format)" + _did_you_mean(error)
+    if error["type"] == "missing":
+        return "required key is missing"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def _did_you_mean(error: Any) -> str:
+    """``; did you mean 'module'?`` for a misspelt key, from the model's field names."""
+    loc = tuple(error["loc"])
+    model: Any = ToolproofConfig
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            continue  # a key of a table of tables (tools.<name>)
+        annotation = field.annotation
+        inner = [a for a in typing.get_args(annotation) if isinstance(a, type)] or [annotation]
+        model = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    if model is None or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
+    """Read and validate a ``toolproof.toml``.
+
+    Returns:
+        The parsed config and the raw TOML table (for sections later layers normalize).
+
+    Raises:
+        ConfigError: the file is missing, not TOML, or breaks the format.
+
+    """
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(str(file), "(file)", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(file), "(file)", f"cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(file), "(file)", f"not valid TOML: {exc}") from exc
+    try:
+        return ToolproofConfig.model_validate(raw), raw
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        # An unknown key explains a "missing" one next to it (a typo): report it first.
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        raise ConfigError(str(file), _key(tuple(first["loc"])), _rule(first)) from None
