@@ -5,10 +5,10 @@ One command: ``python benchmarks/bench_telemetry.py [--calls N] [--repeat R]``.
 Measured in the same run on ``async def add(a: int, b: int) -> int`` bound with
 ``Tool.from_function``:
 
-* **before**: a ``Tool`` whose ``call`` is ``Tool.call``'s inline path without the
-  hook check (the same validation, body and result steps, no ``hooks.ACTIVE`` test)
-  — the anchor;
-* **off**: ``Tool.call`` with no telemetry installed (one ``is None`` test);
+* **before**: a ``Tool`` whose validated run does not go through the telemetry layer
+  (the same validation, body and result steps) — the anchor;
+* **off**: ``Tool.call`` with no telemetry installed (through the no-op layer
+  :data:`toolproof.tools.hooks.OFF`);
 * **on**: ``Tool.call`` after ``toolproof.instrument`` with an SDK ``TracerProvider``
   whose span processor drops finished spans (span creation, attributes, digests and
   the two metric instruments are all paid; no exporter I/O);
@@ -44,12 +44,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import toolproof
 from toolproof import Tool, ToolResult
 from toolproof.adapters.telemetry import uninstrument
-from toolproof.identity import plain_json_encoder
-from toolproof.tools.limits import INLINE_FANOUT
-from toolproof.tools.schema import is_plain_json
-
-_encode_plain = plain_json_encoder()
-_success = ToolResult.success
 
 ARGS = {"a": 1, "b": 2}
 
@@ -60,40 +54,12 @@ async def add(a: int, b: int) -> int:
 
 
 class _Before(Tool):
-    """``Tool.call`` on the inline path of a valid call, without the telemetry hook test."""
+    """A ``Tool`` whose validated run skips the telemetry layer (runs ``_run`` itself)."""
 
     __slots__ = ()
 
-    async def call(self, arguments: Any) -> ToolResult:
-        try:
-            valid = (
-                type(arguments) is dict
-                and self._fanout <= INLINE_FANOUT
-                and (_encode_plain(arguments) is not None or is_plain_json(arguments))
-                and self._validator.is_valid(arguments)
-            )
-        except (ValueError, UnicodeError):
-            valid = False
-        if not valid:
-            raise AssertionError("the anchor measures valid calls")
-        direct = self._direct
-        if direct is None:
-            raise AssertionError("the anchor measures a tool on the inline path")
-        for name in direct.int_params:
-            if type(arguments.get(name)) is float:
-                arguments = {**arguments, name: int(arguments[name])}
-        try:
-            value = await direct.fn(**arguments)
-            if type(value) in self._settled:
-                return _success(value)
-            value = direct.finish(value)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return self._body_failed(exc)
-        if type(value) is ToolResult:
-            return value
-        return self._check_result(value)
+    def run_validated(self, arguments: dict[str, Any]) -> Awaitable[ToolResult]:
+        return self._run(arguments)
 
 
 class _Drop(SpanProcessor):
@@ -147,7 +113,7 @@ async def _pydantic_ai_round(agent: Agent[None, str], state: dict[str, int], run
 
 async def main(calls: int, repeat: int) -> int:
     tool = Tool.from_function(add)
-    before = _Before(tool.spec, tool._body, source=tool.source, direct=tool._direct)
+    before = _Before.from_function(add)
     assert (await before.call(ARGS)).value == (await tool.call(ARGS)).value == 3
     provider = TracerProvider()
     provider.add_span_processor(_Drop())

@@ -140,6 +140,107 @@ def test_timeout_s_lowers_the_limit_and_is_stripped() -> None:
     assert refused.failure is not None and refused.failure.kind == "invalid_arguments"
 
 
+async def _sleep_for(a: float) -> float:
+    """Sleep ``a`` seconds, return ``a``."""
+    await asyncio.sleep(a)
+    return a
+
+
+def timed(base: Tool, seconds: float) -> Tool:
+    return variant(base, ("timeout", {"seconds": seconds}))
+
+
+def test_concurrent_calls_with_different_limits_each_time_out_at_their_own() -> None:
+    tool = timed(Tool.from_function(_sleep_for), 30)
+
+    async def main() -> list[Any]:
+        calls = [
+            tool.call({"a": 60, "timeout_s": 0.2}),
+            tool.call({"a": 0.01}),
+            tool.call({"a": 60, "timeout_s": 0.05}),
+            tool.call({"a": 0.02, "timeout_s": 10}),
+        ]
+        return list(await asyncio.gather(*calls))
+
+    first, second, third, fourth = asyncio.run(main())
+    assert (first.failure.kind, first.failure.detail) == ("timeout", {"seconds": 0.2})
+    assert second.value == 0.01
+    assert (third.failure.kind, third.failure.detail) == ("timeout", {"seconds": 0.05})
+    assert fourth.value == 0.02
+
+
+def test_calls_that_end_in_time_leave_the_task_uncancelled() -> None:
+    tool = timed(Tool.from_function(_sleep_for), 60)
+
+    async def main() -> int:
+        for a in (0, 0.001, 0):
+            assert (await tool.call({"a": a})).value == a
+        task = asyncio.current_task()
+        assert task is not None
+        return task.cancelling()
+
+    assert asyncio.run(main()) == 0
+
+
+def test_a_body_that_swallows_the_cancellation_keeps_its_result() -> None:
+    async def stubborn(a: int) -> str:
+        """Ignore one cancellation."""
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "kept"
+        return "slept"
+
+    tool = timed(Tool.from_function(stubborn), 0.05)
+
+    async def main() -> tuple[Any, int]:
+        result = await tool.call({"a": 1})
+        task = asyncio.current_task()
+        assert task is not None
+        return result.value, task.cancelling()
+
+    assert asyncio.run(main()) == ("kept", 0)
+
+
+def test_an_outer_cancel_during_an_expired_call_still_propagates() -> None:
+    started = asyncio.Event()
+
+    async def stubborn(a: int) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            await asyncio.sleep(0.2)  # cleanup outlives the deadline: the outer cancel lands
+        return "x"
+
+    tool = timed(Tool.from_function(stubborn), 0.05)
+
+    async def main() -> None:
+        task = asyncio.create_task(tool.call({"a": 1}))
+        await started.wait()
+        await asyncio.sleep(0.1)  # the deadline passed; the body is in its cleanup
+        task.cancel()
+        await task
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+
+
+def test_the_limit_counts_from_the_calls_start_its_first_step_included() -> None:
+    async def block_then_sleep(a: float) -> str:
+        """Block ``a`` seconds before the first await, then sleep ``a`` seconds."""
+        time.sleep(a)
+        await asyncio.sleep(a)
+        return "done"
+
+    base = Tool.from_function(block_then_sleep)
+    # 0.1 s of the limit went in the first step: the deadline falls inside the sleep
+    result = asyncio.run(timed(base, 0.15).call({"a": 0.1}))
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.detail) == ("timeout", {"seconds": 0.15})
+    assert asyncio.run(timed(base, 30).call({"a": 0.1})).value == "done"
+
+
 def test_timeout_inside_retry_retries_timeouts() -> None:
     body = Recorder()
     outcomes = [60, 0]

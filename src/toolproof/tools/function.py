@@ -15,27 +15,30 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import math
-import types
 import typing
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin, overload
+from typing import Any, overload
 
-import annotated_types
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
 from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
-from toolproof.tools.fields import declarable_field
 from toolproof.tools.own_schema import bind_own_schema
-from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, Validator, strip_titles
+from toolproof.tools.schema import Validator
+from toolproof.tools.signature import (
+    CONTEXT_FIELD,
+    holds_int,
+    json_native,
+    json_schema_of,
+    non_finite,
+    parameter_fields,
+    top_level_int,
+)
 from toolproof.tools.sync_bodies import sync_bodies
 
 __all__ = ["TOOL_MARK", "DirectCall", "FunctionBinding", "ToolOptions", "bind_function", "tool"]
@@ -133,92 +136,12 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     return mark(fn) if fn is not None else mark
 
 
-def _description_of(info: FieldInfo | None, metadata: list[Any]) -> str | None:
-    if info is not None and info.description:
-        return info.description
-    for item in metadata:
-        if isinstance(item, str):
-            return item
-    return None
-
-
-def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
-    if get_origin(annotation) is Annotated:
-        base, *metadata = get_args(annotation)
-        return base, list(metadata)
-    return annotation, []
-
-
-CONTEXT_FIELD = "<context>"
-"""The field name that marks a :class:`Context` parameter (not a schema field)."""
-
-
-def _declarable(name: str) -> bool:
-    # not "json", "schema", "copy"... (a field would shadow BaseModel) nor "_x"/"model_x":
-    # such parameters are held under an alias and keep their name in the schema
-    return declarable_field(name)
-
-
-def _parameter_fields(
-    tool_name: str, fn: Callable[..., Any], hints: dict[str, Any], docs: dict[str, str]
-) -> tuple[dict[str, Any], list[tuple[str, str, inspect._ParameterKind]]]:
-    fields: dict[str, Any] = {}
-    params: list[tuple[str, str, inspect._ParameterKind]] = []
-    for index, param in enumerate(inspect.signature(fn).parameters.values()):
-        if _split_annotated(hints.get(param.name))[0] is Context:
-            if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise ToolBindError(
-                    tool_name, f"parameter {param.name!r}", "a Context parameter is passed by name"
-                )
-            params.append((param.name, CONTEXT_FIELD, param.kind))  # given, never sent
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolBindError(
-                tool_name,
-                f"parameter {param.name!r}",
-                "bare *args/**kwargs cannot be described by a JSON Schema; declare every parameter",
-            )
-        annotation = hints.get(param.name, Any)
-        base, metadata = _split_annotated(annotation)
-        info = next((m for m in metadata if isinstance(m, FieldInfo)), None)
-        description = _description_of(info, metadata) or docs.get(param.name)
-        default = ... if param.default is param.empty else param.default
-        field_name = param.name if _declarable(param.name) else f"p{index}_"
-        extra: dict[str, Any] = {}
-        if field_name != param.name:
-            extra["alias"] = param.name
-        if description is not None:
-            extra["description"] = description
-        field = Field(default, **extra)
-        if info is not None:
-            field = FieldInfo.merge_field_infos(info, field)
-        # keep constraints (annotated_types.Gt, StringConstraints...); strings became the
-        # description and FieldInfo was merged above
-        kept = [m for m in metadata if not isinstance(m, (str, FieldInfo))]
-        fields[field_name] = (Annotated[(base, *kept, field)], field)
-        params.append((param.name, field_name, param.kind))
-    return {name: spec[0] for name, spec in fields.items()}, params
-
-
-def _json_schema(adapter: TypeAdapter[Any] | type[BaseModel], tool_name: str, what: str) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            if isinstance(adapter, TypeAdapter):
-                schema = adapter.json_schema(mode="serialization")
-            else:
-                schema = adapter.model_json_schema(mode="validation")
-        except Exception as exc:
-            raise ToolBindError(tool_name, what, f"no JSON Schema for it: {exc}") from exc
-    return strip_titles(schema) if isinstance(schema, dict) else schema
-
-
 @dataclass(frozen=True)
 class DirectCall:
     """An async function whose validated arguments it takes as they are: ``Tool`` may run it inline.
 
     Given only when every parameter is passed by name, no parameter needs pydantic to
-    build its value (:func:`_json_native`, no ``int`` inside a container), no parameter
+    build its value (:func:`json_native`, no ``int`` inside a container), no parameter
     is a :class:`Context`, and the return annotation needs no conversion either. Then
     ``await fn(**arguments)`` on arguments that passed the input schema is exactly the
     call the body would make, once an integral float sent to an ``int_params`` parameter
@@ -323,7 +246,7 @@ def bind_function(
     parsed = docstring_parser.parse(inspect.cleandoc(doc) if doc else "")
     docs = {p.arg_name: p.description for p in parsed.params if p.description}
     text = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
-    field_types, params = _parameter_fields(tool_name, fn, hints, docs)
+    field_types, params = parameter_fields(tool_name, fn, hints, docs)
     own = None
     model: type[BaseModel] | None = None
     if opts.input_schema is not None:
@@ -341,13 +264,13 @@ def bind_function(
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **field_types,
         )
-        input_schema = _json_schema(model, tool_name, "parameters")
+        input_schema = json_schema_of(model, tool_name, "parameters")
     ret = hints.get("return", inspect.Signature.empty)
     output_adapter: TypeAdapter[Any] | None = None
     output_schema = None
     if ret not in (inspect.Signature.empty, None, type(None)) and not mentions_content(ret):
         output_adapter = TypeAdapter(ret)
-        output_schema = _json_schema(output_adapter, tool_name, "return annotation")
+        output_schema = json_schema_of(output_adapter, tool_name, "return annotation")
     spec = ToolSpec(
         name=tool_name,
         version=opts.version if opts.version != "0" else version,
@@ -361,15 +284,15 @@ def bind_function(
     int_params = (
         []
         if own is not None
-        else [name for name, _, _ in params if _top_level_int(hints.get(name, Any))]
+        else [name for name, _, _ in params if top_level_int(hints.get(name, Any))]
     )
     direct = all(
-        _json_native(hints.get(name, Any))
-        and (name in int_params or not _holds_int(hints.get(name, Any)))
+        json_native(hints.get(name, Any))
+        and (name in int_params or not holds_int(hints.get(name, Any)))
         for name, field, _ in params
         if field != CONTEXT_FIELD
     )
-    if output_adapter is not None and _json_native(ret):
+    if output_adapter is not None and json_native(ret):
         output_adapter = None  # a plain JSON value: Tool checks it against the output schema
     finish = _result_step(tool_name, output_adapter)
     body = _make_body(tool_name, fn, model, params, finish, direct=direct, int_params=int_params)
@@ -394,103 +317,6 @@ def bind_function(
         fanout=None if own is None else own.fanout,
         direct=inline,
     )
-
-
-def _non_finite(value: Any, path: str) -> str | None:
-    """Where ``value`` holds NaN or an infinity (inside containers and models), or None.
-
-    Iterative, and a container nested past ``MAX_ARGUMENT_DEPTH`` is reported as such:
-    a returned value is as untrusted as the arguments (issue 12 item 9).
-    """
-    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
-    while stack:
-        item, where, depth = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{_path(path, where)}: {item!r} is not a JSON number"
-            continue
-        if isinstance(item, BaseModel):
-            items: Any = item.__dict__.items()
-        elif isinstance(item, dict):
-            items = item.items()
-        elif isinstance(item, (list, tuple)):
-            items = enumerate(item)
-        else:
-            continue
-        if depth >= MAX_ARGUMENT_DEPTH:
-            return f"{_path(path, where)}: nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-        stack.extend((child, (where, key), depth + 1) for key, child in items)
-    return None
-
-
-def _path(path: str, where: Any) -> str:
-    parts: list[str] = []
-    while where is not None:
-        where, key = where
-        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return path + "".join(reversed(parts))
-
-
-_JSON_SCALARS = (int, float, str, bool, type(None))
-_NOT_FLOAT = (int, str, type(None))
-
-
-def _members(annotation: Any) -> tuple[Any, ...]:
-    """The alternatives of ``annotation`` (``Annotated`` unwrapped; one for a non-union)."""
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (typing.Union, types.UnionType):
-        return tuple(member for item in get_args(annotation) for member in _members(item))
-    return (annotation,)
-
-
-def _top_level_int(annotation: Any) -> bool:
-    """Whether ``annotation`` is ``int``, possibly with ``None`` or ``str`` (``Optional[int]``).
-
-    JSON Schema's ``integer`` accepts ``1.0``, so such a parameter is handed
-    ``int(value)`` when the caller sent an integral float.
-    """
-    members = _members(annotation)
-    return int in members and all(member in _NOT_FLOAT for member in members)
-
-
-def _holds_int(annotation: Any) -> bool:
-    """Whether an ``int`` (or an integer ``Literal``) occurs anywhere in ``annotation``."""
-    if annotation is int:
-        return True
-    if get_origin(annotation) is typing.Literal:
-        return any(type(item) is int for item in get_args(annotation))
-    return any(_holds_int(item) for item in get_args(annotation))
-
-
-def _json_native(annotation: Any) -> bool:
-    """Whether a value that passed the JSON Schema already is what the annotation wants.
-
-    True for JSON scalars, ``Any``, ``Literal`` of scalars, unions, ``list[...]`` and
-    ``dict[str, ...]`` of such, and ``Annotated`` with only descriptions, ``Field``
-    constraints or ``annotated_types`` metadata (all checked by the schema). Enums,
-    models, tuples, sets, dates and validators need pydantic to build the value.
-    """
-    if annotation is Any or annotation in _JSON_SCALARS:
-        return True
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Annotated:
-        base, *metadata = args
-        return _json_native(base) and all(
-            isinstance(item, str | annotated_types.BaseMetadata)
-            or (isinstance(item, FieldInfo) and not item.metadata and item.discriminator is None)
-            for item in metadata
-        )
-    if origin is typing.Literal:
-        return all(type(item) in (str, int, bool, type(None)) for item in args)
-    if origin in (typing.Union, types.UnionType):
-        return all(_json_native(item) for item in args)
-    if origin is list or annotation is list:
-        return not args or _json_native(args[0])
-    if origin is dict or annotation is dict:
-        return not args or (args[0] is str and _json_native(args[1]))
-    return False
 
 
 def _direct_arguments(
@@ -537,7 +363,7 @@ def _result_step(tool_name: str, output_adapter: TypeAdapter[Any] | None) -> Cal
             return rich  # Image, Audio, ... or a list of them: the MCP content value
         if output_adapter is None and not isinstance(value, BaseModel):
             return value  # Tool checks it is plain JSON (else invalid_result)
-        problem = _non_finite(value, "$")
+        problem = non_finite(value, "$")
         if problem is not None:  # pydantic would write it as null: refuse instead
             return ToolResult.fail(
                 "invalid_result",

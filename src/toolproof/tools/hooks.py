@@ -1,10 +1,12 @@
-"""The telemetry hook: one module-level slot the call path checks, set by ``instrument``.
+"""The telemetry layer: every tool call runs through :data:`LAYER`, set by ``instrument``.
 
 :func:`toolproof.instrument` (the OpenTelemetry adapter, ``toolproof[otel]``) installs
-a :class:`TelemetryHook` here with :func:`install`; until then :data:`ACTIVE` is
-``None`` and a tool call pays one global lookup and one ``is None`` test. The floors
-below ``adapters`` (``tools``, ``runs``) report through this slot and never import
-OpenTelemetry or the adapter.
+a :class:`TelemetryHook` here with :func:`install`, as pydantic-ai's
+``InstrumentedModel`` wraps a model; until then :data:`LAYER` is :data:`OFF`, the
+layer that runs each call as it is and hands out :data:`NO_SPAN`. A tool call always
+takes the same path (``LAYER.tool_call(tool, arguments, run)``), with or without
+telemetry. The floors below ``adapters`` (``tools``, ``runs``) report through this
+layer and never import OpenTelemetry or the adapter.
 
 :func:`claimed` marks the tool call a run or a session is recording (the ``ToolCall``
 content id), so the outermost tool span can carry it (``toolproof.call_id``).
@@ -28,7 +30,9 @@ from toolproof.contract.tools import ToolResult
 
 __all__ = [
     "ACTIVE",
+    "LAYER",
     "NO_SPAN",
+    "OFF",
     "Span",
     "SpanKind",
     "TelemetryHook",
@@ -107,16 +111,65 @@ class TelemetryHook(Protocol):
         """Export the spans still buffered, waiting at most ``timeout`` seconds."""
 
 
+class _Off:
+    """The telemetry layer while telemetry is off: calls run as they are, spans go nowhere."""
+
+    def tool_call(
+        self,
+        tool: Any,
+        arguments: dict[str, Any],
+        run: Callable[[Any, dict[str, Any]], Awaitable[ToolResult]],
+    ) -> Awaitable[ToolResult]:
+        """Return ``run(tool, arguments)`` itself."""
+        return run(tool, arguments)
+
+    def refused(self, tool: Any, arguments: Any, result: ToolResult) -> ToolResult:
+        """Return ``result``."""
+        return result
+
+    def span(
+        self,
+        name: str,
+        attributes: Mapping[str, str | int],
+        *,
+        kind: SpanKind = "internal",
+        parent: Mapping[str, str] | None = None,
+    ) -> AbstractContextManager[Span]:
+        """A context manager yielding :data:`NO_SPAN`."""
+        return nullcontext(NO_SPAN)
+
+    def carrier(self) -> dict[str, str]:
+        """``{}``: there is no span to carry."""
+        return {}
+
+    def fail(self, span: Span, error_type: str, message: str) -> None:
+        """Nothing: there is no span to mark."""
+
+    def flush(self, timeout: float) -> None:
+        """Nothing: there is nothing buffered."""
+
+    def __repr__(self) -> str:
+        return "OFF"
+
+
+OFF: TelemetryHook = _Off()
+"""The layer in :data:`LAYER` while telemetry is off."""
+
+LAYER: TelemetryHook = OFF
+"""The telemetry layer every tool call and span goes through (:data:`OFF` until
+:func:`install` puts a hook here)."""
+
 ACTIVE: TelemetryHook | None = None
-"""The installed hook, or ``None`` (telemetry off: the call path skips it)."""
+"""The installed hook, or ``None``: whether telemetry is on, for code that only asks that."""
 
 _CALL_ID: ContextVar[str | None] = ContextVar("toolproof_call_id", default=None)
 
 
 def install(hook: TelemetryHook | None) -> TelemetryHook | None:
-    """Install ``hook`` (``None`` turns telemetry off); return the hook it replaces."""
-    global ACTIVE
+    """Install ``hook`` as :data:`LAYER` (``None``: :data:`OFF`); return the hook it replaces."""
+    global ACTIVE, LAYER
     previous, ACTIVE = ACTIVE, hook
+    LAYER = OFF if hook is None else hook
     return previous
 
 
@@ -166,23 +219,18 @@ def span(
         A context manager yielding the span (current inside the block).
 
     """
-    hook = ACTIVE
-    if hook is None:
-        return nullcontext(NO_SPAN)
-    return hook.span(name, attributes or {}, kind=kind, parent=parent)
+    return LAYER.span(name, attributes or {}, kind=kind, parent=parent)
 
 
 def carrier() -> dict[str, str]:
     """The current span's W3C Trace Context (``traceparent``, ``tracestate``); ``{}`` when off."""
-    hook = ACTIVE
-    return {} if hook is None else hook.carrier()
+    return LAYER.carrier()
 
 
 def fail(span: Span, error_type: str, message: str = "") -> None:
     """Mark ``span`` failed with ``error.type = error_type`` (nothing when telemetry is off)."""
-    hook = ACTIVE
-    if hook is not None and span is not NO_SPAN:
-        hook.fail(span, error_type, message)
+    if span is not NO_SPAN:
+        LAYER.fail(span, error_type, message)
 
 
 def flush(timeout: float = 2.0) -> None:
@@ -190,9 +238,7 @@ def flush(timeout: float = 2.0) -> None:
 
     A worker that leaves by ``os._exit`` calls it first; nothing happens with telemetry off.
     """
-    hook = ACTIVE
-    if hook is not None:
-        hook.flush(timeout)
+    LAYER.flush(timeout)
 
 
 def model_turn(

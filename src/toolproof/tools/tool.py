@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
-from toolproof.identity import canonical_json, plain_json_encoder
+from toolproof.identity import canonical_json
 from toolproof.tools import hooks as _hooks
 from toolproof.tools.function import DirectCall, ToolOptions, bind_function
 from toolproof.tools.limits import INLINE_FANOUT, measure_fanout
@@ -24,7 +23,7 @@ from toolproof.tools.schema import (
     validation_errors,
 )
 
-__all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool", "settled_types"]
+__all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool"]
 
 MAX_VALIDATION_WORK = 1_000_000
 """The most subschema applications (fanout x values in the arguments) one call of a
@@ -46,62 +45,10 @@ def _noted(result: ToolResult) -> ToolResult:
 _SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
 """Result types that are plain JSON by themselves (a float may be NaN: it is checked)."""
 
-_TYPE_OF_SCALAR: dict[str, type] = {
-    "string": str,
-    "integer": int,
-    "boolean": bool,
-    "null": type(None),
-}
-_ANNOTATION_KEYWORDS = frozenset({"type", "title", "description"})
-
-_encode_plain = plain_json_encoder()  # the C check, called without a Python frame around it
-_success = ToolResult.success
-_Coroutine = types.CoroutineType
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    """``await awaitable``, as a coroutine a generator-based coroutine can ``yield from``."""
-    return await awaitable
-
-
-def _coroutine(awaitable: Awaitable[Any]) -> Any:
-    """``awaitable`` itself when it is a coroutine, else a coroutine awaiting it."""
-    return awaitable if type(awaitable) is _Coroutine else _awaited(awaitable)
-
-
-def settled_types(output_schema: Any) -> frozenset[type]:
-    """The result types whose every value is plain JSON and valid under ``output_schema``.
-
-    A result of exactly such a type needs neither the plain-JSON walk nor the output
-    validator: ``str``, ``int``, ``bool`` and ``None`` when there is no output schema
-    (or it is ``true`` / ``{}``), the types a bare ``{"type": ...}`` schema names
-    (``integer`` is ``int`` alone: a ``bool`` is not a JSON Schema integer; ``number``
-    names none, a float may be NaN), nothing for any other schema.
-
-    Args:
-        output_schema: a tool's ``output_schema`` (``None``: none).
-
-    Returns:
-        A frozenset of Python types (possibly empty).
-
-    """
-    if output_schema is None or output_schema is True or output_schema == {}:
-        return _SCALARS
-    if type(output_schema) is not dict or not set(output_schema) <= _ANNOTATION_KEYWORDS:
-        return frozenset()
-    named = output_schema.get("type")
-    names: list[Any] = named if type(named) is list else [named]
-    if not names or not all(type(name) is str and name in _TYPE_OF_SCALAR for name in names):
-        return frozenset()
-    return frozenset(_TYPE_OF_SCALAR[str(name)] for name in names)
-
-
-Body = Callable[[dict[str, Any]], Awaitable[Any] | ToolResult]
-"""An async tool body: takes the validated arguments object, returns a JSON value or a
-:class:`ToolResult` (passed through as it is, for layers that call other tools). A
-layer that can end without suspending may instead return its :class:`ToolResult`
-itself, not wrapped in an awaitable (the ``timeout`` wrapper does, so a call that
-ends in its first step costs no coroutine of its own); any other value is awaited."""
+Body = Callable[[dict[str, Any]], Awaitable[Any]]
+"""An async tool body: takes the validated arguments object, returns (an awaitable of)
+a JSON value or a :class:`ToolResult` (passed through as it is, for layers that call
+other tools)."""
 
 
 class Tool:
@@ -152,7 +99,6 @@ class Tool:
         "_fanout",
         "_output_fanout",
         "_output_validator",
-        "_settled",
         "_validator",
         "base",
         "config",
@@ -186,7 +132,6 @@ class Tool:
         self._direct = direct
         self.inner = inner
         self.config = config
-        self._settled = settled_types(spec.output_schema)
         self.source = source
         self.base = base
         self.stack = tuple(stack)
@@ -289,7 +234,7 @@ class Tool:
         return self._fanout * count_values(arguments)
 
     async def call(self, arguments: Any) -> ToolResult:
-        """Validate ``arguments`` and run the body.
+        """Validate ``arguments`` (:meth:`check_arguments`), then run the body.
 
         Args:
             arguments: the JSON arguments object (a ``dict``), exactly as the caller sent it.
@@ -298,147 +243,55 @@ class Tool:
             A :class:`ToolResult`; see the class docstring for the failure kinds.
 
         """
-        try:
-            valid = (
-                type(arguments) is dict
-                and self._fanout <= INLINE_FANOUT  # else check_arguments bounds the work
-                # first: jsonschema-rs raises on a set or bytes
-                and (_encode_plain(arguments) is not None or is_plain_json(arguments))
-                and self._validator.is_valid(arguments)
-            )  # the hot path: one C walk, one C validation
-        except (ValueError, UnicodeError):
-            valid = False  # check_arguments says why
-        if not valid:
-            refused = self.check_arguments(arguments)
-            if refused is not None:
-                hook = _hooks.ACTIVE
-                return _noted(refused if hook is None else hook.refused(self, arguments, refused))
-        if _hooks.ACTIVE is not None:
-            return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
-        # run_validated_into, inline: the hot path takes no extra frame
-        direct = self._direct
-        try:
-            if direct is None:
-                value: Any = self._body(arguments)
-                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
-                    value = await value
-            else:
-                for name in direct.int_params:
-                    if type(arguments.get(name)) is float:
-                        arguments = {**arguments, name: int(arguments[name])}
-                value = await direct.fn(**arguments)
-                if type(value) in self._settled:
-                    return _success(value)
-                value = direct.finish(value)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return self._body_failed(exc)
-        if type(value) is ToolResult:
-            return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+        refused = self.check_arguments(arguments)
+        if refused is not None:
+            return _noted(_hooks.LAYER.refused(self, arguments, refused))
+        return await self.run_validated(arguments)
 
-    async def run_validated(self, arguments: dict[str, Any]) -> ToolResult:
+    def run_validated(self, arguments: dict[str, Any]) -> Awaitable[ToolResult]:
         """Run the body on arguments the caller has already validated against this schema.
 
         Extension layers whose presented schema equals this tool's use it to avoid
         validating twice. Exceptions become ``tool_error`` failures; a body may raise
-        :class:`ToolCallError` to report a specific :class:`ToolFailure`.
-        With telemetry on (:mod:`toolproof.tools.hooks`) the run is one span.
+        :class:`ToolCallError` to report a specific :class:`ToolFailure`. The run goes
+        through the telemetry layer (:data:`toolproof.tools.hooks.LAYER`): with
+        telemetry on it is one span, off it is the run itself.
+
+        Returns:
+            An awaitable of the call's :class:`ToolResult`.
+
         """
-        if _hooks.ACTIVE is not None:
-            return await _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
-        # run_validated_into, inline: each layer of a variant takes no extra frame
-        direct = self._direct
-        try:
-            if direct is None:
-                value: Any = self._body(arguments)
-                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
-                    value = await value
-            else:
-                for name in direct.int_params:
-                    if type(arguments.get(name)) is float:
-                        arguments = {**arguments, name: int(arguments[name])}
-                value = await direct.fn(**arguments)
-                if type(value) in self._settled:
-                    return _success(value)
-                value = direct.finish(value)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return self._body_failed(exc)
-        if type(value) is ToolResult:
-            return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+        return _hooks.LAYER.tool_call(self, arguments, Tool._run)
 
-    @types.coroutine
-    def run_validated_into(
-        self, arguments: dict[str, Any], box: list[ToolResult], hook: bool = True
-    ) -> Generator[Any, Any, None]:
-        """:meth:`run_validated` as a generator-based coroutine that puts its result in ``box``.
-
-        ``await tool.run_validated_into(arguments, box)`` runs what
-        ``await tool.run_validated(arguments)`` runs and appends its :class:`ToolResult`
-        to ``box``; the generator itself returns ``None``. So a layer can run the first
-        step itself and learn, without an exception, whether the call ended in it:
-        ``for yielded in tool.run_validated_into(arguments, box): ...`` enters its body
-        only when the call suspends (``yielded`` is what it yielded for the task: the
-        layer passes it up and drives the rest as ``await`` would), else the result is
-        ``box[0]`` (the ``timeout`` wrapper records a deadline only for a call that
-        suspends). It is also the one statement of how a validated call runs:
-        :meth:`call` and :meth:`run_validated` carry the same lines inline (the per-call
-        hot path), and the telemetry hook runs it through :meth:`_run_body`.
+    async def _run(self, arguments: dict[str, Any]) -> ToolResult:
+        """Run the body (or the inline function) on validated ``arguments``: the one call path.
 
         A :class:`DirectCall` function is called as ``fn(**arguments)``, an integral
         float for an ``int`` parameter turned into an ``int`` in a copy of the
-        caller's dict; a result of a type in ``settled_types(output_schema)`` is a
-        success as it is; anything else goes through the function's result step and
-        :meth:`_check_result`, as a body's value does.
-
-        Args:
-            arguments: the arguments object, already validated against this schema.
-            box: a list the call's :class:`ToolResult` is appended to when it ends.
-            hook: ``False`` runs without the telemetry hook (what the hook itself runs).
+        caller's dict, and its value goes through the function's result step (what
+        the body would do, without its argument handling). Either value is then
+        checked by :meth:`_check_result`.
 
         Raises:
             asyncio.CancelledError: the call was cancelled (never swallowed).
 
         """
-        if hook and _hooks.ACTIVE is not None:
-            ran = _hooks.ACTIVE.tool_call(self, arguments, Tool._run_body)
-            box.append((yield from _coroutine(ran)))
-            return
         direct = self._direct
         try:
             if direct is None:
-                value: Any = self._body(arguments)
-                if type(value) is not ToolResult:  # a ToolResult: a layer ended in its first step
-                    value = yield from (value if type(value) is _Coroutine else _awaited(value))
+                value: Any = await self._body(arguments)
             else:
                 for name in direct.int_params:
                     if type(arguments.get(name)) is float:
                         arguments = {**arguments, name: int(arguments[name])}
-                value = direct.fn(**arguments)
-                value = yield from (value if type(value) is _Coroutine else _awaited(value))
-                if type(value) in self._settled:
-                    box.append(_success(value))
-                    return
-                value = direct.finish(value)
+                value = direct.finish(await direct.fn(**arguments))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            box.append(self._body_failed(exc))
-            return
+            return self._body_failed(exc)
         if type(value) is ToolResult:
-            box.append(_noted(value) if value.failure is not None else value)
-        else:
-            box.append(self._check_result(value))
-
-    async def _run_body(self, arguments: dict[str, Any]) -> ToolResult:
-        """:meth:`run_validated` without the telemetry hook (the hook calls it)."""
-        box: list[ToolResult] = []
-        await self.run_validated_into(arguments, box, False)
-        return box[0]
+            return _noted(value) if value.failure is not None else value
+        return self._check_result(value)
 
     def _body_failed(self, exc: Exception) -> ToolResult:
         """The failed result of a body that raised ``exc`` (noted for the observer)."""
@@ -457,8 +310,6 @@ class Tool:
         )
 
     def _check_result(self, value: Any) -> ToolResult:
-        if type(value) in self._settled:
-            return _success(value)
         if type(value) not in _SCALARS and not is_plain_json(value):
             problem = json_problem(value)
             if problem is not None:
