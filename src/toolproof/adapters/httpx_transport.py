@@ -25,8 +25,6 @@ arrives at once.
 from __future__ import annotations
 
 import json
-import time
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -74,20 +72,9 @@ SECRET_QUERY_PARAMS = frozenset(
 
 assert not SECRET_HEADERS & set(REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
 
-_UNSERVED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-"""Headers of the live response not handed on with the decoded body it was read into."""
-_UNSERVED_RAW = frozenset(name.encode("ascii") for name in _UNSERVED)
-
-
-_WANTED = {
-    REQUEST_HEADERS_KEPT: frozenset(REQUEST_HEADERS_KEPT) - SECRET_HEADERS,
-    RESPONSE_HEADERS_KEPT: frozenset(RESPONSE_HEADERS_KEPT) - SECRET_HEADERS,
-}
-"""The names the module's two allow-lists keep (others are computed per call)."""
-_WANTED_RAW = {
-    allowed: frozenset(name.encode("ascii") for name in names) for allowed, names in _WANTED.items()
-}
-""":data:`_WANTED` as the ASCII bytes of the names."""
+_UNSERVED = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
+"""Headers of the live response (lowercase ASCII) not handed on with the decoded body it
+was read into."""
 
 
 def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
@@ -98,33 +85,12 @@ def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, 
         allowed: the lowercase names to keep (:data:`SECRET_HEADERS` never are).
 
     Returns:
-        ``{name: value}`` in the order of ``allowed``: the values of ``headers.multi_items()``
-        whose lowercased name is allowed, decoded as httpx decodes them
-        (``headers.encoding``). When every name and every kept value is ASCII (what HTTP
-        allows) they are read from the raw bytes, without working out the encoding of
-        all the headers: any encoding httpx picks decodes ASCII alike, so the result is
-        the same (a test holds the two ways equal).
+        ``{name: value}`` in the order of ``allowed``: the values of
+        ``headers.multi_items()`` whose lowercased name is allowed.
 
     """
-    wanted = _WANTED.get(allowed)
-    if wanted is None:
-        wanted = frozenset(allowed) - SECRET_HEADERS
-    wanted_raw = _WANTED_RAW.get(allowed)
-    if wanted_raw is None:
-        wanted_raw = frozenset(name.encode("ascii") for name in wanted if name.isascii())
+    wanted = frozenset(allowed) - SECRET_HEADERS
     out: dict[str, str] = {}
-    for raw_name, raw_value in headers.raw:
-        if not raw_name.isascii():  # str.lower() of a decoded name may differ (U+212A)
-            break
-        lowered = raw_name.lower()  # as str.lower() of an ASCII name
-        if lowered in wanted_raw:
-            if not raw_value.isascii():
-                break
-            name, value = lowered.decode("ascii"), raw_value.decode("ascii")
-            out[name] = f"{out[name]}, {value}" if name in out else value
-    else:
-        return {name: out[name] for name in allowed if name in out}
-    out = {}
     for name, value in headers.multi_items():
         name = name.lower()
         if name in wanted:
@@ -134,18 +100,7 @@ def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, 
 
 def recorded_url(url: httpx.URL) -> str:
     """The URL as recorded: userinfo dropped, secret query values ``REDACTED``."""
-    text = str(url)
-    recorded = _RECORDED_URLS.get(text)
-    if recorded is None:
-        recorded = _recorded_url(text)
-        if len(_RECORDED_URLS) >= _RECORDED_URLS_KEPT:
-            _RECORDED_URLS.clear()
-        _RECORDED_URLS[text] = recorded
-    return recorded
-
-
-def _recorded_url(text: str) -> str:
-    parts = urlsplit(text)
+    parts = urlsplit(str(url))
     netloc = parts.netloc.rsplit("@", 1)[-1]
     query = parts.query
     if query:
@@ -154,12 +109,6 @@ def _recorded_url(text: str) -> str:
             [(k, "REDACTED" if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs]
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-_RECORDED_URLS: dict[str, str] = {}
-""":func:`recorded_url` by URL text: an SDK asks the same few endpoints turn after turn."""
-_RECORDED_URLS_KEPT = 256
-"""URLs :data:`_RECORDED_URLS` holds at most (then it starts again, empty)."""
 
 
 def _inference(path: str, body: bytes) -> tuple[str, str]:
@@ -183,114 +132,31 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
     return operation, model if isinstance(model, str) and model else path
 
 
-def _served_headers(headers: httpx.Headers) -> list[tuple[bytes, bytes]]:
-    """The live response's headers handed on: lowercase names, :data:`_UNSERVED` dropped.
-
-    Raw bytes, so httpx takes them as they are instead of encoding text again (what
-    ``[(k, v) for k, v in headers.multi_items() if k not in _UNSERVED]`` gives, as bytes,
-    wherever that list can be encoded; a test holds the two equal).
-    """
-    out = []
-    for raw_name, value in headers.raw:
-        lowered = raw_name.lower()
-        if lowered not in _UNSERVED_RAW:
-            out.append((lowered, value))
-    return out
-
-
-def _read_response(
+def _served(
     status: int,
-    headers: list[tuple[bytes, bytes]],
+    headers: list[tuple[bytes, bytes]] | dict[str, str],
     body: bytes,
-    request: httpx.Request,
-    extensions: dict[str, Any],
-    *,
-    direct: bool | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> httpx.Response:
-    """``httpx.Response(status, headers=headers, content=body, ...)``: a read, closed response.
+    """The response handed to the client: unread, as httpx's own transports return one.
 
-    That constructor reads ``body`` back through httpx's whole stream pipeline (content
-    decoder, two chunkers, two generators, two request contexts: about 12 us). Built
-    *directly*, the response is made around a ``ByteStream`` of ``body``, with the
-    ``Content-Length`` the constructor adds, and left as the constructor leaves it:
-    content loaded, stream consumed, closed (``num_bytes_downloaded`` 0 both ways).
+    ``httpx.Response(status, headers=..., stream=httpx.ByteStream(body), extensions=...)``
+    with a ``Content-Length`` of ``body`` added; the client reads it, closes it and sets
+    its ``.elapsed``.
 
     Args:
         status: the status code.
-        headers: the raw header pairs, as :func:`_served_headers` hands them on: no
-            ``Content-Length``, ``Content-Encoding`` or ``Transfer-Encoding`` (with
-            those the constructor would keep its own length or decode the body).
+        headers: the header pairs to serve, without ``Content-Length``,
+            ``Content-Encoding`` or ``Transfer-Encoding``.
         body: the whole (decoded) body.
-        request: the request answered.
         extensions: the response extensions.
-        direct: build directly (``True``) or by the constructor (``False``); ``None``:
-            directly where :data:`_BUILDS_READ` says this httpx builds the same response.
 
     """
-    if not (_BUILDS_READ if direct is None else direct):
-        return httpx.Response(
-            status, headers=headers, content=body, request=request, extensions=extensions
-        )
-    if body:
-        headers = [*headers, (b"Content-Length", b"%d" % len(body))]
-    response = httpx.Response(
-        status,
-        headers=headers,
-        stream=httpx.ByteStream(body),
-        request=request,
-        extensions=extensions,
+    served = httpx.Headers(headers)
+    served["Content-Length"] = str(len(body))
+    return httpx.Response(
+        status, headers=served, stream=httpx.ByteStream(body), extensions=extensions or {}
     )
-    response._content = body
-    response.is_stream_consumed = True
-    response.is_closed = True
-    response.headers.encoding  # noqa: B018 - worked out, as the constructor's read leaves it
-    return response
-
-
-_READ_STATE_NOT_COMPARED = frozenset({"stream", "_decoder"})
-"""What a read response holds that :func:`_builds_read` does not compare: the stream (another
-``ByteStream`` of the same bytes) and the content decoder the read chose (unused once read)."""
-
-
-def _builds_read() -> bool:
-    """Whether :func:`_read_response` builds directly what the constructor builds, in this httpx.
-
-    Both ways build responses to one request, with and without a body; each state the
-    constructor's response holds (its instance attributes but :data:`_READ_STATE_NOT_COMPARED`,
-    the headers' own included) must be in the direct one, equal, and nothing else; and
-    both must read, iterate and refuse a raw read alike.
-    """
-    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions", content=b"{}")
-    headers = [(b"content-type", b"application/json")]
-    for body in (b'{"id":"x"}', b""):
-        built, read = (
-            _read_response(200, headers, body, request, {"http_version": b"HTTP/1.1"}, direct=d)
-            for d in (True, False)
-        )
-        theirs = {k: v for k, v in vars(read).items() if k not in _READ_STATE_NOT_COMPARED}
-        ours = {k: v for k, v in vars(built).items() if k not in _READ_STATE_NOT_COMPARED}
-        if theirs.keys() != ours.keys():
-            return False
-        for name, value in theirs.items():
-            if name == "headers":  # its pairs and the encoding it worked out
-                if vars(value) != vars(ours[name]):
-                    return False
-            elif value != ours[name]:
-                return False
-        if (built.read(), list(built.iter_bytes())) != (read.read(), list(read.iter_bytes())):
-            return False
-        for response in (built, read):
-            try:
-                list(response.iter_raw())
-            except httpx.StreamConsumed:
-                continue
-            return False
-    return True
-
-
-_BUILDS_READ = _builds_read()
-"""Whether this httpx builds a read response directly as its constructor does (checked at
-import; :func:`_read_response` uses the constructor otherwise)."""
 
 
 _OCTET_STREAM = "application/octet-stream"
@@ -328,7 +194,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             httpx.HTTPError: live, the inner transport's errors, unrecorded.
 
         """
-        started = time.perf_counter()
         body = await request.aread()
         url = recorded_url(request.url)
         method = request.method.upper()
@@ -336,38 +201,22 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         recorded = self.session.known_turn(SOURCE, key)
         if recorded is not None:
             headers = recorded.detail.get("response_headers") or {}
-            served = httpx.Response(
-                int(recorded.detail.get("status", 200)),
-                headers=headers,
-                content=recorded.response,
-                request=request,
-            )
-            served.elapsed = timedelta(seconds=time.perf_counter() - started)
-            return served
+            return _served(int(recorded.detail.get("status", 200)), headers, recorded.response)
         step = self.session.admit_turn(SOURCE)
-        if hooks.ACTIVE is None:  # telemetry off: model_turn would hand out NO_SPAN
+        operation, model = _inference(request.url.path, body)  # for the span only
+        with hooks.model_turn(model, operation=operation) as span:
             live, answer = await self._ask(request)
-            self.session.record_turn(
-                self._turn(request, body, answer, live, method, url, key), step
-            )
-        else:
-            operation, model = _inference(request.url.path, body)  # for the span only
-            with hooks.model_turn(model, operation=operation) as span:
-                live, answer = await self._ask(request)
-                turn = self._turn(request, body, answer, live, method, url, key)
-                turn_recorded(span, self.session.record_turn(turn, step), turn)
-                span.set_attribute("http.response.status_code", live.status_code)
-                if live.status_code >= 400:
-                    hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
-        served = _read_response(
+            turn = self._turn(request, body, answer, live, method, url, key)
+            turn_recorded(span, self.session.record_turn(turn, step), turn)
+            span.set_attribute("http.response.status_code", live.status_code)
+            if live.status_code >= 400:
+                hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
+        return _served(
             live.status_code,
-            _served_headers(live.headers),
+            [(name, value) for name, value in live.headers.raw if name.lower() not in _UNSERVED],
             answer,
-            request,
             {k: v for k, v in live.extensions.items() if k != "network_stream"},
         )
-        served.elapsed = timedelta(seconds=time.perf_counter() - started)
-        return served
 
     async def _ask(self, request: httpx.Request) -> tuple[httpx.Response, bytes]:
         """The live response to ``request`` and its whole body, read and closed."""
@@ -395,7 +244,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         """
         request_headers = kept_headers(request.headers, REQUEST_HEADERS_KEPT)
         response_headers = kept_headers(live.headers, RESPONSE_HEADERS_KEPT)
-        return ModelExchange.built(
+        return ModelExchange(
             source=SOURCE,
             model=f"{method} {url}",
             request=body,

@@ -29,12 +29,11 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from toolproof.adapters.pydantic_ai_json import RESPONSE_ADAPTER, messages_json, response_json
 from toolproof.adapters.turn_session import TurnSession, turn_recorded
-from toolproof.errors import CanonicalizationError, InputError
+from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import pydantic_ai_request
+from toolproof.runs.turns import value_key
 from toolproof.tools import hooks
 
 __all__ = [
@@ -50,8 +49,10 @@ SOURCE = "pydantic-ai"
 """The ``source`` of the turns this model records."""
 
 _PARAMETERS: TypeAdapter[ModelRequestParameters] = TypeAdapter(ModelRequestParameters)
-_dump_parameters = _PARAMETERS.serializer.to_python
-"""``_PARAMETERS.dump_python`` without its wrapper: the same call, every option at its default."""
+"""The adapter whose ``dump_python(mode="json")`` a request's ``parameters`` are."""
+_RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
+"""The adapter whose ``dump_python(mode="json")`` a recorded response is, and which frozen
+replay parses a recorded response with."""
 
 
 def _settings(value: Any) -> Any:
@@ -76,7 +77,7 @@ def request_bytes(
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return request_and_key(messages, model_settings, parameters)[0]
+    return canonical_json(request_value(messages, model_settings, parameters))
 
 
 def request_and_key(
@@ -86,20 +87,16 @@ def request_and_key(
 ) -> tuple[bytes, bytes]:
     """A request's canonical JSON and its match key (:func:`~toolproof.runs.turns.turn_key`).
 
-    The messages are dumped leanly (:mod:`toolproof.adapters.pydantic_ai_json`); when
-    that dump has no canonical form, the adapter's own dump decides: the same bytes, or
-    the adapter's error.
+    Returns:
+        ``(request, key)``: ``canonical_json`` of :func:`request_value`, and
+        :func:`~toolproof.runs.turns.value_key` of it (the per-call fields dropped).
 
     Raises:
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    try:
-        value = request_value(messages, model_settings, parameters)
-        return pydantic_ai_request(value, spend=True)
-    except CanonicalizationError:
-        value = request_value(messages, model_settings, parameters, lean=False)
-        return pydantic_ai_request(value, spend=True)
+    value = request_value(messages, model_settings, parameters)
+    return canonical_json(value), value_key(SOURCE, value)
 
 
 def response_bytes(response: ModelResponse) -> bytes:
@@ -110,43 +107,35 @@ def response_bytes(response: ModelResponse) -> bytes:
 
     Returns:
         RFC 8785 canonical JSON of ``TypeAdapter(ModelResponse).dump_python(mode="json")``
-        (frozen replay parses these bytes back with the same adapter), dumped leanly
-        (:mod:`toolproof.adapters.pydantic_ai_json`); when that dump has no canonical
-        form, the adapter's own dump decides: the same bytes, or the adapter's error.
+        (frozen replay parses these bytes back with the same adapter).
 
     Raises:
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    try:
-        return canonical_json(response_json(response))
-    except CanonicalizationError:
-        return canonical_json(RESPONSE_ADAPTER.dump_python(response, mode="json"))
+    return canonical_json(_RESPONSE.dump_python(response, mode="json"))
 
 
 def request_value(
     messages: list[ModelMessage],
     model_settings: ModelSettings | None,
     parameters: ModelRequestParameters,
-    *,
-    lean: bool = True,
 ) -> dict[str, Any]:
     """The plain JSON value :func:`request_bytes` encodes.
 
     Args:
-        messages: the request's messages.
-        model_settings: its settings.
-        parameters: its parameters.
-        lean: dump the messages with :func:`~toolproof.adapters.pydantic_ai_json.messages_json`
-            (``False``: with ``ModelMessagesTypeAdapter`` itself).
+        messages: the request's messages (dumped by ``ModelMessagesTypeAdapter``).
+        model_settings: its settings (plain values kept, others as their repr).
+        parameters: its parameters (dumped by ``TypeAdapter(ModelRequestParameters)``).
+
+    Returns:
+        ``{"messages", "model_settings", "parameters"}``, each ``dump_python(mode="json")``.
 
     """
     return {
-        "messages": messages_json(messages)
-        if lean
-        else ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+        "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
         "model_settings": _settings(model_settings),
-        "parameters": _dump_parameters(parameters, mode="json"),
+        "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
     }
 
 
@@ -180,13 +169,9 @@ class RecordedModel(WrapperModel):
         session = self.session
         recorded = session.known_turn(SOURCE, key)
         if recorded is not None:
-            return RESPONSE_ADAPTER.validate_json(recorded.response)
+            return _RESPONSE.validate_json(recorded.response)
         step = session.admit_turn(SOURCE)
         wrapped = self.wrapped
-        if hooks.ACTIVE is None:  # telemetry off: model_turn would hand out NO_SPAN
-            response = await wrapped.request(messages, model_settings, model_request_parameters)
-            session.record_turn(self._turn(request, response, key), step)
-            return response
         with hooks.model_turn(wrapped.model_name, provider=wrapped.system) as span:
             response = await wrapped.request(messages, model_settings, model_request_parameters)
             turn = self._turn(request, response, key)
@@ -200,7 +185,7 @@ class RecordedModel(WrapperModel):
 
     def _turn(self, request: bytes, response: ModelResponse, key: bytes) -> ModelExchange:
         """The exchange of one live turn: ``request`` as asked, ``response`` as answered."""
-        return ModelExchange.built(
+        return ModelExchange(
             source=SOURCE,
             model=f"{self.wrapped.system}:{self.wrapped.model_name}",
             request=request,
@@ -222,46 +207,3 @@ class RecordedModel(WrapperModel):
             rule="streaming",
         )
         yield  # pragma: no cover - makes this an async generator
-
-
-_NO_OP_BOUNDARIES = frozenset(
-    {
-        "_within_request_download_budget.<locals>.budgeted",
-        "Model._restore_special_tokens_at_the_model_boundary.<locals>.restoring_request",
-    }
-)
-"""The wrappers pydantic-ai puts around every model class's ``request`` that do nothing for
-a wrapper: the download budget (the wrapped model's own ``request`` opens a fresh one for
-the downloads it makes; this one makes none) and the special-token restoring (off for a
-``WrapperModel``, whose ``_answers_requests_itself`` is false; the wrapped model's own
-restores its answer)."""
-
-
-def _unwrapped(method: Any) -> Any:
-    """``method`` without pydantic-ai's :data:`_NO_OP_BOUNDARIES` (about 6 us a turn).
-
-    Args:
-        method: a model class's ``request`` as pydantic-ai's ``__init_subclass__`` left it.
-
-    Returns:
-        The function under the wrappers, each known by its code's qualified name and
-        module (``functools.wraps`` copied the wrapped one's names onto it); ``method``
-        itself when any wrapper of its ``__wrapped__`` chain is another one (a
-        pydantic-ai version that adds a boundary keeps all of them).
-
-    """
-    inner = method
-    while hasattr(inner, "__wrapped__"):
-        code = getattr(inner, "__code__", None)  # functools.wraps copied the names over
-        where = getattr(inner, "__globals__", {}).get("__name__")
-        if (
-            code is None
-            or where != "pydantic_ai.models"
-            or code.co_qualname not in _NO_OP_BOUNDARIES
-        ):
-            return method
-        inner = inner.__wrapped__
-    return inner
-
-
-RecordedModel.request = _unwrapped(RecordedModel.request)  # type: ignore[method-assign]

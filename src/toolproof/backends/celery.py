@@ -209,8 +209,8 @@ def close_app(app: Celery) -> None:
 def close_result_backend(backend: Any) -> None:
     """Close a Celery result backend's connections: its result subscriber and its pool."""
     consumer = getattr(backend, "result_consumer", None)
-    if consumer is not None and getattr(consumer, "_pubsub", None) is not None:
-        consumer.stop()
+    if consumer is not None:
+        consumer.stop()  # closes its pubsub, if it opened one
     pool = getattr(getattr(backend, "client", None), "connection_pool", None)
     if pool is not None:
         pool.disconnect()

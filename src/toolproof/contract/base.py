@@ -47,18 +47,11 @@ class CanonicalModel(BaseModel):
     def from_trusted(cls, fields: dict[str, Any]) -> Self:
         """Build the model from ``fields`` toolproof computed itself, without validation.
 
-        For hot paths only (the recorder), where every field is computed from bytes
-        just written, so the model is valid by construction; about half the cost of
-        ``model_construct``. ``fields`` must name every field (``schema_version``
-        included) and is kept, not copied. Anything read from outside goes through
-        ``model_validate``.
+        ``cls.model_construct(**fields)``: for values valid by construction (computed
+        from bytes just written); fields not named take their defaults. Anything read
+        from outside goes through ``model_validate``.
         """
-        model = cls.__new__(cls)
-        object.__setattr__(model, "__dict__", fields)
-        object.__setattr__(model, "__pydantic_fields_set__", set(fields))
-        object.__setattr__(model, "__pydantic_extra__", None)
-        object.__setattr__(model, "__pydantic_private__", None)
-        return model
+        return cls.model_construct(**fields)
 
     def to_json(self) -> dict[str, Any]:
         """Return the model as plain JSON (``dict``) in canonical field form."""

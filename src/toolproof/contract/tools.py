@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Self
 
 from pydantic import (
-    BaseModel,
     Field,
     JsonValue,
     SerializerFunctionWrapHandler,
@@ -128,15 +127,6 @@ class ToolFailure(CanonicalModel):
         return self.kind
 
 
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_SUCCESS_FIELDS = {"schema_version", "ok", "value", "failure"}
-"""The fields set of every successful result (``model_copy`` copies it before adding)."""
-
-
 class ToolResult(CanonicalModel):
     """The outcome of one tool call: a JSON value, or a :class:`ToolFailure`.
 
@@ -161,20 +151,11 @@ class ToolResult(CanonicalModel):
     def success(cls, value: Any) -> ToolResult:
         """Build a successful result without re-validating ``value`` (the caller checked it).
 
-        This is on every call's hot path, so it fills the instance the way
-        ``model_construct`` does (same ``__dict__``, fields set, no extra, no private)
-        without its generic machinery: about 0.6 us instead of 2 us.
+        ``model_construct``: ``value`` is kept as given (a JSON value).
         """
-        result = _new_object(cls)
-        _set_attribute(
-            result,
-            "__dict__",
-            {"schema_version": SCHEMA_VERSION, "ok": True, "value": value, "failure": None},
+        return cls.model_construct(
+            schema_version=SCHEMA_VERSION, ok=True, value=value, failure=None
         )
-        _set_fields_set(result, _SUCCESS_FIELDS)  # shared: a frozen model never adds to it
-        _set_extra(result, None)
-        _set_private(result, None)
-        return result
 
     @classmethod
     def fail(

@@ -48,7 +48,6 @@ __all__ = [
     "RecordedTurns",
     "exchange_key",
     "key_text",
-    "pydantic_ai_request",
     "turn_key",
     "turn_provider_name",
     "turn_providers",
@@ -104,14 +103,9 @@ def turn_providers(
 
 def _key_message(message: Any) -> Any:
     """A pydantic-ai message as its match key keeps it (per-call fields dropped)."""
-    if type(message) is dict:  # a copy, without its per-call fields: C, not a comprehension
-        kept = message.copy()
-        for name in _PER_CALL_MESSAGE_FIELDS:
-            kept.pop(name, None)
-    elif isinstance(message, dict):
-        kept = {k: v for k, v in message.items() if k not in _PER_CALL_MESSAGE_FIELDS}
-    else:
+    if not isinstance(message, dict):
         return message
+    kept = {k: v for k, v in message.items() if k not in _PER_CALL_MESSAGE_FIELDS}
     parts = kept.get("parts")
     if isinstance(parts, list):
         kept["parts"] = [_key_part(part) for part in parts]
@@ -119,95 +113,16 @@ def _key_message(message: Any) -> Any:
 
 
 def _key_part(part: Any) -> Any:
-    if type(part) is dict:
-        if "timestamp" not in part:
-            return part
-        kept = part.copy()
-        del kept["timestamp"]
-        return kept
-    if isinstance(part, dict):
-        return {k: v for k, v in part.items() if k not in _PER_CALL_PART_FIELDS}
-    return part
+    """A message part as the match key keeps it (its ``timestamp`` dropped)."""
+    if not isinstance(part, dict):
+        return part
+    return {k: v for k, v in part.items() if k not in _PER_CALL_PART_FIELDS}
 
 
 def _pydantic_ai_key(request: Any) -> Any:
     if not isinstance(request, dict):
         return request
     return {**request, "messages": [_key_message(m) for m in request.get("messages") or []]}
-
-
-_PYDANTIC_AI_MEMBERS = ("messages", "model_settings", "parameters")
-"""The members of a pydantic-ai request value, in their canonical (RFC 8785) order."""
-assert sorted(_PYDANTIC_AI_MEMBERS) == list(_PYDANTIC_AI_MEMBERS)
-
-
-def pydantic_ai_request(value: dict[str, Any], *, spend: bool = False) -> tuple[bytes, bytes]:
-    """The request bytes and the match key of a pydantic-ai request value, in one pass.
-
-    Equal to ``(canonical_json(value), value_key("pydantic-ai", value))`` (a property
-    test holds them so), but ``model_settings`` and ``parameters`` are encoded once,
-    for both: canonical JSON sorts ``messages`` before them, so each document is its
-    messages member spliced before their shared tail (compositional: a member's
-    encoding does not depend on its siblings, and each is encoded wrapped, at its own
-    depth).
-
-    Args:
-        value: ``{"messages", "model_settings", "parameters"}`` as
-            :func:`toolproof.adapters.pydantic_ai_model.request_value` builds it (any
-            other shape is encoded the long way, with the same result).
-        spend: the caller hands ``value`` over (a request just dumped, no dict in it
-            shared): once the request is encoded, the per-call fields are dropped from
-            its own message and part dicts for the key, instead of from copies of them
-            (a recorded turn's hot path; the same bytes).
-
-    Returns:
-        ``(request, key)``: canonical JSON bytes each.
-
-    Raises:
-        CanonicalizationError: a value has no canonical JSON form (the same error, and
-            path, as ``canonical_json(value)``).
-
-    """
-    if type(value) is not dict or len(value) != 3 or tuple(value) != _PYDANTIC_AI_MEMBERS:
-        return canonical_json(value), value_key("pydantic-ai", value)
-    messages = value["messages"]
-    head = canonical_json({"messages": messages})
-    tail = canonical_json(
-        {"model_settings": value["model_settings"], "parameters": value["parameters"]}
-    )
-    shared = b"," + tail[1:]
-    request = head[:-1] + shared
-    if not isinstance(messages, list):  # value_key reads "messages or []"
-        return request, value_key("pydantic-ai", value)
-    if spend:
-        _drop_per_call(messages)
-    else:
-        messages = [_key_message(m) for m in messages]
-    key_head = canonical_json({"messages": messages})
-    return request, key_head[:-1] + shared
-
-
-def _drop_per_call(messages: list[Any]) -> None:
-    """Make ``messages`` what ``[_key_message(m) for m in messages]`` makes, in place.
-
-    ``messages`` is plain JSON: its request was encoded first, and canonical JSON
-    refuses mapping and list subclasses, so a message or part is a ``dict`` or no
-    mapping at all; the per-call fields are popped from the dicts themselves.
-    """
-    for message in messages:
-        if type(message) is dict:
-            message.pop("timestamp", None)  # _PER_CALL_MESSAGE_FIELDS
-            message.pop("run_id", None)
-            message.pop("conversation_id", None)
-            parts = message.get("parts")
-            if type(parts) is list:
-                for part in parts:
-                    if type(part) is dict:
-                        part.pop("timestamp", None)  # _PER_CALL_PART_FIELDS
-
-
-assert _PER_CALL_MESSAGE_FIELDS == ("timestamp", "run_id", "conversation_id")
-assert _PER_CALL_PART_FIELDS == ("timestamp",)
 
 
 def _body(body: bytes) -> dict[str, Any]:
