@@ -389,7 +389,7 @@ def _make_body(
     tool_name: str,
     fn: Callable[..., Any],
     model: type[BaseModel] | None,
-    params: list[tuple[str, str, inspect._ParameterKind]],
+    params: list[tuple[str, str, Any]],
     finish: Callable[[Any], Any],
     *,
     direct: bool = False,

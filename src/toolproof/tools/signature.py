@@ -65,7 +65,7 @@ def _declarable(name: str) -> bool:
 
 def parameter_fields(
     tool_name: str, fn: Callable[..., Any], hints: dict[str, Any], docs: dict[str, str]
-) -> tuple[dict[str, Any], list[tuple[str, str, inspect._ParameterKind]]]:
+) -> tuple[dict[str, Any], list[tuple[str, str, Any]]]:
     """The pydantic fields of ``fn``'s parameters and how each parameter is passed.
 
     Args:
@@ -84,7 +84,7 @@ def parameter_fields(
 
     """
     fields: dict[str, Any] = {}
-    params: list[tuple[str, str, inspect._ParameterKind]] = []
+    params: list[tuple[str, str, Any]] = []
     for index, param in enumerate(inspect.signature(fn).parameters.values()):
         if split_annotated(hints.get(param.name))[0] is Context:
             if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL, param.VAR_KEYWORD):

@@ -20,7 +20,6 @@ import typer
 import typer.core
 from rich.console import Console
 from rich.markup import escape
-from typer import _click as click  # typer vendors click: its exceptions and parameters
 
 from toolproof import __version__
 from toolproof.errors import ToolproofError, UsageError, error_mapping, mapping_for
@@ -85,7 +84,7 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def _plain_usage(command: click.Command, ctx: click.Context) -> list[str]:
+def _plain_usage(command: typer.core.TyperCommand, ctx: typer.Context) -> list[str]:
     """Usage pieces with arguments as ``NAME`` / ``[NAME]`` (not typer's ``{name}``)."""
     pieces = [command.options_metavar] if command.options_metavar else []
     for param in command.get_params(ctx):
@@ -98,7 +97,7 @@ def _plain_usage(command: click.Command, ctx: click.Context) -> list[str]:
     return pieces
 
 
-def _polish_params(command: click.Command) -> None:
+def _polish_params(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
     """Flags show no value placeholder; arguments are named in capitals."""
     for param in command.params:
         if isinstance(param, typer.core.TyperOption) and param.is_flag and param.metavar is None:
@@ -120,11 +119,11 @@ class ToolproofCommand(typer.core.TyperCommand):
         super().__init__(*args, **kwargs)
         _polish_params(self)
 
-    def get_help_option(self, ctx: click.Context) -> Any:
+    def get_help_option(self, ctx: Any) -> Any:
         """``--help``, shown as a flag."""
         return _help_flag(super().get_help_option(ctx))
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS] RUN`` rather than ``[OPTIONS] {run}``."""
         return _plain_usage(self, ctx)
 
@@ -136,7 +135,7 @@ class ToolproofGroup(typer.core.TyperGroup):
         super().__init__(*args, **kwargs)
         _polish_params(self)
 
-    def get_help_option(self, ctx: click.Context) -> Any:
+    def get_help_option(self, ctx: Any) -> Any:
         """``--help``, shown as a flag."""
         return _help_flag(super().get_help_option(ctx))
 
@@ -158,10 +157,11 @@ class ToolproofGroup(typer.core.TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.ClickException as exc:
+        except typer.TyperException as exc:  # the public base of click's own errors
             from typer import rich_utils
 
-            rich_utils.rich_format_error(exc)
+            error: Any = exc  # click's ClickException, reached through typer's public base
+            rich_utils.rich_format_error(error)
             sys.exit(USAGE_EXIT_CODE)
         except typer.Abort:
             err_console.print("Aborted!")
