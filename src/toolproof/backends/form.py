@@ -147,14 +147,11 @@ def relocated(
             request = BackendRequest(target, arguments, digest[0], timeout, options)
         else:
             request = BackendRequest(target, arguments, digest[0], timeout)
-        hook = hooks.ACTIVE
-        if hook is None:
-            return await _submit(client, request, ext_name)
         attributes = {"gen_ai.tool.name": target, "toolproof.backend": ext_name}
-        with hook.span(f"toolproof.backend.submit {target}", attributes, kind="client") as span:
+        with hooks.span(f"toolproof.backend.submit {target}", attributes, kind="client") as span:
             result = await _submit(client, request, ext_name)
             if result.failure is not None:
-                hook.fail(span, result.failure.kind, result.failure.message)
+                hooks.fail(span, result.failure.kind, result.failure.message)
             return result
 
     update: dict[str, Any] = {"name": name}

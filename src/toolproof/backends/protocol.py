@@ -268,18 +268,15 @@ async def serve_request(toolset: Toolset, request: BackendRequest) -> ToolResult
         caller's and the worker's descriptors differ (both digests are named).
 
     """
-    hook = hooks.ACTIVE
-    if hook is None:
-        return await _run_request(toolset, request)
     attributes: dict[str, str | int] = {
         "gen_ai.tool.name": request.variant,
         "toolproof.worker.pid": os.getpid(),
     }
     name = f"toolproof.backend.run {request.variant}"
-    with hook.span(name, attributes, kind="server", parent=request.trace) as span:
+    with hooks.span(name, attributes, kind="server", parent=request.trace) as span:
         result = await _run_request(toolset, request)
         if result.failure is not None:
-            hook.fail(span, result.failure.kind, result.failure.message)
+            hooks.fail(span, result.failure.kind, result.failure.message)
         return result
 
 

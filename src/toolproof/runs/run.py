@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,10 +233,9 @@ async def execute_run(
     calls: CallPort = plugin.calls(toolset) if plugin is not None else LiveCalls(toolset)
     if providers:
         calls = ProviderCalls(calls, providers)
-    hook = hooks.ACTIVE
-    attributes = {"toolproof.plan_id": plan.id}
+    attributes: dict[str, str | int] = {"toolproof.plan_id": plan.id}
     try:
-        with hook.span("toolproof.run", attributes) if hook else nullcontext() as span:
+        with hooks.span("toolproof.run", attributes) as span:
             committed, recorded = await _record_and_commit(
                 root,
                 spec,
@@ -251,9 +249,8 @@ async def execute_run(
                 started_at,
                 started,
             )
-            if span is not None:
-                span.set_attribute("toolproof.run_id", committed.run_id)
-                span.set_attribute("toolproof.report.outcome", str(recorded.report.outcome))
+            span.set_attribute("toolproof.run_id", committed.run_id)
+            span.set_attribute("toolproof.report.outcome", str(recorded.report.outcome))
     except OSError as exc:
         raise RecordingError(
             f"run not recorded: {exc.strerror or exc}: {exc.filename or root}; nothing was "

@@ -152,23 +152,21 @@ async def traced(
         McpCallError: what ``send`` raised, after the span recorded it.
 
     """
-    hook = hooks.ACTIVE
-    if hook is None:
-        return await send({})
     name = f"{method} {tool}" if tool is not None else method
     error: McpCallError | None = None
     result: dict[str, Any] = {}
-    with hook.span(name, facts.attributes(method, tool), kind="client") as span, _sent_id() as sent:
+    attributes = facts.attributes(method, tool)
+    with hooks.span(name, attributes, kind="client") as span, _sent_id() as sent:
         try:
-            result = await send(hook.carrier())
+            result = await send(hooks.carrier())
         except McpCallError as exc:
             error = exc
             if exc.code is not None:
                 span.set_attribute("rpc.response.status_code", str(exc.code))
-            hook.fail(span, str(exc.code) if exc.code is not None else exc.kind, str(exc))
+            hooks.fail(span, str(exc.code) if exc.code is not None else exc.kind, str(exc))
         else:
             if method == "tools/call" and result.get("isError") is True:
-                hook.fail(span, "tool_error", "the tool answered isError")
+                hooks.fail(span, "tool_error", "the tool answered isError")
         if sent:
             span.set_attribute("jsonrpc.request.id", str(sent[0]))
     if error is not None:
