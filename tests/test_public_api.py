@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import toolproof
 
@@ -58,3 +60,17 @@ def test_import_does_not_pull_optional_adapters() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(done.stdout) == []
+
+
+def test_no_module_imports_the_package_root() -> None:
+    # The root re-exports every layer; a module importing it would import upward
+    # (the adapters read __version__ from the leaf toolproof.version).
+    root = Path(toolproof.__file__).parent
+    upward = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "toolproof" and node.level == 0:
+                upward.append(f"{path.relative_to(root)}:{node.lineno}")
+            if isinstance(node, ast.Import) and any(a.name == "toolproof" for a in node.names):
+                upward.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert upward == []

@@ -69,8 +69,7 @@ from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
 from toolproof.verify.sequence import register_check
 from toolproof.verify.verifier import verify_run
-
-__version__ = "0.1.0"
+from toolproof.version import __version__
 
 __all__ = [
     "ApprovalPolicy",

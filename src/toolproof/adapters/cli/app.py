@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.markup import escape
 from typer import _click as click  # typer vendors click: its exceptions and parameters
 
-from toolproof import __version__
 from toolproof.errors import ToolproofError, UsageError, error_mapping, mapping_for
 from toolproof.identity import canonical_json
+from toolproof.version import __version__
 
 __all__ = [
     "USAGE_EXIT_CODE",
