@@ -32,10 +32,12 @@ that turns an error into a CLI exit code, an HTTP status and an MCP error code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
+
+from toolproof.failures import FAILURE_TABLE
 
 __all__ = [
     "FOREIGN_CODE_ERRORS",
@@ -313,10 +315,18 @@ def error_mapping(error: BaseException) -> ErrorMapping:
         error: any exception; the most specific class in the table wins.
 
     Returns:
-        The :class:`ErrorMapping` of the error's class (see :func:`mapping_for`).
+        The :class:`ErrorMapping` of the error's class (see :func:`mapping_for`); for a
+        :class:`ToolCallError`, the HTTP status and MCP code of its failure's kind
+        (:data:`toolproof.failures.FAILURE_TABLE`: ``invalid_arguments`` is 422 and
+        -32602, ``timeout`` 504...), its code and exit code those of the class.
 
     """
-    return mapping_for(type(error))
+    mapping = mapping_for(type(error))
+    if isinstance(error, ToolCallError):
+        kind = FAILURE_TABLE.get(error.failure.kind)
+        if kind is not None:
+            return replace(mapping, http_status=kind.http_status, mcp_code=kind.mcp_code)
+    return mapping
 
 
 def mapping_for(cls: type[BaseException]) -> ErrorMapping:

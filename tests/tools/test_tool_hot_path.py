@@ -42,11 +42,11 @@ async def untyped(x: str) -> Any:
     if x == "nan":
         return float("nan")
     if x == "result":
-        return ToolResult.fail("upstream_error", "down", where="body")
+        return ToolResult.fail("unavailable", "down", where="body")
     if x == "raise":
         raise ValueError("no")
     if x == "call-error":
-        raise ToolCallError(ToolFailure(kind="upstream_error", message="told", where="body"))
+        raise ToolCallError(ToolFailure(kind="unavailable", message="told", where="body"))
     return {"x": x}
 
 
@@ -113,9 +113,9 @@ def test_a_typed_result_is_checked_against_the_output_schema_on_every_path(
         ("set", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
         ("tuple", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
         ("nan", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
-        ("result", ("upstream_error", "down")),
+        ("result", ("unavailable", "down")),
         ("raise", ("tool_error", "tool 'untyped' raised ValueError: no")),
-        ("call-error", ("upstream_error", "told")),
+        ("call-error", ("unavailable", "told")),
     ],
 )
 def test_failures_of_the_inline_path_are_those_of_the_body(
@@ -180,7 +180,7 @@ def result_now(arguments: dict[str, Any]) -> Any:
     if arguments["x"] == "ok":
         return ToolResult.success({"x": "ok"})
     if arguments["x"] == "fail":
-        return ToolResult.fail("upstream_error", "down", where="body")
+        return ToolResult.fail("unavailable", "down", where="body")
     return 3
 
 
@@ -188,7 +188,7 @@ def result_now(arguments: dict[str, Any]) -> Any:
     ("x", "expected"),
     [
         ("ok", {"ok": True, "value": {"x": "ok"}}),
-        ("fail", ("upstream_error", "down")),
+        ("fail", ("unavailable", "down")),
         ("int", ("tool_error", "tool 'untyped' raised TypeError: ")),  # 3 is awaited: refused
     ],
 )
