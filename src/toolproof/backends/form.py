@@ -75,14 +75,14 @@ def with_call_options(
     properties = dict(schema.get("properties") or {})
     if schema.get("type") != "object":
         rule = f"the {ext_name} backend adds call options to an object schema (type: object)"
-        raise ExtensionError(rule, rule=rule)
+        raise ExtensionError(rule)
     for option, option_schema in call_options.items():
         if option in properties:
             rule = (
                 f"call option {option!r} of the {ext_name} backend is already a parameter of "
                 f"{inner.name!r} (rule: a reserved param must not shadow an input parameter)"
             )
-            raise ExtensionError(rule, rule=rule)
+            raise ExtensionError(rule)
         properties[option] = dict(option_schema)
     schema["properties"] = properties
     return schema
