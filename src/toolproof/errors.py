@@ -359,6 +359,7 @@ class ReplayRefused(ToolproofError):
         step: the plan step that would have run live.
         call: the id of the unrecorded call.
         event: the index of the recorded event that differs.
+        changed: the tools whose descriptors changed (``rule="runtime descriptor"``).
 
     """
 
@@ -372,6 +373,7 @@ class ReplayRefused(ToolproofError):
         step: str | None = None,
         call: str | None = None,
         event: int | None = None,
+        changed: Sequence[str] | None = None,
     ) -> None:
         self.rule = rule
         self.check = check
@@ -379,8 +381,9 @@ class ReplayRefused(ToolproofError):
         self.step = step
         self.call = call
         self.event = event
+        self.changed = list(changed) if changed is not None else None
         fields = _given(rule=rule, check=check, file=file, step=step, call=call, event=event)
-        super().__init__(message, **fields)
+        super().__init__(message, **fields, **_given(changed=self.changed))
 
 
 @dataclass(frozen=True)
