@@ -21,6 +21,7 @@ from toolproof.errors import (
     ERROR_TABLE,
     UNKNOWN_ERROR,
     ConfigError,
+    ExtensionError,
     InputError,
     ReplayRefused,
     ToolproofError,
@@ -56,6 +57,10 @@ def _all_error_classes() -> set[type[BaseException]]:
 def _instance(cls: type[BaseException]) -> Any:
     if cls is errors.ToolCallError:
         return cls(ToolFailure(kind="tool_error", message="boom"))
+    if cls is errors.RecordingError:
+        return cls("message", path="runs/x")
+    if cls is errors.RefError:
+        return cls("message", ref="$steps.a.value")
     for args in ((), ("message",), ("a", "b"), ("a", "b", "c")):
         try:
             return cls(*args)
@@ -160,3 +165,19 @@ def test_validation_problem_gives_the_first_problem_in_pieces() -> None:
     with pytest.raises(ValidationError) as whole:
         Model.model_validate([1])
     assert validation_problem(whole.value, empty="(document)").where == "(document)"
+
+
+def test_fields_are_typed_attributes_and_the_fields_the_adapters_report() -> None:
+    error = ExtensionError("two retry extensions", tool="add", combo=["retry", "retry"])
+    assert (error.rule, error.tool, error.combo, error.extension) == (
+        "two retry extensions",
+        "add",
+        ("retry", "retry"),
+        None,
+    )
+    assert error.message == "two retry extensions"
+    assert error.fields == {"rule": "two retry extensions", "tool": "add", "combo": ["retry"] * 2}
+    refused = ReplayRefused("refused", rule="call", event=3)
+    assert (refused.rule, refused.event, refused.step) == ("call", 3, None)
+    assert refused.fields == {"rule": "call", "event": 3}
+    assert not hasattr(InputError("bad", path="x"), "path")  # a free field is in .fields only

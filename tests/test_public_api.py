@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import toolproof
 
@@ -58,3 +62,85 @@ def test_import_does_not_pull_optional_adapters() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(done.stdout) == []
+
+
+def test_no_module_imports_the_package_root() -> None:
+    # The root re-exports every layer; a module importing it would import upward
+    # (the adapters read __version__ from the leaf toolproof.version).
+    root = Path(toolproof.__file__).parent
+    upward = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "toolproof" and node.level == 0:
+                upward.append(f"{path.relative_to(root)}:{node.lineno}")
+            if isinstance(node, ast.Import) and any(a.name == "toolproof" for a in node.names):
+                upward.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert upward == []
+
+
+PLUGIN_NAMES = {
+    "Check",
+    "CheckSpec",
+    "Finding",
+    "Severity",
+    "PluginDescriptor",
+    "register_check",
+    "ReasonerBackend",
+    "ReasonerRequest",
+    "register_reasoner",
+    "RuntimePlugin",
+    "RetrievalBackend",
+}
+CONTRACT_NAMES = {
+    "Claim",
+    "EvidenceRecord",
+    "SupportRef",
+    "ExecutionRuntime",
+    "ToolDescriptor",
+    "ToolsetDescriptor",
+}
+
+
+def test_plugin_interfaces_and_contract_models_have_their_own_namespaces() -> None:
+    import toolproof.contract
+    import toolproof.plugins
+
+    assert set(toolproof.plugins.__all__) >= PLUGIN_NAMES
+    assert set(toolproof.contract.__all__) >= CONTRACT_NAMES
+    for name in PLUGIN_NAMES:
+        assert getattr(toolproof.plugins, name) is not None
+    assert (PLUGIN_NAMES | CONTRACT_NAMES) & set(toolproof.__all__) == set()
+
+
+def test_a_name_that_moved_still_works_from_the_top_with_a_warning() -> None:
+    import toolproof.contract
+    import toolproof.plugins
+
+    for name, home in [*((n, toolproof.plugins) for n in PLUGIN_NAMES), *(
+        (n, toolproof.contract) for n in CONTRACT_NAMES
+    )]:
+        with pytest.warns(DeprecationWarning, match=f"toolproof.{name} moved to {home.__name__}"):
+            assert getattr(toolproof, name) is getattr(home, name)
+
+
+def test_every_error_toolproof_raises_is_exported() -> None:
+    from toolproof.errors import ERROR_TABLE
+
+    assert {cls.__name__ for cls in ERROR_TABLE} <= set(toolproof.__all__)
+    assert {"InputError", "RecordingError", "BackendError"} <= set(toolproof.__all__)
+
+
+def test_import_toolproof_loads_no_submodule_until_a_name_is_used() -> None:
+    code = (
+        "import json, sys, toolproof\n"
+        "before = sorted(m for m in sys.modules if m.startswith('toolproof.'))\n"
+        "toolproof.Tool\n"
+        "print(json.dumps([before, 'toolproof.tools.tool' in sys.modules,"
+        " 'httpx' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    before, loaded, _ = json.loads(done.stdout)
+    assert before == ["toolproof.version"]
+    assert loaded

@@ -2,75 +2,77 @@
 
 Tools from Python functions and declared JSON Schemas, validated on every call;
 extensions that mint named variants; evidence-chained runs that verify and replay.
-The names below are the public API (DESIGN.md section 10); everything else is
-private to its folder. Optional adapters (LangChain, FastAPI, Celery) are never
-imported here.
+The names below are the user API (DESIGN.md section 10) and every error toolproof
+raises; plugin interfaces live in :mod:`toolproof.plugins`, contract models in
+:mod:`toolproof.contract`, everything else is private to its folder.
+
+``import toolproof`` imports no submodule: each name loads its module on first access
+(a module ``__getattr__``), so a CLI call or a plain ``import toolproof`` does not pay
+for the config loader, the backends or httpx until it uses them. Optional adapters
+(LangChain, FastAPI, Celery) are never imported here.
 """
 
-from toolproof.adapters.agent_session import Session, record_session, replay_session
-from toolproof.adapters.telemetry import instrument
-from toolproof.config import load_toolset
-from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef
-from toolproof.contract.runs import (
-    CheckSpec,
-    ExecutionRuntime,
-    Finding,
-    PluginDescriptor,
-    Report,
-    RunSpec,
-    Severity,
-)
-from toolproof.contract.tools import (
-    ToolAnnotations,
-    ToolCall,
-    ToolDescriptor,
-    ToolFailure,
-    ToolResult,
-    ToolsetDescriptor,
-    ToolSpec,
-)
-from toolproof.errors import (
-    CanonicalizationError,
-    ConfigError,
-    ExtensionError,
-    IdentityMismatchError,
-    ReplayRefused,
-    ToolBindError,
-    ToolCallError,
-    ToolNameError,
-    ToolproofError,
-    ToolsetSealedError,
-    UsageError,
-    VerificationError,
-)
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
-from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
-from toolproof.extensions.approvals import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    ApprovalStore,
-    Approver,
-    Decision,
-)
-from toolproof.identity import canonical_json, content_id, digest
-from toolproof.runs.replay import replay_run
-from toolproof.runs.run import execute_run
-from toolproof.runs.runtime_plugin import RuntimePlugin
-from toolproof.runs.spec import load_spec
-from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
-from toolproof.tools.context import Context
-from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
-from toolproof.tools.function import tool
-from toolproof.tools.limits import SchemaLimits
-from toolproof.tools.python_catalog import prompt, resource
-from toolproof.tools.retrieval_seam import RetrievalBackend
-from toolproof.tools.tool import Tool
-from toolproof.tools.toolset import Toolset
-from toolproof.verify.base import Check
-from toolproof.verify.sequence import register_check
-from toolproof.verify.verifier import verify_run
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import warnings
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from toolproof.version import __version__
+
+if TYPE_CHECKING:
+    from toolproof.adapters.agent_session import Session, record_session, replay_session
+    from toolproof.adapters.telemetry import instrument
+    from toolproof.config import load_toolset
+    from toolproof.contract.runs import Report, RunSpec
+    from toolproof.contract.tools import (
+        ToolAnnotations,
+        ToolCall,
+        ToolFailure,
+        ToolResult,
+        ToolSpec,
+    )
+    from toolproof.errors import (
+        AuthenticationError,
+        BackendError,
+        CanonicalizationError,
+        ConfigError,
+        ExtensionError,
+        IdentityMismatchError,
+        InputError,
+        ProtocolError,
+        RecordingError,
+        RefError,
+        ReplayRefused,
+        ToolBindError,
+        ToolCallError,
+        ToolNameError,
+        ToolproofError,
+        ToolsetSealedError,
+        UsageError,
+        VerificationError,
+    )
+    from toolproof.extensions import ExtensionKind, extension, transformer, wrapper
+    from toolproof.extensions.approvals import (
+        ApprovalPolicy,
+        ApprovalRequest,
+        ApprovalStore,
+        Approver,
+        Decision,
+    )
+    from toolproof.identity import canonical_json, content_id, digest
+    from toolproof.runs.replay import replay_run
+    from toolproof.runs.run import execute_run
+    from toolproof.runs.spec import load_spec
+    from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
+    from toolproof.tools.context import Context
+    from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
+    from toolproof.tools.function import tool
+    from toolproof.tools.limits import SchemaLimits
+    from toolproof.tools.python_catalog import prompt, resource
+    from toolproof.tools.tool import Tool
+    from toolproof.tools.toolset import Toolset
+    from toolproof.verify.verifier import verify_run
 
 __all__ = [
     "ApprovalPolicy",
@@ -78,48 +80,39 @@ __all__ = [
     "ApprovalStore",
     "Approver",
     "Audio",
+    "AuthenticationError",
+    "BackendError",
     "CanonicalizationError",
-    "Check",
-    "CheckSpec",
-    "Claim",
     "ConfigError",
     "Context",
     "Decision",
     "EmbeddedResource",
-    "EvidenceRecord",
-    "ExecutionRuntime",
     "ExtensionError",
     "ExtensionKind",
-    "Finding",
     "IdentityMismatchError",
     "Image",
-    "PluginDescriptor",
-    "ReasonerBackend",
-    "ReasonerRequest",
+    "InputError",
+    "ProtocolError",
+    "RecordingError",
+    "RefError",
     "ReplayRefused",
     "Report",
     "ResourceLink",
-    "RetrievalBackend",
     "RunSpec",
-    "RuntimePlugin",
     "SchemaLimits",
     "Session",
-    "Severity",
-    "SupportRef",
     "Tool",
     "ToolAnnotations",
     "ToolBindError",
     "ToolCall",
     "ToolCallError",
     "ToolContribution",
-    "ToolDescriptor",
     "ToolFailure",
     "ToolNameError",
     "ToolResult",
     "ToolSpec",
     "ToolproofError",
     "Toolset",
-    "ToolsetDescriptor",
     "ToolsetSealedError",
     "UsageError",
     "VerificationError",
@@ -136,8 +129,6 @@ __all__ = [
     "load_toolset",
     "prompt",
     "record_session",
-    "register_check",
-    "register_reasoner",
     "replay_run",
     "replay_session",
     "resource",
@@ -146,3 +137,116 @@ __all__ = [
     "verify_run",
     "wrapper",
 ]
+
+_HOMES: dict[str, str] = {
+    "Session": "toolproof.adapters.agent_session",
+    "record_session": "toolproof.adapters.agent_session",
+    "replay_session": "toolproof.adapters.agent_session",
+    "instrument": "toolproof.adapters.telemetry",
+    "load_toolset": "toolproof.config",
+    "Report": "toolproof.contract.runs",
+    "RunSpec": "toolproof.contract.runs",
+    "ToolAnnotations": "toolproof.contract.tools",
+    "ToolCall": "toolproof.contract.tools",
+    "ToolFailure": "toolproof.contract.tools",
+    "ToolResult": "toolproof.contract.tools",
+    "ToolSpec": "toolproof.contract.tools",
+    "AuthenticationError": "toolproof.errors",
+    "BackendError": "toolproof.errors",
+    "CanonicalizationError": "toolproof.errors",
+    "ConfigError": "toolproof.errors",
+    "ExtensionError": "toolproof.errors",
+    "IdentityMismatchError": "toolproof.errors",
+    "InputError": "toolproof.errors",
+    "ProtocolError": "toolproof.errors",
+    "RecordingError": "toolproof.errors",
+    "RefError": "toolproof.errors",
+    "ReplayRefused": "toolproof.errors",
+    "ToolBindError": "toolproof.errors",
+    "ToolCallError": "toolproof.errors",
+    "ToolNameError": "toolproof.errors",
+    "ToolproofError": "toolproof.errors",
+    "ToolsetSealedError": "toolproof.errors",
+    "UsageError": "toolproof.errors",
+    "VerificationError": "toolproof.errors",
+    "ExtensionKind": "toolproof.extensions",
+    "extension": "toolproof.extensions",
+    "transformer": "toolproof.extensions",
+    "wrapper": "toolproof.extensions",
+    "ApprovalPolicy": "toolproof.extensions.approvals",
+    "ApprovalRequest": "toolproof.extensions.approvals",
+    "ApprovalStore": "toolproof.extensions.approvals",
+    "Approver": "toolproof.extensions.approvals",
+    "Decision": "toolproof.extensions.approvals",
+    "canonical_json": "toolproof.identity",
+    "content_id": "toolproof.identity",
+    "digest": "toolproof.identity",
+    "replay_run": "toolproof.runs.replay",
+    "execute_run": "toolproof.runs.run",
+    "load_spec": "toolproof.runs.spec",
+    "Audio": "toolproof.tools.content",
+    "EmbeddedResource": "toolproof.tools.content",
+    "Image": "toolproof.tools.content",
+    "ResourceLink": "toolproof.tools.content",
+    "Context": "toolproof.tools.context",
+    "ToolContribution": "toolproof.tools.declared",
+    "bind_contribution": "toolproof.tools.declared",
+    "declarable_field": "toolproof.tools.declared",
+    "tool": "toolproof.tools.function",
+    "SchemaLimits": "toolproof.tools.limits",
+    "prompt": "toolproof.tools.python_catalog",
+    "resource": "toolproof.tools.python_catalog",
+    "Tool": "toolproof.tools.tool",
+    "Toolset": "toolproof.tools.toolset",
+    "verify_run": "toolproof.verify.verifier",
+}
+"""Public name -> the module that defines it (loaded on first access)."""
+
+_MOVED: dict[str, str] = {
+    "Claim": "toolproof.contract",
+    "EvidenceRecord": "toolproof.contract",
+    "ExecutionRuntime": "toolproof.contract",
+    "SupportRef": "toolproof.contract",
+    "ToolDescriptor": "toolproof.contract",
+    "ToolsetDescriptor": "toolproof.contract",
+    "Check": "toolproof.plugins",
+    "CheckSpec": "toolproof.plugins",
+    "Finding": "toolproof.plugins",
+    "PluginDescriptor": "toolproof.plugins",
+    "ReasonerBackend": "toolproof.plugins",
+    "ReasonerRequest": "toolproof.plugins",
+    "RetrievalBackend": "toolproof.plugins",
+    "RuntimePlugin": "toolproof.plugins",
+    "Severity": "toolproof.plugins",
+    "register_check": "toolproof.plugins",
+    "register_reasoner": "toolproof.plugins",
+}
+"""Names that left the top level -> their home; still served here, with a DeprecationWarning."""
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first access; serve a moved name with a warning.
+
+    Raises:
+        AttributeError: no such public name.
+
+    """
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(import_module(home), name)
+        globals()[name] = value  # later accesses skip this function
+        return value
+    moved = _MOVED.get(name)
+    if moved is not None:
+        warnings.warn(
+            f"toolproof.{name} moved to {moved}: use `from {moved} import {name}`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(import_module(moved), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``), loaded or not."""
+    return sorted(__all__)

@@ -32,10 +32,13 @@ that turns an error into a CLI exit code, an HTTP status and an MCP error code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
+
+from toolproof.failures import FAILURE_TABLE
 
 __all__ = [
     "FOREIGN_CODE_ERRORS",
@@ -89,8 +92,15 @@ class ToolsetSealedError(UsageError):
 class ToolproofError(Exception):
     """Root of every operational toolproof error.
 
+    Args:
+        message: the message, naming the thing and the rule.
+        **fields: structured context (``path``, ``step``, ``reasoner``...) for the
+            adapters; a class with fixed fields has them as typed attributes too.
+
     Attributes:
-        fields: the structured fields of the error (tool, field, rule, path, ...).
+        message: the message.
+        fields: the structured fields the CLI (``--json``), HTTP problems and MCP error
+            ``data.fields`` report.
 
     """
 
@@ -98,12 +108,6 @@ class ToolproofError(Exception):
         super().__init__(message)
         self.message = message
         self.fields: dict[str, Any] = fields
-
-    def __getattr__(self, name: str) -> Any:
-        fields = self.__dict__.get("fields", {})
-        if name in fields:
-            return fields[name]
-        raise AttributeError(name)
 
 
 class InputError(ToolproofError):
@@ -120,6 +124,8 @@ class CanonicalizationError(InputError):
     """
 
     def __init__(self, path: str, rule: str) -> None:
+        self.path = path
+        self.rule = rule
         super().__init__(f"cannot canonicalize value at {path}: {rule}", path=path, rule=rule)
 
 
@@ -134,6 +140,9 @@ class IdentityMismatchError(InputError):
     """
 
     def __init__(self, kind: str, stored: str, computed: str) -> None:
+        self.kind = kind
+        self.stored = stored
+        self.computed = computed
         super().__init__(
             f"{kind} id mismatch: stored id {stored} but content hashes to {computed} "
             "(rule: a content id is the digest of the canonical JSON of the content)",
@@ -154,6 +163,9 @@ class ConfigError(InputError):
     """
 
     def __init__(self, file: str, key: str, rule: str) -> None:
+        self.file = file
+        self.key = key
+        self.rule = rule
         super().__init__(f"{file}: {key}: {rule}", file=file, key=key, rule=rule)
 
 
@@ -168,6 +180,9 @@ class ToolBindError(InputError):
     """
 
     def __init__(self, tool: str, field: str, rule: str) -> None:
+        self.tool = tool
+        self.field = field
+        self.rule = rule
         super().__init__(
             f"cannot bind tool {tool!r}: {field}: {rule}", tool=tool, field=field, rule=rule
         )
@@ -182,7 +197,36 @@ class ExtensionError(InputError):
         combo: the combo's extension names, in order (when applying).
         extension: the extension's name (when registering).
 
+    Args:
+        rule: the rule that was broken; also the message unless ``message`` is given.
+        message: a message that says more than the rule (which tool, which combo).
+        tool: see Attributes.
+        combo: see Attributes.
+        extension: see Attributes.
+
     """
+
+    def __init__(
+        self,
+        rule: str,
+        *,
+        message: str | None = None,
+        tool: str | None = None,
+        combo: Sequence[str] | None = None,
+        extension: str | None = None,
+    ) -> None:
+        self.rule = rule
+        self.tool = tool
+        self.combo = tuple(combo) if combo is not None else None
+        self.extension = extension
+        fields: dict[str, Any] = {"rule": rule}
+        if tool is not None:
+            fields["tool"] = tool
+        if combo is not None:
+            fields["combo"] = list(combo)
+        if extension is not None:
+            fields["extension"] = extension
+        super().__init__(message or rule, **fields)
 
 
 class ToolNameError(InputError):
@@ -195,11 +239,22 @@ class ToolNameError(InputError):
     """
 
     def __init__(self, tool: str, rule: str) -> None:
+        self.tool = tool
+        self.rule = rule
         super().__init__(f"tool name {tool!r}: {rule}", tool=tool, rule=rule)
 
 
 class RefError(InputError):
-    """A reference cannot be resolved when its step runs (the message says which and why)."""
+    """A reference cannot be resolved when its step runs (the message says which and why).
+
+    Attributes:
+        ref: the reference (``$ref`` value) that did not resolve.
+
+    """
+
+    def __init__(self, message: str, *, ref: str) -> None:
+        self.ref = ref
+        super().__init__(message, ref=ref)
 
 
 class ToolCallError(ToolproofError):
@@ -211,6 +266,8 @@ class ToolCallError(ToolproofError):
     """
 
     def __init__(self, failure: Any) -> None:
+        # Any: ToolFailure is a contract model, a floor above this module
+        self.failure: Any = failure
         super().__init__(f"{failure.kind}: {failure.message}", failure=failure)
 
 
@@ -227,15 +284,23 @@ class ProtocolError(BackendError):
     """
 
     def __init__(self, rule: str) -> None:
+        self.rule = rule
         super().__init__(f"relocation protocol: {rule}", rule=rule)
 
 
 class RecordingError(ToolproofError):
     """A run directory or a recorded session cannot be written (full disk, read-only).
 
-    ``path`` names where. Nothing half-written is left under ``runs/``. CLI exit code
-    1, HTTP 507.
+    Nothing half-written is left under ``runs/``. CLI exit code 1, HTTP 507.
+
+    Attributes:
+        path: where the write failed.
+
     """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(message, path=path)
 
 
 class AuthenticationError(ToolproofError):
@@ -245,12 +310,80 @@ class AuthenticationError(ToolproofError):
     """
 
 
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that were given (not ``None``): what ``.fields`` reports."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 class VerificationError(ToolproofError):
-    """A run directory failed verification. CLI exit code 2."""
+    """A run directory failed verification. CLI exit code 2.
+
+    Attributes:
+        path: the file or directory that failed, when one does.
+        file: the run file (``trace.jsonl``...) that failed, when named relative.
+        check: the check that failed.
+        event: the trace event (its index) that failed.
+        span: the OpenTelemetry span id that failed (``otel-check``).
+        field: the span attribute or field that differs.
+
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        file: str | None = None,
+        check: str | None = None,
+        event: int | None = None,
+        span: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = path
+        self.file = file
+        self.check = check
+        self.event = event
+        self.span = span
+        self.field = field
+        fields = _given(path=path, file=file, check=check, event=event, span=span, field=field)
+        super().__init__(message, **fields)
 
 
 class ReplayRefused(ToolproofError):
-    """Frozen replay refused to proceed; no live call was made. CLI exit code 2."""
+    """Frozen replay refused to proceed; no live call was made. CLI exit code 2.
+
+    Attributes:
+        rule: what differed (``call``, ``model turn``, ``arguments``, ``read``...).
+        check: the check that refused (``verify``: the run does not verify).
+        file: the run file that refused.
+        step: the plan step that would have run live.
+        call: the id of the unrecorded call.
+        event: the index of the recorded event that differs.
+        changed: the tools whose descriptors changed (``rule="runtime descriptor"``).
+
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        rule: str | None = None,
+        check: str | None = None,
+        file: str | None = None,
+        step: str | None = None,
+        call: str | None = None,
+        event: int | None = None,
+        changed: Sequence[str] | None = None,
+    ) -> None:
+        self.rule = rule
+        self.check = check
+        self.file = file
+        self.step = step
+        self.call = call
+        self.event = event
+        self.changed = list(changed) if changed is not None else None
+        fields = _given(rule=rule, check=check, file=file, step=step, call=call, event=event)
+        super().__init__(message, **fields, **_given(changed=self.changed))
 
 
 @dataclass(frozen=True)
@@ -313,10 +446,18 @@ def error_mapping(error: BaseException) -> ErrorMapping:
         error: any exception; the most specific class in the table wins.
 
     Returns:
-        The :class:`ErrorMapping` of the error's class (see :func:`mapping_for`).
+        The :class:`ErrorMapping` of the error's class (see :func:`mapping_for`); for a
+        :class:`ToolCallError`, the HTTP status and MCP code of its failure's kind
+        (:data:`toolproof.failures.FAILURE_TABLE`: ``invalid_arguments`` is 422 and
+        -32602, ``timeout`` 504...), its code and exit code those of the class.
 
     """
-    return mapping_for(type(error))
+    mapping = mapping_for(type(error))
+    if isinstance(error, ToolCallError):
+        kind = FAILURE_TABLE.get(error.failure.kind)
+        if kind is not None:
+            return replace(mapping, http_status=kind.http_status, mcp_code=kind.mcp_code)
+    return mapping
 
 
 def mapping_for(cls: type[BaseException]) -> ErrorMapping:

@@ -131,15 +131,15 @@ def test_a_plain_call_is_one_execute_tool_span(otel: Otel) -> None:
 def test_a_failing_call_sets_error_type_and_counts_the_failure(otel: Otel) -> None:
     async def broken(a: int) -> int:
         """Fail."""
-        raise ToolCallError(ToolFailure(kind="upstream_error", message="down", where="body"))
+        raise ToolCallError(ToolFailure(kind="unavailable", message="down", where="body"))
 
     result = asyncio.run(Tool.from_function(broken).call({"a": 1}))
-    assert result.failure is not None and result.failure.kind == "upstream_error"
+    assert result.failure is not None and result.failure.kind == "unavailable"
     refused = asyncio.run(Tool.from_function(broken).call({"a": "x"}))
     assert refused.failure is not None and refused.failure.kind == "invalid_arguments"
     first, second = otel.spans()
     assert first.attributes is not None and second.attributes is not None
-    assert first.attributes["error.type"] == "upstream_error"
+    assert first.attributes["error.type"] == "unavailable"
     assert "toolproof.result_digest" not in first.attributes
     assert (first.status.status_code.name, first.status.description) == ("ERROR", "down")
     assert second.attributes["error.type"] == "invalid_arguments"
@@ -147,7 +147,7 @@ def test_a_failing_call_sets_error_type_and_counts_the_failure(otel: Otel) -> No
         dict(point.attributes)["error.type"]: point.value
         for point in otel.metrics()["toolproof.tool.failures"]
     }
-    assert failures == {"upstream_error": 1, "invalid_arguments": 1}
+    assert failures == {"unavailable": 1, "invalid_arguments": 1}
 
 
 def test_variant_layers_are_nested_spans_with_one_per_retry_attempt(otel: Otel) -> None:

@@ -92,14 +92,16 @@ def test_backend_failure_is_normalized() -> None:
     )
     result = asyncio.run(toolset["add_loop"].call({"a": 1}))
     assert result.failure is not None
+    # mapped through the engine table: a ConnectionError is "unavailable" in every backend
     assert (result.failure.kind, result.failure.where, result.failure.retryable) == (
-        "backend",
+        "unavailable",
         "backend",
         True,
     )
     assert result.failure.message == (
         "backend 'loop' failed to run 'add': ConnectionError: broker down"
     )
+    assert result.failure.detail == {"exception": "builtins.ConnectionError"}
 
 
 def test_locality_wrapper_outside_the_backend_is_quarantined() -> None:

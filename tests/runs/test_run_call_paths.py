@@ -296,7 +296,7 @@ def test_a_repeated_call_id_keeps_only_what_its_latest_call_saw() -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
-            note_failure(ToolFailure(kind="transient", message="flaky", where="tool"))
+            note_failure(ToolFailure(kind="unavailable", message="flaky", where="tool"))
             note_approval({"type": "approval_skipped", "reason": "rule did not match"})
         return q
 
@@ -305,7 +305,7 @@ def test_a_repeated_call_id_keeps_only_what_its_latest_call_saw() -> None:
     live = LiveCalls(toolset.seal())
     call = ToolCall(tool="look", arguments={"q": "x"}, step="s")
     assert asyncio.run(live.call(call, None)).value == "x"
-    assert [failure.kind for failure, _ in live.observed(call.id)] == ["transient"]
+    assert [failure.kind for failure, _ in live.observed(call.id)] == ["unavailable"]
     assert live.approvals(call.id) == [{"type": "approval_skipped", "reason": "rule did not match"}]
     assert asyncio.run(live.call(call, None)).value == "x"
     assert live.observed(call.id) == []

@@ -12,13 +12,15 @@ import pytest
 from pydantic import ValidationError
 from runs_support import Counter, base_spec, make_toolset, run
 
-from toolproof import Claim, ReasonerBackend, Tool, Toolset
+from toolproof import Tool, Toolset
+from toolproof.contract import Claim
 from toolproof.contract.evidence import Citation, ClaimStatus, ClaimType
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import ClaimEmitted, TraceEvent
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.reasoners import ReasonerRequest, register_reasoner
+from toolproof.plugins import ReasonerBackend
 from toolproof.runs.registries import RunRegistries
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run

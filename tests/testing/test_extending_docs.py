@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from runs_support import Counter, base_spec, make_toolset, run
 
-from toolproof import register_check, register_reasoner
+from toolproof.plugins import register_check, register_reasoner
 from toolproof.runs.registries import RunRegistries
 from toolproof.testing import ConformanceError, assert_check_conforms, assert_run_conforms
 

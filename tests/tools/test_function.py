@@ -673,13 +673,13 @@ def test_parameters_that_need_conversion_still_go_through_pydantic() -> None:
 
 
 def reports_its_own_failure(item: str) -> dict[str, str]:
-    return ToolResult.fail("not_found", f"no {item}", where="body")  # type: ignore[return-value]
+    return ToolResult.fail("tool_error", f"no {item}", where="body")  # type: ignore[return-value]
 
 
 def test_a_function_returning_a_tool_result_is_passed_through() -> None:
     result = run(Tool.from_function(reports_its_own_failure).call({"item": "pear"}))
     assert result.failure is not None
-    assert (result.failure.kind, result.failure.message) == ("not_found", "no pear")
+    assert (result.failure.kind, result.failure.message) == ("tool_error", "no pear")
 
 
 class _Counts(BaseModel):

@@ -38,11 +38,11 @@ async def untyped(x: str) -> Any:
     if x == "nan":
         return float("nan")
     if x == "result":
-        return ToolResult.fail("upstream_error", "down", where="body")
+        return ToolResult.fail("unavailable", "down", where="body")
     if x == "raise":
         raise ValueError("no")
     if x == "call-error":
-        raise ToolCallError(ToolFailure(kind="upstream_error", message="told", where="body"))
+        raise ToolCallError(ToolFailure(kind="unavailable", message="told", where="body"))
     return {"x": x}
 
 
@@ -105,9 +105,9 @@ def test_a_typed_result_is_checked_against_the_output_schema_on_every_path(
         ("set", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
         ("tuple", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
         ("nan", ("invalid_result", "tool 'untyped' returned a value that is not plain JSON: ")),
-        ("result", ("upstream_error", "down")),
+        ("result", ("unavailable", "down")),
         ("raise", ("tool_error", "tool 'untyped' raised ValueError: no")),
-        ("call-error", ("upstream_error", "told")),
+        ("call-error", ("unavailable", "told")),
     ],
 )
 def test_failures_of_a_function_tool(

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolproof import (
+from toolproof import Toolset
+from toolproof.contract import Claim
+from toolproof.plugins import (
     Check,
-    Claim,
     Finding,
     ReasonerBackend,
     ReasonerRequest,
     RuntimePlugin,
     Severity,
-    Toolset,
     register_check,
     register_reasoner,
 )

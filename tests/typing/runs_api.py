@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolproof import (
-    Claim,
     RunSpec,
-    SupportRef,
     execute_run,
     load_spec,
     load_toolset,
     replay_run,
     verify_run,
 )
+from toolproof.contract import Claim, SupportRef
 
 
 async def use(spec_path: Path, root: Path) -> list[SupportRef]:

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureKindName, FailureWhere
 from toolproof.tools.context import LOG_LEVELS
 
 __all__ = ["ClientNotices", "LogLevels", "RequestChannel"]
@@ -96,8 +97,9 @@ class ClientNotices:
             await connection.notify(method, params or None)
 
 
-def _failure(kind: str, message: str) -> ToolCallError:
-    return ToolCallError(ToolFailure(kind=kind, message=message, where="body"))
+def _failure(kind: FailureKindName, message: str) -> ToolCallError:
+    failure = ToolFailure(kind=FailureKind(kind), message=message, where=FailureWhere.BODY)
+    return ToolCallError(failure)
 
 
 class RequestChannel:

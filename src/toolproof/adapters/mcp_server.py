@@ -32,7 +32,6 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from toolproof import __version__
 from toolproof.adapters.asgi import serve_asgi
 from toolproof.adapters.mcp_catalog import catalog_handlers
 from toolproof.adapters.mcp_content import (
@@ -57,6 +56,7 @@ from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
+from toolproof.version import __version__
 
 __all__ = [
     "FAILURE_META_KEY",

@@ -37,6 +37,7 @@ from toolproof.backends.protocol import (
     encode_request,
 )
 from toolproof.contract.tools import ToolResult
+from toolproof.failures import FailureKind
 
 __all__ = ["CeleryBackend", "failure_for", "from_result_backend"]
 
@@ -95,7 +96,7 @@ def failure_for(task_id: str, state: str, error: BaseException | None) -> ToolRe
     rule = rule_for(error) if error is not None else None
     if rule is None and state == "REVOKED":
         rule = ENGINE_FAILURES[qualified_name(celery_exceptions.TaskRevokedError)]
-    kind = rule.kind if rule is not None else "backend"
+    kind = rule.kind if rule is not None else FailureKind.BACKEND
     if kind == "worker":
         message = f"celery task {task_id}: the worker process running it was lost ({text})"
     elif kind == "timeout":

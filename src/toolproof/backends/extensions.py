@@ -118,7 +118,7 @@ def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:
             f"the {backend} backend needs a composition-root file (rule: a worker rebuilds "
             "the same Toolset from the same toolproof.toml; use load_toolset)"
         )
-        raise ExtensionError(rule, rule=rule)
+        raise ExtensionError(rule)
     return context
 
 
@@ -169,14 +169,14 @@ def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
         from toolproof.backends.celery_backend import CeleryBackend
     except ImportError as exc:
         rule = f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
-        raise ExtensionError(rule, rule=rule) from exc
+        raise ExtensionError(rule) from exc
     try:
         settings = settings_from(ctx.backends)
     except ValidationError as exc:
         first = validation_problem(exc)
         where = first.where
         rule = f"[backends.celery] {where}: {first.message}"
-        raise ExtensionError(rule, rule=rule) from None
+        raise ExtensionError(rule) from None
     if config.queue is not None:
         settings = settings.model_copy(update={"queue": config.queue})
     return CeleryBackend(settings, timeout=config.timeout)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolproof.failures import FailureKind, FailureWhere
+
 __all__ = ["ENGINE_FAILURES", "FailureRule", "qualified_name", "rule_for"]
 
 
@@ -32,28 +34,34 @@ class FailureRule:
 
     """
 
-    kind: str
-    where: str
+    kind: FailureKind
+    where: FailureWhere
     retryable: bool
     meaning: str
 
 
-_UNAVAILABLE = FailureRule("unavailable", "backend", True, "unreachable")
-_ENGINE = FailureRule("backend", "backend", False, "failed")
-_WORKER_ENGINE = FailureRule("backend", "worker", False, "failed on the worker")
-_LOST = FailureRule("worker", "worker", True, "lost")
-_TIME_LIMIT = FailureRule("timeout", "worker", True, "stopped at its time limit")
-_REVOKED = FailureRule("cancelled", "backend", True, "revoked or expired")
-_NO_RESULT = FailureRule("timeout", "backend", True, "gave no result in time")
+_UNAVAILABLE = FailureRule(FailureKind.UNAVAILABLE, FailureWhere.BACKEND, True, "unreachable")
+_ENGINE = FailureRule(FailureKind.BACKEND, FailureWhere.BACKEND, False, "failed")
+_WORKER_ENGINE = FailureRule(
+    FailureKind.BACKEND, FailureWhere.WORKER, False, "failed on the worker"
+)
+_LOST = FailureRule(FailureKind.WORKER, FailureWhere.WORKER, True, "lost")
+_TIME_LIMIT = FailureRule(
+    FailureKind.TIMEOUT, FailureWhere.WORKER, True, "stopped at its time limit"
+)
+_REVOKED = FailureRule(FailureKind.CANCELLED, FailureWhere.BACKEND, True, "revoked or expired")
+_NO_RESULT = FailureRule(FailureKind.TIMEOUT, FailureWhere.BACKEND, True, "gave no result in time")
 
 ENGINE_FAILURES: dict[str, FailureRule] = {
     # pipes and sockets (the process backend, and every engine's transport)
-    "builtins.BrokenPipeError": FailureRule("worker", "worker", True, "pipe closed"),
+    "builtins.BrokenPipeError": FailureRule(
+        FailureKind.WORKER, FailureWhere.WORKER, True, "pipe closed"
+    ),
     "builtins.ConnectionError": _UNAVAILABLE,
     "builtins.TimeoutError": _UNAVAILABLE,
-    "builtins.OSError": FailureRule("backend", "backend", True, "I/O failed"),
+    "builtins.OSError": FailureRule(FailureKind.BACKEND, FailureWhere.BACKEND, True, "I/O failed"),
     "toolproof.errors.ProtocolError": FailureRule(
-        "backend", "worker", True, "broke the relocation protocol"
+        FailureKind.BACKEND, FailureWhere.WORKER, True, "broke the relocation protocol"
     ),
     # Celery and its process pool (billiard)
     "billiard.exceptions.WorkerLostError": _LOST,

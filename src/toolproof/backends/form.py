@@ -17,11 +17,13 @@ and the backend's ``aclose()`` runs when the Toolset closes.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias, Unpack
 
 from pydantic import BaseModel
 
+from toolproof.backends.failures import FailureRule, qualified_name, rule_for
 from toolproof.backends.protocol import Backend, BackendRequest, descriptor_digest
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
@@ -29,6 +31,7 @@ from toolproof.extensions.apply import ApplyContext
 from toolproof.extensions.forms import ExtensionOptions, checked_options, register_extension
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.registry import Extension
+from toolproof.failures import FailureKind, FailureWhere
 from toolproof.identity import canonical_json
 from toolproof.tools import hooks
 from toolproof.tools.resources import ResourceKey
@@ -72,17 +75,23 @@ def with_call_options(
     properties = dict(schema.get("properties") or {})
     if schema.get("type") != "object":
         rule = f"the {ext_name} backend adds call options to an object schema (type: object)"
-        raise ExtensionError(rule, rule=rule)
+        raise ExtensionError(rule)
     for option, option_schema in call_options.items():
         if option in properties:
             rule = (
                 f"call option {option!r} of the {ext_name} backend is already a parameter of "
                 f"{inner.name!r} (rule: a reserved param must not shadow an input parameter)"
             )
-            raise ExtensionError(rule, rule=rule)
+            raise ExtensionError(rule)
         properties[option] = dict(option_schema)
     schema["properties"] = properties
     return schema
+
+
+logger = logging.getLogger("toolproof.backends")
+
+_SUBMIT_FAILED = FailureRule(FailureKind.BACKEND, FailureWhere.BACKEND, True, "failed")
+"""An exception of ``submit`` the engine table does not know: the backend failed."""
 
 
 async def _submit(client: Backend, request: BackendRequest, ext_name: str) -> ToolResult:
@@ -90,12 +99,15 @@ async def _submit(client: Backend, request: BackendRequest, ext_name: str) -> To
         return await client.submit(request)
     except asyncio.CancelledError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # the backend's own code: mapped, its cause logged, never raised
+        rule = rule_for(exc) or _SUBMIT_FAILED
+        logger.warning("backend %r failed to run %r", ext_name, request.variant, exc_info=exc)
         return ToolResult.fail(
-            "backend",
+            rule.kind,
             f"backend {ext_name!r} failed to run {request.variant!r}: {type(exc).__name__}: {exc}",
-            where="backend",
-            retryable=True,
+            where=rule.where,
+            retryable=rule.retryable,
+            detail={"exception": qualified_name(type(exc))},
         )
 
 
@@ -122,9 +134,11 @@ def relocated(
 
     Returns:
         The variant. It validates arguments before ``client`` is called, so a bad
-        call never reaches a worker; an exception from ``submit`` becomes a
-        ``backend`` failure (retryable, ``where="backend"``), never a fabricated
-        success; cancellation propagates. With telemetry on each submit is a
+        call never reaches a worker; an exception from ``submit`` becomes the failure
+        :data:`toolproof.backends.failures.ENGINE_FAILURES` gives it (else ``backend``,
+        retryable, ``where="backend"``; ``detail.exception`` names its class and the
+        traceback is logged on ``toolproof.backends``), never a fabricated success;
+        cancellation propagates. With telemetry on each submit is a
         ``CLIENT`` span ``toolproof.backend.submit {inner}`` (``toolproof.backend``:
         ``ext_name``), current while the request is encoded, so the request carries
         its trace context to the worker.

@@ -20,11 +20,13 @@ from pydantic import (
 
 from toolproof.contract.base import SCHEMA_VERSION, CanonicalModel, ContentModel
 from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureKindName, FailureWhere, FailureWhereName
 from toolproof.identity import digest_json, digest_of_hex
 
 __all__ = [
     "ExposureRecord",
     "FailureKind",
+    "FailureWhere",
     "StackLayer",
     "ToolAnnotations",
     "ToolCall",
@@ -96,33 +98,29 @@ class ToolSpec(CanonicalModel):
     annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
 
 
-FailureKind = str
-"""Normalized failure kinds: ``invalid_arguments``, ``tool_error``, ``invalid_result``,
-``timeout``, ``cancelled``, ``worker``, ``transport``, ``backend``, ``unavailable``."""
-
-
 class ToolFailure(CanonicalModel):
     """A normalized tool failure: never a success, never a bare exception string.
 
     Attributes:
-        kind: what failed (see :data:`FailureKind`); ``invalid_arguments`` means the
+        kind: what failed (:class:`~toolproof.failures.FailureKind`, each documented in
+            :data:`~toolproof.failures.FAILURE_TABLE`); ``invalid_arguments`` means the
             body was not called.
         message: a human-readable message naming the thing and the rule.
-        retryable: whether the same call may succeed if tried again.
-        where: where it failed: ``arguments``, ``body``, ``output``, ``worker``,
-            ``backend``, ``transport`` or ``wrapper``.
+        retryable: whether the same call may succeed if tried again (this call's
+            judgement; the ``retry`` wrapper's default follows the kind).
+        where: where it failed (:class:`~toolproof.failures.FailureWhere`).
         detail: structured detail (``errors`` with JSON paths, ``task_id``, ...).
 
     """
 
-    kind: str
+    kind: FailureKind
     message: str
     retryable: bool = False
-    where: str = "body"
+    where: FailureWhere = FailureWhere.BODY
     detail: dict[str, JsonValue] = Field(default_factory=dict)
 
     @property
-    def type(self) -> str:
+    def type(self) -> FailureKind:
         """Alias of :attr:`kind`."""
         return self.kind
 
@@ -160,16 +158,24 @@ class ToolResult(CanonicalModel):
     @classmethod
     def fail(
         cls,
-        kind: str,
+        kind: FailureKind | FailureKindName,
         message: str,
         *,
-        where: str = "body",
+        where: FailureWhere | FailureWhereName = FailureWhere.BODY,
         retryable: bool = False,
         detail: dict[str, Any] | None = None,
     ) -> ToolResult:
-        """Build a failed result carrying a :class:`ToolFailure` of these fields."""
+        """Build a failed result carrying a :class:`ToolFailure` of these fields.
+
+        ``kind`` and ``where`` are members of :class:`~toolproof.failures.FailureKind` and
+        :class:`~toolproof.failures.FailureWhere` or their values (``"timeout"``).
+        """
         failure = ToolFailure(
-            kind=kind, message=message, where=where, retryable=retryable, detail=detail or {}
+            kind=FailureKind(kind),
+            message=message,
+            where=FailureWhere(where),
+            retryable=retryable,
+            detail=detail or {},
         )
         return cls.model_construct(
             schema_version=SCHEMA_VERSION, ok=False, value=None, failure=failure

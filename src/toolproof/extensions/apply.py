@@ -153,7 +153,7 @@ def _layer(
     try:
         variant = ext.build(inner, name=name, config=config, context=context)
     except ExtensionError as exc:
-        raise ExtensionError(exc.fields.get("rule") or exc.message) from exc
+        raise ExtensionError(exc.rule) from exc
     except Exception as exc:
         raise ExtensionError(
             f"extension {ext.name!r} failed to build {name!r}: {type(exc).__name__}: {exc}"
@@ -244,13 +244,12 @@ def build_combo(
             built.append((key, inner))
         return built
     except ExtensionError as exc:
-        rule = exc.fields.get("rule") or exc.message
         names = [element.name for element in combo]
         raise ExtensionError(
-            f"cannot apply combo {combo_text(combo)} to tool {base.name!r}: {rule}",
+            exc.rule,
+            message=f"cannot apply combo {combo_text(combo)} to tool {base.name!r}: {exc.rule}",
             tool=base.name,
             combo=names,
-            rule=rule,
         ) from exc
 
 

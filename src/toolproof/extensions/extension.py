@@ -89,15 +89,16 @@ class Extension:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or EXTENSION_NAME_RE.match(self.name) is None:
             raise ExtensionError(
-                f"extension name {self.name!r}: must match {EXTENSION_NAME_RE.pattern}",
+                f"must match {EXTENSION_NAME_RE.pattern}",
+                message=f"extension name {self.name!r}: must match {EXTENSION_NAME_RE.pattern}",
                 extension=str(self.name),
-                rule=f"must match {EXTENSION_NAME_RE.pattern}",
             )
         object.__setattr__(self, "kind", ExtensionKind(self.kind))
         object.__setattr__(self, "reserved_params", normalize_reserved(self.reserved_params))
         if self.reserved_params and not self.kind.preserves_schema:
             rule = f"reserved params are for kinds that preserve the input schema, not {self.kind}"
-            raise ExtensionError(f"extension {self.name!r}: {rule}", extension=self.name, rule=rule)
+            message = f"extension {self.name!r}: {rule}"
+            raise ExtensionError(rule, message=message, extension=self.name)
 
     def parse_config(self, raw: Mapping[str, Any] | None) -> tuple[Any, str]:
         """Validate a config table; return ``(config for the factory, config digest)``.
@@ -111,14 +112,14 @@ class Extension:
             if raw:
                 keys = ", ".join(sorted(raw))
                 rule = f"extension {self.name!r} takes no config (got keys: {keys})"
-                raise ExtensionError(rule, extension=self.name, rule=rule)
+                raise ExtensionError(rule, extension=self.name)
             return None, digest_json({})
         try:
             model = self.config.model_validate(dict(raw or {}))
         except ValidationError as exc:
             first = validation_problem(exc, empty="(config)")
             rule = f"invalid config for extension {self.name!r}: {first.where}: {first.rule}"
-            raise ExtensionError(rule, extension=self.name, rule=rule) from None
+            raise ExtensionError(rule, extension=self.name) from None
         return model, digest_json(model.model_dump(mode="json"))
 
     def build(self, inner: Tool, *, name: str, config: Any, context: Any = None) -> Tool:

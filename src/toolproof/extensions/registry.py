@@ -90,7 +90,7 @@ class ExtensionRegistry:
                 f"extension {ext.name!r} is already registered (by {known.origin or '?'}); "
                 "extension names are unique"
             )
-            raise ExtensionError(rule, extension=ext.name, rule=rule)
+            raise ExtensionError(rule, extension=ext.name)
         self._extensions[ext.name] = ext
         return ext
 
@@ -144,7 +144,7 @@ class ExtensionRegistry:
             loaded: ModuleType = self._transaction(load)
         except FOREIGN_CODE_ERRORS as exc:
             rule = f"cannot import extension module {module!r}: {foreign_failure(exc)}"
-            raise ExtensionError(rule, extension=module, rule=rule) from exc
+            raise ExtensionError(rule, extension=module) from exc
         return loaded
 
     def _collect(self, module: ModuleType) -> None:

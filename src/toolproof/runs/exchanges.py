@@ -16,15 +16,30 @@ refuses the replay (:class:`~toolproof.errors.ReplayRefused`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from toolproof.contract.runs import PlanNode
 from toolproof.contract.trace import PromptGot, ResourceRead, TraceEvent
-from toolproof.errors import InputError, ReplayRefused
+from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.runs.executor import StepContext
 from toolproof.tools.catalog import Catalog
+
+logger = logging.getLogger("toolproof.runs")
+
+
+def _source_failed(what: str, exc: Exception) -> str:
+    """The reason of a step whose source raised ``exc``; the traceback goes to the log.
+
+    A source is foreign code (a ``@resource``/``@prompt`` function, an MCP server): its
+    failure fails the step, not the run, and is logged with its cause chain.
+    """
+    logger.warning("%s failed", what, exc_info=exc)
+    if isinstance(exc, ToolCallError):
+        return f"{what}: {exc.failure.kind}: {exc.failure.message}"
+    return f"{what}: {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
 
 __all__ = ["PromptStep", "ReadStep"]
 
@@ -76,7 +91,7 @@ class ReadStep:
             try:
                 result = await entry.answer(uri)
             except Exception as exc:  # the source failed: the step fails, the run goes on
-                reason = f"resource {uri!r}: {type(exc).__name__}: {exc}"
+                reason = _source_failed(f"resource {uri!r}", exc)
                 return StepOutput(node.id, False, reason=reason)
         records = context.record_read(uri, result)
         return StepOutput(node.id, True, result, tuple(records))
@@ -128,8 +143,7 @@ class PromptStep:
             try:
                 result = await entry.answer(arguments or None)
             except Exception as exc:  # the source failed: the step fails, the run goes on
-                return StepOutput(
-                    node.id, False, reason=f"prompt {name!r}: {type(exc).__name__}: {exc}"
-                )
+                reason = _source_failed(f"prompt {name!r}", exc)
+                return StepOutput(node.id, False, reason=reason)
         records = context.record_prompt(name, arguments, result)
         return StepOutput(node.id, True, result, tuple(records))

@@ -59,6 +59,7 @@ from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError, ToolCallError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import ToolResultReasoner
+from toolproof.failures import FailureKind, FailureWhere
 from toolproof.identity import canonical_json, plain_json_encoder
 from toolproof.runs.recorder import (
     CallRecord,
@@ -180,7 +181,9 @@ class Admission(NamedTuple):
 def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
     what = tool if " " in tool else f"call to {tool!r}"  # "resources/read 'uri'" as it is
     failure = ToolFailure(
-        kind="unrecordable", message=f"{what} cannot be recorded: {why}", where=where
+        kind=FailureKind.UNRECORDABLE,
+        message=f"{what} cannot be recorded: {why}",
+        where=FailureWhere(where),
     )
     return ToolCallError(failure)
 

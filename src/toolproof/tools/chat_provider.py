@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 
 from toolproof.contract.tools import ToolFailure, ToolResult
+from toolproof.failures import FailureKind
 from toolproof.tools.declared import ToolContribution, bind_contribution
 from toolproof.tools.observe import note_failure, note_recovery
 from toolproof.tools.tool import Tool
@@ -88,7 +89,7 @@ def _retry_after(response: httpx.Response) -> float:
     return min(max(seconds, 0.0), MAX_RETRY_WAIT)
 
 
-def _http_failure(name: str, response: httpx.Response, kind: str) -> ToolResult:
+def _http_failure(name: str, response: httpx.Response, kind: FailureKind) -> ToolResult:
     body = response.content[:_EXCERPT].decode("utf-8", "replace")
     return ToolResult.fail(
         kind,
@@ -198,16 +199,16 @@ def chat_provider_tool(
                         retryable=True,
                     )
                 if response.status_code == 429 and attempt < max_retries:
-                    failure = _http_failure(name, response, "rate_limited").failure
+                    failure = _http_failure(name, response, FailureKind.RATE_LIMITED).failure
                     assert isinstance(failure, ToolFailure)
                     note_failure(failure)
                     note_recovery(failure, name)
                     await asyncio.sleep(_retry_after(response))
                     continue
                 if response.status_code == 429:
-                    return _http_failure(name, response, "rate_limited")
+                    return _http_failure(name, response, FailureKind.RATE_LIMITED)
                 if response.status_code >= 400:
-                    return _http_failure(name, response, "tool_error")
+                    return _http_failure(name, response, FailureKind.TOOL_ERROR)
                 return _checked(name, response)
         raise AssertionError("unreachable: the loop returns")  # pragma: no cover
 

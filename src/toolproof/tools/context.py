@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureWhere
 
 __all__ = ["LOG_LEVELS", "CallChannel", "Context", "call_channel", "current_channel"]
 
@@ -84,10 +85,10 @@ def current_channel() -> CallChannel | None:
 def _unavailable(what: str) -> ToolCallError:
     return ToolCallError(
         ToolFailure(
-            kind="unavailable",
+            kind=FailureKind.UNAVAILABLE,
             message=f"{what} needs a client to ask: this call was not made through "
             "toolproof serve (or runs in a worker process)",
-            where="body",
+            where=FailureWhere.BODY,
         )
     )
 

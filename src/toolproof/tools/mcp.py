@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureWhere
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
@@ -53,14 +54,16 @@ logger = logging.getLogger("toolproof.mcp")
 
 _ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 _FAILURE_KIND = {
-    "transport": ("transport", "transport", False),
-    "timeout": ("timeout", "transport", True),
-    "protocol": ("tool_error", "body", False),
-    "invalid_result": ("invalid_result", "output", False),
+    "transport": (FailureKind.TRANSPORT, FailureWhere.TRANSPORT, False),
+    "timeout": (FailureKind.TIMEOUT, FailureWhere.TRANSPORT, True),
+    "protocol": (FailureKind.TOOL_ERROR, FailureWhere.BODY, False),
+    "invalid_result": (FailureKind.INVALID_RESULT, FailureWhere.OUTPUT, False),
 }
 
 
-def _failure(kind: str, message: str, where: str, retryable: bool, **detail: Any) -> ToolCallError:
+def _failure(
+    kind: FailureKind, message: str, where: FailureWhere, retryable: bool, **detail: Any
+) -> ToolCallError:
     return ToolCallError(
         ToolFailure(kind=kind, message=message, where=where, retryable=retryable, detail=detail)
     )
@@ -88,9 +91,9 @@ def result_value(result: dict[str, Any], *, server: str, tool: str, structured: 
         texts = [block.get("text", "") for block in content if block.get("type") == "text"]
         text = "\n".join(texts) if texts else "(no text content)"
         raise _failure(
-            "tool_error",
+            FailureKind.TOOL_ERROR,
             f"MCP tool {tool!r} on server {server!r} reported an error: {text}",
-            "body",
+            FailureWhere.BODY,
             False,
             server=server,
             tool=tool,

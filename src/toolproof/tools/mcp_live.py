@@ -20,6 +20,7 @@ from typing import Any
 
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureWhere
 from toolproof.tools.lock import diff_json
 from toolproof.tools.mcp_common import McpCallError
 from toolproof.tools.mcp_session import McpConnection
@@ -123,13 +124,13 @@ class LiveGuard:
             return
         raise ToolCallError(
             ToolFailure(
-                kind="unavailable",
+                kind=FailureKind.UNAVAILABLE,
                 message=(
                     f"tool {name!r} is quarantined: MCP server {self.server!r} changed it after "
                     f"it was bound (notifications/tools/list_changed): {why}; reload the tools "
                     "and review the change (toolproof lock --check, then --update)"
                 ),
-                where="transport",
+                where=FailureWhere.TRANSPORT,
                 retryable=False,
                 detail={"server": self.server, "tool": self.bound[name]},
             )

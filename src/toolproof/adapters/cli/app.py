@@ -21,9 +21,9 @@ import typer.core
 from rich.console import Console
 from rich.markup import escape
 
-from toolproof import __version__
 from toolproof.errors import ToolproofError, UsageError, error_mapping, mapping_for
 from toolproof.identity import canonical_json
+from toolproof.version import __version__
 
 __all__ = [
     "USAGE_EXIT_CODE",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from toolproof import __version__
 from toolproof.adapters.http.approvals import approvals_router
 from toolproof.adapters.http.guards import BodyLimit
 from toolproof.adapters.http.problems import install_problem_handlers
@@ -12,6 +11,7 @@ from toolproof.adapters.http.routes import public, router
 from toolproof.adapters.http.settings import ApiSettings
 from toolproof.adapters.rebinding import HostGuard, loopback_names
 from toolproof.adapters.tokens import BearerGuard, NamedBearerGuard
+from toolproof.version import __version__
 
 __all__ = ["APPROVALS_PREFIX", "PUBLIC_PATHS", "create_app"]
 

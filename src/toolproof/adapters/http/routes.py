@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi import Path as PathParam
 
-from toolproof import __version__
 from toolproof.adapters.http import gateway
 from toolproof.adapters.http.guards import RunId, require_token, run_directory, settings_of
 from toolproof.adapters.http.models import (
@@ -31,6 +30,7 @@ from toolproof.bundle.paths import confine, path_problem
 from toolproof.contract.layout import CLAIMS_FILE, REPORT_FILE, SPEC_FILE, TIMINGS_FILE, TRACE_FILE
 from toolproof.errors import InputError
 from toolproof.runs.diff import diff_runs
+from toolproof.version import __version__
 
 __all__ = ["public", "router"]
 

@@ -46,7 +46,7 @@ class ArgsConfig(StrictConfig):
 
 
 def _refuse(rule: str) -> ExtensionError:
-    return ExtensionError(rule, rule=rule)
+    return ExtensionError(rule)
 
 
 def _check_value(schema: dict[str, Any], param: str, sub: Any, value: Any, what: str) -> None:

@@ -51,7 +51,7 @@ def project_factory(inner: Tool, *, name: str, config: Any) -> Tool:
         compiled = jmespath.compile(cfg.expression)
     except JMESPathError as exc:
         rule = f"project: expression {cfg.expression!r} is not valid JMESPath: {exc}"
-        raise ExtensionError(rule, rule=rule) from exc
+        raise ExtensionError(rule) from exc
     run = inner.run_validated
 
     async def body(arguments: dict[str, Any]) -> Any:

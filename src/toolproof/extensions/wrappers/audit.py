@@ -136,9 +136,9 @@ def audit_factory(inner: Tool, *, name: str, config: Any, context: Any = None) -
         else:
             failure = result.failure
             record["failure"] = {
-                "kind": failure.kind,
+                "kind": failure.kind.value,
                 "message": failure.message,
-                "where": failure.where,
+                "where": failure.where.value,
             }
         record["duration_s"] = round(time.perf_counter() - started, 6)
         _append(path, record)

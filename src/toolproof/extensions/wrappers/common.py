@@ -50,7 +50,7 @@ def require_repeatable(inner: Tool, extension: str, force: bool) -> None:
         "or @toolproof.tool(idempotent=True) on a Python function, readOnlyHint or "
         "idempotentHint on a declared or MCP tool; or set config force = true)"
     )
-    raise ExtensionError(rule, rule=rule)
+    raise ExtensionError(rule)
 
 
 def base_dir(context: Any) -> Path:

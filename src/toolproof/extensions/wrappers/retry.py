@@ -11,13 +11,16 @@ from pydantic import Field
 from toolproof.contract.bounds import Delay
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions.wrappers.common import StrictConfig, require_repeatable, wrapper_spec
+from toolproof.failures import retried_kinds
 from toolproof.tools.observe import note_recovery
 from toolproof.tools.tool import Tool
 
 __all__ = ["DEFAULT_RETRY_ON", "RetryConfig", "retry_factory"]
 
-DEFAULT_RETRY_ON = ("tool_error", "timeout", "worker", "transport", "backend", "unavailable")
-"""Failure kinds retried by default; ``invalid_arguments`` and ``invalid_result`` are not."""
+DEFAULT_RETRY_ON = retried_kinds()
+"""Failure kinds retried by default: those :data:`toolproof.failures.FAILURE_TABLE` marks
+``retried`` (``tool_error``, ``timeout``, ``worker``, ``transport``, ``backend``,
+``unavailable``); ``invalid_arguments`` and ``invalid_result`` are not."""
 
 
 class RetryConfig(StrictConfig):

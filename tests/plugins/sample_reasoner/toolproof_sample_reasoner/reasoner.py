@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolproof import Claim, ReasonerBackend
+from toolproof.contract import Claim
 from toolproof.contract.evidence import Citation, ClaimStatus, ClaimType
 from toolproof.evidence.encoding import locate
 from toolproof.evidence.reasoners import ReasonerRequest, StepOutput
+from toolproof.plugins import ReasonerBackend
 
 
 def first_text(value: Any) -> list[str] | None:
