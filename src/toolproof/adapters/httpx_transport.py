@@ -395,7 +395,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         """
         request_headers = kept_headers(request.headers, REQUEST_HEADERS_KEPT)
         response_headers = kept_headers(live.headers, RESPONSE_HEADERS_KEPT)
-        return ModelExchange.built(
+        return ModelExchange(
             source=SOURCE,
             model=f"{method} {url}",
             request=body,

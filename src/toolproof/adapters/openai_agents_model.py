@@ -182,7 +182,7 @@ class RecordedAgentsModel(Model):
                 conversation_id=conversation_id,
                 prompt=prompt,
             )
-            turn = ModelExchange.built(
+            turn = ModelExchange(
                 source=SOURCE,
                 model=model,
                 request=request,

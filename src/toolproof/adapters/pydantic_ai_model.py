@@ -200,7 +200,7 @@ class RecordedModel(WrapperModel):
 
     def _turn(self, request: bytes, response: ModelResponse, key: bytes) -> ModelExchange:
         """The exchange of one live turn: ``request`` as asked, ``response`` as answered."""
-        return ModelExchange.built(
+        return ModelExchange(
             source=SOURCE,
             model=f"{self.wrapped.system}:{self.wrapped.model_name}",
             request=request,
