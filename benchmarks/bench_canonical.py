@@ -4,16 +4,10 @@ One command: ``python benchmarks/bench_canonical.py [--events N] [--repeat R]``.
 
 Encodes N realistic trace events (10-20 fields: index, kind, previous digest, call
 ids, tool name, small argument objects, floats, unicode text) with
-``toolproof.canonical_json`` (C fast path when built), with the exact pure-Python
-encoder, and with ``rfc8785.dumps`` (the anchor, measured in the same run). Checks
-that all three give identical bytes, then prints MB/s of canonical output and the
-ratio to the anchor. Target (issue 5): canonical_json >= 10x rfc8785.
-
-Then (issue 15) the one-shot SHA-256 of a trace line: ns per hash of 300-byte
-inputs (``--hash-bytes``) for ``hashlib.sha256(data).hexdigest().encode()`` (the
-anchor), ``toolproof._jcs.sha256_hex`` (SHA-NI when the CPU has it),
-``toolproof._jcs.sha256_hex_portable`` and ``toolproof.identity.sha256_hex`` (what
-the trace writer uses), after checking all give identical hex.
+``toolproof.canonical_json`` (pure Python since issue 29: no C extension) and with
+``rfc8785.dumps`` (the anchor, measured in the same run). Checks that both give
+identical bytes, then prints MB/s of canonical output and the ratio to the anchor.
+Target (issue 5, before issue 29 removed the C encoder): canonical_json >= 10x rfc8785.
 """
 
 from __future__ import annotations
@@ -28,12 +22,7 @@ from typing import Any
 
 import rfc8785
 
-from toolproof.identity import SPEEDUPS, canonical_json, canonical_json_exact, sha256_hex
-
-try:
-    from toolproof import _jcs
-except ImportError:  # no C extension: only hashlib and identity are timed
-    _jcs = None  # type: ignore[assignment]
+from toolproof.identity import canonical_json
 
 KINDS = ("tool_called", "tool_returned", "evidence_registered", "claim_emitted", "step_started")
 TOOLS = ("stock", "total", "git_log", "search_docs", "fetch_page", "weather.now")
@@ -96,63 +85,25 @@ def measure(encoders: list[Callable[[Any], bytes]], events: list[Any], repeat: i
     return best
 
 
-def _hashlib_hex(data: bytes) -> bytes:
-    return hashlib.sha256(data).hexdigest().encode("ascii")
-
-
-def bench_sha256(size: int, count: int, repeat: int) -> int:
-    """Print ns per one-shot SHA-256 hex of ``size``-byte inputs, and the ratio to hashlib.
-
-    Each of ``repeat`` interleaved passes hashes ``count`` distinct random inputs with
-    every hasher; the best pass counts (perf_counter). Returns 1 on a mismatch, else 0.
-    """
-    rng = random.Random(15)
-    inputs = [rng.randbytes(size) for _ in range(count)]
-    hashers: list[tuple[str, Callable[[bytes], bytes]]] = [("hashlib (anchor)", _hashlib_hex)]
-    if _jcs is not None:
-        label = "C SHA-NI" if _jcs.SHA_NI else "C dispatch (no SHA-NI: portable)"
-        hashers += [(label, _jcs.sha256_hex), ("C portable", _jcs.sha256_hex_portable)]
-    hashers.append(("identity.sha256_hex", sha256_hex))
-    for data in inputs[:50]:
-        expected = _hashlib_hex(data)
-        if any(hasher(data) != expected for _, hasher in hashers):
-            print("SHA-256 MISMATCH", file=sys.stderr)
-            return 1
-    best = [float("inf")] * len(hashers)
-    for _ in range(repeat):
-        for index, (_, hasher) in enumerate(hashers):
-            start = time.perf_counter()
-            for data in inputs:
-                hasher(data)
-            best[index] = min(best[index], time.perf_counter() - start)
-    print(f"SHA-256 hex of {count} x {size}-byte inputs, best of {repeat}")
-    for (label, _), seconds in zip(hashers, best, strict=True):
-        print(f"  {label:<40} {seconds / count * 1e9:8.1f} ns/hash  {best[0] / seconds:6.2f}x")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--target", type=float, default=10.0, help="required ratio to rfc8785")
-    parser.add_argument("--hash-bytes", type=int, default=300, help="SHA-256 input size")
-    parser.add_argument("--hashes", type=int, default=20_000, help="SHA-256 inputs per pass")
     args = parser.parse_args(argv)
     rng = random.Random(8785)
     events = [make_event(index, rng) for index in range(args.events)]
     for event in events:
         expected = rfc8785.dumps(event)
-        if canonical_json(event) != expected or canonical_json_exact(event) != expected:
+        if canonical_json(event) != expected:
             print(f"MISMATCH on event {event['idx']}", file=sys.stderr)
             return 1
     size = sum(len(canonical_json(event)) for event in events)
     labels = [
         "rfc8785.dumps (anchor)",
-        "canonical_json_exact (pure Python)",
-        f"canonical_json ({'C fast path' if SPEEDUPS else 'no C fast path'})",
+        "canonical_json (pure Python)",
     ]
-    times = measure([rfc8785.dumps, canonical_json_exact, canonical_json], events, args.repeat)
+    times = measure([rfc8785.dumps, canonical_json], events, args.repeat)
     anchor = times[0]
     rows = list(zip(labels, times, strict=True))
     print(f"{args.events} trace events, {size / 1e6:.2f} MB canonical, best of {args.repeat}")
@@ -164,8 +115,6 @@ def main(argv: list[str] | None = None) -> int:
     ratio = anchor / rows[-1][1]
     verdict = "PASS" if ratio >= args.target else "FAIL"
     print(f"canonical_json / rfc8785 = {ratio:.1f}x (target >= {args.target:g}x): {verdict}")
-    if bench_sha256(args.hash_bytes, args.hashes, args.repeat):
-        return 1
     return 0 if ratio >= args.target else 1
 
 

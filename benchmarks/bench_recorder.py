@@ -19,21 +19,10 @@ One command: ``python benchmarks/bench_recorder.py [--calls N] [--dir DIR]``.
    files, measured in the same run.
 
 3. Evidence storage alone: ``N`` distinct result-sized items stored by
-   ``EvidenceStore.add`` with a file per item (a run being written) and appended to
+   ``EvidenceStore.put`` with a file per item (a run being written) and appended to
    one pack (a live session: ``pack=True``), interleaved round by round; printed per
    item: the median and the mean wall time (the mean carries the slow creates a busy
    journal stalls) and the thread CPU.
-
-4. The trace lines of one call step (issue 15: "<= 25 us + hashing"): the five lines
-   of the fast call step (``step_started``, ``tool_called``, ``tool_returned``,
-   ``evidence_registered``, ``step_finished``) appended to a ``TraceWriter`` ``--steps``
-   times, four ways interleaved round by round: the previous path (the slots as dicts,
-   each line ``fmt % slots`` then ``sha256_hex``), ``append_shaped`` (the same dicts,
-   now through ``chain``), ``append_chained`` (the recorder's tuples, C ``chain``), and
-   ``chain_python`` (the fallback without the C extension); beside them the hashing
-   alone (``sha256_hex`` of the five lines). Printed: the median over ``--rounds``
-   rounds of thread CPU (``time.thread_time``) per step, in ns. ``--only chain`` runs
-   this section alone.
 
 Timings on a shared machine vary; each figure is the median of ``--rounds`` rounds
 and the directory's filesystem is printed (file creation dominates on a busy disk:
@@ -54,9 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof import Tool, Toolset
-from toolproof.bundle.lines import LineShape, chain_python
 from toolproof.bundle.trace import TraceWriter
-from toolproof.contract.evidence import EvidenceSource
 from toolproof.contract.runs import ReasonerSpec, RunSpec
 from toolproof.contract.tools import ToolCall, ToolResult
 from toolproof.contract.trace import (
@@ -69,8 +56,6 @@ from toolproof.contract.trace import (
 from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.store import EvidenceStore
-from toolproof.identity import sha256_hex
-from toolproof.runs import recorder as recorder_module
 from toolproof.runs.calls import LiveCalls, LiveClock
 from toolproof.runs.executor import Executor
 from toolproof.runs.planner import plan_run
@@ -162,10 +147,11 @@ def _anchor(directory: Path, spec: RunSpec) -> None:
         trace.emit(StepStarted, step=step.id, kind="call")
         trace.emit(ToolCalled, step=step.id, call_id=call.id, call=call)
         trace.emit(ToolReturned, step=step.id, call_id=call.id, result=result)
-        source = EvidenceSource(kind="tool_result", step=step.id, call=call.id)
-        record = store.put(data, media_type=media_type, source=source)
+        record = store.put(
+            data, media_type=media_type, kind="tool_result", step=step.id, call=call.id
+        )
         trace.emit(EvidenceRegistered, step=step.id, evidence=record)
-        trace.emit(StepFinished, step=step.id, status="ok", detail={"evidence": record.id})
+        trace.emit(StepFinished, step=step.id, status="ok", detail={"evidence": record["id"]})
     trace.close(sync=False)
 
 
@@ -179,7 +165,7 @@ class _NullRecorder(Recorder):
     def count(self) -> int:
         return getattr(self, "_count", 0)
 
-    def register_json(
+    def register(
         self,
         step: str,
         data: bytes,
@@ -190,11 +176,11 @@ class _NullRecorder(Recorder):
     ) -> dict[str, Any]:
         return _NULL_RECORD
 
-    def call_step(
+    def call_block(
         self, step: str, call: dict[str, Any], result: ToolResult, *_: Any, **__: Any
     ) -> CallRecord:
-        # the executor records a call step in one go here: its five lines, counted
-        self._count = getattr(self, "_count", 0) + 5
+        # the call block's three lines, counted
+        self._count = getattr(self, "_count", 0) + 3
         return CallRecord(call, result, _NULL_RECORD)
 
 
@@ -280,7 +266,7 @@ def _store(directory: Path, calls: int, pack: bool) -> tuple[float, float, float
     began, cpu = time.perf_counter(), time.thread_time()
     for data in items:
         started = time.perf_counter()
-        store.add(data, media_type="application/json", kind="tool_result", step="s")
+        store.put(data, media_type="application/json", kind="tool_result", step="s")
         each.append(time.perf_counter() - started)
     wall, cpu = time.perf_counter() - began, time.thread_time() - cpu
     store.close(sync=False)
@@ -302,115 +288,6 @@ def bench_store(calls: int, base: Path, rounds: int) -> None:
         )
 
 
-def _old_append_shaped(
-    writer: TraceWriter, items: list[tuple[LineShape, dict[bytes, bytes]]]
-) -> None:
-    """``TraceWriter.append_shaped`` as it was before ``chain`` (one ``%`` per line)."""
-    prev_json, count, size = writer._prev_json, writer._count, 0
-    lines = []
-    for shape, slots in items:
-        slots[b"idx"] = b"%d" % count
-        slots[b"prev"] = prev_json
-        line = shape.fmt % slots
-        prev_json = b'"sha256:' + sha256_hex(line) + b'"'
-        lines.append(line)
-        size += len(line) + 1
-        count += 1
-    writer._pending += [line + b"\n" for line in lines]  # chunks as flush now joins them
-    writer._prev_json, writer._count = prev_json, count
-    writer._pending_bytes += size
-    writer._size += size
-
-
-def bench_chain(steps: int, base: Path, rounds: int) -> None:
-    """Print thread CPU per call step's five trace lines, previous path against ``chain``."""
-    r = recorder_module
-    step, call_id = b'"s12"', b'"call_4f1c2a9e"'
-    call = b'{"args":{"n":12},"id":"call_4f1c2a9e","schema_version":1,"tool":"echo"}'
-    result = r._OK_RESULT_HEAD + b'{"n":12,"square":144}}'
-    evidence = (
-        b'{"call_id":"call_4f1c2a9e","digest":"sha256:'
-        + b"ab" * 32
-        + b'","id":"ev_'
-        + b"cd" * 32
-        + b'","kind":"tool_result","media_type":"application/json",'
-        b'"path":"evidence/pack","schema_version":1,"size":22,"step":"s12"}'
-    )
-    finished = b'{"evidence":"ev_' + b"cd" * 32 + b'"}'
-
-    def dicts() -> list[tuple[LineShape, dict[bytes, bytes]]]:
-        return [
-            (r._CALL_STARTED, {b"step": step}),
-            (r._CALLED, {b"step": step, b"call_id": call_id, b"call": call}),
-            (r._RETURNED, {b"step": step, b"call_id": call_id, b"result": result}),
-            (r._REGISTERED, {b"step": step, b"evidence": evidence}),
-            (r._FINISHED_OK, {b"step": step, b"detail": finished}),
-        ]
-
-    def tuples() -> list[tuple[Any, ...]]:
-        return [
-            (r._CALL_STARTED_CODE, step),
-            (r._CALLED_CODE, call, call_id, step),
-            (r._RETURNED_CODE, call_id, result, step),
-            (r._REGISTERED_CODE, evidence, step),
-            (r._FINISHED_OK_CODE, finished, step),
-        ]
-
-    with tempfile.TemporaryDirectory(dir=base) as tmp:
-        writers = {
-            name: TraceWriter(Path(tmp) / f"{name}.jsonl", buffer_bytes=0)
-            for name in ("old", "shaped", "chained", "python")
-        }
-        old_w, shaped_w, chained_w, python_w = writers.values()
-        python_items = tuples()
-
-        def python_step() -> None:
-            joined, python_w._prev_json = chain_python(
-                python_w._prev_json, python_w._count, python_items
-            )
-            python_w._pending.append(joined)
-            python_w._count += 5
-
-        variants: list[tuple[str, Any]] = [
-            (
-                "previous: dicts, fmt % slots + sha256_hex",
-                lambda: _old_append_shaped(old_w, dicts()),
-            ),
-            ("append_shaped (dicts, via chain)", lambda: shaped_w.append_shaped(dicts())),
-            ("append_chained (tuples, C chain)", lambda: chained_w.append_chained(tuples())),
-            ("chain_python (no C extension)", python_step),
-        ]
-        for _ in range(3):  # the same bytes all four ways
-            for _, run in variants:
-                run()
-        for w in writers.values():
-            w.flush()
-        data = {w.path.read_bytes() for w in writers.values()}
-        lines = next(iter(data)).split(b"\n")[5:10]  # the second step's five lines
-        variants.append(("hashing alone: sha256_hex x 5", lambda: [sha256_hex(x) for x in lines]))
-        times: list[list[float]] = [[] for _ in variants]
-        for _ in range(rounds):
-            for index, (_, run) in enumerate(variants):
-                began = time.thread_time_ns()
-                for _ in range(steps // 50):
-                    for _ in range(50):
-                        run()
-                    for w in writers.values():  # as a commit would, without the write
-                        w._pending.clear()
-                times[index].append((time.thread_time_ns() - began) / (steps // 50 * 50))
-        for w in writers.values():
-            w.close(sync=False)
-    same = len(data) == 1
-    print(
-        f"Trace lines of one call step (5 lines, {steps} steps x {rounds} rounds, median "
-        f"thread CPU per step); same bytes: {same}"
-    )
-    previous = statistics.median(times[0])
-    for (label, _), samples in zip(variants, times, strict=True):
-        median = statistics.median(samples)
-        print(f"  {label:<44} {median:8.0f} ns/step  {previous / median:5.2f}x")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="tool calls (default 2000)")
@@ -418,15 +295,11 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=Path(tempfile.gettempdir()), help="where to write"
     )
-    parser.add_argument("--steps", type=int, default=20_000, help="call steps per chain round")
-    parser.add_argument("--only", choices=["chain"], help="run this section alone")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    if args.only != "chain":
-        bench_session(args.calls, args.dir, args.rounds)
-        bench_run(args.calls, args.dir, args.rounds)
-        bench_store(args.calls, args.dir, args.rounds)
-    bench_chain(args.steps, args.dir, max(args.rounds, 7))
+    bench_session(args.calls, args.dir, args.rounds)
+    bench_run(args.calls, args.dir, args.rounds)
+    bench_store(args.calls, args.dir, args.rounds)
 
 
 if __name__ == "__main__":

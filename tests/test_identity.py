@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import importlib.util
 import json
-import math
-import os
-import random
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -22,19 +18,12 @@ from hypothesis import strategies as st
 from toolproof import CanonicalizationError, canonical_json, content_id, digest
 from toolproof.identity import (
     MAX_DEPTH,
-    SPEEDUPS,
-    canonical_json_exact,
     digest_json,
     is_digest,
     parse_digest,
 )
 
-try:
-    from toolproof._jcs import encode as fast_encode
-except ImportError:  # the C fast path was not built; the exact encoder is still tested
-    fast_encode = None
-
-ENCODERS: list[Callable[[Any], bytes]] = [canonical_json, canonical_json_exact]
+ENCODERS: list[Callable[[Any], bytes]] = [canonical_json]
 
 # Characters whose UTF-16 order differs from their code point order, and the RFC's own.
 SPECIAL_CHARS = [
@@ -84,21 +73,12 @@ json_values = st.recursive(
 def test_agrees_with_rfc8785_package(value: Any) -> None:
     expected = rfc8785.dumps(value)
     assert canonical_json(value) == expected
-    assert canonical_json_exact(value) == expected
-    if fast_encode is not None:
-        assert fast_encode(value) == expected  # the fast path handles every plain value
 
 
 @settings(max_examples=3000, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_every_finite_double_agrees_with_rfc8785(value: float) -> None:
-    assert canonical_json(value) == canonical_json_exact(value) == rfc8785.dumps(value)
-
-
-def test_speedups_are_built_in_ci() -> None:
-    if os.environ.get("CI"):
-        assert SPEEDUPS, "the C fast path toolproof._jcs was not built"
-    assert SPEEDUPS is (fast_encode is not None)
+    assert canonical_json(value) == rfc8785.dumps(value)
 
 
 def _double(bits: str) -> float:
@@ -263,13 +243,6 @@ def test_rejections_name_the_path(
     assert str(caught.value) == f"cannot canonicalize value at {path}: {rule}"
 
 
-@pytest.mark.skipif(fast_encode is None, reason="C fast path not built")
-@pytest.mark.parametrize(("value", "path", "rule"), REJECTIONS)
-def test_fast_path_declines_every_rejection(value: Any, path: str, rule: str) -> None:
-    assert fast_encode is not None
-    assert fast_encode(value) is None
-
-
 def _nested(levels: int) -> Any:
     value: Any = 1
     for _ in range(levels):
@@ -307,40 +280,7 @@ def test_content_id_refuses_non_json() -> None:
         content_id("call", {"x": ()})
 
 
-def _float_sweep() -> list[float]:
-    values = [5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308]
-    for exponent in range(-1074, 1024):
-        power = math.ldexp(1.0, exponent)
-        values += [power, math.nextafter(power, 0), math.nextafter(power, math.inf)]
-    for exponent in range(-323, 309):
-        power = float(f"1e{exponent}")
-        values += [power, math.nextafter(power, 0), math.nextafter(power, math.inf)]
-    for mantissa in (1, 5, 9, 25, 123, 4999, 5001, 99999):
-        for exponent in range(-25, 25):
-            number = float(f"{mantissa}e{exponent}")
-            values += [number, math.nextafter(number, 0), math.nextafter(number, math.inf)]
-    rng = random.Random(8785)
-    values += struct.unpack("<200000d", rng.randbytes(1_600_000))
-    finite = [value for value in values if math.isfinite(value) and value != 0]
-    return finite + [-value for value in finite]
-
-
-def test_float_digits_match_the_exact_encoder_on_a_wide_sweep() -> None:
-    values = _float_sweep()
-    assert len(values) > 400_000
-    assert canonical_json(values) == canonical_json_exact(values)
-
-
-def test_float_tables_are_generated() -> None:
-    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_jcs_tables.py"
-    spec = importlib.util.spec_from_file_location("gen_jcs_tables", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.HEADER.read_text(encoding="utf-8") == module.render()
-
-
-@pytest.mark.parametrize("encode", [canonical_json, canonical_json_exact])
+@pytest.mark.parametrize("encode", [canonical_json])
 def test_integers_beyond_the_double_range_are_written_exactly_and_distinctly(
     encode: Callable[[Any], bytes],
 ) -> None:
@@ -360,18 +300,9 @@ def test_every_integer_round_trips_through_its_canonical_bytes(value: int) -> No
     assert json.loads(data)["v"] == value
 
 
-def test_only_identity_imports_the_private_jcs_accelerator() -> None:
+def test_there_is_no_compiled_extension() -> None:
     src = Path(__file__).resolve().parents[1] / "src" / "toolproof"
-    importers = sorted(
-        path.relative_to(src).as_posix()
-        for path in src.rglob("*.py")
-        if "toolproof._jcs" in path.read_text(encoding="utf-8")
-    )
-    assert importers == ["identity.py"]
-    from toolproof.identity import SPEEDUPS, fast_plain_json
-
-    assert fast_plain_json({"a": [1, "x", None]}) is SPEEDUPS
-    assert fast_plain_json({"a": float("nan")}) is False
+    assert not [path.name for path in src.rglob("*") if path.suffix in (".c", ".h", ".pyi")]
 
 
 def test_digests_are_formatted_by_identity_only() -> None:
@@ -397,8 +328,6 @@ def test_no_module_but_identity_prefixes_a_hex_with_sha256() -> None:
         if any(pattern in path.read_text(encoding="utf-8") for pattern in patterns)
     )
     assert by_hand == ["identity.py"]
-    from toolproof.identity import digest, digest_of_hex, digest_of_hex_bytes
+    from toolproof.identity import digest, digest_of_hex
 
     assert digest_of_hex(hashlib.sha256(b"ab").hexdigest()) == digest(b"ab")
-    hex_bytes = hashlib.sha256(b"ab").hexdigest().encode("ascii")
-    assert digest_of_hex_bytes(hex_bytes) == digest(b"ab").encode("ascii")

@@ -4,8 +4,7 @@
   insignificant whitespace, object members sorted by their UTF-16 code units,
   numbers in the ECMAScript ``Number.prototype.toString`` form (RFC 8785 §3.2.2.3),
   strings escaped as ``JSON.stringify`` does (§3.2.2.2).
-* :func:`digest` writes a SHA-256 digest in the OCI form ``sha256:<64 hex>``;
-  :func:`sha256_hex` is the bare hex as bytes, for lines built as bytes.
+* :func:`digest` writes a SHA-256 digest in the OCI form ``sha256:<64 hex>``.
 * :func:`content_id` is ``<kind>_<hex>``: the digest of the canonical JSON of a
   value, prefixed by what kind of thing it identifies.
 
@@ -23,17 +22,8 @@ not rounded to the nearest double as RFC 8785 §3.2.2.3 would (which makes
 exact and distinct, and a float stays a float (``2.0**63`` is ``9223372036854776000``,
 the ECMAScript form). Inside the exact range the bytes are RFC 8785's.
 
-Two encoders produce the bytes. The exact one is pure Python and decides every
-refusal. The fast one, the C extension ``toolproof._jcs`` built with the package,
-handles only exact built-in JSON types and hands anything else (including every
-value that must be refused) back to the exact encoder, so both always agree; the
-tests compare both with the ``rfc8785`` package. Without a C compiler the exact
-encoder works alone (:data:`SPEEDUPS` is False).
-
-The same extension has a one-shot SHA-256 on the x86 SHA extensions (SHA-NI), about
-4x faster than ``hashlib`` on a 300-byte line, where object and EVP-context setup cost
-more than the hashing; where the CPU lacks them, ``hashlib`` is used (the extension's
-portable C is no faster than OpenSSL's assembly there).
+The encoder is pure Python (:func:`canonical_json`); the tests compare it with the
+``rfc8785`` package. Hashing is ``hashlib``'s SHA-256.
 """
 
 from __future__ import annotations
@@ -51,21 +41,14 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INTEGER_DIGITS",
     "MAX_SAFE_INTEGER",
-    "SPEEDUPS",
     "canonical_json",
-    "canonical_json_exact",
-    "chain_accelerator",
     "content_id",
     "digest",
     "digest_json",
     "digest_of_hex",
-    "digest_of_hex_bytes",
-    "fast_plain_json",
     "hash_digest",
     "is_digest",
     "parse_digest",
-    "plain_json_encoder",
-    "sha256_hex",
 ]
 
 MAX_DEPTH = 256
@@ -77,101 +60,6 @@ past it an ``int`` is written as its exact digits (see the module docstring)."""
 
 MAX_INTEGER_DIGITS = 4300
 """The most decimal digits an integer may have (Python's own limit on ``int`` to ``str``)."""
-
-_fast_encode: Callable[[object], bytes | None] | None
-try:
-    from toolproof._jcs import encode as _fast_encode
-except ImportError:  # pragma: no cover - no C compiler at install time
-    _fast_encode = None
-
-SPEEDUPS = _fast_encode is not None
-"""Whether the C fast path of :func:`canonical_json` is in use."""
-
-
-def _sha256_hex_hashlib(data: bytes) -> bytes:
-    """The SHA-256 (FIPS 180-4) of ``data`` as 64 lowercase hex ASCII digits, by ``hashlib``.
-
-    Args:
-        data: any bytes-like object (``bytes``, ``bytearray``, a contiguous ``memoryview``).
-
-    Returns:
-        64 bytes, each one of ``0123456789abcdef`` (``hashlib.sha256(data).hexdigest()``
-        encoded as ASCII).
-
-    Raises:
-        TypeError: ``data`` is not bytes-like (a ``str`` must be encoded first).
-
-    """
-    return hashlib.sha256(data).hexdigest().encode("ascii")
-
-
-_c_sha256_hex: Callable[[bytes], bytes] | None
-try:
-    from toolproof._jcs import SHA_NI as _SHA_NI
-    from toolproof._jcs import sha256_hex as _c_sha256_hex
-except ImportError:  # pragma: no cover - no C compiler at install time
-    _SHA_NI, _c_sha256_hex = False, None
-
-_SHA256_C = _SHA_NI and _c_sha256_hex is not None
-"""Whether :func:`sha256_hex` is the C one on SHA-NI (else hashlib: the C portable code
-takes 4.7 ns/byte against OpenSSL's 3.0 without SHA-NI, no faster on 300 bytes)."""
-
-sha256_hex: Callable[[bytes], bytes] = (
-    _c_sha256_hex if _SHA256_C and _c_sha256_hex is not None else _sha256_hex_hashlib
-)
-"""``sha256_hex(data) -> bytes``: SHA-256 (FIPS 180-4) of ``data`` as 64 lowercase hex ASCII digits.
-
-``data`` is any bytes-like object (``bytes``, ``bytearray``, a contiguous ``memoryview``);
-the result is exactly ``hashlib.sha256(data).hexdigest().encode("ascii")``; anything not
-bytes-like raises ``TypeError``. It is the C one-shot hash of ``toolproof._jcs`` on
-SHA-NI (about 0.3 us on 300 bytes against 1.3 us), else ``hashlib``. No Python frame
-wraps it: use it directly in per-line hot paths (``b'"sha256:' + sha256_hex(line)``).
-"""
-
-
-def fast_plain_json(value: object) -> bool:
-    """Whether the C encoder accepts ``value`` as plain JSON (a quick yes, never a no).
-
-    Returns:
-        True when the C fast path encodes ``value`` (plain JSON within the limits);
-        False when it declines or is not built: check with the exact rules then.
-
-    """
-    return _fast_encode is not None and _fast_encode(value) is not None
-
-
-def _declines(value: object) -> bytes | None:
-    """The stand-in of the C encoder when it is not built: declines every value."""
-    return None
-
-
-def plain_json_encoder() -> Callable[[object], bytes | None]:
-    """The C encoder itself, for a per-call hot path that cannot afford a Python frame.
-
-    Returns:
-        ``encode(value) -> bytes | None``: the RFC 8785 bytes of ``value`` when it is
-        plain JSON within the limits (exact built-in types, finite floats, depth at most
-        :data:`MAX_DEPTH`), else ``None`` ("check with the exact rules", never a no).
-        Without the C extension, a function that always returns ``None``.
-
-    """
-    return _fast_encode if _fast_encode is not None else _declines
-
-
-def chain_accelerator() -> (
-    Callable[[bytes, int, list[tuple[Any, ...]]], tuple[bytes, bytes]] | None
-):
-    """The C hash-chained line builder of ``toolproof._jcs`` (``chain``), or ``None``.
-
-    :func:`toolproof.bundle.lines.chain` is its contract and its pure-Python twin; this
-    module is the one importer of the private accelerator.
-    """
-    try:
-        from toolproof._jcs import chain as c_chain
-    except ImportError:  # pragma: no cover - the extension is optional (or an older build)
-        return None
-    return c_chain
-
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring  # C when available
@@ -330,23 +218,6 @@ def canonical_json(value: Any) -> bytes:
         CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
 
     """
-    if _fast_encode is not None:
-        data = _fast_encode(value)
-        if data is not None:
-            return data
-    return canonical_json_exact(value)
-
-
-def canonical_json_exact(value: Any) -> bytes:
-    """The pure-Python encoder behind :func:`canonical_json`; same contract, same bytes.
-
-    :func:`canonical_json` uses it whenever the C fast path declines a value, and so
-    for every refusal.
-
-    Raises:
-        CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
-
-    """
     out: list[str] = []
     _encode(value, out, "$", 0)
     text = "".join(out)
@@ -376,8 +247,6 @@ def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
 
 def digest(data: bytes) -> str:
     """Return the SHA-256 digest of ``data`` as ``sha256:<64 lowercase hex>`` (the OCI form)."""
-    if _SHA256_C:
-        return "sha256:" + sha256_hex(data).decode("ascii")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -388,15 +257,6 @@ def digest_of_hex(hex_digest: str) -> str:
     :func:`is_digest` where that matters.
     """
     return "sha256:" + hex_digest
-
-
-def digest_of_hex_bytes(hex_digest: bytes) -> bytes:
-    """:func:`digest_of_hex` of ASCII hex bytes, as bytes (``b"sha256:<hex>"``).
-
-    For records spliced as bytes (a model turn's evidence record); the hex is not
-    checked.
-    """
-    return b"sha256:" + hex_digest
 
 
 def hash_digest(sha: Any) -> str:
@@ -426,8 +286,6 @@ def content_id(kind: str, value: Any) -> str:
 
     """
     data = canonical_json(value)
-    if _SHA256_C:
-        return f"{kind}_{sha256_hex(data).decode('ascii')}"
     return f"{kind}_{hashlib.sha256(data).hexdigest()}"
 
 

@@ -15,14 +15,12 @@ from toolproof import (
     ToolAnnotations,
     ToolCall,
     ToolCallError,
-    ToolDescriptor,
     ToolFailure,
     ToolResult,
-    ToolsetDescriptor,
     ToolSpec,
     canonical_json,
 )
-from toolproof.contract import SCHEMA_VERSION, StackLayer
+from toolproof.contract import SCHEMA_VERSION, StackLayer, ToolDescriptor, ToolsetDescriptor
 
 SPEC = ToolSpec(name="add", input_schema={"type": "object"})
 

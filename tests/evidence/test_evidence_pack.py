@@ -115,14 +115,10 @@ def test_a_file_without_the_header_line_holds_nothing(tmp_path: Path) -> None:
 
 def test_a_store_with_a_pack_appends_once_per_digest_and_reads_from_it(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path, pack=True)
-    record, created = store.add(
-        b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s"
-    )
-    again, created_again = store.add(
-        b"alpha beta gamma", media_type="text/plain", kind="chunk", step="t"
-    )
-    other, _ = store.add(b'{"a":1}', media_type="application/json", kind="tool_result", step="u")
-    assert (created, created_again) == (None, None)
+    record = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
+    again = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="t")
+    other = store.put(b'{"a":1}', media_type="application/json", kind="tool_result", step="u")
+    assert store.take_created() == []
     assert again["id"] == record["id"] and again["source"]["step"] == "t"
     assert record["path"] == "evidence/" + _hex(b"alpha beta gamma")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.pack"]
@@ -162,7 +158,7 @@ def _limited(failing_write: str, then: str) -> str:
         from toolproof.evidence.store import EvidenceStore
 
         store = EvidenceStore(Path(sys.argv[1]), pack=True)
-        store.add(b"first", media_type="text/plain", kind="chunk", step="a")
+        store.put(b"first", media_type="text/plain", kind="chunk", step="a")
         before = store.stored_bytes
         resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))
         try:
@@ -176,9 +172,9 @@ def _limited(failing_write: str, then: str) -> str:
 
 
 _LIMITED = _limited(
-    'store.add(b"x" * 1000, media_type="text/plain", kind="chunk", step="b")',
+    'store.put(b"x" * 1000, media_type="text/plain", kind="chunk", step="b")',
     """
-    record, _ = store.add(b"second", media_type="text/plain", kind="chunk", step="c")
+    record = store.put(b"second", media_type="text/plain", kind="chunk", step="c")
     print(json.dumps({"before": before, "after": after, "error": error,
                       "second": store.read(record["id"]).decode()}))
     store.close()
@@ -209,97 +205,4 @@ def test_an_append_that_fails_half_way_is_cut_off_and_the_pack_stays_sound(tmp_p
     }
     contents = read_pack(tmp_path / "evidence.pack")
     assert list(contents.items) == [_hex(b"first"), _hex(b"second")]
-    assert contents.problem is None
-
-
-@pytest.mark.parametrize(
-    ("first", "second", "offsets"),
-    [
-        (b"alpha", b"beta gamma", [93, 93 + 5 + 68]),  # header 26, a line 64 + 3 + digits
-        (b"", b"beta gamma", [93, 93 + 0 + 68]),
-        (b"alpha", b"", [93, 93 + 5 + 67]),
-    ],
-)
-def test_a_pair_appended_in_one_write_is_the_two_appended_one_by_one(
-    tmp_path: Path, first: bytes, second: bytes, offsets: list[int]
-) -> None:
-    one_by_one = PackWriter(tmp_path / "a.pack")
-    assert [one_by_one.append(_hex(data), data) for data in (first, second)] == offsets
-    one_by_one.close()
-    at_once = PackWriter(tmp_path / "b.pack")
-    pair = at_once.append_pair(_hex(first).encode(), first, _hex(second).encode(), second)
-    assert list(pair) == offsets
-    assert at_once.size == one_by_one.size == (tmp_path / "a.pack").stat().st_size
-    at_once.close()
-    assert (tmp_path / "b.pack").read_bytes() == (tmp_path / "a.pack").read_bytes()
-
-
-@pytest.mark.parametrize(
-    ("known", "first", "second", "appended"),
-    [
-        ([], b"request", b"response", [b"request", b"response"]),
-        ([], b"same", b"same", [b"same"]),
-        ([b"request"], b"request", b"response", [b"response"]),
-        ([b"response"], b"request", b"response", [b"request"]),
-        ([b"request", b"response"], b"request", b"response", []),
-    ],
-)
-def test_a_stored_pair_is_the_two_stored_one_by_one(
-    tmp_path: Path, known: list[bytes], first: bytes, second: bytes, appended: list[bytes]
-) -> None:
-    (tmp_path / "pair").mkdir()
-    (tmp_path / "each").mkdir()
-    pair, each = (
-        EvidenceStore(tmp_path / "pair", pack=True),
-        EvidenceStore(tmp_path / "each", pack=True),
-    )
-    for data in known:
-        for store in (pair, each):
-            store.add(data, media_type="text/plain", kind="chunk", step="k")
-    before = pair.stored_bytes
-    assert pair.store_pair(first, second) == (_hex(first).encode(), _hex(second).encode())
-    for data in (first, second):
-        each.add(data, media_type="text/plain", kind="chunk", step="s")
-    assert pair.stored_bytes - before == sum(len(_line(d)) + len(d) for d in appended)
-    assert (pair.stored_bytes, pair.total_bytes) == (each.stored_bytes, each.total_bytes)
-    for data in (first, second):
-        assert pair.read(f"evidence_{_hex(data)}") == data
-        assert pair.size_of(f"evidence_{_hex(data)}") == len(data)
-    pair.close()
-    each.close()
-    assert (tmp_path / "pair/evidence.pack").read_bytes() == (
-        tmp_path / "each/evidence.pack"
-    ).read_bytes()
-
-
-def test_a_store_without_a_pack_stores_no_pair(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="store_pair: the store has no pack"):
-        EvidenceStore(tmp_path).store_pair(b"a", b"b")
-
-
-_LIMITED_PAIR = _limited(
-    'store.store_pair(b"small", b"x" * 1000)',
-    """
-    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    small = store.store_pair(b"small", b"second")
-    print(json.dumps({"before": before, "after": after, "error": error,
-                      "stored": store.stored_bytes - before,
-                      "read": [store.read("evidence_" + h.decode()).decode() for h in small]}))
-    store.close()
-    """,
-)
-
-
-def test_a_pair_whose_write_fails_is_cut_off_whole(tmp_path: Path) -> None:
-    """The file-size limit stops the pair's write half way (EFBIG): neither item is kept."""
-    before = 26 + len(_line(b"first")) + 5
-    assert _run_limited(_LIMITED_PAIR, tmp_path) == {
-        "before": before,
-        "after": before,
-        "error": [27, str(tmp_path / "evidence.pack")],
-        "stored": len(_line(b"small")) + 5 + len(_line(b"second")) + 6,
-        "read": ["small", "second"],
-    }
-    contents = read_pack(tmp_path / "evidence.pack")
-    assert list(contents.items) == [_hex(b"first"), _hex(b"small"), _hex(b"second")]
     assert contents.problem is None

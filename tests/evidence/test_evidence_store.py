@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 from runs_support import Counter, make_toolset, run
 
-from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
+from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceRecord
 from toolproof.contract.runs import PlanNode
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import (
@@ -23,15 +23,18 @@ from toolproof.runs.executor import StepContext
 from toolproof.runs.registries import RunRegistries
 from toolproof.verify.verifier import verify_run
 
-SOURCE = EvidenceSource(kind="chunk", step="s")
 REGISTRIES = RunRegistries()
 
 
 def test_put_stores_exact_bytes_once_per_digest(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path)
     data = "naïve café\n".encode()
-    record = store.put(data, media_type="text/plain; charset=utf-8", source=SOURCE)
-    again = store.put(data, media_type="text/plain; charset=utf-8", source=SOURCE)
+    record = EvidenceRecord.model_validate(
+        store.put(data, media_type="text/plain; charset=utf-8", kind="chunk", step="s")
+    )
+    again = EvidenceRecord.model_validate(
+        store.put(data, media_type="text/plain; charset=utf-8", kind="chunk", step="s")
+    )
     assert record == again
     assert record.digest == digest(data)
     assert record.path == "evidence/" + digest(data)[7:]
@@ -41,7 +44,9 @@ def test_put_stores_exact_bytes_once_per_digest(tmp_path: Path) -> None:
 
 def test_support_counts_offsets_within_the_evidence_file(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path)
-    record = store.put(b"alpha beta gamma", media_type="text/plain", source=SOURCE)
+    record = EvidenceRecord.model_validate(
+        store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
+    )
     support = store.support(record.id, 6, 10)
     assert (support.start, support.end, support.sha256) == (6, 10, digest(b"beta"))
     found = store.find(record.id, b"gamma")
@@ -52,7 +57,9 @@ def test_support_counts_offsets_within_the_evidence_file(tmp_path: Path) -> None
 @pytest.mark.parametrize(("start", "end"), [(3, 3), (5, 2), (-1, 2), (0, 17)])
 def test_empty_or_out_of_bounds_spans_are_refused(tmp_path: Path, start: int, end: int) -> None:
     store = EvidenceStore(tmp_path)
-    record = store.put(b"alpha beta gamma", media_type="text/plain", source=SOURCE)
+    record = EvidenceRecord.model_validate(
+        store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
+    )
     with pytest.raises(InputError) as info:
         store.support(record.id, start, end)
     assert info.value.message == (
@@ -144,8 +151,9 @@ def test_a_short_write_is_finished_and_the_file_holds_every_byte(
     store = EvidenceStore(tmp_path)
     data = b'{"n":12,"square":144}'
     monkeypatch.setattr(os, "write", short_write)
-    record, created = store.add(data, media_type="application/json", kind="tool_result", step="s")
+    record = store.put(data, media_type="application/json", kind="tool_result", step="s")
     monkeypatch.undo()
+    [created] = store.take_created()
     assert sizes == [21, 17, 13, 9, 5, 1]
     assert created == os.path.join(str(tmp_path), record["path"])
     assert (tmp_path / record["path"]).read_bytes() == data
@@ -162,11 +170,11 @@ def test_a_failed_write_leaves_no_file_and_names_it(
     store = EvidenceStore(tmp_path)
     monkeypatch.setattr(os, "write", full)
     with pytest.raises(OSError, match="No space left on device") as caught:
-        store.add(b"abc", media_type="text/plain", kind="tool_result", step="s")
+        store.put(b"abc", media_type="text/plain", kind="tool_result", step="s")
     monkeypatch.undo()
     hex_digest = digest(b"abc").removeprefix("sha256:")
     assert caught.value.filename == os.path.join(str(tmp_path), "evidence", hex_digest)
     assert list((tmp_path / "evidence").iterdir()) == []
     assert store.total_bytes == 0
-    _, created = store.add(b"abc", media_type="text/plain", kind="tool_result", step="s")
-    assert created == caught.value.filename  # nothing was kept of the failed item
+    store.put(b"abc", media_type="text/plain", kind="tool_result", step="s")
+    assert store.take_created() == [caught.value.filename]  # nothing was kept of the failed item

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from toolproof.contract.evidence import ClaimStatus, EvidenceSource
+from toolproof.contract.evidence import ClaimStatus, EvidenceRecord
 from toolproof.contract.runs import ReasonerSpec
 from toolproof.errors import InputError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
@@ -16,10 +16,13 @@ TEXT = "commit abc123\nAuthor: Ada <ada@example.org>\n\n    Add the engine\n"
 
 def derive(tmp_path: Path, params: dict[str, Any], *, min_supports: int = 1, text: str = TEXT):
     store = EvidenceStore(tmp_path)
-    record = store.put(
-        text.encode("utf-8"),
-        media_type="text/plain; charset=utf-8",
-        source=EvidenceSource(kind="tool_result", step="show"),
+    record = EvidenceRecord.model_validate(
+        store.put(
+            text.encode("utf-8"),
+            media_type="text/plain; charset=utf-8",
+            kind="tool_result",
+            step="show",
+        )
     )
     spec = ReasonerSpec(name="patterns", min_supports=min_supports, params=params)
     reasoner = reasoner_registry().create(spec)

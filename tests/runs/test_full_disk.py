@@ -324,20 +324,3 @@ def test_a_model_turn_that_cannot_be_recorded_is_refused_before_the_model_is_ask
         "turn-00000002",  # the refused turn took no number
     ]
 
-
-def test_a_fresh_ample_reading_admits_without_asking_again_and_anything_else_asks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``_Room.ample``: True only where ``room`` would reuse its reading and have room."""
-    from toolproof.runs.session import ROOM_INTERVAL, ROOM_SLACK, _Room
-
-    room = _Room(str(tmp_path))
-    free, _ = room.room(0, 0)  # a reading
-    assert free > ROOM_SLACK + 1024, f"the test needs {ROOM_SLACK} bytes free in {tmp_path}"
-    assert room.ample(free - ROOM_SLACK - 1024, 1024) is True  # just enough
-    assert room.ample(free - ROOM_SLACK - 1023, 1024) is False  # one byte short
-    monkeypatch.setattr(room, "_limit", 10_000)  # RLIMIT_FSIZE
-    assert (room.ample(5_000, 5_000), room.ample(5_001, 5_000)) == (True, False)
-    monkeypatch.setattr(room, "_limit", sys.maxsize)
-    monkeypatch.setattr(room, "_taken", room._taken - ROOM_INTERVAL)
-    assert room.ample(0, 0) is False  # stale: room() reads again

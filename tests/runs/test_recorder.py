@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from toolproof import Tool
 from toolproof.bundle import durable
 from toolproof.bundle.trace import TraceWriter, read_trace
-from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceSource
+from toolproof.contract.evidence import (
+    Claim,
+    ClaimStatus,
+    ClaimType,
+    EvidenceRecord,
+    EvidenceSource,
+)
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.contract.trace import (
     ClaimEmitted,
@@ -34,11 +38,10 @@ from toolproof.contract.trace import (
     ToolReturned,
 )
 from toolproof.errors import ToolCallError
-from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.pack import read_pack
-from toolproof.evidence.store import EvidenceStore, record_from_json
+from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
-from toolproof.runs.recorder import Durability, Recorder, call_bytes, call_json, other_failures
+from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
 from toolproof.runs.session import LiveSession, open_session
 from toolproof.tools.observe import Observation
 from toolproof.tools.toolset import Toolset
@@ -47,8 +50,8 @@ from toolproof.tools.toolset import Toolset
 def _events(tmp: Path) -> list[tuple[type[Any], dict[str, Any]]]:
     call = ToolCall(tool="t", arguments={"q": "é", "n": [1, 2.5, None]}, step="s")
     failure = ToolFailure(kind="tool_error", message="boom", retryable=True)
-    record = EvidenceStore(tmp).put(
-        b"bytes", media_type="text/plain", source=EvidenceSource(kind="chunk", step="s")
+    record = EvidenceRecord.model_validate(
+        EvidenceStore(tmp).put(b"bytes", media_type="text/plain", kind="chunk", step="s")
     )
     claim = Claim(
         statement="x",
@@ -127,23 +130,25 @@ def test_a_plain_call_is_the_models_json_with_its_id() -> None:
     assert copied["arguments"]["nested"] is not arguments["nested"]
 
 
-def test_evidence_records_built_on_the_hot_path_equal_validated_ones(tmp_path: Path) -> None:
+def test_the_stores_records_equal_validated_ones(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path)
-    record, created = store.add(
+    record = store.put(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s", call="call_x"
     )
-    assert created == str(tmp_path / record["path"])
-    again, created_again = store.add(
+    assert store.take_created() == [str(tmp_path / record["path"])]
+    again = store.put(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s2", call="call_y"
     )
-    assert created_again is None
-    validated = store.put(
-        b'{"a":1}',
+    assert store.take_created() == []
+    validated = EvidenceRecord(
+        id=record["id"],
+        digest=digest(b'{"a":1}'),
+        size=7,
         media_type="application/json",
+        path=record["path"],
         source=EvidenceSource(kind="tool_result", step="s", call="call_x"),
     )
     assert record == validated.to_json()
-    assert record_from_json(record) == validated
     assert again["source"]["step"] == "s2"
 
 
@@ -375,169 +380,3 @@ def test_a_ref_in_flat_arguments_is_still_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolCallError, match="malformed"):
         session.admit("echo", {"$ref": 1})
     session.close()
-
-
-_STEPS = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
-_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(step=_STEPS, value=_VALUES)
-def test_a_spliced_result_record_is_the_canonical_json_of_the_record(
-    tmp_path_factory: pytest.TempPathFactory, step: str, value: Any
-) -> None:
-    store = EvidenceStore(tmp_path_factory.mktemp("store"), pack=True)
-    data, media_type = encode_value(value)
-    record, record_json, created = store.add_result(
-        data, media_type, step, canonical_json(step), "call_" + "a" * 64
-    )
-    assert created is None
-    assert record_json == canonical_json(record)
-    assert (
-        record
-        == store.add(
-            data, media_type=media_type, kind="tool_result", step=step, call="call_" + "a" * 64
-        )[0]
-    )
-    store.close()
-
-
-def _recorded(directory: Path, calls: list[tuple[str, Any]], *, path: str) -> bytes:
-    """The trace and pack of ``calls`` recorded one of three ways.
-
-    ``general``: call_step's general path; ``fast``: call_step (spliced when it can);
-    ``lines``: ``ok_call_lines``, and call_step where it declines. Each call's record
-    is held to the general path's too.
-    """
-    recorder = Recorder(directory, durability=Durability.EACH)
-    (directory / "check").mkdir()
-    store = EvidenceStore(directory / "check", pack=True)
-    for n, (step, value) in enumerate(calls, 1):
-        call_id, encoded = call_bytes("t", canonical_json({"n": n}), step)
-        call = call_json("t", {"n": n}, step)
-        assert call["id"] == call_id
-        result = ToolResult.success(value)
-        if path == "lines" and recorder.ok_call_lines(step, call_id, encoded, value):
-            recorder.commit()
-            continue
-        observed: Any = iter(()) if path == "general" else []  # an empty iterator is truthy
-        recorded = recorder.call_step(step, call, result, observed, encoded_call=encoded)
-        recorder.commit()
-        if recorded.evidence_json is not None:
-            data, media_type = encode_value(value)
-            expected = store.add(
-                data, media_type=media_type, kind="tool_result", step=step, call=call_id
-            )[0]
-            assert recorded.evidence_json == expected
-            assert recorded.call_json is call
-            assert recorded.result is result
-    store.close(sync=False)
-    recorder.close()
-    return (directory / "trace.jsonl").read_bytes() + (directory / "evidence.pack").read_bytes()
-
-
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(calls=st.lists(st.tuples(_STEPS, _VALUES | st.just(float("nan"))), min_size=1, max_size=4))
-def test_the_fast_call_step_writes_the_general_paths_bytes(
-    tmp_path_factory: pytest.TempPathFactory, calls: list[tuple[str, Any]]
-) -> None:
-    """A value with nothing observed takes the spliced path; every byte is the general one's."""
-    general = _recorded(tmp_path_factory.mktemp("general"), calls, path="general")
-    assert _recorded(tmp_path_factory.mktemp("fast"), calls, path="fast") == general
-    assert _recorded(tmp_path_factory.mktemp("lines"), calls, path="lines") == general
-
-
-def test_ok_call_lines_declines_what_it_cannot_splice(tmp_path: Path) -> None:
-    """NaN has no canonical form; staged or checked lines go the general way: nothing written."""
-    recorder = Recorder(tmp_path, durability=Durability.EACH)
-    call_id, encoded = call_bytes("t", b"{}", "s")
-    assert recorder.ok_call_lines("s", call_id, encoded, float("nan")) is False
-    assert recorder._stage()
-    assert recorder.ok_call_lines("s", call_id, encoded, 1) is False
-    recorder._unstage()
-    recorder.on_event = lambda event: None
-    assert recorder.ok_call_lines("s", call_id, encoded, 1) is False
-    recorder.on_event = None
-    assert recorder.ok_call_lines("s", call_id, encoded, 1) is True
-    recorder.commit()
-    recorder.close(sync=False)
-    assert len((tmp_path / "trace.jsonl").read_bytes().splitlines()) == 5
-
-
-def test_a_fast_call_step_whose_bytes_cannot_be_stored_keeps_the_lines_before(
-    tmp_path: Path,
-) -> None:
-    """As the general path: the lines up to tool_returned are appended, then the error."""
-    recorder = Recorder(tmp_path, durability=Durability.EACH)
-    assert recorder.store.pack is not None
-    recorder.store.pack.broken = OSError(28, "No space left on device", "evidence.pack")
-    _call_id, encoded = call_bytes("t", b"{}", "call-00000001")
-    with pytest.raises(OSError, match="No space left"):
-        recorder.call_step(
-            "call-00000001",
-            call_json("t", {}, "call-00000001"),
-            ToolResult.success(1),
-            [],
-            encoded_call=encoded,
-        )
-    recorder.commit()
-    recorder.close(sync=False)
-    types = [
-        json.loads(line)["type"] for line in (tmp_path / "trace.jsonl").read_bytes().splitlines()
-    ]
-    assert types == ["step_started", "tool_called", "tool_returned"]
-
-
-def _session_bytes(directory: Path, values: list[Any], *, result_only: bool) -> bytes:
-    session = _echo_session(directory)
-    recorded = []
-    for n, value in enumerate(values):
-        admission = session.admit("echo", {"n": n})
-        result = ToolResult.success(value)
-        if result_only:
-            recorded.append(session.record_result(admission, result, Observation()))
-        else:
-            recorded.append(session.record(admission, result, Observation()).result)
-    session.close()
-    live = session.directory
-    assert session.calls == len(values)
-    return json.dumps([r.to_json() for r in recorded]).encode() + b"".join(
-        (live / name).read_bytes() for name in ("trace.jsonl", "evidence.pack")
-    )
-
-
-@settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(values=st.lists(_VALUES | st.just(float("nan")), min_size=1, max_size=4))
-def test_record_result_writes_what_record_writes(
-    tmp_path_factory: pytest.TempPathFactory, values: list[Any]
-) -> None:
-    """A session's call through record_result: the same trace, pack and returned results."""
-    general = _session_bytes(tmp_path_factory.mktemp("record"), values, result_only=False)
-    assert _session_bytes(tmp_path_factory.mktemp("result"), values, result_only=True) == general
-
-
-def test_record_result_of_a_broken_recording_is_unrecordable(tmp_path: Path) -> None:
-    session = _echo_session(tmp_path)
-    admission = session.admit("echo", {"n": 1})
-    assert session.recorder.store.pack is not None
-    session.recorder.store.pack.broken = OSError(28, "No space left on device", "evidence.pack")
-    with pytest.raises(ToolCallError, match="it ran, but cannot write the recording") as raised:
-        session.record_result(admission, ToolResult.success(1))
-    assert raised.value.failure.kind == "unrecordable"
-    assert session.broken is not None and session.calls == 1
-    with pytest.raises(ToolCallError, match="No space left"):  # nothing more is admitted
-        session.admit("echo", {"n": 2})
-    with pytest.raises(ToolCallError, match="No space left"):  # nor recorded
-        session.record_result(admission, ToolResult.success(1))

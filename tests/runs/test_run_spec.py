@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from runs_support import Counter, base_spec, make_toolset
 
-from toolproof.contract.runs import Plan, PlanNode, RunSpec
+from toolproof.contract.runs import RunSpec
 from toolproof.errors import ConfigError, InputError
 from toolproof.runs.planner import PLANNER, plan_run
 from toolproof.runs.spec import iter_refs, load_spec, parse_spec, resolve_refs
@@ -198,46 +197,3 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    arguments=st.lists(
-        st.dictionaries(st.text(max_size=3), _JSON, max_size=3), min_size=1, max_size=4
-    ),
-    after=st.lists(st.booleans(), min_size=4, max_size=4),
-    task=st.text(min_size=1, max_size=8),
-)
-def test_a_plan_is_the_validated_plan_of_its_nodes(
-    arguments: list[dict[str, Any]], after: list[bool], task: str
-) -> None:
-    """plan_run builds nodes and plan unvalidated; each equals Plan(...) of the same fields."""
-    steps: list[dict[str, Any]] = []
-    for index, args in enumerate(arguments):
-        step: dict[str, Any] = {"id": f"s{index}", "tool": "stock", "arguments": args}
-        if index and after[index]:
-            step["after"] = [f"s{index - 1}"]
-        steps.append(step)
-    spec = RunSpec.model_validate({"task": task, "steps": steps})
-    plan = plan_run(spec, make_toolset(Counter()).descriptor())
-    validated = Plan(
-        planner=plan.planner,
-        task=plan.task,
-        nodes=[
-            PlanNode(
-                id=node.id,
-                kind=node.kind,
-                tool=node.tool,
-                arguments=node.arguments,
-                params=node.params,
-                depends_on=node.depends_on,
-            )
-            for node in plan.nodes
-        ],
-        edges=plan.edges,
-    )
-    assert plan.id == validated.id
-    assert plan.to_json() == validated.to_json()
-    assert plan.canonical() == validated.canonical()
-    assert Plan.model_validate_json(plan.canonical()).canonical() == plan.canonical()  # its id
-    assert [node.depends_on for node in plan.nodes[: len(steps)]] == [
-        step.get("after", []) for step in steps
-    ]

@@ -60,7 +60,8 @@ def test_no_canonical_model_of_a_run_can_be_mutated(tmp_path: Path) -> None:
             setattr(model, field, None)
 
 
-def test_a_claim_mutated_after_emission_is_detected(tmp_path: Path) -> None:
+def test_a_claim_mutated_by_a_progress_plugin_does_not_reach_the_run(tmp_path: Path) -> None:
+    """The plugin sees an event validated from the line's JSON: a copy, not the run's claim."""
     def tamper(event: TraceEvent) -> None:  # a progress plugin that edits what it sees
         if isinstance(event, ClaimEmitted):
             object.__setattr__(event.claim, "statement", "There are 99 apples.")
@@ -69,9 +70,8 @@ def test_a_claim_mutated_after_emission_is_detected(tmp_path: Path) -> None:
     outcome = asyncio.run(
         execute_run(spec, root=tmp_path, toolset=make_toolset(Counter()), on_event=tamper)
     )
-    [(check, message)] = _failing(outcome.report)
-    assert check == "schema"
-    assert message.startswith("claims.json is not a list of claims: claim id mismatch: stored id")
+    assert _failing(outcome.report) == []
+    assert outcome.report.outcome == "passed"
 
 
 # -- assumed/observed never becomes validated-derived without supports and checks -------

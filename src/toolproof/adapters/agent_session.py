@@ -323,7 +323,7 @@ class Session:
                 with hooks.claimed(call_id):
                     result = await tool.call(arguments)
         try:
-            return self._live.record_result(admission, result, seen)
+            return self._live.record(admission, result, seen).result
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
 

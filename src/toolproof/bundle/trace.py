@@ -17,12 +17,46 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.lines import LineShape, chain
-from toolproof.contract.trace import TRACE_EVENT_ADAPTER, TraceEvent
+from toolproof.contract.trace import TRACE_EVENT_ADAPTER, EventBase, TraceEvent
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json, digest, hash_digest, sha256_hex
+from toolproof.identity import canonical_json, digest, hash_digest
 
-__all__ = ["TraceLine", "TraceWriter", "read_trace"]
+__all__ = ["TraceLine", "TraceWriter", "event_json", "read_trace"]
+
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""Field values an event holds as they are; anything else is a model (``to_json()``)."""
+_HEADS: dict[type[EventBase], dict[str, Any]] = {}
+
+
+def _head(cls: type[EventBase]) -> dict[str, Any]:
+    """The members every event of ``cls`` starts from: ``type``, ``schema_version``, defaults."""
+    head = _HEADS.get(cls)
+    if head is None:
+        head = {}
+        for name, info in cls.model_fields.items():
+            if name not in ("idx", "prev") and not info.is_required():
+                head[name] = info.get_default(call_default_factory=True)
+        _HEADS[cls] = head
+    return head
+
+
+def event_json(cls: type[EventBase], fields: dict[str, Any]) -> dict[str, Any]:
+    """The plain JSON of an event of class ``cls`` without its ``idx`` and ``prev``.
+
+    What ``cls(idx=..., prev=..., **fields).to_json()`` holds besides those two: the
+    class's defaults for the fields not given, and each given field as it is (a model
+    as its ``to_json()``). Not validated: the recorder gives fields it computed (a
+    test holds every event kind to the model's JSON).
+
+    Args:
+        cls: a trace event class (``StepStarted``...).
+        fields: its fields other than ``idx`` and ``prev``.
+
+    """
+    event = dict(_head(cls))
+    for name, value in fields.items():
+        event[name] = value if type(value) in _PLAIN else value.to_json()
+    return event
 
 
 class TraceWriter:
@@ -56,8 +90,8 @@ class TraceWriter:
         chained block of lines each with its newline, or one line then ``b"\\n"``)."""
         self._pending_bytes = 0
         self._buffer_bytes = buffer_bytes
-        self._prev_json = b"null"
-        """The previous line's digest as the JSON of a ``prev`` field (``null`` first)."""
+        self._prev: str | None = None
+        """The previous line's digest, ``sha256:<hex>`` (``None`` before the first)."""
         self._count = 0
         self._hash = hashlib.sha256()
         self._unhashed: deque[bytes] | None = deque() if defer_hash else None
@@ -104,68 +138,38 @@ class TraceWriter:
 
     def next_position(self) -> tuple[int, str | None]:
         """``(idx, prev)`` of the next event: its position and the previous line's digest."""
-        prev_json = self._prev_json
-        return self._count, None if prev_json == b"null" else prev_json[1:-1].decode("ascii")
+        return self._count, self._prev
 
-    def line_for(self, shape: LineShape, slots: dict[bytes, bytes]) -> bytes:
-        """The line of ``shape`` at the next position (``slots`` gains ``idx`` and ``prev``).
+    def append_events(self, events: list[dict[str, Any]]) -> None:
+        """Append a block of events in order, each chained to the one before, as one chunk.
 
         Args:
-            shape: the compiled line (:class:`~toolproof.bundle.lines.LineShape`).
-            slots: the canonical JSON of each of the shape's given fields.
-
-        Returns:
-            The line, to hand to :meth:`append_line` before any other.
+            events: each event's plain JSON without ``idx`` and ``prev``
+                (:func:`event_json`); the writer sets both (the dicts gain them) and
+                writes each event's canonical JSON as a line.
 
         Raises:
-            KeyError: a given field's slot is missing.
-
-        """
-        slots[b"idx"] = b"%d" % self._count
-        slots[b"prev"] = self._prev_json
-        return shape.fmt % slots
-
-    def append_shaped(self, items: list[tuple[LineShape, dict[bytes, bytes]]]) -> None:
-        """Append the lines of ``items`` in order, each chained to the one before.
-
-        Each item is a compiled shape and the canonical JSON of its given fields (keyed
-        as :attr:`LineShape.keys`); :meth:`append_chained` of their values in each
-        shape's :attr:`~toolproof.bundle.lines.LineShape.order`.
-
-        Raises:
-            KeyError: a given field's slot is missing (no line of ``items`` is appended).
+            CanonicalizationError: an event has no canonical JSON form (nothing of the
+                block is appended).
             OSError: the writer is broken.
 
         """
         if self.broken is not None:
             raise self.broken
-        self.append_chained(
-            [(shape.code, *map(slots.__getitem__, shape.order_keys)) for shape, slots in items]
-        )
-
-    def append_chained(self, lines: list[tuple[Any, ...]]) -> None:
-        """Append ``lines`` (tuples ``(code, v0, v1...)``) in order, chained to the trace.
-
-        Args:
-            lines: per line, a :attr:`~toolproof.bundle.lines.LineShape.code` and the
-                canonical JSON bytes of the shape's given fields in its ``order``, as
-                :func:`~toolproof.bundle.lines.chain` takes them (it fills ``idx`` and
-                ``prev`` from the writer's position).
-
-        Raises:
-            TypeError: an item is malformed (see :func:`~toolproof.bundle.lines.chain`;
-                nothing is appended).
-            ValueError: likewise.
-            OSError: the writer is broken.
-
-        """
-        if self.broken is not None:
-            raise self.broken
-        if not lines:
+        if not events:
             return
-        joined, self._prev_json = chain(self._prev_json, self._count, lines)
+        idx, prev = self.next_position()
+        chunks: list[bytes] = []
+        for event in events:
+            event["idx"], event["prev"] = idx, prev
+            line = canonical_json(event)
+            prev = digest(line)
+            chunks += (line, b"\n")
+            idx += 1
+        joined = b"".join(chunks)
+        self._prev = prev
         self._pending.append(joined)
-        self._count += len(lines)
+        self._count = idx
         size = len(joined)
         self._pending_bytes += size
         self._size += size
@@ -185,7 +189,7 @@ class TraceWriter:
         """
         if self.broken is not None:
             raise self.broken
-        self._prev_json = b'"sha256:' + sha256_hex(line) + b'"'
+        self._prev = digest(line)
         self._pending += (line, b"\n")
         size = len(line) + 1
         self._pending_bytes += size

@@ -43,16 +43,6 @@ class CanonicalModel(BaseModel):
             )
         return self
 
-    @classmethod
-    def from_trusted(cls, fields: dict[str, Any]) -> Self:
-        """Build the model from ``fields`` toolproof computed itself, without validation.
-
-        ``cls.model_construct(**fields)``: for values valid by construction (computed
-        from bytes just written); fields not named take their defaults. Anything read
-        from outside goes through ``model_validate``.
-        """
-        return cls.model_construct(**fields)
-
     def to_json(self) -> dict[str, Any]:
         """Return the model as plain JSON (``dict``) in canonical field form."""
         return self.model_dump(mode="json")

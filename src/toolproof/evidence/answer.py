@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from toolproof.bundle.steps import numbered_step
 from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
 from toolproof.errors import InputError
 from toolproof.evidence.quotes import locate_quote
@@ -72,7 +73,7 @@ def step_of(call: str, kind: str = "call") -> str:
     match = re.fullmatch(rf"{kind}_([1-9][0-9]*)", call)
     if match is None:
         raise InputError(f"citation {kind} {call!r}: expected {kind}_N with N >= 1", **{kind: call})
-    return f"{kind}-{int(match.group(1)):08d}"
+    return numbered_step(kind, int(match.group(1)))
 
 
 def parse_citations(text: str) -> list[QuoteCitation]:
@@ -126,7 +127,7 @@ class AnswerReasoner(ReasonerBackend):
             if tool == citation.tool:
                 seen += 1
                 if seen == citation.occurrence:
-                    return f"call-{number:08d}"
+                    return numbered_step("call", number)
         return None
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:

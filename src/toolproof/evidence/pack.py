@@ -13,8 +13,7 @@ The file is::
     <64 hex> <size>\n<size bytes>           one item: its SHA-256, its size, its bytes
     <64 hex> <size>\n<size bytes>           ...
 
-An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``; a
-model turn's request and response together, :meth:`PackWriter.append_pair`)
+An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``)
 before the trace event that registers it, so a killed process leaves every item a
 written event names whole. :func:`read_pack` never trusts the file: it reads items
 in order, checks each one's digest, and stops at the first item that is torn (the
@@ -79,12 +78,12 @@ class PackWriter:
         """Bytes written so far (header line and items)."""
         return self._size
 
-    def append(self, hex_digest: str | bytes, data: bytes) -> int:
+    def append(self, hex_digest: str, data: bytes) -> int:
         """Append one item (its line and bytes in one ``writev``); return its bytes' offset.
 
         Args:
-            hex_digest: the 64 lowercase hex digits of ``data``'s SHA-256, as text or
-                ASCII bytes (not checked here: the caller computed it from ``data``).
+            hex_digest: the 64 lowercase hex digits of ``data``'s SHA-256 (not checked
+                here: the caller computed it from ``data``).
             data: the evidence bytes.
 
         Returns:
@@ -98,46 +97,11 @@ class PackWriter:
         """
         if self.broken is not None:
             raise self.broken
-        hex_bytes = hex_digest.encode("ascii") if isinstance(hex_digest, str) else hex_digest
         size = len(data)
-        line = b"%b %d\n" % (hex_bytes, size)
+        line = b"%s %d\n" % (hex_digest.encode("ascii"), size)
         before = self._size
         self._write((line, data), before, before + len(line) + size)
         return before + len(line)
-
-    def append_pair(
-        self, first_hex: bytes, first: bytes, second_hex: bytes, second: bytes
-    ) -> tuple[int, int]:
-        """Append two items in one ``writev``: :meth:`append` of each, in order, at once.
-
-        A model turn's request and response bytes land in one ``write(2)`` instead of
-        two; the file holds exactly what appending them one after the other writes.
-
-        Args:
-            first_hex: the 64 lowercase hex digits of ``first``'s SHA-256, as ASCII
-                bytes (not checked).
-            first: the first item's bytes.
-            second_hex: likewise, of ``second``.
-            second: the second item's bytes.
-
-        Returns:
-            Each item's bytes' offset in the file.
-
-        Raises:
-            OSError: the write failed (it names the pack). Neither item is left: what
-                was written is cut off again; if even that fails the writer is broken
-                and every later append raises the same error.
-
-        """
-        if self.broken is not None:
-            raise self.broken
-        first_line = b"%b %d\n" % (first_hex, len(first))
-        second_line = b"%b %d\n" % (second_hex, len(second))
-        before = self._size
-        first_at = before + len(first_line)
-        second_at = first_at + len(first) + len(second_line)
-        self._write((first_line, first, second_line, second), before, second_at + len(second))
-        return first_at, second_at
 
     def _write(self, parts: Sequence[bytes], before: int, after: int) -> None:
         """Write ``parts`` at the end (``before``), ending at ``after``; cut off on failure.

@@ -14,124 +14,22 @@ as within its file, and finalizing the session writes the run's ``evidence/`` fi
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from toolproof.contract.base import SCHEMA_VERSION
-from toolproof.contract.evidence import (
-    EvidenceRecord,
-    EvidenceSource,
-    SupportRef,
-    evidence_path_for,
-)
+from toolproof.contract.evidence import SupportRef, evidence_path_for
 from toolproof.contract.layout import EVIDENCE_DIR
 from toolproof.errors import InputError
-from toolproof.evidence.encoding import JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE
 from toolproof.evidence.pack import PACK_FILE, PackWriter
-from toolproof.identity import canonical_json, digest, digest_of_hex, sha256_hex
+from toolproof.identity import digest, digest_of_hex
 
-__all__ = ["EvidenceStore", "record_from_json", "result_record", "span_ref"]
+__all__ = ["EvidenceStore", "span_ref"]
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 """How an evidence file is opened: created now, never an existing one."""
-
-
-def _encode_str(text: str) -> bytes:
-    """The canonical JSON of a string."""
-    return canonical_json(text)
-
-
-def _result_record_template() -> bytes:
-    """The canonical JSON of a ``tool_result`` record as a format, up to its step's JSON.
-
-    Slots, in order: the hex digest three times (``digest``, ``id``, ``path``), the media
-    type's JSON, the size and the call id (unquoted ASCII); the step's JSON and ``}}``
-    follow. Compiled from :func:`canonical_json` of a sample record, so the members
-    sort exactly as the encoder sorts them; checked against it at import.
-    """
-    hex_mark, media_mark, size_mark, call_mark, step_mark = "H" * 64, "M", 7**19, "C", "S"
-    sample = {
-        "schema_version": SCHEMA_VERSION,
-        "id": "evidence_" + hex_mark,
-        "digest": digest_of_hex(hex_mark),
-        "size": size_mark,
-        "media_type": media_mark,
-        "path": f"{EVIDENCE_DIR}/{hex_mark}",
-        "source": {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "tool_result",
-            "step": step_mark,
-            "call": call_mark,
-            "detail": {},
-        },
-    }
-    encoded = canonical_json(sample).replace(b"%", b"%%")
-    tail = b'"step":"S"}}'
-    assert encoded.endswith(tail), encoded
-    fmt = encoded[: -len(tail) + len(b'"step":')]
-    fmt = fmt.replace(hex_mark.encode(), b"%b").replace(b'"M"', b"%b")
-    fmt = fmt.replace(str(size_mark).encode(), b"%d").replace(b'"call":"C"', b'"call":"%b"')
-    assert fmt.count(b"%b") == 5 and fmt.count(b"%d") == 1, fmt
-    return fmt
-
-
-_RESULT_RECORD = _result_record_template()
-"""The spliced ``tool_result`` record of :meth:`EvidenceStore.add_result`."""
-_MEDIA_JSON = {media: canonical_json(media) for media in (JSON_MEDIA_TYPE, TEXT_MEDIA_TYPE)}
-
-
-def record_from_json(plain: dict[str, Any]) -> EvidenceRecord:
-    """The :class:`EvidenceRecord` of a record built by :meth:`EvidenceStore.add`, unvalidated.
-
-    Only for records this store built (valid by construction); anything read from
-    outside goes through ``EvidenceRecord.model_validate``.
-    """
-    fields = dict(plain)
-    fields["source"] = EvidenceSource.from_trusted(dict(fields["source"]))
-    return EvidenceRecord.from_trusted(fields)
-
-
-def result_record(
-    hex_digest: str,
-    size: int,
-    media_type: str,
-    step: str,
-    call: str | None,
-    *,
-    kind: str = "tool_result",
-) -> dict[str, Any]:
-    """The plain JSON of an evidence record (no detail), as ``EvidenceStore.add`` builds it.
-
-    Args:
-        hex_digest: the 64 hex digits of the bytes' SHA-256.
-        size: their size in bytes.
-        media_type: their media type.
-        step: the plan step of the call.
-        call: the call id (``None``: bytes of no call, a model turn's).
-        kind: the source kind (``tool_result``; a model turn's ``model_request``...).
-
-    Returns:
-        The record's plain JSON (a new dict each call; :func:`record_from_json` makes
-        the model of it).
-
-    """
-    source = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": kind,
-        "step": step,
-        "call": call,
-        "detail": {},
-    }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "id": "evidence_" + hex_digest,
-        "digest": digest_of_hex(hex_digest),
-        "size": size,
-        "media_type": media_type,
-        "path": f"{EVIDENCE_DIR}/{hex_digest}",
-        "source": source,
-    }
 
 
 def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
@@ -183,6 +81,8 @@ class EvidenceStore:
         self._offsets: dict[str, int] = {}
         self._total = 0
         self._stamps: dict[str, tuple[int, int]] = {}
+        self.created: list[str] = []
+        """Evidence files created and not yet taken (:meth:`take_created`)."""
 
     @property
     def total_bytes(self) -> int:
@@ -220,32 +120,7 @@ class EvidenceStore:
     def __contains__(self, evidence_id: object) -> bool:
         return evidence_id in self._sizes
 
-    def put(self, data: bytes, *, media_type: str, source: EvidenceSource) -> EvidenceRecord:
-        """Store ``data`` exactly (once per digest) and return its record.
-
-        Files are not fsynced one by one: the run directory writer makes the whole
-        directory durable before it renames it into place (a pack: :meth:`sync`).
-
-        Args:
-            data: the evidence bytes, as they will be cited.
-            media_type: e.g. ``application/json`` or ``text/plain; charset=utf-8``.
-            source: where the bytes came from.
-
-        Raises:
-            OSError: the file cannot be written (nothing is left of it).
-
-        """
-        digest, evidence_id, _ = self._store(data)
-        return EvidenceRecord(
-            id=evidence_id,
-            digest=digest,
-            size=len(data),
-            media_type=media_type,
-            path=evidence_path_for(evidence_id),
-            source=source,
-        )
-
-    def add(
+    def put(
         self,
         data: bytes,
         *,
@@ -254,23 +129,31 @@ class EvidenceStore:
         step: str,
         call: str | None = None,
         detail: dict[str, Any] | None = None,
-    ) -> tuple[dict[str, Any], str | None]:
-        """:meth:`put` for the recorder's hot path: the record as plain JSON, no model.
+    ) -> dict[str, Any]:
+        """Store ``data`` exactly (once per digest) and return its evidence record.
 
-        Every field is computed here (id, digest and path from the bytes), so the record
-        is valid by construction; :func:`record_from_json` turns it into the model, and a
-        test holds it equal to the validated model's JSON.
+        Files are not fsynced one by one: the run directory writer makes the whole
+        directory durable before it renames it into place (a pack: :meth:`sync`); the
+        files created are listed in :attr:`created` for a caller that syncs them.
+
+        Args:
+            data: the evidence bytes, as they will be cited.
+            media_type: e.g. ``application/json`` or ``text/plain; charset=utf-8``.
+            kind: the source kind (``tool_result``, ``model_request``...).
+            step: the plan step the bytes came from.
+            call: the call id they came from, if any.
+            detail: source-specific plain JSON.
 
         Returns:
-            The record's plain JSON, and the path of the file created (``None`` when
-            identical bytes were already stored, and always with a pack: no file is
-            created, the pack is synced as one file).
+            The record as plain JSON, the :class:`~toolproof.contract.evidence.EvidenceRecord`
+            fields (``EvidenceRecord.model_validate(record)`` is the model): id, digest
+            and path computed from the bytes here.
 
         Raises:
-            OSError: the file cannot be written (nothing is left of it).
+            OSError: the file (or the pack) cannot be written (nothing is left of it).
 
         """
-        digest, evidence_id, created = self._store(data)
+        hex_digest = self._store(data)
         source = {
             "schema_version": SCHEMA_VERSION,
             "kind": kind,
@@ -278,126 +161,32 @@ class EvidenceStore:
             "call": call,
             "detail": dict(detail or {}),
         }
-        record = {
+        return {
             "schema_version": SCHEMA_VERSION,
-            "id": evidence_id,
-            "digest": digest,
+            "id": "evidence_" + hex_digest,  # as contract.evidence.evidence_id_for
+            "digest": digest_of_hex(hex_digest),
             "size": len(data),
             "media_type": media_type,
-            "path": evidence_path_for(evidence_id),
+            "path": f"{EVIDENCE_DIR}/{hex_digest}",
             "source": source,
         }
-        return record, created
 
-    def add_result(
-        self, data: bytes, media_type: str, step: str, step_json: bytes, call: str
-    ) -> tuple[dict[str, Any], bytes, str | None]:
-        """:meth:`add` of a tool call's value (kind ``tool_result``, no detail), spliced.
+    def take_created(self) -> list[str]:
+        """The paths of the evidence files created since the last call (none with a pack)."""
+        created, self.created = self.created, []
+        return created
 
-        The recorder's hot path: the record's canonical JSON is spliced from a template
-        compiled at import (:data:`_RESULT_RECORD`) instead of encoded from the dict; a
-        test holds it to ``canonical_json`` of the record :meth:`add` builds.
-
-        Args:
-            data: the value's evidence bytes.
-            media_type: their media type.
-            step: the plan step of the call.
-            step_json: the canonical JSON of ``step``.
-            call: the call id (``call_<hex>``: ASCII, never escaped).
-
-        Returns:
-            ``(record, record_json, created)``: the record's plain JSON (as :meth:`add`
-            returns it), its canonical JSON, and the path of the file created (``None``
-            with a pack or when identical bytes were already stored).
-
-        Raises:
-            OSError: the bytes cannot be written (nothing is left of them).
-
-        """
-        hex_part, record_json, created = self.add_result_json(data, media_type, step_json, call)
-        return result_record(hex_part, len(data), media_type, step, call), record_json, created
-
-    def add_result_json(
-        self, data: bytes, media_type: str, step_json: bytes, call: str
-    ) -> tuple[str, bytes, str | None]:
-        """:meth:`add_result` without the record's plain JSON (a live session's hot path).
-
-        Returns:
-            ``(hex, record_json, created)``: the 64 hex digits of the bytes' SHA-256 (the
-            record is ``result_record(hex, len(data), media_type, step, call)``), the
-            record's canonical JSON and the file created, as :meth:`add_result`.
-
-        Raises:
-            OSError: the bytes cannot be written (nothing is left of them).
-
-        """
-        hex_bytes, hex_part, created = self._store_hex(data)
-        media_json = _MEDIA_JSON.get(media_type) or _encode_str(media_type)
-        slots = (hex_bytes, hex_bytes, media_json, hex_bytes, len(data), call.encode("ascii"))
-        return hex_part, _RESULT_RECORD % slots + step_json + b"}}", created
-
-    def store_pair(self, first: bytes, second: bytes) -> tuple[bytes, bytes]:
-        """Store two byte strings of a pack store with one write (a model turn's bodies).
-
-        What ``_store(first)`` then ``_store(second)`` store (each once per digest, in
-        that order, the pack's bytes the same), but the new items are appended in one
-        ``writev`` (:meth:`PackWriter.append_pair`).
-
-        Args:
-            first: the first bytes (a turn's request).
-            second: the second bytes (its response).
-
-        Returns:
-            The 64 lowercase hex digits (ASCII) of each one's SHA-256: its digest is
-            ``sha256:<hex>``, its id ``evidence_<hex>``, its path ``evidence/<hex>``.
-
-        Raises:
-            OSError: the pack cannot be written: neither of the two is stored.
-            ValueError: the store has no pack.
-
-        """
-        pack = self.pack
-        if pack is None:
-            raise ValueError("store_pair: the store has no pack")
-        first_hex, second_hex = sha256_hex(first), sha256_hex(second)
-        sizes = self._sizes
-        first_id = "evidence_" + first_hex.decode("ascii")
-        second_id = "evidence_" + second_hex.decode("ascii")
-        first_new = first_id not in sizes
-        second_new = second_id not in sizes and second_id != first_id
-        if first_new and second_new:  # a turn's usual case: one write
-            first_at, second_at = pack.append_pair(first_hex, first, second_hex, second)
-            offsets = self._offsets
-            offsets[first_id], offsets[second_id] = first_at, second_at
-            sizes[first_id], sizes[second_id] = len(first), len(second)
-            self._total += len(first) + len(second)
-        elif first_new:
-            self._add_to_pack(first_id, first_hex, first)
-        elif second_new:
-            self._add_to_pack(second_id, second_hex, second)
-        return first_hex, second_hex
-
-    def _add_to_pack(self, evidence_id: str, hex_bytes: bytes, data: bytes) -> None:
-        """Append ``data`` (not stored yet) to the pack as ``evidence_id``."""
-        assert self.pack is not None
-        self._offsets[evidence_id] = self.pack.append(hex_bytes, data)
-        self._sizes[evidence_id] = len(data)
-        self._total += len(data)
-
-    def _store(self, data: bytes) -> tuple[str, str, str | None]:
-        _, hex_digest, created = self._store_hex(data)
-        return digest_of_hex(hex_digest), "evidence_" + hex_digest, created
-
-    def _store_hex(self, data: bytes) -> tuple[bytes, str, str | None]:
-        """Store ``data`` once per digest: its hex SHA-256 (bytes and text), the file created."""
-        hex_bytes = sha256_hex(data)
-        hex_digest = hex_bytes.decode("ascii")
-        evidence_id = "evidence_" + hex_digest  # as contract.evidence.evidence_id_for
+    def _store(self, data: bytes) -> str:
+        """Store ``data`` once per digest; return the hex of its SHA-256."""
+        hex_digest = hashlib.sha256(data).hexdigest()
+        evidence_id = "evidence_" + hex_digest
         if evidence_id in self._sizes:
-            return hex_bytes, hex_digest, None
+            return hex_digest
         if self.pack is not None:
-            self._add_to_pack(evidence_id, hex_bytes, data)
-            return hex_bytes, hex_digest, None
+            self._offsets[evidence_id] = self.pack.append(hex_digest, data)
+            self._sizes[evidence_id] = len(data)
+            self._total += len(data)
+            return hex_digest
         target = self._files + hex_digest  # os.path.join(run_dir, evidence/<hex>)
         fd = os.open(target, _CREATE, 0o666)
         try:
@@ -416,7 +205,8 @@ class EvidenceStore:
         self._sizes[evidence_id] = len(data)
         self._total += len(data)
         self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
-        return hex_bytes, hex_digest, target
+        self.created.append(target)
+        return hex_digest
 
     def touched(self) -> list[str]:
         """Evidence ids whose file changed size or mtime since it was stored (one stat each).

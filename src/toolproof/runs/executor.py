@@ -17,14 +17,11 @@ registration. Exceeding one finishes the current step as ``failed``, records a
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn, Protocol
 
-from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import (
     Claim,
     ClaimStatus,
@@ -43,16 +40,10 @@ from toolproof.contract.trace import (
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
-from toolproof.evidence.store import record_from_json
-from toolproof.identity import canonical_json, digest, plain_json_encoder
+from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, relayed_of
-from toolproof.runs.recorder import (
-    ModelExchange,
-    Recorder,
-    call_bytes,
-    call_json,
-    failure_reason,
-)
+from toolproof.runs.outcome import ExecutionOutcome
+from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
 from toolproof.verify.checks import CHECK_SEQUENCE
@@ -60,73 +51,10 @@ from toolproof.verify.checks import CHECK_SEQUENCE
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
 
 
-_encode = plain_json_encoder()
-
 _HANDLED_KINDS = (StepKind.RETRIEVE, StepKind.MODEL, StepKind.READ, StepKind.PROMPT)
 """Spec step kinds a :class:`StepHandler` runs (by its kind's name)."""
 _SPEC_KINDS = (StepKind.CALL, StepKind.RETRIEVE, StepKind.READ, StepKind.PROMPT)
 """Step kinds skipped when a dependency did not finish ok."""
-
-
-_SCALARS = frozenset({str, int, bool, type(None)})
-"""Value types that survive a canonical JSON round trip unchanged (not floats: ``1.0`` → ``1``)."""
-
-
-def _scalar_copy(arguments: Any) -> dict[str, Any] | None:
-    """What ``json.loads(canonical_json(arguments))`` returns, for flat arguments; else ``None``.
-
-    For a ``dict`` of ASCII keys (their code-point order is the canonical UTF-16 order)
-    and values of :data:`_SCALARS`: a copy with the keys sorted, equal to the parsed-back
-    canonical JSON, type for type and in the same key order, without encoding and parsing.
-    Such arguments hold no reference either (a reference is an object). ``None`` for
-    anything else (nested values, floats, subclasses, other keys): take the general path.
-    """
-    if type(arguments) is not dict:
-        return None
-    scalars = _SCALARS
-    for key, value in arguments.items():
-        if type(value) not in scalars or type(key) is not str or not key.isascii():
-            return None
-    return {key: arguments[key] for key in sorted(arguments)}
-
-
-def _call_of(
-    tool: str, arguments: dict[str, Any], step: str, copied: bool
-) -> tuple[dict[str, Any], bytes]:
-    """The plain JSON of the call (its id included) and its canonical JSON, as made now.
-
-    ``call_json(tool, arguments, step, copy=not copied)`` and the canonical JSON of
-    that (a test holds them equal): the bytes are encoded before the body can touch
-    the arguments, and unless ``copied`` (the arguments are the call's own copy
-    already) the call's arguments are parsed back from them. Arguments the C encoder
-    takes are spliced into the call (:func:`call_bytes`: one encoding, one hash).
-
-    Raises:
-        CanonicalizationError: ``arguments`` has no canonical JSON form.
-
-    """
-    arguments_json = _encode(arguments)
-    if arguments_json is None:  # the exact encoder decides (and names the path)
-        plain = call_json(tool, arguments, step, copy=not copied)
-        return plain, canonical_json(plain)
-    call_id, encoded = call_bytes(tool, arguments_json, step)
-    if not copied:  # as call_json's copy: parsed back, in the canonical member order
-        parsed = {
-            "arguments": json.loads(arguments_json),
-            "schema_version": SCHEMA_VERSION,
-            "step": step,
-            "tool": tool,
-            "id": call_id,
-        }
-        return parsed, encoded
-    plain = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": tool,
-        "arguments": arguments,
-        "step": step,
-        "id": call_id,
-    }
-    return plain, encoded
 
 
 class _BudgetStop(Exception):
@@ -243,35 +171,6 @@ class StepHandler(Protocol):
         ...
 
 
-@dataclass
-class ExecutionOutcome:
-    """What the executor did.
-
-    Attributes:
-        claims: every claim emitted, in order.
-        outputs: every run node's output, by node id.
-        failures: every failure seen (tool failures, bad references, budget stops).
-        stopped: whether a budget stopped the run.
-        step_seconds: wall-clock seconds per node.
-
-    """
-
-    claims: list[Claim] = field(default_factory=list)
-    outputs: dict[str, StepOutput] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    stopped: bool = False
-    step_seconds: dict[str, float] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        # short on purpose (as RunOutcome's): asyncio.run reprs a finished task's
-        # result, and the full repr of every step output of a 2,000-call run costs
-        # a quarter of the run
-        return (
-            f"ExecutionOutcome(claims={len(self.claims)}, outputs={len(self.outputs)}, "
-            f"failures={len(self.failures)}, stopped={self.stopped})"
-        )
-
-
 class Executor:
     """Runs a plan; see the module docstring.
 
@@ -337,7 +236,8 @@ class Executor:
 
         """
         self._admit(node_id, data)
-        record = self.recorder.register(node_id, data, media_type, kind, call, detail)
+        plain = self.recorder.register(node_id, data, media_type, kind, call, detail)
+        record = EvidenceRecord.model_validate(plain)
         self.evidence.append(record)
         return record
 
@@ -352,7 +252,7 @@ class Executor:
         """
         self._admit(node_id, turn.request + turn.response)
         request, response = self.recorder.model_block(node_id, turn)
-        records = (record_from_json(request), record_from_json(response))
+        records = (EvidenceRecord.model_validate(request), EvidenceRecord.model_validate(response))
         self.evidence.extend(records)
         return records
 
@@ -406,13 +306,6 @@ class Executor:
         self._emit(RunFailed, step=node_id, reason="budget", message=stop.message, detail=detail)
 
     async def _node(self, node: PlanNode) -> None:
-        if (
-            node.kind == StepKind.CALL
-            and self.recorder.on_event is None
-            and self.spec.budgets.evidence_bytes is None
-        ):
-            await self._call_step(node)  # the same lines, written in one go
-            return
         self._emit(StepStarted, step=node.id, kind=node.kind.value)
         if node.kind in _SPEC_KINDS:
             blocked = self._blocked(node)
@@ -443,85 +336,17 @@ class Executor:
         self._finish(node.id, "skipped", reason=reason)
 
     async def _call(self, node: PlanNode) -> None:
-        copied = _scalar_copy(node.arguments)  # scalars only: no reference to resolve
-        if copied is not None:
-            arguments = copied
-        else:
-            try:
-                arguments = resolve_refs(node.arguments, self.values)
-            except RefError as exc:
-                self._fail(node.id, exc.message)
-                return
-        result, record = await self._tool_call(
-            node.id, node.tool or "", arguments, True, copied is not None
-        )
+        try:
+            arguments = resolve_refs(node.arguments, self.values)
+        except RefError as exc:
+            self._fail(node.id, exc.message)
+            return
+        result, record = await self.tool_call(node.id, node.tool or "", arguments)
         if result.failure is not None or record is None:
             return
         self.values[node.id] = result.value
         self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
         self._finish(node.id, "ok", evidence=record.id)
-
-    async def _call_step(self, node: PlanNode) -> None:
-        """A ``call`` node recorded in one go by :meth:`Recorder.call_step` (see :meth:`_node`).
-
-        Writes exactly what :meth:`_node` writes for the node (``step_started``, the call
-        block, ``step_finished``): ``step_started`` is recorded with the block, after the
-        call, so every way out before the block (a skip, a bad reference, the tool-call
-        budget, an exception from the call) records it first, as :meth:`_node` does.
-        """
-        node_id = node.id
-        blocked = self._blocked(node)
-        if blocked is not None:
-            self._emit(StepStarted, step=node_id, kind="call")
-            self._skip(node, blocked)
-            return
-        copied = _scalar_copy(node.arguments)  # scalars only: no reference to resolve
-        if copied is not None:
-            arguments = copied
-        else:
-            try:
-                arguments = resolve_refs(node.arguments, self.values)
-            except RefError as exc:
-                self._emit(StepStarted, step=node_id, kind="call")
-                self._fail(node_id, exc.message)
-                return
-        limit = self.spec.budgets.tool_calls
-        if limit is not None and self.tool_calls >= limit:
-            self._emit(StepStarted, step=node_id, kind="call")
-            self._spent(node_id, limit, True)
-        recorder = self.recorder
-        if recorder.trace.broken is not None:  # as the step_started of _node would raise
-            raise recorder.trace.broken
-        tool = node.tool or ""
-        plain, encoded = _call_of(tool, arguments, node_id, copied is not None)
-        call_id = plain["id"]
-        self.tool_calls += 1
-        try:
-            result = await self._make(ToolCall.from_trusted(dict(plain)))
-        except BaseException:
-            self._emit(StepStarted, step=node_id, kind="call")
-            raise
-        calls, outputs = self.calls, self.outcome.outputs
-        recorded = recorder.call_step(
-            node_id,
-            plain,
-            result,
-            calls.observed(call_id),
-            calls.approvals(call_id),
-            relayed_of(calls, call_id),
-            encoded_call=encoded,
-        )
-        if recorded.evidence_json is None:
-            assert recorded.result.failure is not None
-            reason = failure_reason(recorded.result.failure)
-            outputs[node_id] = StepOutput(node_id, False, reason=reason)
-            self.outcome.failures.append({"step": node_id, "reason": reason, "call": call_id})
-            return
-        record = record_from_json(recorded.evidence_json)
-        self.evidence.append(record)
-        value = recorded.result.value
-        self.values[node_id] = value
-        outputs[node_id] = StepOutput(node_id, True, value, (record,))
 
     async def _make(self, call: ToolCall) -> ToolResult:
         """Make ``call`` through the call port (claimed for its span when a hook is active)."""
@@ -555,23 +380,13 @@ class Executor:
             _BudgetStop: the tool-call or evidence budget is spent.
 
         """
-        return await self._tool_call(node_id, tool, arguments, finish, False)
-
-    async def _tool_call(
-        self, node_id: str, tool: str, arguments: dict[str, Any], finish: bool, copied: bool
-    ) -> tuple[ToolResult, EvidenceRecord | None]:
-        """:meth:`tool_call`; ``copied``: ``arguments`` is already the call's own copy."""
         limit = self.spec.budgets.tool_calls
         if limit is not None and self.tool_calls >= limit:
             self._spent(node_id, limit, finish)
-        if not copied:
-            copy = _scalar_copy(arguments)
-            copied = copy is not None
-            arguments = arguments if copy is None else copy
-        # the body gets a copy of the arguments (parsed back unless scalars) and may mutate
-        # it: the call is recorded from its bytes encoded now
-        plain, encoded = _call_of(tool, arguments, node_id, copied)
-        call = ToolCall.from_trusted(dict(plain))
+        # the body gets a copy of the arguments (parsed back from their canonical JSON) and
+        # may mutate it: the call is recorded from the plain JSON made now
+        plain = call_json(tool, arguments, node_id, copy=True)
+        call = ToolCall.model_construct(**plain)
         self.tool_calls += 1
         result = await self._make(call)
         budget = self.spec.budgets.evidence_bytes is not None
@@ -583,7 +398,6 @@ class Executor:
             admit=partial(self._admit, node_id) if budget else None,
             approvals=self.calls.approvals(call.id),
             relayed=relayed_of(self.calls, call.id),
-            encoded_call=encoded,
         )
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None

@@ -92,10 +92,7 @@ def plan_run(
             retrieval step handler).
 
     Returns:
-        The :class:`Plan`; its id is the content id of everything in it. Built from the
-        validated spec without validating it again (:meth:`Plan.from_trusted
-        <toolproof.contract.base.CanonicalModel.from_trusted>`, the id computed here):
-        a test holds it to ``Plan(...)`` of the same nodes, field by field and id.
+        The :class:`Plan`; its id is the content id of everything in it.
 
     Raises:
         InputError: duplicate ids, an unknown dependency, a cycle, an unknown tool, a
@@ -151,19 +148,12 @@ def plan_run(
         "nodes": nodes,
         "edges": edges,
     }
-    return Plan.from_trusted(fields)
+    return Plan.model_validate(fields)
 
 
 def _spec_node(step: StepSpec, depends_on: list[str]) -> PlanNode:
-    """The node of a validated spec step: ``PlanNode(...)`` of its fields, not validated again.
-
-    Every field comes from the validated step (the same types: a step id, its kind, a
-    tool name, JSON arguments and parameters) or from the planner (the sorted
-    dependency ids), so the node is valid by construction; it shares the step's
-    ``arguments`` and ``params`` (frozen models, never mutated). A test holds plans to
-    the validated construction.
-    """
-    return PlanNode.from_trusted(
+    """The plan node of a validated spec step, with its sorted dependency ids."""
+    return PlanNode.model_validate(
         {
             "schema_version": SCHEMA_VERSION,
             "id": step.id,

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from toolproof.identity import MAX_DEPTH, fast_plain_json
+from toolproof.identity import MAX_DEPTH
 
 __all__ = [
     "MAP_KEYWORDS",
@@ -144,13 +144,11 @@ def validation_errors(validator: Validator, instance: Any, limit: int = 8) -> li
 
 
 def is_plain_json(value: Any) -> bool:
-    """Whether ``value`` is plain JSON (see :func:`json_problem`); the C encoder's fast check.
+    """Whether ``value`` is plain JSON (see :func:`json_problem`).
 
     jsonschema-rs validates a ``Decimal`` as a number and a tuple as an array, so a
     call's arguments are checked for plain JSON as well: a body receives JSON only.
     """
-    if fast_plain_json(value):
-        return True
     return json_problem(value) is None
 
 
