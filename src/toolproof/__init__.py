@@ -7,7 +7,8 @@ private to its folder. Optional adapters (LangChain, FastAPI, Celery) are never
 imported here.
 """
 
-from toolproof.adapters.agent_session import Session, record_session, replay_session
+from toolproof.adapters.agent_session import Session
+from toolproof.adapters.session_runs import record_session, replay_session
 from toolproof.adapters.telemetry import instrument
 from toolproof.config import load_toolset
 from toolproof.contract.evidence import Claim, EvidenceRecord, SupportRef

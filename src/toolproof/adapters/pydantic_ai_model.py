@@ -30,11 +30,11 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from toolproof.adapters.pydantic_ai_json import RESPONSE_ADAPTER, messages_json, response_json
-from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import CanonicalizationError, InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import pydantic_ai_request
+from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
 
 __all__ = [
@@ -159,7 +159,7 @@ class RecordedModel(WrapperModel):
 
     """
 
-    def __init__(self, wrapped: Model | str, session: TurnSession) -> None:
+    def __init__(self, wrapped: Model | str, session: SessionPort) -> None:
         super().__init__(wrapped)
         self.session = session
 
