@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from toolproof.version import __version__
 
 if TYPE_CHECKING:
-    from toolproof.adapters.agent_session import Session, record_session, replay_session
+    from toolproof.adapters.agent_session import Session
+    from toolproof.adapters.session_runs import record_session, replay_session
     from toolproof.adapters.telemetry import instrument
     from toolproof.config import load_toolset
     from toolproof.contract.runs import Report, RunSpec
@@ -140,8 +141,8 @@ __all__ = [
 
 _HOMES: dict[str, str] = {
     "Session": "toolproof.adapters.agent_session",
-    "record_session": "toolproof.adapters.agent_session",
-    "replay_session": "toolproof.adapters.agent_session",
+    "record_session": "toolproof.adapters.session_runs",
+    "replay_session": "toolproof.adapters.session_runs",
     "instrument": "toolproof.adapters.telemetry",
     "load_toolset": "toolproof.config",
     "Report": "toolproof.contract.runs",

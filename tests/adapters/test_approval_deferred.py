@@ -37,8 +37,8 @@ from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
-from toolproof.adapters.agent_session import AgentReplay
 from toolproof.adapters.http import ApiSettings, create_app
+from toolproof.adapters.session_runs import AgentReplay
 from toolproof.extensions.approvals.store import ApprovalStore
 from toolproof.verify.verifier import verify_run
 

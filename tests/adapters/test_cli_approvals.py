@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof import ApprovalStore, load_toolset
-from toolproof.adapters.agent_session import record_session
+from toolproof.adapters.session_runs import record_session
 from toolproof.verify.verifier import verify_run
 
 TOOLPROOF = str(Path(sys.executable).parent / "toolproof")

@@ -42,10 +42,10 @@ from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
-from toolproof.adapters.agent_session import AgentReplay
 from toolproof.adapters.cli.serve import _count
 from toolproof.adapters.http import ApiSettings, create_app
 from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.session_runs import AgentReplay
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError
 from toolproof.runs.run import execute_run
@@ -265,7 +265,7 @@ def test_a_run_spec_calling_a_hidden_tool_is_refused_before_anything_runs(
 
 MODULE = '''
 import toolproof
-from toolproof.adapters.agent_session import AgentReplay
+from toolproof.adapters.session_runs import AgentReplay
 from toolproof.adapters.cli.serve import _count
 
 @toolproof.tool

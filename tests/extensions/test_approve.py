@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from toolproof import ApprovalRequest, ApprovalStore, ConfigError, Decision, load_toolset
-from toolproof.adapters.agent_session import record_session
+from toolproof.adapters.session_runs import record_session
 from toolproof.identity import digest_json
 from toolproof.verify.verifier import verify_run
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from toolproof import ApprovalRequest, ApprovalStore, Session, load_toolset
-from toolproof.adapters.agent_session import record_session
+from toolproof.adapters.session_runs import record_session
 from toolproof.contract.approval_rules import rule_from_record
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError

@@ -1,76 +1,50 @@
-"""Agent sessions: record an in-process agent's tool calls and answer as a run; replay it frozen.
+"""The agent's session: tools that record (or replay frozen), model recorders, the answer.
 
-:func:`record_session` opens a live session (:mod:`toolproof.runs.session`, the
-recorder ``serve --record`` uses) over a Toolset and yields a :class:`Session`; the
-agent reaches the tools through the session's adapters
+:func:`~toolproof.adapters.session_runs.record_session` yields a live :class:`Session`
+over a Toolset; the agent reaches the tools through the session's adapters
 (:meth:`Session.pydantic_ai_toolset`, :attr:`Session.toolset`), every call recorded
 as a call step before its result is handed back. :meth:`Session.answer` gives the
 final answer, whose quotes are checked byte for byte (:mod:`toolproof.evidence.answer`).
-When the ``async with`` block ends, the session is finalized into
-``ROOT/runs/<run_id>`` (:attr:`Session.run_id`), verifiable with ``toolproof verify``.
-
-:func:`replay_session` runs the same agent code against the recording: tool calls
-are matched by tool, canonical arguments and occurrence (so concurrent and repeated
-identical calls replay), served from the recorded results, and no tool body runs; the
-first divergence refuses with :class:`~toolproof.errors.ReplayRefused` naming the
-recorded event index and a unified diff of recorded vs asked.
+:func:`~toolproof.adapters.session_runs.replay_session` gives the same agent code a
+frozen one (:class:`~toolproof.sessions.frozen.FrozenSession`): calls are served by
+tool, canonical arguments and occurrence, and no tool body runs.
 
 Model turns are recorded too when the agent's model goes through one of the session's
 model recorders (:meth:`Session.pydantic_ai_model`, :meth:`Session.openai_agents_model`,
 :meth:`Session.httpx_transport`): each is a ``model`` step whose request and response
 bytes are evidence; frozen, the recorded response is served by match key
-(:mod:`toolproof.runs.turns`) and occurrence, and no model is asked.
+(:mod:`toolproof.runs.turns`) and occurrence, and no model is asked. A session is the
+one session port (:class:`~toolproof.sessions.port.SessionPort`) the framework adapters
+take.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import json
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from operator import itemgetter
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from toolproof.config import load_toolset
-from toolproof.contract.evidence import EvidenceRecord
-from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
-from toolproof.contract.trace import (
-    EvidenceRegistered,
-    ModelTurn,
-    PromptGot,
-    ResourceRead,
-    StepFinished,
-    ToolCalled,
-    ToolReturned,
-)
-from toolproof.errors import InputError, ReplayRefused, ToolCallError
+from toolproof.contract.tools import ToolResult, ToolSpec
+from toolproof.errors import InputError, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
 from toolproof.extensions.approvals.request import Approver, approval_scope
 from toolproof.identity import canonical_json
-from toolproof.runs.finalize import ANSWER_FILE, finalize_session
+from toolproof.runs.finalize import ANSWER_FILE
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.replay import describe_descriptor_change
-from toolproof.runs.session import LiveSession, admission_sorted, discard_live, open_session
-from toolproof.runs.turns import exchange_key, key_text
+from toolproof.runs.session import LiveSession
+from toolproof.sessions.cassette import Cassette
+from toolproof.sessions.frozen import FrozenSession
+from toolproof.sessions.port import RecordedTurn
 from toolproof.tools import hooks
-from toolproof.tools.exposure import GATE_EXTENSION, is_gated
+from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
-from toolproof.verify.verifier import verify_run
-from toolproof.verify.view import RunView
 
 __all__ = [
     "ANSWER_FILE",
-    "AgentReplay",
-    "CassetteLike",
     "RecordedTurn",
     "Session",
     "SessionTool",
-    "record_session",
-    "replay_session",
 ]
 
 
@@ -96,65 +70,9 @@ class SessionTool:
         return await self._session.call(self.spec.name, arguments)
 
 
-class CassetteLike(Protocol):
-    """What :meth:`Session.from_cassette` needs (``toolproof.testing.Cassette`` is one)."""
-
-    @property
-    def frozen(self) -> bool:
-        """Whether model turns are served (``True``) or asked live and recorded."""
-        ...
-
-    def toolset(self, base: Toolset | None = None) -> Toolset:
-        """A Toolset whose tools answer from the cassette."""
-        ...
-
-    def serve_turn(self, source: str, key: bytes) -> Any:
-        """The next recorded turn with match key ``key``: its ``response`` and ``detail``."""
-        ...
-
-    def known_turn(self, source: str, key: bytes) -> Any | None:
-        """Like :meth:`serve_turn`, but ``None`` instead of a miss (recording new episodes)."""
-        ...
-
-    def admit_turn(self, source: str) -> str:
-        """Check that a live model turn can be recorded; the step it will be recorded as."""
-        ...
-
-    def record_turn(self, turn: ModelExchange, step: str = "") -> str:
-        """Record a live model turn under ``step`` (from :meth:`admit_turn`); its step id."""
-        ...
-
-
 def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputError:
     """The error of ``session.<method>()`` when its optional framework is not installed."""
     return InputError(f"session.{method}() needs {what}: pip install 'toolproof[{extra}]' ({exc})")
-
-
-@dataclass
-class _Frozen:
-    """Recorded calls to serve, by (tool, canonical arguments), in the order they were asked."""
-
-    calls: dict[tuple[str, bytes], list[tuple[int, ToolResult]]]
-    """Recorded results by (tool, canonical arguments), each with its ``tool_called``
-    event index, in the order the calls were admitted (asked)."""
-    pending: dict[int, tuple[str, bytes]]
-    """(tool, canonical arguments) of each call not served yet, by event index, recorded order."""
-    answer: dict[str, Any] | None
-    turns: dict[tuple[str, bytes], list[tuple[int, RecordedTurn]]] = field(default_factory=dict)
-    """Recorded model turns by (source, match key), in the order they were asked."""
-    pending_turns: dict[int, tuple[str, bytes]] = field(default_factory=dict)
-    """(source, match key) of every turn not served yet, by event index, in recorded order."""
-    served_turns: dict[tuple[str, bytes], int] = field(default_factory=dict)
-    specs: tuple[ToolSpec, ...] = ()
-    descriptor: ToolsetDescriptor | None = None
-    gated: frozenset[str] = frozenset()
-    """The recorded tools whose layer chain holds ``approve``."""
-    refused: ReplayRefused | None = None
-    """The first refusal, kept so a framework that wraps or swallows it cannot hide it."""
-    served: dict[tuple[str, bytes], int] = field(default_factory=dict)
-    end: int = 0
-    reads: dict[bytes, list[dict[str, Any]]] = field(default_factory=dict)
-    """Recorded resource reads and prompt gets by canonical request, in recorded order."""
 
 
 def _citation(given: dict[str, Any]) -> dict[str, Any]:
@@ -164,37 +82,11 @@ def _citation(given: dict[str, Any]) -> dict[str, Any]:
     return dumped
 
 
-@dataclass(frozen=True)
-class RecordedTurn:
-    """A recorded model turn as frozen replay serves it.
-
-    Attributes:
-        response: the exact response bytes.
-        detail: the ``model_turn`` event's detail (HTTP: status and kept headers).
-
-    """
-
-    response: bytes
-    detail: dict[str, Any]
-
-
-def _diff(recorded: str, asked: str) -> str:
-    lines = difflib.unified_diff(
-        recorded.splitlines(), asked.splitlines(), "recorded", "asked", lineterm=""
-    )
-    return "\n".join(lines)
-
-
-def _call_text(tool: str, canonical_arguments: bytes) -> str:
-    arguments = json.loads(canonical_arguments)
-    return json.dumps({"tool": tool, "arguments": arguments}, indent=2, sort_keys=True)
-
-
 class Session:
     """An agent's session: tools that record (or replay frozen) and the final answer.
 
-    Build it with :func:`record_session` (live) or let :func:`replay_session` build a
-    frozen one; pass it to the agent code.
+    Build it with ``record_session`` (live) or let ``replay_session`` build a frozen one
+    (:mod:`toolproof.adapters.session_runs`); pass it to the agent code.
 
     Attributes:
         run_id: the committed run's id, once the ``record_session`` block has ended.
@@ -207,7 +99,7 @@ class Session:
         self,
         toolset: Toolset | None,
         live: LiveSession | None,
-        frozen: _Frozen | None = None,
+        frozen: FrozenSession | None = None,
         approver: Approver | None = None,
     ) -> None:
         self._approver = approver
@@ -218,10 +110,10 @@ class Session:
         self.live_calls = 0
         self.live_turns = 0
         self.answered: dict[str, Any] | None = None
-        self._cassette: CassetteLike | None = None
+        self._cassette: Cassette | None = None
 
     @classmethod
-    def from_cassette(cls, cassette: CassetteLike, toolset: Toolset | None = None) -> Session:
+    def from_cassette(cls, cassette: Cassette, toolset: Toolset | None = None) -> Session:
         """A session served by a cassette (``toolproof.testing.Cassette``), for an app's tests.
 
         The agent code runs as it does live: its tool calls go to
@@ -293,7 +185,7 @@ class Session:
 
         """
         if self._frozen is not None:
-            return self._serve(name, arguments)
+            return self._frozen.serve_call(name, arguments)
         if self._cassette is not None:  # the cassette's tools serve (or record) the call
             assert self._toolset is not None
             served = self._toolset.get(name)
@@ -327,40 +219,6 @@ class Session:
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
 
-    def _serve(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        frozen = self._frozen
-        assert frozen is not None
-        try:
-            key = (name, canonical_json(arguments))
-        except InputError as exc:
-            raise ReplayRefused(
-                f"frozen replay refused: the agent called {name!r} with arguments that have "
-                f"no canonical JSON form ({exc.message})",
-                rule="arguments",
-            ) from None
-        taken = frozen.served.get(key, 0)
-        recorded = frozen.calls.get(key, [])
-        if taken < len(recorded):
-            frozen.served[key] = taken + 1
-            index, result = recorded[taken]
-            frozen.pending.pop(index, None)
-            return result
-        if frozen.pending:
-            index, (tool, raw) = next(iter(frozen.pending.items()))
-            expected = _call_text(tool, raw)
-        else:
-            index, expected = frozen.end, ""
-        asked = _call_text(name, key[1])
-        what = "an extra call" if key in frozen.calls else "an unrecorded call"
-        frozen.refused = ReplayRefused(
-            f"frozen replay refused at event {index}: the agent made {what} to {name!r} "
-            f"(occurrence {taken + 1}); a live call would be a new run\n"
-            f"{_diff(expected, asked)}",
-            event=index,
-            rule="call",
-        )
-        raise frozen.refused
-
     def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
         """The recorded turn a model recorder serves instead of asking its model, if any.
 
@@ -380,8 +238,7 @@ class Session:
 
         """
         if self._cassette is not None and not self._cassette.frozen:
-            found = self._cassette.known_turn(source, key)
-            return None if found is None else RecordedTurn(found.response, dict(found.detail))
+            return self._cassette.known_turn(source, key)
         if self.frozen:
             return self.serve_turn(source, key)
         return None
@@ -452,40 +309,10 @@ class Session:
 
         """
         if self._cassette is not None:
-            served = self._cassette.serve_turn(source, key)
-            return RecordedTurn(served.response, dict(served.detail))
-        frozen = self._frozen
-        if frozen is None:
+            return self._cassette.serve_turn(source, key)
+        if self._frozen is None:
             raise InputError(f"a live session serves no recorded {source} turn", rule="live")
-        entry = (source, key)
-        taken = frozen.served_turns.get(entry, 0)
-        recorded = frozen.turns.get(entry, [])
-        if taken < len(recorded):
-            frozen.served_turns[entry] = taken + 1
-            index, turn = recorded[taken]
-            frozen.pending_turns.pop(index, None)
-            return turn
-        if frozen.pending_turns:
-            index, (_, expected) = next(iter(frozen.pending_turns.items()))
-            expected_text = key_text(expected)
-        else:
-            index, expected_text = frozen.end, ""
-        what = "an extra" if entry in frozen.turns else "an unrecorded"
-        hint = ""
-        if self._toolset is None:
-            hint = (
-                " (this replay has no toolset=, so the agent sees the recorded tool names "
-                "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "
-                "toolproof replay --config toolproof.toml)"
-            )
-        frozen.refused = ReplayRefused(
-            f"frozen replay refused at event {index}: the agent made {what} {source} model "
-            f"request (occurrence {taken + 1}); a live model turn would be a new run{hint}\n"
-            f"{_diff(expected_text, key_text(key))}",
-            event=index,
-            rule="model turn",
-        )
-        raise frozen.refused
+        return self._frozen.serve_turn(source, key, open_schemas=self._toolset is None)
 
     def pydantic_ai_model(self, model: Any) -> Any:
         """``model`` (a pydantic-ai ``Model`` or model name) wrapped so each turn is recorded.
@@ -551,7 +378,7 @@ class Session:
         """
         request = {"method": "resources/read", "uri": uri}
         if self._frozen is not None:
-            return self._serve_read(request)
+            return self._frozen.serve_read(request)
         assert self._live is not None and self._toolset is not None
         entry = self._toolset.catalog.resource_for(uri)
         if entry is None:
@@ -576,7 +403,7 @@ class Session:
         """
         request = {"method": "prompts/get", "name": name, "arguments": dict(arguments or {})}
         if self._frozen is not None:
-            return self._serve_read(request)
+            return self._frozen.serve_read(request)
         assert self._live is not None and self._toolset is not None
         entry = self._toolset.catalog.prompts.get(name)
         if entry is None:
@@ -584,20 +411,6 @@ class Session:
         result = await entry.answer(arguments or None)
         self._live.record_prompt(name, dict(arguments or {}), result)
         return result
-
-    def _serve_read(self, request: dict[str, Any]) -> dict[str, Any]:
-        frozen = self._frozen
-        assert frozen is not None
-        key = canonical_json(request)
-        recorded = frozen.reads.get(key, [])
-        if not recorded:
-            frozen.refused = ReplayRefused(
-                f"frozen replay refused: the agent asked {request}, which the recording "
-                "does not hold; a live read would be a new run",
-                rule="read",
-            )
-            raise frozen.refused
-        return recorded.pop(0)
 
     def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
         """Give the agent's final answer; its quotes become the run's claim.
@@ -642,13 +455,10 @@ class Session:
                 rule="toolset",
             )
         try:
-            from toolproof.adapters.langchain import as_structured_tool
+            from toolproof.adapters.langchain import session_structured_tools
         except ImportError as exc:
             raise _needs_extra("langchain_tools", "langchain", "langchain", exc) from exc
-        return [
-            as_structured_tool(tool, call=functools.partial(self.call, tool.name))
-            for tool in self._toolset.exposed()
-        ]
+        return session_structured_tools(self, self._toolset.exposed())
 
     def openai_agents_tools(self) -> list[Any]:
         """The session's tools as OpenAI Agents SDK ``FunctionTool`` s (needs ``openai-agents``).
@@ -677,252 +487,3 @@ class Session:
         except ImportError as exc:
             raise _needs_extra("pydantic_ai_toolset", "pydantic-ai", "pydantic-ai", exc) from exc
         return SessionToolset(self)
-
-
-@asynccontextmanager
-async def _toolset_of(source: Toolset | str | Path) -> AsyncIterator[Toolset]:
-    if isinstance(source, Toolset):
-        yield source
-        return
-    async with load_toolset(Path(source)) as toolset:
-        yield toolset
-
-
-@asynccontextmanager
-async def record_session(
-    source: Toolset | str | Path,
-    *,
-    root: str | Path,
-    task: str,
-    approver: Approver | None = None,
-) -> AsyncIterator[Session]:
-    """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
-
-    Args:
-        source: a sealed Toolset, or the path of a ``toolproof.toml``.
-        root: the artifact root (the run lands in ``root/runs/<run_id>``).
-        task: what the agent was asked (the run spec's task).
-        approver: the Python approval channel for the ``approve`` layers of this
-            session's calls (``async approver(request) -> bool | Decision``, see
-            docs/approvals.md); it takes precedence over ``load_toolset(approver=)``.
-            ``None``: the Toolset's callback, or decisions from the store.
-
-    Yields:
-        The live :class:`Session`; after the block, :attr:`Session.run_id` is set.
-
-    Raises:
-        InputError: a bad root.
-        RecordingError: the session or its run cannot be written.
-
-    """
-    async with _toolset_of(source) as toolset:
-        live = open_session(Path(root), toolset, task=task)
-        session = Session(toolset, live, approver=approver)
-        try:
-            yield session
-        except BaseException:
-            live.close()
-            if live.calls == 0:
-                discard_live(live.directory)
-            raise
-        live.close()
-        outcome = await finalize_session(live.directory, Path(root))
-        session.run_id = outcome.run_id
-
-
-@dataclass(frozen=True)
-class AgentReplay:
-    """What :func:`replay_session` found.
-
-    Attributes:
-        run_id: the replayed run.
-        identical: every recorded call was asked for again (tool, arguments,
-            occurrence) and the answer is the recorded one.
-        calls: tool calls served from the recording.
-        live_calls: tool bodies run: always 0.
-        verified: the recorded run re-verifies.
-        turns: model turns served from the recording (no model was asked).
-
-    """
-
-    run_id: str
-    identical: bool
-    calls: int
-    live_calls: int
-    verified: bool
-    turns: int = 0
-
-
-def _recorded(directory: Path) -> _Frozen:
-    verification = verify_run(directory)
-    if not verification.ok:
-        first = verification.failures[0]
-        raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
-    view = RunView(directory)
-    events = view.events or []
-    # repeated identical calls (and turns) are served in the order they were asked:
-    # by admission number (the step's), not by trace position (the order answered)
-    called_steps: dict[tuple[str, bytes], list[tuple[str, int, ToolResult]]] = {}
-    pending: dict[int, tuple[str, bytes]] = {}
-    called: dict[str, tuple[int, str, bytes, str]] = {}
-    for event in events:
-        if isinstance(event, ToolCalled):
-            raw = canonical_json(dict(event.call.arguments))
-            called[event.call_id] = (event.idx, event.call.tool, raw, event.step)
-        elif isinstance(event, ToolReturned) and event.call_id in called:
-            index, tool, raw, step = called[event.call_id]
-            called_steps.setdefault((tool, raw), []).append((step, index, event.result))
-            pending[index] = (tool, raw)
-    calls = {
-        key: [(index, result) for _, index, result in admission_sorted(found, itemgetter(0))]
-        for key, found in called_steps.items()
-    }
-    asked_turns: dict[tuple[str, bytes], list[tuple[str, int, RecordedTurn]]] = {}
-    pending_turns: dict[int, tuple[str, bytes]] = {}
-    registered: dict[str, EvidenceRecord] = {}
-    for event in events:
-        if isinstance(event, EvidenceRegistered):
-            registered[event.evidence.id] = event.evidence
-        elif isinstance(event, ModelTurn):
-            request = (directory / registered[event.request].path).read_bytes()
-            response = (directory / registered[event.response].path).read_bytes()
-            key = exchange_key(event.source, request, dict(event.detail))
-            turn = RecordedTurn(response, dict(event.detail))
-            asked_turns.setdefault((event.source, key), []).append((event.step, event.idx, turn))
-            pending_turns[event.idx] = (event.source, key)
-    turns = {
-        key: [(index, turn) for _, index, turn in admission_sorted(found, itemgetter(0))]
-        for key, found in asked_turns.items()
-    }
-    end = next(
-        (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"), len(events)
-    )
-    answer = None
-    if view.spec is not None and view.spec.reasoner.name == "answer":
-        answer = dict(view.spec.reasoner.params)
-    specs: tuple[ToolSpec, ...] = ()
-    if view.runtime is not None:  # names only: without a Toolset the schemas are not known
-        exposure = view.runtime.toolset.exposure
-        hidden = set(exposure.hidden) if exposure is not None else set()
-        specs = tuple(
-            ToolSpec(name=tool.name, input_schema={"type": "object"})
-            for tool in view.runtime.toolset.tools
-            if tool.name not in hidden
-        )
-    gated = frozenset(
-        tool.name
-        for tool in (view.runtime.toolset.tools if view.runtime is not None else [])
-        if any(layer.name == GATE_EXTENSION for layer in tool.stack)
-    )
-    frozen = _Frozen(
-        calls, pending, answer, turns, pending_turns, specs=specs, end=end, gated=gated
-    )
-    for event in events:
-        if isinstance(event, ResourceRead):
-            asked: dict[str, Any] = {"method": "resources/read", "uri": event.uri}
-        elif isinstance(event, PromptGot):
-            asked = {"method": "prompts/get", "name": event.name}
-            asked["arguments"] = dict(event.arguments)
-        else:
-            continue
-        frozen.reads.setdefault(canonical_json(asked), []).append(dict(event.result))
-    frozen.descriptor = view.runtime.toolset if view.runtime is not None else None
-    return frozen
-
-
-async def _run_frozen(
-    agent: Callable[[Session], Coroutine[Any, Any, None]], session: Session, frozen: _Frozen
-) -> None:
-    """Run the agent; a refusal it caused wins over whatever a framework made of it."""
-    try:
-        await agent(session)
-    except Exception:
-        if frozen.refused is not None:
-            raise frozen.refused from None
-        raise
-    if frozen.refused is not None:  # the agent (or its framework) swallowed it
-        raise frozen.refused
-
-
-async def replay_session(
-    run_dir: str | Path,
-    agent: Callable[[Session], Coroutine[Any, Any, None]],
-    *,
-    toolset: Toolset | str | Path | None = None,
-) -> AgentReplay:
-    """Run ``agent`` against a recorded session, frozen: no tool body runs.
-
-    The run is verified first. Tool calls are matched by tool, canonical arguments
-    and occurrence; the answer must equal the recorded one.
-
-    Args:
-        run_dir: the run directory (``ROOT/runs/<run_id>``).
-        agent: the agent code, ``async (Session) -> None``.
-        toolset: the current Toolset (or ``toolproof.toml``) whose specs the agent
-            sees; its descriptor must equal the recorded one. ``None``: the recorded
-            tool names with an open ``{"type": "object"}`` schema. No tool of it is
-            ever called.
-
-    Returns:
-        The :class:`AgentReplay`.
-
-    Raises:
-        ReplayRefused: ``run_dir`` is not a directory, the run does not verify, the
-            Toolset's descriptor changed, or
-            the agent diverged: an unrecorded
-            or extra call (naming the recorded event index, with a unified diff), a
-            recorded call it never made, or a different answer.
-
-    """
-    directory = Path(run_dir)
-    if not directory.is_dir():
-        raise ReplayRefused(
-            f"frozen replay refused: no run directory at {directory} "
-            "(rule: run_dir is a run directory, ROOT/runs/<run_id>)",
-            check="verify",
-        )
-    frozen = _recorded(directory)
-    if toolset is None:
-        session = Session(None, None, frozen)
-        await _run_frozen(agent, session, frozen)
-    else:
-        async with _toolset_of(toolset) as current:
-            recorded = frozen.descriptor
-            if recorded is not None and current.descriptor().id != recorded.id:
-                change = describe_descriptor_change(recorded, current.descriptor())
-                raise ReplayRefused(
-                    f"frozen replay refused: the runtime descriptor changed: {change}",
-                    rule="runtime descriptor",
-                )
-            session = Session(current, None, frozen)
-            await _run_frozen(agent, session, frozen)
-    first_call = next(iter(frozen.pending.items()), None)
-    first_turn = next(iter(frozen.pending_turns.items()), None)
-    if first_turn is not None and (first_call is None or first_turn[0] < first_call[0]):
-        index, (source, key) = first_turn
-        raise ReplayRefused(
-            f"frozen replay refused at event {index}: the agent never made the recorded "
-            f"{source} model request\n{_diff(key_text(key), '')}",
-            event=index,
-            rule="missing model turn",
-        )
-    if first_call is not None:
-        index, (tool, raw) = first_call
-        raise ReplayRefused(
-            f"frozen replay refused at event {index}: the agent never made the recorded "
-            f"call to {tool!r}\n{_diff(_call_text(tool, raw), '')}",
-            event=index,
-            rule="missing call",
-        )
-    recorded_answer = (frozen.answer or {}).get("answer")
-    asked = (session.answered or {}).get("answer")
-    if recorded_answer != asked:
-        raise ReplayRefused(
-            f"frozen replay refused at event {frozen.end}: the answer differs\n"
-            f"{_diff(str(recorded_answer or ''), str(asked or ''))}",
-            event=frozen.end,
-            rule="answer",
-        )
-    served = sum(frozen.served.values())
-    turns = sum(frozen.served_turns.values())
-    return AgentReplay(directory.name, True, served, session.live_calls, True, turns)

@@ -31,10 +31,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.identity import digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
+from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
 
 __all__ = [
@@ -174,7 +174,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
 
     """
 
-    def __init__(self, session: TurnSession, inner: httpx.AsyncBaseTransport | None = None):
+    def __init__(self, session: SessionPort, inner: httpx.AsyncBaseTransport | None = None):
         self.session = session
         self._inner = inner
 

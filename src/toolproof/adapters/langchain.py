@@ -24,8 +24,9 @@ the ``langchain`` extra (``langchain-core``).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
@@ -34,9 +35,16 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from toolproof.adapters.params import Param, object_schema, params_of
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ToolCallError
+from toolproof.sessions.port import SessionPort
 from toolproof.tools.tool import Tool
 
-__all__ = ["LANGCHAIN_RESERVED", "ToolproofStructuredTool", "args_model", "as_structured_tool"]
+__all__ = [
+    "LANGCHAIN_RESERVED",
+    "ToolproofStructuredTool",
+    "args_model",
+    "as_structured_tool",
+    "session_structured_tools",
+]
 
 LANGCHAIN_RESERVED = frozenset({"callbacks", "config", "run_manager", "tool_call_id", "arguments"})
 """Keyword names LangChain (or this bridge) passes to a tool's coroutine itself; a
@@ -164,3 +172,17 @@ def as_structured_tool(
         coroutine=run,
         declared_schema=tool.spec.input_schema,
     )
+
+
+def session_structured_tools(
+    session: SessionPort, tools: Iterable[Tool]
+) -> list[ToolproofStructuredTool]:
+    """``tools`` as ``StructuredTool`` s whose calls go through ``session`` (recorded, or frozen).
+
+    Each keeps its tool's exact declared schema and hands the caller's arguments
+    unchanged to ``session.call(tool.name, arguments)``.
+    """
+    return [
+        as_structured_tool(tool, call=functools.partial(session.call, tool.name))
+        for tool in tools
+    ]

@@ -33,10 +33,10 @@ from agents.items import TResponseInputItem, TResponseOutputItem
 from agents.usage import deserialize_usage, serialize_usage
 from pydantic import BaseModel, TypeAdapter
 
-from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
+from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
 
 __all__ = ["SOURCE", "RecordedAgentsModel", "response_bytes", "response_from"]
@@ -125,7 +125,7 @@ class RecordedAgentsModel(Model):
 
     """
 
-    def __init__(self, wrapped: Model, session: TurnSession) -> None:
+    def __init__(self, wrapped: Model, session: SessionPort) -> None:
         self.wrapped = wrapped
         self.session = session
 

@@ -26,33 +26,18 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Protocol
+from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
 from agents.tool_context import ToolContext
 
-from toolproof.contract.tools import ToolResult, ToolSpec
+from toolproof.contract.tools import ToolResult
+from toolproof.sessions.port import SessionPort
 
-__all__ = ["HANDLE_KEY", "SessionCalls", "session_function_tools"]
+__all__ = ["HANDLE_KEY", "session_function_tools"]
 
 HANDLE_KEY = "approval_handle"
 """The reserved param of the ``approve`` wrapper a deferred call is retried with."""
-
-
-class SessionCalls(Protocol):
-    """What the tools need of a session (:class:`toolproof.Session` is one)."""
-
-    def tool_specs(self) -> list[ToolSpec]:
-        """The specs of every tool and variant."""
-        ...
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One recorded (or frozen) call."""
-        ...
-
-    def is_gated(self, name: str) -> bool:
-        """Whether tool ``name`` is gated by ``approve`` (gets the interruption)."""
-        ...
 
 
 def _answer(result: ToolResult) -> Any:
@@ -66,7 +51,7 @@ def _answer(result: ToolResult) -> Any:
 class _Gated:
     """The deferred calls of one gated tool, by the SDK's call id."""
 
-    def __init__(self, session: SessionCalls, name: str) -> None:
+    def __init__(self, session: SessionPort, name: str) -> None:
         self.session = session
         self.name = name
         self.handles: dict[str, str] = {}
@@ -94,7 +79,7 @@ class _Gated:
         return await self.session.call(self.name, arguments)
 
 
-def _invoker(session: SessionCalls, name: str, gated: _Gated | None) -> Any:
+def _invoker(session: SessionPort, name: str, gated: _Gated | None) -> Any:
     # ToolContext (not RunContextWrapper) in the annotation: the SDK passes the call id
     async def invoke(context: ToolContext[Any], arguments: str) -> Any:
         try:
@@ -110,7 +95,7 @@ def _invoker(session: SessionCalls, name: str, gated: _Gated | None) -> Any:
     return invoke
 
 
-def session_function_tools(session: SessionCalls) -> list[FunctionTool]:
+def session_function_tools(session: SessionPort) -> list[FunctionTool]:
     """One ``FunctionTool`` per tool and variant of ``session``, schemas exactly as bound.
 
     Gated variants get the ``needs_approval`` check of the module docstring.

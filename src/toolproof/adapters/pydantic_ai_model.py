@@ -29,11 +29,11 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from toolproof.adapters.turn_session import TurnSession, turn_recorded
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import value_key
+from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
 
 __all__ = [
@@ -148,7 +148,7 @@ class RecordedModel(WrapperModel):
 
     """
 
-    def __init__(self, wrapped: Model | str, session: TurnSession) -> None:
+    def __init__(self, wrapped: Model | str, session: SessionPort) -> None:
         super().__init__(wrapped)
         self.session = session
 

@@ -22,7 +22,7 @@ a configured channel): it only resumes.
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.tools import ToolDefinition
@@ -30,25 +30,13 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.toolsets.external import TOOL_SCHEMA_VALIDATOR
 
-from toolproof.contract.tools import ToolResult, ToolSpec
+from toolproof.sessions.port import SessionPort
 
-__all__ = ["HANDLE_KEY", "SessionLike", "SessionToolset"]
+__all__ = ["HANDLE_KEY", "SessionToolset"]
 
 HANDLE_KEY = "approval_handle"
 """The reserved param a deferred call is retried with (the ``approve`` wrapper's), and the
 key of the handle in ``DeferredToolRequests.metadata[tool_call_id]``."""
-
-
-class SessionLike(Protocol):
-    """What the toolset needs of a session (:class:`toolproof.Session` is one)."""
-
-    def tool_specs(self) -> list[ToolSpec]:
-        """The specs of every tool and variant."""
-        ...
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One recorded (or frozen) call."""
-        ...
 
 
 class SessionToolset(AbstractToolset[Any]):
@@ -60,7 +48,7 @@ class SessionToolset(AbstractToolset[Any]):
 
     """
 
-    def __init__(self, session: SessionLike, *, max_retries: int = 2) -> None:
+    def __init__(self, session: SessionPort, *, max_retries: int = 2) -> None:
         self._session = session
         self._max_retries = max_retries
         self._handles: dict[str, str] = {}

@@ -5,7 +5,8 @@
 * Both report the failures layers of a call reported (:meth:`CallPort.observed`):
   live, collected by :func:`~toolproof.tools.observe.observe_failures`; frozen, read
   back from the recorded ``failure_observed`` events.
-* :class:`FrozenCalls` serves recorded results by call id and never touches a tool:
+* :class:`FrozenCalls` serves recorded results by call id (the one replay matcher,
+  :mod:`toolproof.runs.matcher`) and never touches a tool:
   an unrecorded call (new arguments, another tool) refuses the replay, naming the
   step and what changed.
 * Clocks decide where a wall-clock budget stops the run: :class:`LiveClock` by the
@@ -34,6 +35,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import ReplayRefused
 from toolproof.extensions.approvals.request import approval_scope
+from toolproof.runs.matcher import Matcher, changed_arguments
 from toolproof.runs.recorder import other_failures
 from toolproof.tools.observe import observe_failures
 from toolproof.tools.toolset import Toolset
@@ -187,7 +189,7 @@ class LiveCalls:
 
 
 class FrozenCalls:
-    """Serves recorded results by call id; never calls a tool.
+    """Serves recorded results by call id (the replay matcher); never calls a tool.
 
     Args:
         events: the recorded trace.
@@ -204,19 +206,19 @@ class FrozenCalls:
         self.differences: list[str] = []
         self.refused: ReplayRefused | None = None
         """The refusal raised, kept so a caller that swallowed it cannot hide it."""
-        self._results: dict[str, ToolResult] = {}
-        self._calls_by_step: dict[str, list[ToolCall]] = {}
         self._asked: dict[str, int] = {}
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         self._approvals: dict[str, list[dict[str, Any]]] = {}
         self._relayed: dict[str, list[dict[str, Any]]] = {}
+        results: list[tuple[str, int, ToolResult, str]] = []
+        made: list[tuple[str, int, ToolCall, str]] = []
         for event in events:
             if isinstance(event, ApprovalRequested | ApprovalDecided | ApprovalSkipped):
                 self._approvals.setdefault(event.call_id, []).append(approval_record(event))
             elif isinstance(event, ToolCalled):
-                self._calls_by_step.setdefault(event.step, []).append(event.call)
+                made.append((event.step, event.idx, event.call, ""))
             elif isinstance(event, ToolReturned):
-                self._results[event.call_id] = event.result
+                results.append((event.call_id, event.idx, event.result, ""))
             elif isinstance(event, FailureObserved):
                 entry = (event.failure, event.recovered_by)
                 self._observed.setdefault(event.call_id, []).append(entry)
@@ -228,6 +230,10 @@ class FrozenCalls:
                     "error": event.error,
                 }
                 self._relayed.setdefault(event.call_id, []).append(relayed)
+        # a call id answered twice (a reasoner's repeated provider call) serves its last result
+        self._results: Matcher[str, ToolResult] = Matcher(reversed(results))
+        self._made: Matcher[str, ToolCall] = Matcher(made)
+        """The calls each step made, in order: what an unrecorded call is compared with."""
 
     def relayed(self, call_id: str) -> list[dict[str, Any]]:
         """The requests recorded as relayed to the caller during call ``call_id``."""
@@ -255,15 +261,14 @@ class FrozenCalls:
         recorded = self._results.get(call.id)
         if recorded is not None:
             return recorded
-        made = self._calls_by_step.get(step, [])
-        before = made[min(occurrence, len(made) - 1)] if made else None
+        before = self._made.at(step, occurrence)
         if before is None:
             why = f"step {call.step!r} made no tool call in the recorded run"
         elif before.tool != call.tool:
             why = f"step {call.step!r} now calls {call.tool!r}, recorded {before.tool!r}"
         else:
-            why = f"step {call.step!r} calls {call.tool!r} with changed arguments " + _changed(
-                dict(before.arguments), dict(call.arguments)
+            why = f"step {call.step!r} calls {call.tool!r} with changed arguments " + (
+                changed_arguments(dict(before.arguments), dict(call.arguments))
             )
         message = f"unrecorded call {call.id}: {why}; a live call would be a new run"
         if not self.lenient:
@@ -273,42 +278,6 @@ class FrozenCalls:
             raise self.refused
         self.differences.append(message)
         return ToolResult.fail("unrecorded", message, where="runtime")
-
-
-_SHORT_ARGUMENTS = 300
-"""Up to this many characters, a changed call shows both argument objects whole."""
-
-
-def _pointer_differences(before: Any, now: Any, at: str, out: list[str]) -> None:
-    if len(out) >= 3:
-        return
-    if isinstance(before, dict) and isinstance(now, dict):
-        for key in sorted(set(before) | set(now)):
-            here = f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
-            _pointer_differences(before.get(key, _ABSENT), now.get(key, _ABSENT), here, out)
-    elif isinstance(before, list) and isinstance(now, list) and len(before) == len(now):
-        for index, (old, new) in enumerate(zip(before, now, strict=True)):
-            _pointer_differences(old, new, f"{at}/{index}", out)
-    elif before != now or type(before) is not type(now):
-        out.append(f"{at or '/'}: recorded {_shown(before)}, now {_shown(now)}")
-
-
-_ABSENT: Any = type("_Absent", (), {"__repr__": lambda self: "(absent)"})()
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
-def _changed(before: dict[str, Any], now: dict[str, Any]) -> str:
-    """Both argument objects when short; else the first (up to 3) differing JSON pointers."""
-    whole = f"{now} (recorded {before})"
-    if len(whole) <= _SHORT_ARGUMENTS:
-        return whole
-    out: list[str] = []
-    _pointer_differences(before, now, "", out)
-    return "at " + "; ".join(out)
 
 
 class FrozenClock:

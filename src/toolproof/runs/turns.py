@@ -19,7 +19,8 @@ one call to the next:
 :class:`RecordedTurns` is the step handler of ``model`` steps when a run is executed
 frozen (a session being finalized, ``toolproof replay``): it hands the recorded bytes
 to the recorder again, so the re-executed trace is the recorded one. It serves each
-step its own turn by step id, so identical requests are never confused there; an
+step its own turn by step id (the one replay matcher, :mod:`toolproof.runs.matcher`),
+so identical requests are never confused there; an
 agent's frozen replay (``toolproof.replay_session``) matches by key and occurrence,
 counted by those admission numbers.
 """
@@ -40,6 +41,7 @@ from toolproof.evidence.pack import PackContents
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
+from toolproof.runs.matcher import Matcher
 from toolproof.runs.recorder import ModelExchange
 
 __all__ = [
@@ -204,8 +206,8 @@ class RecordedTurns:
     ) -> None:
         self.directory = Path(directory)
         self.pack = pack
-        self._turns: dict[str, tuple[ModelTurn, EvidenceRecord, EvidenceRecord]] = {}
         registered: dict[tuple[str, str], EvidenceRecord] = {}
+        turns: list[tuple[str, int, tuple[ModelTurn, EvidenceRecord, EvidenceRecord], str]] = []
         for event in events:
             if isinstance(event, EvidenceRegistered):
                 registered[(event.step, event.evidence.id)] = event.evidence
@@ -213,7 +215,11 @@ class RecordedTurns:
                 request = registered.get((event.step, event.request))
                 response = registered.get((event.step, event.response))
                 if request is not None and response is not None:
-                    self._turns[event.step] = (event, request, response)
+                    turns.append((event.step, event.idx, (event, request, response), ""))
+        # a step answered twice keeps its last turn, as a step id names one turn
+        self._turns: Matcher[str, tuple[ModelTurn, EvidenceRecord, EvidenceRecord]] = Matcher(
+            reversed(turns)
+        )
 
     def __contains__(self, step: str) -> bool:
         return step in self._turns

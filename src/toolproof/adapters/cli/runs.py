@@ -20,7 +20,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolproof.adapters.agent_session import replay_session
 from toolproof.adapters.cli.app import (
     ToolproofCommand,
     ToolproofGroup,
@@ -39,6 +38,7 @@ from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
 from toolproof.adapters.otel_check import check_spans
+from toolproof.adapters.session_runs import replay_session
 from toolproof.adapters.telemetry import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.contract.runs import Plan, Policy

@@ -1,0 +1,181 @@
+"""An agent's session recorded as a run (:func:`record_session`) and replayed frozen.
+
+:func:`record_session` opens a live session (:mod:`toolproof.runs.session`, the
+recorder ``serve --record`` uses) over a Toolset and yields a
+:class:`~toolproof.adapters.agent_session.Session`; when the ``async with`` block ends,
+the session is finalized into ``ROOT/runs/<run_id>`` (:attr:`Session.run_id`),
+verifiable with ``toolproof verify``.
+
+:func:`replay_session` verifies the run, then serves the agent's tool calls by tool,
+canonical arguments and occurrence (so concurrent and repeated identical calls replay),
+its model turns by match key and occurrence, and its reads, from the recording
+(:class:`~toolproof.sessions.frozen.FrozenSession`, through the one replay matcher); the
+first divergence refuses with :class:`~toolproof.errors.ReplayRefused` naming the
+recorded event index and a unified diff of recorded vs asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolproof.adapters.agent_session import Session
+from toolproof.config import load_toolset
+from toolproof.errors import ReplayRefused
+from toolproof.extensions.approvals.request import Approver
+from toolproof.runs.finalize import finalize_session
+from toolproof.runs.replay import describe_descriptor_change
+from toolproof.runs.session import discard_live, open_session
+from toolproof.sessions.frozen import FrozenSession
+from toolproof.tools.toolset import Toolset
+
+__all__ = ["AgentReplay", "record_session", "replay_session", "toolset_of"]
+
+
+@asynccontextmanager
+async def toolset_of(source: Toolset | str | Path) -> AsyncIterator[Toolset]:
+    """``source`` itself when a Toolset, else the Toolset loaded from the ``toolproof.toml``."""
+    if isinstance(source, Toolset):
+        yield source
+        return
+    async with load_toolset(Path(source)) as toolset:
+        yield toolset
+
+
+@asynccontextmanager
+async def record_session(
+    source: Toolset | str | Path,
+    *,
+    root: str | Path,
+    task: str,
+    approver: Approver | None = None,
+) -> AsyncIterator[Session]:
+    """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
+
+    Args:
+        source: a sealed Toolset, or the path of a ``toolproof.toml``.
+        root: the artifact root (the run lands in ``root/runs/<run_id>``).
+        task: what the agent was asked (the run spec's task).
+        approver: the Python approval channel for the ``approve`` layers of this
+            session's calls (``async approver(request) -> bool | Decision``, see
+            docs/approvals.md); it takes precedence over ``load_toolset(approver=)``.
+            ``None``: the Toolset's callback, or decisions from the store.
+
+    Yields:
+        The live :class:`Session`; after the block, :attr:`Session.run_id` is set.
+
+    Raises:
+        InputError: a bad root.
+        RecordingError: the session or its run cannot be written.
+
+    """
+    async with toolset_of(source) as toolset:
+        live = open_session(Path(root), toolset, task=task)
+        session = Session(toolset, live, approver=approver)
+        try:
+            yield session
+        except BaseException:
+            live.close()
+            if live.calls == 0:
+                discard_live(live.directory)
+            raise
+        live.close()
+        outcome = await finalize_session(live.directory, Path(root))
+        session.run_id = outcome.run_id
+
+
+@dataclass(frozen=True)
+class AgentReplay:
+    """What :func:`replay_session` found.
+
+    Attributes:
+        run_id: the replayed run.
+        identical: every recorded call was asked for again (tool, arguments,
+            occurrence) and the answer is the recorded one.
+        calls: tool calls served from the recording.
+        live_calls: tool bodies run: always 0.
+        verified: the recorded run re-verifies.
+        turns: model turns served from the recording (no model was asked).
+
+    """
+
+    run_id: str
+    identical: bool
+    calls: int
+    live_calls: int
+    verified: bool
+    turns: int = 0
+
+
+async def _run_frozen(
+    agent: Callable[[Session], Coroutine[Any, Any, None]], session: Session, frozen: FrozenSession
+) -> None:
+    """Run the agent; a refusal it caused wins over whatever a framework made of it."""
+    try:
+        await agent(session)
+    except Exception:
+        if frozen.refused is not None:
+            raise frozen.refused from None
+        raise
+    if frozen.refused is not None:  # the agent (or its framework) swallowed it
+        raise frozen.refused
+
+
+async def replay_session(
+    run_dir: str | Path,
+    agent: Callable[[Session], Coroutine[Any, Any, None]],
+    *,
+    toolset: Toolset | str | Path | None = None,
+) -> AgentReplay:
+    """Run ``agent`` against a recorded session, frozen: no tool body runs.
+
+    The run is verified first. Tool calls are matched by tool, canonical arguments
+    and occurrence; the answer must equal the recorded one.
+
+    Args:
+        run_dir: the run directory (``ROOT/runs/<run_id>``).
+        agent: the agent code, ``async (Session) -> None``.
+        toolset: the current Toolset (or ``toolproof.toml``) whose specs the agent
+            sees; its descriptor must equal the recorded one. ``None``: the recorded
+            tool names with an open ``{"type": "object"}`` schema. No tool of it is
+            ever called.
+
+    Returns:
+        The :class:`AgentReplay`.
+
+    Raises:
+        ReplayRefused: ``run_dir`` is not a directory, the run does not verify, the
+            Toolset's descriptor changed, or
+            the agent diverged: an unrecorded
+            or extra call (naming the recorded event index, with a unified diff), a
+            recorded call it never made, or a different answer.
+
+    """
+    directory = Path(run_dir)
+    if not directory.is_dir():
+        raise ReplayRefused(
+            f"frozen replay refused: no run directory at {directory} "
+            "(rule: run_dir is a run directory, ROOT/runs/<run_id>)",
+            check="verify",
+        )
+    frozen = FrozenSession.load(directory)
+    if toolset is None:
+        session = Session(None, None, frozen)
+        await _run_frozen(agent, session, frozen)
+    else:
+        async with toolset_of(toolset) as current:
+            recorded = frozen.descriptor
+            if recorded is not None and current.descriptor().id != recorded.id:
+                change = describe_descriptor_change(recorded, current.descriptor())
+                raise ReplayRefused(
+                    f"frozen replay refused: the runtime descriptor changed: {change}",
+                    rule="runtime descriptor",
+                )
+            session = Session(current, None, frozen)
+            await _run_frozen(agent, session, frozen)
+    frozen.finish(session.answered)
+    served, turns = frozen.calls.served, frozen.turns.served
+    return AgentReplay(directory.name, True, served, session.live_calls, True, turns)

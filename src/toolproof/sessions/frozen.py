@@ -1,0 +1,292 @@
+"""An agent session's frozen replay: the recording, served through the one replay matcher.
+
+:meth:`FrozenSession.load` verifies a recorded session's run and reads what
+``toolproof.replay_session`` serves: tool calls by tool, canonical arguments and
+occurrence; model turns by source, match key (:mod:`toolproof.runs.turns`) and
+occurrence; resource reads and prompt gets by canonical request, in recorded order
+(:class:`~toolproof.runs.matcher.Matcher`). The first divergence refuses with
+:class:`~toolproof.errors.ReplayRefused` naming the recorded event index and a unified
+diff of recorded vs asked (:meth:`FrozenSession.serve_call`,
+:meth:`FrozenSession.serve_turn`, :meth:`FrozenSession.finish`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolproof.contract.evidence import EvidenceRecord
+from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
+from toolproof.contract.trace import (
+    EvidenceRegistered,
+    ModelTurn,
+    PromptGot,
+    ResourceRead,
+    StepFinished,
+    ToolCalled,
+    ToolReturned,
+)
+from toolproof.errors import InputError, ReplayRefused
+from toolproof.identity import canonical_json
+from toolproof.runs.matcher import Matcher, call_text, diff
+from toolproof.runs.session import admission_sorted
+from toolproof.runs.turns import exchange_key, key_text
+from toolproof.sessions.port import RecordedTurn
+from toolproof.tools.exposure import GATE_EXTENSION
+from toolproof.verify.verifier import verify_run
+from toolproof.verify.view import RunView
+
+__all__ = ["FrozenSession"]
+
+CallKey = tuple[str, bytes]
+"""A tool call's match key: (tool, canonical arguments)."""
+TurnKey = tuple[str, bytes]
+"""A model turn's match key: (source, :func:`~toolproof.runs.turns.turn_key`)."""
+
+
+def _call_shown(key: CallKey) -> str:
+    return call_text(*key)
+
+
+class FrozenSession:
+    """A recorded agent session, served frozen (build it with :meth:`load`).
+
+    Attributes:
+        calls: the recorded tool results by (tool, canonical arguments), in asked order.
+        turns: the recorded model turns by (source, match key), in asked order.
+        reads: the recorded resource reads and prompt gets by canonical request.
+        answer: the recorded answer (``{"answer", "citations"}``), if any.
+        specs: the recorded exposed tool names, open schemas.
+        descriptor: the recorded Toolset descriptor.
+        gated: the recorded tools whose layer chain holds ``approve``.
+        refused: the first refusal, kept so a framework that wraps or swallows it
+            cannot hide it.
+
+    """
+
+    def __init__(
+        self,
+        calls: Matcher[CallKey, ToolResult],
+        turns: Matcher[TurnKey, RecordedTurn],
+        reads: Matcher[bytes, dict[str, Any]],
+        answer: dict[str, Any] | None,
+    ) -> None:
+        self.calls = calls
+        self.turns = turns
+        self.reads = reads
+        self.answer = answer
+        self.specs: tuple[ToolSpec, ...] = ()
+        self.descriptor: ToolsetDescriptor | None = None
+        self.gated: frozenset[str] = frozenset()
+        self.refused: ReplayRefused | None = None
+
+    @classmethod
+    def load(cls, directory: Path) -> FrozenSession:
+        """Verify the run at ``directory`` and read what its frozen replay serves.
+
+        Raises:
+            ReplayRefused: the run does not verify (``check="verify"``).
+
+        """
+        verification = verify_run(directory)
+        if not verification.ok:
+            first = verification.failures[0]
+            raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
+        view = RunView(directory)
+        events = view.events or []
+        end = next(
+            (e.idx for e in events if isinstance(e, StepFinished) and e.step == "derive"),
+            len(events),
+        )
+        called: dict[str, ToolCalled] = {}
+        calls: list[tuple[CallKey, int, ToolResult, str]] = []
+        turns: list[tuple[TurnKey, int, RecordedTurn, str]] = []
+        reads: list[tuple[bytes, int, dict[str, Any], str]] = []
+        registered: dict[str, EvidenceRecord] = {}
+        for event in events:
+            if isinstance(event, ToolCalled):
+                called[event.call_id] = event
+            elif isinstance(event, ToolReturned) and event.call_id in called:
+                asked = called[event.call_id]
+                key = (asked.call.tool, canonical_json(dict(asked.call.arguments)))
+                calls.append((key, asked.idx, event.result, asked.step))
+            elif isinstance(event, EvidenceRegistered):
+                registered[event.evidence.id] = event.evidence
+            elif isinstance(event, ModelTurn):
+                request = (directory / registered[event.request].path).read_bytes()
+                response = (directory / registered[event.response].path).read_bytes()
+                turn_key = (event.source, exchange_key(event.source, request, dict(event.detail)))
+                turn = RecordedTurn(response, dict(event.detail))
+                turns.append((turn_key, event.idx, turn, event.step))
+            elif isinstance(event, ResourceRead | PromptGot):
+                reads.append((_read_key(event), event.idx, dict(event.result), ""))
+        answer = None
+        if view.spec is not None and view.spec.reasoner.name == "answer":
+            answer = dict(view.spec.reasoner.params)
+        # repeated identical calls (and turns) are served in the order they were asked:
+        # by admission number (the step's), not by trace position (the order answered)
+        frozen = cls(
+            Matcher(calls, asked_order=admission_sorted, end=end),
+            Matcher(turns, asked_order=admission_sorted, end=end),
+            Matcher(reads),
+            answer,
+        )
+        if view.runtime is not None:  # names only: without a Toolset the schemas are not known
+            toolset = view.runtime.toolset
+            hidden = set(toolset.exposure.hidden) if toolset.exposure is not None else set()
+            frozen.specs = tuple(
+                ToolSpec(name=tool.name, input_schema={"type": "object"})
+                for tool in toolset.tools
+                if tool.name not in hidden
+            )
+            frozen.gated = frozenset(
+                tool.name
+                for tool in toolset.tools
+                if any(layer.name == GATE_EXTENSION for layer in tool.stack)
+            )
+            frozen.descriptor = toolset
+        return frozen
+
+    def serve_call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """The recorded result of the next occurrence of ``name(arguments)``.
+
+        Raises:
+            ReplayRefused: the call has no canonical JSON form (rule ``arguments``), or
+                it was not recorded, or every recorded occurrence was served (rule
+                ``call``; naming the recorded event index of the next unserved call,
+                with a unified diff of it and the asked one).
+
+        """
+        try:
+            key = (name, canonical_json(arguments))
+        except InputError as exc:
+            raise ReplayRefused(
+                f"frozen replay refused: the agent called {name!r} with arguments that have "
+                f"no canonical JSON form ({exc.message})",
+                rule="arguments",
+            ) from None
+        taken = self.calls.taken(key)
+        result = self.calls.take(key)
+        if result is not None:
+            return result
+        index, expected = self._expected(self.calls, _call_shown)
+        what = "an extra call" if key in self.calls else "an unrecorded call"
+        self.refused = ReplayRefused(
+            f"frozen replay refused at event {index}: the agent made {what} to {name!r} "
+            f"(occurrence {taken + 1}); a live call would be a new run\n"
+            f"{diff(expected, _call_shown(key))}",
+            event=index,
+            rule="call",
+        )
+        raise self.refused
+
+    def serve_turn(self, source: str, key: bytes, *, open_schemas: bool = False) -> RecordedTurn:
+        """The recorded turn of the next occurrence of ``(source, key)``.
+
+        Occurrences count in the order the turns were *asked* when recorded (their
+        admission numbers, ``turn-0000000N``), not the order they were answered.
+
+        Raises:
+            ReplayRefused: no such turn was recorded, or every recorded one was served
+                (naming the recorded event index of the next unserved turn, with a
+                unified diff of its match key and the asked one; with ``open_schemas``,
+                the agent saw the recorded names with open schemas, which the message
+                says).
+
+        """
+        entry = (source, key)
+        taken = self.turns.taken(entry)
+        turn = self.turns.take(entry)
+        if turn is not None:
+            return turn
+        index, expected = self._expected(self.turns, _turn_shown)
+        what = "an extra" if entry in self.turns else "an unrecorded"
+        hint = ""
+        if open_schemas:
+            hint = (
+                " (this replay has no toolset=, so the agent sees the recorded tool names "
+                "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "
+                "toolproof replay --config toolproof.toml)"
+            )
+        self.refused = ReplayRefused(
+            f"frozen replay refused at event {index}: the agent made {what} {source} model "
+            f"request (occurrence {taken + 1}); a live model turn would be a new run{hint}\n"
+            f"{diff(expected, key_text(key))}",
+            event=index,
+            rule="model turn",
+        )
+        raise self.refused
+
+    def serve_read(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The next recorded result of a resource read or prompt get ``request``.
+
+        Raises:
+            ReplayRefused: the recording holds no (more) such read (rule ``read``).
+
+        """
+        found = self.reads.take(canonical_json(request))
+        if found is None:
+            self.refused = ReplayRefused(
+                f"frozen replay refused: the agent asked {request}, which the recording "
+                "does not hold; a live read would be a new run",
+                rule="read",
+            )
+            raise self.refused
+        return found
+
+    def finish(self, answered: dict[str, Any] | None) -> None:
+        """After the agent ran: every recorded turn and call was asked, the answer is equal.
+
+        Raises:
+            ReplayRefused: the first recorded model request (rule ``missing model
+                turn``) or call (rule ``missing call``) the agent never made, or the
+                answer differs (rule ``answer``); each naming its event index, with a diff.
+
+        """
+        first_call = self.calls.first_pending()
+        first_turn = self.turns.first_pending()
+        if first_turn is not None and (first_call is None or first_turn[0] < first_call[0]):
+            index, (source, key) = first_turn
+            raise ReplayRefused(
+                f"frozen replay refused at event {index}: the agent never made the recorded "
+                f"{source} model request\n{diff(key_text(key), '')}",
+                event=index,
+                rule="missing model turn",
+            )
+        if first_call is not None:
+            index, (tool, raw) = first_call
+            raise ReplayRefused(
+                f"frozen replay refused at event {index}: the agent never made the recorded "
+                f"call to {tool!r}\n{diff(call_text(tool, raw), '')}",
+                event=index,
+                rule="missing call",
+            )
+        recorded = (self.answer or {}).get("answer")
+        asked = (answered or {}).get("answer")
+        if recorded != asked:
+            end = self.calls.end
+            raise ReplayRefused(
+                f"frozen replay refused at event {end}: the answer differs\n"
+                f"{diff(str(recorded or ''), str(asked or ''))}",
+                event=end,
+                rule="answer",
+            )
+
+    @staticmethod
+    def _expected(matcher: Matcher[Any, Any], shown: Any) -> tuple[int, str]:
+        """The next unserved recorded item's event index and text (none: the end, ``""``)."""
+        pending = matcher.first_pending()
+        if pending is None:
+            return matcher.end, ""
+        return pending[0], shown(pending[1])
+
+
+def _turn_shown(key: TurnKey) -> str:
+    return key_text(key[1])
+
+
+def _read_key(event: ResourceRead | PromptGot) -> bytes:
+    if isinstance(event, ResourceRead):
+        return canonical_json({"method": "resources/read", "uri": event.uri})
+    asked = {"method": "prompts/get", "name": event.name, "arguments": dict(event.arguments)}
+    return canonical_json(asked)
