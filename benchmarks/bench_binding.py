@@ -43,7 +43,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from toolproof import Tool, ToolContribution, bind_contribution
-from toolproof.adapters.langchain import as_structured_tool
+from toolproof.adapters.frameworks.langchain import as_structured_tool
 
 ARGS = {"a": 1, "b": 2}
 ADD_SCHEMA = {

@@ -58,10 +58,10 @@ from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.store import EvidenceStore
 from toolproof.runs.calls import LiveCalls, LiveClock
 from toolproof.runs.executor import Executor
+from toolproof.runs.live import open_session
 from toolproof.runs.planner import plan_run
 from toolproof.runs.recorder import CallRecord, Durability, Recorder
 from toolproof.runs.run import execute_run
-from toolproof.runs.session import open_session
 from toolproof.tools.observe import observe_failures
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
 from toolproof.evidence.terms import query_terms
-from toolproof.tools.retrieval import RetrievalRuntime
+from toolproof.sources.retrieval.runtime import RetrievalRuntime
 
 QUERIES = [
     "What does the nonlocal statement do?",

@@ -49,12 +49,16 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolproof.adapters.agent_session import Session
-from toolproof.adapters.httpx_transport import RecordingTransport
-from toolproof.adapters.pydantic_ai_model import RecordedModel, request_bytes, response_bytes
+from toolproof.adapters.frameworks.httpx_transport import RecordingTransport
+from toolproof.adapters.frameworks.pydantic_ai_model import (
+    RecordedModel,
+    request_bytes,
+    response_bytes,
+)
+from toolproof.adapters.session import Session
 from toolproof.evidence.encoding import encode_value
+from toolproof.runs.live import open_session
 from toolproof.runs.recorder import Durability
-from toolproof.runs.session import open_session
 
 CHAT = json.dumps(
     {

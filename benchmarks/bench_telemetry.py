@@ -43,7 +43,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof import Tool, ToolResult
-from toolproof.adapters.telemetry import uninstrument
+from toolproof.adapters.telemetry.instrument import uninstrument
 
 ARGS = {"a": 1, "b": 2}
 

@@ -33,8 +33,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import FunctionModel
 
-from toolproof.adapters.httpx_transport import RecordingTransport
-from toolproof.adapters.pydantic_ai_model import RecordedModel
+from toolproof.adapters.frameworks.httpx_transport import RecordingTransport
+from toolproof.adapters.frameworks.pydantic_ai_model import RecordedModel
 from toolproof.runs.recorder import Durability
 
 KINDS = ("pydantic-ai", "http")

@@ -42,7 +42,7 @@ def exporter() -> Iterator[object]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     import toolproof
-    from toolproof.adapters.telemetry import uninstrument
+    from toolproof.adapters.telemetry.instrument import uninstrument
 
     made = InMemorySpanExporter()
     provider = TracerProvider()

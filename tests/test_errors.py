@@ -16,7 +16,7 @@ import toolproof
 from toolproof import ToolFailure, errors
 from toolproof.adapters.cli.app import report_error
 from toolproof.adapters.http.problems import install_problem_handlers
-from toolproof.adapters.mcp_server import mcp_error
+from toolproof.adapters.mcp.server import mcp_error
 from toolproof.errors import (
     ERROR_TABLE,
     UNKNOWN_ERROR,

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from toolproof.version import __version__
 
 if TYPE_CHECKING:
-    from toolproof.adapters.agent_session import Session
+    from toolproof.adapters.session import Session
     from toolproof.adapters.session_runs import record_session, replay_session
-    from toolproof.adapters.telemetry import instrument
+    from toolproof.adapters.telemetry.instrument import instrument
     from toolproof.config import load_toolset
     from toolproof.contract.runs import Report, RunSpec
     from toolproof.contract.tools import (
@@ -65,11 +65,11 @@ if TYPE_CHECKING:
     from toolproof.runs.replay import replay_run
     from toolproof.runs.run import execute_run
     from toolproof.runs.spec import load_spec
+    from toolproof.schema.limits import SchemaLimits
     from toolproof.tools.content import Audio, EmbeddedResource, Image, ResourceLink
     from toolproof.tools.context import Context
     from toolproof.tools.declared import ToolContribution, bind_contribution, declarable_field
     from toolproof.tools.function import tool
-    from toolproof.tools.limits import SchemaLimits
     from toolproof.tools.python_catalog import prompt, resource
     from toolproof.tools.tool import Tool
     from toolproof.tools.toolset import Toolset
@@ -140,10 +140,10 @@ __all__ = [
 ]
 
 _HOMES: dict[str, str] = {
-    "Session": "toolproof.adapters.agent_session",
+    "Session": "toolproof.adapters.session",
     "record_session": "toolproof.adapters.session_runs",
     "replay_session": "toolproof.adapters.session_runs",
-    "instrument": "toolproof.adapters.telemetry",
+    "instrument": "toolproof.adapters.telemetry.instrument",
     "load_toolset": "toolproof.config",
     "Report": "toolproof.contract.runs",
     "RunSpec": "toolproof.contract.runs",
@@ -194,7 +194,7 @@ _HOMES: dict[str, str] = {
     "bind_contribution": "toolproof.tools.declared",
     "declarable_field": "toolproof.tools.declared",
     "tool": "toolproof.tools.function",
-    "SchemaLimits": "toolproof.tools.limits",
+    "SchemaLimits": "toolproof.schema.limits",
     "prompt": "toolproof.tools.python_catalog",
     "resource": "toolproof.tools.python_catalog",
     "Tool": "toolproof.tools.tool",

@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPError
 from serve_helpers import TOOLPROOF, free_port, spawn, wait_listening
 
 from toolproof import load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 from toolproof.extensions.approvals.store import ApprovalStore
 
 ALICE = {"Authorization": f"Bearer {APPROVER_TOKEN}"}

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 
 from toolproof import ToolCallError, ToolContribution, bind_contribution
-from toolproof.adapters.callable import OMITTED, as_callable
+from toolproof.adapters.frameworks.callable import OMITTED, as_callable
 
 
 class Recorder:

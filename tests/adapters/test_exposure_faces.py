@@ -44,7 +44,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import toolproof
 from toolproof.adapters.cli.serve import _count
 from toolproof.adapters.http import ApiSettings, create_app
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 from toolproof.adapters.session_runs import AgentReplay
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError

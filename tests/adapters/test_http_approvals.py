@@ -27,7 +27,7 @@ from serve_helpers import free_port, spawn
 
 from toolproof import ToolResult, load_toolset
 from toolproof.adapters.http import ApiSettings, create_app
-from toolproof.adapters.tokens import load_named_tokens
+from toolproof.adapters.http.tokens import load_named_tokens
 from toolproof.errors import InputError
 
 ALICE = {"Authorization": f"Bearer {APPROVER_TOKEN}"}

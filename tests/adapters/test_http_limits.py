@@ -18,7 +18,7 @@ import httpx
 import pytest
 from serve_helpers import SERVE_CONFIG, free_port, spawn
 
-from toolproof.adapters.asgi import HEADER_TIMEOUT
+from toolproof.adapters.http.asgi import HEADER_TIMEOUT
 
 TOKEN = "limits-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

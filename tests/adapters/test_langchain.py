@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from toolproof import Tool, ToolCallError, ToolContribution, bind_contribution
-from toolproof.adapters.langchain import args_model, as_structured_tool
+from toolproof.adapters.frameworks.langchain import args_model, as_structured_tool
 
 HARD_SCHEMA: dict[str, Any] = {
     "type": "object",

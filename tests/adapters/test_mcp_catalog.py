@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from toolproof import load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "conformance" / "reference_server.py"
 

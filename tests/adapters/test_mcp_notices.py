@@ -17,7 +17,7 @@ from typing import Any
 from mcp import Client
 
 from toolproof import load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 
 SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_notify_server.py"
 LISTS = [

@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from serve_helpers import free_port, spawn
 
 from toolproof import record_session, replay_session
-from toolproof.adapters.agent_session import Session
+from toolproof.adapters.session import Session
 from toolproof.errors import ReplayRefused
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.replay import replay_run

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from toolproof import Context, Tool, load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "conformance"
 NATIVE = FIXTURES / "native.toml"

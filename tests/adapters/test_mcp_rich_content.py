@@ -11,7 +11,7 @@ from mcp import Client
 
 import toolproof
 from toolproof import Audio, EmbeddedResource, Image, ResourceLink, Tool, Toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 from toolproof.identity import canonical_json
 from toolproof.tools.content import CONTENT_KEY, is_content, rich_value
 

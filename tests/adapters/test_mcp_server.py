@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from serve_helpers import SERVE_CONFIG, SERVE_TOOLS
 
 from toolproof import Tool, ToolResult, load_toolset
-from toolproof.adapters.mcp_server import build_server, mcp_output_schema, mcp_result
+from toolproof.adapters.mcp.server import build_server, mcp_output_schema, mcp_result
 
 
 def test_object_output_schema_is_listed_as_is() -> None:

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from serve_helpers import spawn
 
-from toolproof.adapters.rebinding import loopback_address, loopback_names
-from toolproof.adapters.tokens import is_loopback
+from toolproof.adapters.http.rebinding import loopback_address, loopback_names
+from toolproof.adapters.http.tokens import is_loopback
 
 TOOLS = '''
 import os

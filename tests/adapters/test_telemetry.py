@@ -77,7 +77,7 @@ class Otel:
 def otel() -> Iterator[Otel]:
     made = Otel()
     yield made
-    toolproof.adapters.telemetry.uninstrument()
+    toolproof.adapters.telemetry.instrument.uninstrument()
 
 
 def parent_of(span: ReadableSpan) -> int | None:
@@ -287,7 +287,7 @@ def test_captured_content_goes_through_the_audit_redaction() -> None:
         assert span.attributes["toolproof.result"] == '"hello ada"'
         assert "s3cret" not in json.dumps(dict(span.attributes))
     finally:
-        toolproof.adapters.telemetry.uninstrument()
+        toolproof.adapters.telemetry.instrument.uninstrument()
 
 
 def test_a_redact_entry_that_is_not_a_pointer_is_refused() -> None:
@@ -395,7 +395,7 @@ def test_spans_export_over_otlp_http_to_a_real_receiver() -> None:
         asyncio.run(add_tool().call({"a": 1}))
         provider.force_flush()
     finally:
-        toolproof.adapters.telemetry.uninstrument()
+        toolproof.adapters.telemetry.instrument.uninstrument()
         provider.shutdown()
         server.shutdown()
         server.server_close()

@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanKind
 from serve_helpers import free_port, spawn
 
 from toolproof import Tool, Toolset, load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 from toolproof.identity import digest_json
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736

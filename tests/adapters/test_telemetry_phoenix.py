@@ -98,7 +98,7 @@ def test_a_tool_call_exported_to_phoenix_reads_back_with_its_attributes_and_pare
             bad = asyncio.run(tool.call({"a": "one"}))
         provider.force_flush()
     finally:
-        toolproof.adapters.telemetry.uninstrument()
+        toolproof.adapters.telemetry.instrument.uninstrument()
         provider.shutdown()
     assert (ok.value, bad.failure is not None) == (2, True)
     assert bad.failure is not None

@@ -9,7 +9,7 @@ import pytest
 from backend_support import CONFIG, copy_fixture, run, wait_gone
 
 from toolproof.backends import CELERY, PROCESS
-from toolproof.backends.extensions import PROCESS_POOLS
+from toolproof.backends.builtin import PROCESS_POOLS
 from toolproof.config import extension_registry, load_toolset
 from toolproof.errors import ExtensionError
 from toolproof.extensions import ComboElement, ExtensionKind, build_combo

@@ -1,7 +1,7 @@
 """The binding conformance suite through the LangChain adapter.
 
 ``bind`` binds the declaration with :func:`toolproof.bind_contribution` and presents
-it with :func:`toolproof.adapters.langchain.as_structured_tool`; a call is
+it with :func:`toolproof.adapters.frameworks.langchain.as_structured_tool`; a call is
 ``await structured.ainvoke(arguments)``, so every probe checks that LangChain's
 path hands the body exactly what a direct call would (refusals raise
 ``ToolException``). Run by ``tests/conformance/harness.py``.
@@ -14,7 +14,7 @@ from typing import Any
 
 from binding_adapter import declared_tool  # the harness puts this folder on sys.path
 
-from toolproof.adapters.langchain import as_structured_tool
+from toolproof.adapters.frameworks.langchain import as_structured_tool
 
 
 def bind(

@@ -8,7 +8,7 @@ from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
 from toolproof.evidence.terms import query_terms
 from toolproof.identity import digest
-from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
+from toolproof.sources.retrieval.runtime import IndexConfig, RetrievalRuntime
 
 
 @pytest.fixture(scope="module")

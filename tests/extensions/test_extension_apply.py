@@ -15,7 +15,7 @@ from toolproof.extensions import (
     transformer,
     wrapper,
 )
-from toolproof.extensions.forms import call_next_for
+from toolproof.extensions.decorators import call_next_for
 from toolproof.identity import digest_json
 
 REGISTERED = "approve, args, audit, cache, project, rate_limit, retry, timeout"

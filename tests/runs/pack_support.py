@@ -14,8 +14,8 @@ from typing import Any
 
 from toolproof import Tool, Toolset
 from toolproof.identity import canonical_json, digest
+from toolproof.runs.live import LiveSession, open_session
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.session import LiveSession, open_session
 from toolproof.runs.turns import exchange_key
 from toolproof.tools.observe import Observation
 

@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 import toolproof
 from toolproof import Session, Tool, Toolset
-from toolproof.adapters.httpx_transport import RecordingTransport
+from toolproof.adapters.frameworks.httpx_transport import RecordingTransport
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 

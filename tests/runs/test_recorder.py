@@ -41,8 +41,8 @@ from toolproof.errors import ToolCallError
 from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
+from toolproof.runs.live import LiveSession, open_session
 from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
-from toolproof.runs.session import LiveSession, open_session
 from toolproof.tools.observe import Observation
 from toolproof.tools.toolset import Toolset
 

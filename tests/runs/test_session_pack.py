@@ -18,7 +18,7 @@ from pack_support import record, step, toolset
 from toolproof.errors import VerificationError
 from toolproof.evidence.pack import read_pack
 from toolproof.runs.finalize import finalize_session, recover_session
-from toolproof.runs.session import open_session
+from toolproof.runs.live import open_session
 from toolproof.verify.verifier import verify_run
 
 SUPPORT = Path(__file__).with_name("pack_support.py")

@@ -19,7 +19,7 @@ from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, ToolCallError, VerificationError
 from toolproof.runs.finalize import finalize_session, recover_session
-from toolproof.runs.session import open_session
+from toolproof.runs.live import open_session
 from toolproof.tools.observe import Observation
 from toolproof.verify.verifier import verify_run
 

@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolproof
-from toolproof.adapters.otel_check import check_spans
+from toolproof.adapters.telemetry.check import check_spans
 from toolproof.errors import VerificationError
 
 

@@ -9,10 +9,10 @@ import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import ModelRequestParameters
 
-from toolproof.adapters.httpx_transport import (
+from toolproof.adapters.frameworks.httpx_transport import (
     recorded_url,
 )
-from toolproof.adapters.pydantic_ai_model import request_and_key, request_value
+from toolproof.adapters.frameworks.pydantic_ai_model import request_and_key, request_value
 from toolproof.identity import canonical_json
 from toolproof.runs.turns import value_key
 

@@ -3,7 +3,7 @@
 A test that once said "refused in under 0.5 s" says instead how much work the refusal
 took: how many validators were compiled (``jsonschema_rs.validator_for``, the one place
 a schema is compiled) and how many ``$ref`` lookups the schema checks made
-(:meth:`toolproof.tools.refs.RefWalker.lookup`). Counts do not depend on the machine.
+(:meth:`toolproof.schema.refs.RefWalker.lookup`). Counts do not depend on the machine.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from toolproof.tools.refs import RefWalker
+from toolproof.schema.refs import RefWalker
 
 
 @contextmanager

@@ -14,8 +14,8 @@ from toolproof.errors import ConfigError, InputError
 from toolproof.runs.registries import RunRegistries
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.runs.runtime_plugin import RuntimeRegistry
+from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.testing import assert_frozen_replay, assert_retrieval_conforms
-from toolproof.tools.retrieval_seam import RetrievalRegistry
 
 pytestmark = pytest.mark.usefixtures("sample_plugin")
 

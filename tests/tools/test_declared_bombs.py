@@ -16,7 +16,7 @@ import pytest
 from work_support import schema_work
 
 from toolproof import ToolBindError, ToolContribution, bind_contribution
-from toolproof.tools.schema import MAX_REGEX_BACKTRACK, compile_validator
+from toolproof.schema.validation import MAX_REGEX_BACKTRACK, compile_validator
 from toolproof.tools.tool import MAX_VALIDATION_WORK
 
 _UNIQUE = (

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from work_support import schema_work
 
 from toolproof import SchemaLimits, ToolBindError, ToolContribution, bind_contribution
-from toolproof.tools.expansion import expansion_size, path_expansion
-from toolproof.tools.limits import MAX_REF_EXPANSION, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
-from toolproof.tools.refs import RefWalker, resolve_uri
-from toolproof.tools.schema import compile_validator
+from toolproof.schema.expansion import expansion_size, path_expansion
+from toolproof.schema.limits import MAX_REF_EXPANSION, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+from toolproof.schema.refs import RefWalker, resolve_uri
+from toolproof.schema.validation import compile_validator
 
 
 async def _invoke(arguments: dict[str, Any]) -> Any:

@@ -22,7 +22,7 @@ from toolproof import (
     bind_contribution,
     canonical_json,
 )
-from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, json_problem
+from toolproof.schema.validation import MAX_ARGUMENT_DEPTH, json_problem
 
 DEPTHS = [50_000, 1_000_000]
 _RULE = (

@@ -21,8 +21,8 @@ from mcp_support import FIXTURE, alive, descendants, fixture_entry, servers
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
-from toolproof.tools.mcp_common import McpCallError, McpServer
-from toolproof.tools.mcp_session import McpConnection
+from toolproof.sources.mcp.common import McpCallError, McpServer
+from toolproof.sources.mcp.connection import McpConnection
 from toolproof.tools.resources import MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
 

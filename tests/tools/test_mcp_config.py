@@ -10,7 +10,7 @@ import pytest
 
 from toolproof.config import McpSource, build_toolset, load_config
 from toolproof.errors import ConfigError
-from toolproof.tools.mcp import McpServer
+from toolproof.sources.mcp.source import McpServer
 
 
 def config_error(tmp_path: Path, text: str) -> ConfigError:

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp_support import everything_bin, fixture_entry
 
 from toolproof import load_toolset
-from toolproof.adapters.mcp_server import build_server
+from toolproof.adapters.mcp.server import build_server
 from toolproof.identity import canonical_json, digest
 from toolproof.tools.content import CONTENT_KEY
 

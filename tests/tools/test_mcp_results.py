@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolproof.errors import ToolCallError
-from toolproof.tools.mcp import result_value
+from toolproof.sources.mcp.source import result_value
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),

@@ -14,8 +14,8 @@ from toolproof import (
     bind_contribution,
     declarable_field,
 )
-from toolproof.adapters.callable import OMITTED, as_callable
-from toolproof.adapters.langchain import ToolproofStructuredTool, as_structured_tool
+from toolproof.adapters.frameworks.callable import OMITTED, as_callable
+from toolproof.adapters.frameworks.langchain import ToolproofStructuredTool, as_structured_tool
 from toolproof.tools.declared import bind_contributions
 
 

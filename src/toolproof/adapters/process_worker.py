@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from toolproof.adapters.telemetry import instrumented_builder
+from toolproof.adapters.telemetry.instrument import instrumented_builder
 from toolproof.backends.protocol import MAX_FRAME
 from toolproof.backends.worker import serve_pipes
 from toolproof.config import build_toolset

@@ -1,8 +1,8 @@
 """An agent's session recorded as a run (:func:`record_session`) and replayed frozen.
 
-:func:`record_session` opens a live session (:mod:`toolproof.runs.session`, the
+:func:`record_session` opens a live session (:mod:`toolproof.runs.live`, the
 recorder ``serve --record`` uses) over a Toolset and yields a
-:class:`~toolproof.adapters.agent_session.Session`; when the ``async with`` block ends,
+:class:`~toolproof.adapters.session.Session`; when the ``async with`` block ends,
 the session is finalized into ``ROOT/runs/<run_id>`` (:attr:`Session.run_id`),
 verifiable with ``toolproof verify``.
 
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolproof.adapters.agent_session import Session
+from toolproof.adapters.session import Session
 from toolproof.config import load_toolset
 from toolproof.errors import ReplayRefused
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.finalize import finalize_session
+from toolproof.runs.live import discard_live, open_session
 from toolproof.runs.replay import describe_descriptor_change
-from toolproof.runs.session import discard_live, open_session
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.tools.toolset import Toolset
 

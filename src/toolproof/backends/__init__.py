@@ -11,8 +11,8 @@ used by ``load_toolset``) registers them into the registry it binds from, with
 is built.
 """
 
-from toolproof.backends.extensions import CELERY, PROCESS
-from toolproof.backends.form import backend
+from toolproof.backends.builtin import CELERY, PROCESS
+from toolproof.backends.decorators import backend
 from toolproof.backends.local import LocalBackend
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import Backend, BackendRequest

@@ -2,7 +2,7 @@
 
 One call is one ``toolproof.run`` task: publish, then wait for its result with a
 bound. Per-call delivery options are reserved parameters of the variant
-(:data:`toolproof.backends.extensions.CALL_OPTIONS`): they appear in its input
+(:data:`toolproof.backends.builtin.CALL_OPTIONS`): they appear in its input
 schema, are validated with the arguments, and travel in ``BackendRequest.options``,
 so they never reach the body. Engine errors are translated here, at the boundary, into normalized
 failures (see :func:`failure_for`).
@@ -140,7 +140,7 @@ class CeleryBackend:
                 descriptor digest; ``request.timeout`` (seconds, default: the
                 backend's) bounds the wait and sets the task's hard time limit
                 (``timeout`` + 1 s); ``request.options`` are the call options given
-                (a subset of :data:`toolproof.backends.extensions.CALL_OPTIONS`).
+                (a subset of :data:`toolproof.backends.builtin.CALL_OPTIONS`).
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; the task was revoked.

@@ -125,7 +125,7 @@ class Backend(Protocol):
     Implementations: :class:`~toolproof.backends.process.ProcessPool`,
     :class:`~toolproof.backends.celery_backend.CeleryBackend`,
     :class:`~toolproof.backends.local.LocalBackend`. Build one into a variant with
-    the backend form, :func:`toolproof.backends.form.backend`.
+    the backend form, :func:`toolproof.backends.decorators.backend`.
     """
 
     async def submit(self, request: BackendRequest) -> ToolResult:

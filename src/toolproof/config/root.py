@@ -25,10 +25,10 @@ from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry
+from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lock import check_toolset_lock
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
-from toolproof.tools.retrieval_seam import RetrievalRegistry
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -124,7 +124,7 @@ async def build_toolset(
         for index, retrieval in enumerate(config.retrieval):
             bind_retrieval_source(toolset, retrieval, file, index, retrieval_backends)
         if config.mcp:
-            from toolproof.tools.mcp import bind_mcp_servers
+            from toolproof.sources.mcp.source import bind_mcp_servers
 
             first: dict[str, int] = {}
             for position, entry in enumerate(config.mcp):

@@ -31,7 +31,7 @@ from toolproof.extensions.approvals.policy import ApprovalPolicy
 from toolproof.tools.lock import LOCK_FILE, OnDrift
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
-    from toolproof.tools.mcp import McpServer
+    from toolproof.sources.mcp.source import McpServer
 
 __all__ = [
     "ExtensionsSection",
@@ -115,7 +115,7 @@ class McpSource(_Closed):
         are taken relative to ``base``, the folder of the toml file; a bare command
         name is looked up on ``PATH``.
         """
-        from toolproof.tools.mcp import McpServer
+        from toolproof.sources.mcp.source import McpServer
 
         command = self.command
         if command is not None and "/" in command and not Path(command).is_absolute():

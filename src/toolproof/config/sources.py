@@ -5,7 +5,7 @@ A ``[[python]]`` module is imported in a thread of its own within its
 tools (:func:`bind_python_source`); a ``[[retrieval]]`` corpus is pinned and served
 by a ``retrieve`` tool (:func:`bind_retrieval_source`), the built-in FTS5 runtime or
 one from the retrieval registry the composition root passes. ``[[mcp]]`` servers
-are bound by :mod:`toolproof.tools.mcp`.
+are bound by :mod:`toolproof.sources.mcp.source`.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from toolproof.errors import (
 )
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus
+from toolproof.sources.retrieval.runtime import IndexConfig, RetrievalRuntime
+from toolproof.sources.retrieval.seam import RetrievalBackend, RetrievalRegistry
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.python_catalog import bind_python_catalog
 from toolproof.tools.resources import FILTERS
-from toolproof.tools.retrieval import IndexConfig, RetrievalRuntime
-from toolproof.tools.retrieval_seam import RetrievalBackend, RetrievalRegistry
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 

@@ -116,7 +116,7 @@ class ProviderNeed:
         name: the tool name the reasoner calls (``llm.chat``); must not be a tool of
             the run's Toolset.
         kind: what to build: ``openai-chat`` (an OpenAI-compatible Chat Completions
-            endpoint, :mod:`toolproof.tools.chat_provider`).
+            endpoint, :mod:`toolproof.sources.chat_provider`).
         config: the builder's settings (``base_url``, ``api_key_env`` — the variable's
             name, never the key —, ``timeout_seconds``, ``max_retries``).
 

@@ -2,7 +2,7 @@
 
 from toolproof.extensions.apply import ApplyContext, ComboElement, apply_combos, build_combo
 from toolproof.extensions.config import configure_extensions, normalize_combos
-from toolproof.extensions.forms import (
+from toolproof.extensions.decorators import (
     CallNext,
     ExtensionOptions,
     call_next_for,

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from toolproof.contract.runs import CheckSpec, Finding, PluginDescriptor, Severity
     from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
     from toolproof.runs.runtime_plugin import RuntimePlugin
-    from toolproof.tools.retrieval_seam import RetrievalBackend
+    from toolproof.sources.retrieval.seam import RetrievalBackend
     from toolproof.verify.base import Check
     from toolproof.verify.sequence import register_check
 
@@ -68,7 +68,7 @@ _HOMES = {
     "ReasonerRequest": "toolproof.evidence.reasoners",
     "register_reasoner": "toolproof.evidence.reasoners",
     "RuntimePlugin": "toolproof.runs.runtime_plugin",
-    "RetrievalBackend": "toolproof.tools.retrieval_seam",
+    "RetrievalBackend": "toolproof.sources.retrieval.seam",
 }
 """Interface name -> the module that defines it."""
 

@@ -2,7 +2,7 @@
 
 A session numbers its call steps (``call-00000001``) and model steps in the order they
 were *admitted* (asked), and refuses a call it could not record before the body runs:
-:meth:`~toolproof.runs.session.LiveSession.admit` takes a snapshot of the arguments
+:meth:`~toolproof.runs.live.LiveSession.admit` takes a snapshot of the arguments
 (:func:`arguments_snapshot`) and asks :class:`Room` whether the filesystem has room for the call.
 """
 

@@ -1,6 +1,6 @@
 """Finalize a live session into a run directory; recover one a killed process left.
 
-See :mod:`toolproof.runs.session` for the layout. Finalizing (on SIGTERM/SIGINT or
+See :mod:`toolproof.runs.live` for the layout. Finalizing (on SIGTERM/SIGINT or
 when stdin closes, for ``serve --record``) turns the live session into an ordinary
 run: the calls and model turns become the steps of a spec (``policy = "audit"``: a
 client's bad call is a warning, not a broken record), the plan is executed *frozen*
@@ -74,10 +74,10 @@ from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.evidence.pack import PACK_FILE, PackContents, read_pack
 from toolproof.runs.calls import FrozenCalls, FrozenClock
+from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_live
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, record_run, step_kinds
-from toolproof.runs.session import SESSION_FILE, SESSION_TASK, discard_live
 from toolproof.runs.turns import RecordedTurns, turn_providers
 
 __all__ = [

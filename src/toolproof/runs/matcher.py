@@ -11,7 +11,7 @@ Every frozen replay serves what a run recorded through a :class:`Matcher`:
   turns by ``(source, match key)`` and reads by canonical request, each by occurrence
   (:meth:`Matcher.take`): the k-th identical ask gets the k-th recorded item, counted in
   the order they were *asked* when recorded (``asked_order``: the admission numbers of a
-  session's steps, :func:`~toolproof.runs.session.admission_sorted`), not the order
+  session's steps, :func:`~toolproof.runs.live.admission_sorted`), not the order
   answered.
 
 A miss is shown as a unified diff, recorded -> asked (:func:`diff`), of the next unserved
@@ -44,7 +44,7 @@ class Matcher(Generic[K, V]):
         items: ``(key, index, value, step)`` in trace order: ``index`` is the recorded
             event index a refusal names, ``step`` the recorded step.
         asked_order: puts a key's items (trace order) in the order they were asked, given
-            each item's step (:func:`~toolproof.runs.session.admission_sorted`); ``None``:
+            each item's step (:func:`~toolproof.runs.live.admission_sorted`); ``None``:
             trace order.
         end: the event index a refusal names when nothing recorded is left unserved.
 

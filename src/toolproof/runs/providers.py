@@ -2,7 +2,7 @@
 
 A reasoner declares what it needs (:class:`~toolproof.evidence.reasoners.ProviderNeed`);
 :func:`build_providers` turns each need into a tool (an ``openai-chat`` need into
-:func:`~toolproof.tools.chat_provider.chat_provider_tool`), :func:`provider_descriptors`
+:func:`~toolproof.sources.chat_provider.chat_provider_tool`), :func:`provider_descriptors`
 gives each one's identity for ``runtime.json`` (kind ``model``: its calls are a declared
 source of variation), and :class:`ProviderCalls` routes a call of a provider's name to
 its tool and every other call to the run's own port. Frozen replay needs none of
@@ -20,7 +20,7 @@ from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ProviderNeed
 from toolproof.identity import digest_json
 from toolproof.runs.calls import CallPort, LiveCalls
-from toolproof.tools.chat_provider import chat_provider_tool
+from toolproof.sources.chat_provider import chat_provider_tool
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 

@@ -24,8 +24,8 @@ from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import TEXT_MEDIA_TYPE
 from toolproof.evidence.reasoners import StepOutput
-from toolproof.runs.exchanges import PromptStep, ReadStep
 from toolproof.runs.executor import StepContext, StepHandler
+from toolproof.runs.reads import PromptStep, ReadStep
 from toolproof.tools.catalog import Catalog
 
 __all__ = ["RetrieveParams", "RetrieveStep", "default_handlers"]

@@ -1,5 +1,5 @@
 """Agents' sessions: the one session port, a session's frozen replay, the cassette.
 
 The floor between ``config`` and ``backends`` (DESIGN section 2). The :class:`Session`
-facade itself is :mod:`toolproof.adapters.agent_session`.
+facade itself is :mod:`toolproof.adapters.session`.
 """

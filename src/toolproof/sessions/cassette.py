@@ -33,9 +33,9 @@ from toolproof.contract.trace import EvidenceRegistered, ModelTurn, ToolCalled, 
 from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import finalize_session
+from toolproof.runs.live import LiveSession, admission_number, admission_sorted, open_session
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.session import LiveSession, admission_number, admission_sorted, open_session
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
 from toolproof.tools.observe import observe_failures

@@ -28,8 +28,8 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.identity import canonical_json
+from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
-from toolproof.runs.session import admission_sorted
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
 from toolproof.tools.exposure import GATE_EXTENSION

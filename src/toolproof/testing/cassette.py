@@ -27,7 +27,7 @@ from it (:meth:`Cassette.known_turn`) and only the others are asked of the live 
 and recorded.
 
 Recording runs the real tools of the Toolset given to :meth:`Cassette.toolset`
-through the one session recorder (:mod:`toolproof.runs.session`); :meth:`Cassette.save`
+through the one session recorder (:mod:`toolproof.runs.live`); :meth:`Cassette.save`
 finalizes it into an ordinary run directory at ``path`` (the directory's name need
 not be the run id). :meth:`Cassette.override` supplies a result for one call in one
 test.

@@ -163,14 +163,14 @@ def assert_retrieval_conforms(runtime: Any, query: str) -> None:
     """A retrieval runtime has a stable identity and answers a query deterministically.
 
     Args:
-        runtime: an object meeting :class:`~toolproof.tools.retrieval_seam.RetrievalBackend`.
+        runtime: an object meeting :class:`~toolproof.sources.retrieval.seam.RetrievalBackend`.
         query: a query with hits in its corpus.
 
     Raises:
         ConformanceError: ``kit:retrieval-identity`` or ``kit:retrieval-deterministic``.
 
     """
-    from toolproof.tools.retrieval_seam import RetrievalBackend
+    from toolproof.sources.retrieval.seam import RetrievalBackend
 
     if not isinstance(runtime, RetrievalBackend):
         raise ConformanceError(

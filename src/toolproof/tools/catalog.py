@@ -14,7 +14,7 @@ it, from two sources:
 A source's change notifications (``notifications/resources/updated`` and the
 ``list_changed`` ones of tools, resources and prompts) are published to the
 catalog's :attr:`Catalog.listeners`; ``toolproof serve`` listens and relays them to
-its clients (:mod:`toolproof.adapters.mcp_relay`).
+its clients (:mod:`toolproof.adapters.mcp.relay`).
 
 A URI or prompt name listed twice keeps the first entry; the second is logged on
 ``toolproof.mcp`` and dropped. Templates are RFC 6570 level 1 (``{name}`` matches one

@@ -4,7 +4,7 @@ A contribution carries a name, a description, a declared ``input_schema`` and an
 async ``invoke(arguments)``; :func:`bind_contribution` turns it into a :class:`Tool`
 once, at the composition root:
 
-* the schema is checked against :class:`~toolproof.tools.limits.SchemaLimits`
+* the schema is checked against :class:`~toolproof.schema.limits.SchemaLimits`
   (size, depth, reference expansion), its ``$ref`` s resolved locally (remote ones
   refused), and deep-copied: the declaration is never mutated;
 * it is compiled once by jsonschema-rs (draft 2020-12 unless ``$schema`` says
@@ -25,9 +25,9 @@ from pydantic import ValidationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolSpec
 from toolproof.errors import ToolBindError, ToolNameError, validation_problem
-from toolproof.tools.fields import declarable_field
-from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
-from toolproof.tools.own_schema import compile_checked
+from toolproof.schema.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
+from toolproof.schema.own_schema import compile_checked
+from toolproof.schema.property_names import declarable_field
 from toolproof.tools.tool import Body, Tool
 from toolproof.tools.toolset import Toolset
 
@@ -98,7 +98,7 @@ def bind_contribution(
     Args:
         contribution: the declaration.
         limits: bounds on the declared schemas (default
-            :data:`~toolproof.tools.limits.DEFAULT_LIMITS`).
+            :data:`~toolproof.schema.limits.DEFAULT_LIMITS`).
 
     Returns:
         The tool; ``await tool.call(arguments)`` validates ``arguments`` with the

@@ -26,10 +26,10 @@ from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
 from toolproof.errors import ToolBindError
+from toolproof.schema.own_schema import bind_own_schema
+from toolproof.schema.validation import Validator
 from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
-from toolproof.tools.own_schema import bind_own_schema
-from toolproof.tools.schema import Validator
 from toolproof.tools.signature import (
     CONTEXT_FIELD,
     holds_int,
@@ -64,7 +64,7 @@ class ToolOptions:
         varies: what varies when not deterministic (``clock``, ``network``...).
         input_schema: the tool's own declared input schema (JSON Schema, ``$schema``
             and ``$defs`` kept as given) instead of the one derived from the
-            signature; ``None``: derived. See :mod:`toolproof.tools.own_schema`.
+            signature; ``None``: derived. See :mod:`toolproof.schema.own_schema`.
 
     """
 
@@ -123,7 +123,7 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     the tool itself is built when the Toolset is loaded, after the module is imported,
     so forward references resolve. With ``input_schema={...}`` the tool lists that
     schema instead of one derived from the signature; it is checked when the tool is
-    bound (:mod:`toolproof.tools.own_schema`), and a schema that does not fit the
+    bound (:mod:`toolproof.schema.own_schema`), and a schema that does not fit the
     signature is a :class:`~toolproof.errors.ToolBindError` (quarantined by
     ``load_toolset``).
     """
@@ -219,7 +219,7 @@ def bind_function(
         ``Annotated[..., "text"]`` or the docstring, in that order.
 
         With ``options.input_schema`` the input schema is that declaration instead
-        (checked, deep-copied, never rewritten: :mod:`toolproof.tools.own_schema`) and
+        (checked, deep-copied, never rewritten: :mod:`toolproof.schema.own_schema`) and
         the body receives the caller's JSON object as it is.
 
     Raises:

@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.fields import FieldInfo
 
 from toolproof.errors import ToolBindError
+from toolproof.schema.property_names import declarable_field
+from toolproof.schema.validation import MAX_ARGUMENT_DEPTH, strip_titles
 from toolproof.tools.context import Context
-from toolproof.tools.fields import declarable_field
-from toolproof.tools.schema import MAX_ARGUMENT_DEPTH, strip_titles
 
 __all__ = [
     "CONTEXT_FIELD",

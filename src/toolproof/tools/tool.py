@@ -9,12 +9,9 @@ from typing import Any
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
-from toolproof.tools import hooks as _hooks
-from toolproof.tools.function import DirectCall, ToolOptions, bind_function
-from toolproof.tools.limits import INLINE_FANOUT, measure_fanout
-from toolproof.tools.observe import note_failure
-from toolproof.tools.refs import dialect_of
-from toolproof.tools.schema import (
+from toolproof.schema.limits import INLINE_FANOUT, measure_fanout
+from toolproof.schema.refs import dialect_of
+from toolproof.schema.validation import (
     Validator,
     compile_validator,
     count_values,
@@ -22,6 +19,9 @@ from toolproof.tools.schema import (
     json_problem,
     validation_errors,
 )
+from toolproof.tools import hooks as _hooks
+from toolproof.tools.function import DirectCall, ToolOptions, bind_function
+from toolproof.tools.observe import note_failure
 
 __all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool"]
 
@@ -74,8 +74,8 @@ class Tool:
         varies: what varies when not deterministic (``clock``, ``network``...).
         validator: the compiled input validator, when the caller already has one.
         fanout: an upper bound of the subschemas the validator applies to one JSON
-            value (:attr:`~toolproof.tools.limits.PreparedSchema.fanout`; measured
-            with :func:`~toolproof.tools.limits.measure_fanout` when ``None``); past
+            value (:attr:`~toolproof.schema.limits.PreparedSchema.fanout`; measured
+            with :func:`~toolproof.schema.limits.measure_fanout` when ``None``); past
             :data:`INLINE_FANOUT` a call whose arguments would cost more than
             :data:`MAX_VALIDATION_WORK` applications is refused before validation.
         output_fanout: the same bound for ``output_schema``; a result over the limit
@@ -88,7 +88,7 @@ class Tool:
 
     Raises:
         ToolBindError: the input or output schema does not compile, or breaks a rule
-            of :func:`~toolproof.tools.limits.measure_fanout`.
+            of :func:`~toolproof.schema.limits.measure_fanout`.
 
     """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolproof.errors import InputError
-from toolproof.runs.catalog import RUN_PREFIX_RE, find_runs
+from toolproof.runs.listing import RUN_PREFIX_RE, find_runs
 
 __all__ = ["resolve_run"]
 

@@ -37,16 +37,16 @@ from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, Roo
 from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
-from toolproof.adapters.otel_check import check_spans
 from toolproof.adapters.session_runs import replay_session
-from toolproof.adapters.telemetry import instrument_from_config
+from toolproof.adapters.telemetry.check import check_spans
+from toolproof.adapters.telemetry.instrument import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
 from toolproof.errors import InputError, ReplayRefused, VerificationError
-from toolproof.runs.catalog import list_runs
 from toolproof.runs.diff import diff_runs
+from toolproof.runs.listing import list_runs
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.runs.spec import load_spec

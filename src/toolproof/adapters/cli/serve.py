@@ -25,14 +25,14 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.cli.summary import count
-from toolproof.adapters.telemetry import instrument_from_config
+from toolproof.adapters.telemetry.instrument import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
-    from toolproof.adapters.mcp_server import StdioWire
+    from toolproof.adapters.mcp.server import StdioWire
     from toolproof.runs.finalize import SessionOutcome
-    from toolproof.runs.session import LiveSession
+    from toolproof.runs.live import LiveSession
     from toolproof.tools.toolset import Toolset
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
@@ -86,7 +86,7 @@ MCP_TOKEN_ENV = "TOOLPROOF_MCP_TOKEN"
 
 
 def _mcp_token(host: str, token_file: Path | None) -> str | None:
-    from toolproof.adapters.tokens import is_loopback, resolve_token
+    from toolproof.adapters.http.tokens import is_loopback, resolve_token
 
     token = resolve_token(None, token_file, MCP_TOKEN_ENV)
     if token is None and not is_loopback(host):
@@ -102,7 +102,7 @@ async def _serve_mcp(
     config: Path, http: str | None, record: Path | None, token_file: Path | None = None
 ) -> None:
     try:
-        from toolproof.adapters.mcp_server import StdioWire
+        from toolproof.adapters.mcp.server import StdioWire
     except ImportError as exc:
         raise InputError(
             f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
@@ -136,13 +136,13 @@ async def _serve_loaded(
     wire: StdioWire | None,
 ) -> bool:
     """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
-    from toolproof.adapters.mcp_server import (
+    from toolproof.adapters.mcp.server import (
         SessionObserver,
         build_server,
         serve_http,
         serve_stdio,
     )
-    from toolproof.runs.session import open_session
+    from toolproof.runs.live import open_session
 
     clean = True
     async with load_toolset(config) as toolset:
@@ -196,7 +196,7 @@ async def _end_session(session: LiveSession, *, discard: bool) -> None:
 
     """
     from toolproof.runs.finalize import finalize_session
-    from toolproof.runs.session import discard_live
+    from toolproof.runs.live import discard_live
 
     session.close()
     if discard:
@@ -317,9 +317,9 @@ async def _serve_api(
         raise InputError(
             f"serve-api needs the http extra: pip install 'toolproof[http]' ({exc})"
         ) from exc
-    from toolproof.adapters.asgi import serve_asgi
+    from toolproof.adapters.http.asgi import serve_asgi
     from toolproof.adapters.http.settings import resolve_token
-    from toolproof.adapters.tokens import load_named_tokens
+    from toolproof.adapters.http.tokens import load_named_tokens
 
     if not root.is_dir():
         raise InputError(f"--root {str(root)!r}: not a directory", path=str(root))

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
-from toolproof.adapters.tokens import is_loopback
+from toolproof.adapters.http.tokens import is_loopback
 from toolproof.errors import InputError
 
 __all__ = ["register"]
@@ -42,8 +42,8 @@ async def _view(
         raise InputError(
             f"view needs the http extra: pip install 'toolproof[http]' ({exc})"
         ) from exc
-    from toolproof.adapters.asgi import serve_asgi
     from toolproof.adapters.cli.serve import _stop_on_signals
+    from toolproof.adapters.http.asgi import serve_asgi
 
     if not root.is_dir():
         raise InputError(f"--root {str(root)!r}: not a directory", path=str(root))

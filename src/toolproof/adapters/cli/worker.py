@@ -15,7 +15,7 @@ import typer
 
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.cli.options import ConfigOption
-from toolproof.adapters.telemetry import instrumented_builder
+from toolproof.adapters.telemetry.instrument import instrumented_builder
 from toolproof.config import build_toolset, load_config
 from toolproof.errors import ConfigError, InputError, validation_problem
 

@@ -7,10 +7,10 @@ from fastapi import FastAPI
 from toolproof.adapters.http.approvals import approvals_router
 from toolproof.adapters.http.guards import BodyLimit
 from toolproof.adapters.http.problems import install_problem_handlers
+from toolproof.adapters.http.rebinding import HostGuard, loopback_names
 from toolproof.adapters.http.routes import public, router
 from toolproof.adapters.http.settings import ApiSettings
-from toolproof.adapters.rebinding import HostGuard, loopback_names
-from toolproof.adapters.tokens import BearerGuard, NamedBearerGuard
+from toolproof.adapters.http.tokens import BearerGuard, NamedBearerGuard
 from toolproof.version import __version__
 
 __all__ = ["APPROVALS_PREFIX", "PUBLIC_PATHS", "create_app"]
@@ -52,7 +52,7 @@ def create_app(settings: ApiSettings, *, public_paths: frozenset[str] = frozense
         The ASGI app; its OpenAPI document is at ``/openapi.json``, docs at ``/docs``.
         On a loopback ``settings.host`` it answers only requests whose ``Host`` and
         ``Origin`` name that address and ``settings.port``
-        (:class:`~toolproof.adapters.rebinding.HostGuard`).
+        (:class:`~toolproof.adapters.http.rebinding.HostGuard`).
 
     """
     app = FastAPI(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from toolproof.adapters.http.guards import settings_of
 from toolproof.adapters.http.problems import ApiProblem, Problem
 from toolproof.adapters.http.settings import ApiSettings
-from toolproof.adapters.tokens import named_bearer
+from toolproof.adapters.http.tokens import named_bearer
 from toolproof.errors import AuthenticationError, InputError
 from toolproof.extensions.approvals.store import REQUEST_ID_RE, ApprovalStore, StoredRequest
 from toolproof.identity import canonical_json, digest_json

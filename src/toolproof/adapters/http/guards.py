@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolproof.adapters.http.problems import ApiProblem, problem_response
 from toolproof.adapters.http.settings import ApiSettings
-from toolproof.adapters.tokens import bearer_problem
+from toolproof.adapters.http.tokens import bearer_problem
 from toolproof.bundle.paths import confine
 from toolproof.errors import InputError
 

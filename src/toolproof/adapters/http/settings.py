@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolproof.adapters.tokens import is_loopback
-from toolproof.adapters.tokens import resolve_token as resolve_bearer
+from toolproof.adapters.http.tokens import is_loopback
+from toolproof.adapters.http.tokens import resolve_token as resolve_bearer
 from toolproof.errors import InputError
 
 __all__ = ["TOKEN_ENV", "ApiSettings", "is_loopback", "resolve_token"]
@@ -20,7 +20,7 @@ def resolve_token(token: str | None, token_file: Path | None) -> str | None:
     """The API's bearer token: ``token``, else ``token_file``'s first line, else the environment.
 
     The environment variable is :data:`TOKEN_ENV` (``TOOLPROOF_API_TOKEN``); see
-    :func:`toolproof.adapters.tokens.resolve_token`.
+    :func:`toolproof.adapters.http.tokens.resolve_token`.
 
     Raises:
         InputError: the token file cannot be read, or the token is shorter than 16 characters.

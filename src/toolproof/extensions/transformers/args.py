@@ -19,7 +19,7 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import StrictConfig
-from toolproof.tools.schema import compile_validator, validation_errors
+from toolproof.schema.validation import compile_validator, validation_errors
 from toolproof.tools.tool import Tool
 
 __all__ = ["ArgsConfig", "args_factory"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolproof.evidence.corpus import Corpus
-from toolproof.tools.retrieval import RetrievalRuntime
+from toolproof.sources.retrieval.runtime import RetrievalRuntime
 
 
 def sample_fts(corpus: Corpus, options: dict[str, Any]) -> RetrievalRuntime:

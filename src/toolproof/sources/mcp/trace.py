@@ -24,8 +24,8 @@ from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolproof.sources.mcp.common import McpCallError, McpServer
 from toolproof.tools import hooks
-from toolproof.tools.mcp_common import McpCallError, McpServer
 
 __all__ = ["Outbox", "SessionFacts", "traced"]
 

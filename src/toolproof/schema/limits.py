@@ -11,7 +11,7 @@ the limit, a schema that is
 * of an unknown ``$schema`` dialect, or with a remote or unresolvable ``$ref``,
 * larger than :data:`MAX_REF_EXPANSION` subschemas once its references are
   expanded (the exponential "billion laughs" shape), counted exactly in linear
-  time, a recursive target once (see :mod:`toolproof.tools.expansion`).
+  time, a recursive target once (see :mod:`toolproof.schema.expansion`).
 
 Every check is linear in the schema size or capped by a limit, so a schema bomb
 is refused in milliseconds. Override the limits per call with :class:`SchemaLimits`.
@@ -26,10 +26,10 @@ from typing import Any
 
 from toolproof.errors import CanonicalizationError, ToolBindError
 from toolproof.identity import canonical_json
-from toolproof.tools.expansion import expansion_size, path_expansion
-from toolproof.tools.fanout import applications_per_value
-from toolproof.tools.refs import RefWalker, dialect_of, field_path
-from toolproof.tools.schema import MAX_ARGUMENT_DEPTH
+from toolproof.schema.expansion import expansion_size, path_expansion
+from toolproof.schema.fanout import applications_per_value
+from toolproof.schema.refs import RefWalker, dialect_of, field_path
+from toolproof.schema.validation import MAX_ARGUMENT_DEPTH
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -214,14 +214,14 @@ def measure_fanout(
         field: the field holding the schema, for errors.
         schema: the schema (plain JSON, within ``limits.max_depth``).
         data: its canonical JSON (:func:`~toolproof.identity.canonical_json`).
-        draft: its dialect (:func:`~toolproof.tools.refs.dialect_of`).
+        draft: its dialect (:func:`~toolproof.schema.refs.dialect_of`).
         limits: the bounds to apply (``max_expansion``).
 
     Returns:
         The bound (at least 1): the subschemas of a schema without references, the
         expansion of a non-recursive one, and for a recursive one the most that can
         apply together at one location of arguments up to ``MAX_ARGUMENT_DEPTH`` deep
-        (:func:`~toolproof.tools.fanout.applications_per_value`).
+        (:func:`~toolproof.schema.fanout.applications_per_value`).
 
     Raises:
         ToolBindError: a remote, unresolvable or non-unique reference target, a cycle

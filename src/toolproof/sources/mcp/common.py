@@ -1,7 +1,7 @@
 """Shared parts of the MCP tool source: where a server is, and what can go wrong.
 
 :class:`McpServer` is a resolved ``[[mcp]]`` entry; :class:`McpStartError` and
-:class:`McpCallError` are what :class:`~toolproof.tools.mcp_session.McpConnection`
+:class:`McpCallError` are what :class:`~toolproof.sources.mcp.connection.McpConnection`
 raises; the helpers read SDK objects the same way for the ``mcp`` 1.x and 2.x clients.
 """
 

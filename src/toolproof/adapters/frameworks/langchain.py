@@ -32,7 +32,7 @@ from typing import Any
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from toolproof.adapters.params import Param, object_schema, params_of
+from toolproof.adapters.frameworks.params import Param, object_schema, params_of
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ToolCallError
 from toolproof.sessions.port import SessionPort

@@ -4,7 +4,7 @@ When a signature cannot say what the arguments are (a JSON Schema 2020-12 ``$sch
 and ``$defs``, ``$ref`` s, ``oneOf``, patterns the annotations do not carry), a
 function declares its input schema itself. It is bound like a declared tool's
 (:func:`toolproof.bind_contribution`): checked against the
-:class:`~toolproof.tools.limits.SchemaLimits` (size, depth, reference expansion;
+:class:`~toolproof.schema.limits.SchemaLimits` (size, depth, reference expansion;
 remote ``$ref`` refused), deep-copied and never rewritten, compiled once against its
 metaschema. And it must fit the function:
 
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolproof.errors import ToolBindError
-from toolproof.tools.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
-from toolproof.tools.refs import field_path
-from toolproof.tools.schema import Validator, compile_validator
+from toolproof.schema.limits import DEFAULT_LIMITS, SchemaLimits, prepare_schema
+from toolproof.schema.refs import field_path
+from toolproof.schema.validation import Validator, compile_validator
 
 __all__ = ["OwnSchema", "bind_own_schema", "compile_checked"]
 
@@ -40,7 +40,7 @@ def compile_checked(tool: str, field: str, schema: dict[str, Any]) -> Validator:
     Args:
         tool: the tool's name, for the error.
         field: the field holding the schema (``input_schema``, ``output_schema``).
-        schema: a prepared schema (:func:`~toolproof.tools.limits.prepare_schema`).
+        schema: a prepared schema (:func:`~toolproof.schema.limits.prepare_schema`).
 
     Raises:
         ToolBindError: ``field`` names the offending location
@@ -67,7 +67,7 @@ class OwnSchema:
         schema: the private deep copy (as declared: ``$schema``, ``$defs`` kept).
         validator: its compiled validator.
         fanout: the subschemas it applies to one value, at most (see
-            :class:`~toolproof.tools.limits.PreparedSchema`).
+            :class:`~toolproof.schema.limits.PreparedSchema`).
 
     """
 
@@ -146,7 +146,7 @@ def bind_own_schema(
         schema: the declared JSON Schema (never modified).
         skip: parameters that are not arguments (the :class:`Context` ones).
         limits: the bounds applied (default
-            :data:`~toolproof.tools.limits.DEFAULT_LIMITS`, as for declared tools).
+            :data:`~toolproof.schema.limits.DEFAULT_LIMITS`, as for declared tools).
 
     Returns:
         The :class:`OwnSchema`.

@@ -1,7 +1,7 @@
 """MCP servers as a tool source: each listed tool becomes a :class:`ToolContribution`.
 
 :func:`bind_mcp_servers` starts every server at once (see
-:class:`~toolproof.tools.mcp_session.McpConnection`), binds each listed tool under
+:class:`~toolproof.sources.mcp.connection.McpConnection`), binds each listed tool under
 ``<prefix>_<tool>`` with its ``inputSchema``, ``outputSchema`` and annotations
 exactly as the server declared them, and ties every session to the Toolset's
 lifetime. A server that cannot be started is quarantined (name = server name,
@@ -38,13 +38,13 @@ from pydantic import ValidationError
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureWhere
+from toolproof.sources.mcp.catalog import bind_catalog
+from toolproof.sources.mcp.common import McpCallError, McpServer, McpStartError
+from toolproof.sources.mcp.connection import McpConnection
+from toolproof.sources.mcp.live import LiveGuard
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
-from toolproof.tools.mcp_catalog import bind_catalog
-from toolproof.tools.mcp_common import McpCallError, McpServer, McpStartError
-from toolproof.tools.mcp_live import LiveGuard
-from toolproof.tools.mcp_session import McpConnection
 from toolproof.tools.resources import FILTERS, MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
 
@@ -135,7 +135,7 @@ def contribution_for(
     The contribution's name is ``<prefix>_<tool name>`` (or the bare name when the
     prefix is ``""``); its ``invoke`` sends the arguments unchanged to this server
     and this tool name, fixed now. With ``guard``, a later ``tools/list_changed`` that
-    changes or drops this tool quarantines it (:mod:`toolproof.tools.mcp_live`).
+    changes or drops this tool quarantines it (:mod:`toolproof.sources.mcp.live`).
     """
     server = connection.server
     raw = str(tool.get("name", ""))

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolproof.adapters.mcp_relay import ClientNotices
+from toolproof.adapters.mcp.relay import ClientNotices
 from toolproof.errors import ToolCallError
+from toolproof.sources.mcp.common import McpCallError
 from toolproof.tools.catalog import Catalog, Entry
-from toolproof.tools.mcp_common import McpCallError
 
 __all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "CatalogObserver", "catalog_handlers"]
 
@@ -102,7 +102,7 @@ def catalog_handlers(
         observer: a :class:`CatalogObserver` told about every answered read and prompt
             get (``serve --record``); one without those methods is not told.
         notices: told which connection listed and subscribed to what, to relay the
-            sources' change notifications (:class:`~toolproof.adapters.mcp_relay.
+            sources' change notifications (:class:`~toolproof.adapters.mcp.relay.
             ClientNotices`).
 
     """

@@ -8,7 +8,7 @@ embedded ``$id`` names — is a **remote** reference and is refused at bind time
 binding never reads a file or the network.
 
 :class:`RefWalker` resolves references (RFC 3986 section 5.2 for URI resolution,
-RFC 6901 for JSON Pointer fragments); :mod:`toolproof.tools.expansion` uses it to
+RFC 6901 for JSON Pointer fragments); :mod:`toolproof.schema.expansion` uses it to
 visit every reference reachable from the root and count what they expand to.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from toolproof.errors import ToolBindError
-from toolproof.tools.schema import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
+from toolproof.schema.validation import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
 
 __all__ = [
     "DEFAULT_BASE_URI",

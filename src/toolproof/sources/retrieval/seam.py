@@ -1,6 +1,6 @@
 """The retrieval seam: what a retrieval runtime offers a run.
 
-The built-in :class:`~toolproof.tools.retrieval.RetrievalRuntime` (SQLite FTS5,
+The built-in :class:`~toolproof.sources.retrieval.runtime.RetrievalRuntime` (SQLite FTS5,
 BM25) meets it; so must a plugin's (an external index, a search service). The
 runtime is bound into the Toolset as a tool (``as_tool``) whose source carries
 the fingerprint, so a changed corpus, chunking or index configuration changes

@@ -9,7 +9,7 @@ closure, to a worker that rebuilt the same Toolset and looks that name up::
         return PoolBackend(context.config_path, workers=config.workers)
 
 The built-in ``process`` and ``celery`` backends are built through this form too
-(:mod:`toolproof.backends.extensions`). ``make`` is called once per Toolset and
+(:mod:`toolproof.backends.builtin`). ``make`` is called once per Toolset and
 config (the backend is kept in the Toolset's :class:`~toolproof.tools.resources.Resources`)
 and the backend's ``aclose()`` runs when the Toolset closes.
 """
@@ -28,7 +28,7 @@ from toolproof.backends.protocol import Backend, BackendRequest, descriptor_dige
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import ExtensionError
 from toolproof.extensions.apply import ApplyContext
-from toolproof.extensions.forms import ExtensionOptions, checked_options, register_extension
+from toolproof.extensions.decorators import ExtensionOptions, checked_options, register_extension
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.registry import Extension
 from toolproof.failures import FailureKind, FailureWhere
@@ -199,7 +199,7 @@ def backend(
         name: the registered name.
         call_options: option name -> JSON Schema of per-call delivery options the
             variant adds to its schema and passes in :attr:`BackendRequest.options`.
-        **options: see :class:`~toolproof.extensions.forms.ExtensionOptions`.
+        **options: see :class:`~toolproof.extensions.decorators.ExtensionOptions`.
 
     Returns:
         A decorator producing the registered :class:`Extension`.

@@ -14,8 +14,8 @@ import importlib
 import warnings
 from typing import Any
 
+from toolproof.sources.mcp.common import wire
 from toolproof.tools.catalog import Catalog, Entry
-from toolproof.tools.mcp_common import wire
 
 __all__ = ["bind_catalog", "list_catalog"]
 
@@ -60,7 +60,7 @@ def bind_catalog(catalog: Catalog, connection: Any, prefix: str) -> None:
 
     Args:
         catalog: the Toolset's catalog.
-        connection: a started :class:`~toolproof.tools.mcp_session.McpConnection`.
+        connection: a started :class:`~toolproof.sources.mcp.connection.McpConnection`.
         prefix: the tool prefix of the server (``""``: names kept).
 
     """

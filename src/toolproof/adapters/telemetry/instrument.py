@@ -2,7 +2,7 @@
 
 The optional outward face of DESIGN section 2 (``pip install 'toolproof[otel]'``).
 This module imports no OpenTelemetry: :func:`instrument` loads
-:mod:`toolproof.adapters.otel_spans` (which does) when it is called, and installs its
+:mod:`toolproof.adapters.telemetry.spans` (which does) when it is called, and installs its
 hook in :mod:`toolproof.tools.hooks`. Spans follow the OpenTelemetry GenAI semantic
 conventions 1.37.0 (``execute_tool {gen_ai.tool.name}``); see docs/telemetry.md.
 """
@@ -46,7 +46,7 @@ def instrument(
 
     """
     try:
-        from toolproof.adapters.otel_spans import OtelHook
+        from toolproof.adapters.telemetry.spans import OtelHook
     except ImportError as exc:  # the extra is optional: imported only here
         raise UsageError(
             f"toolproof.instrument needs OpenTelemetry ({exc.name or exc} is not installed); "

@@ -30,10 +30,8 @@ from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
 from toolproof.errors import ToolCallError
-from toolproof.tools.catalog import NOTICES
-from toolproof.tools.context import CallChannel, current_channel
-from toolproof.tools.mcp_catalog import list_catalog
-from toolproof.tools.mcp_common import (
+from toolproof.sources.mcp.catalog import list_catalog
+from toolproof.sources.mcp.common import (
     CONNECTION_CLOSED,
     SDK_ERRORS,
     McpCallError,
@@ -44,7 +42,7 @@ from toolproof.tools.mcp_common import (
     stderr_tail,
     wire,
 )
-from toolproof.tools.mcp_stdio import (
+from toolproof.sources.mcp.stdio import (
     EXIT_WAIT_SECONDS,
     JUNK_REPORT_SECONDS,
     exit_description,
@@ -52,7 +50,9 @@ from toolproof.tools.mcp_stdio import (
     read_status,
     stdio_parameters,
 )
-from toolproof.tools.mcp_trace import Outbox, SessionFacts, traced
+from toolproof.sources.mcp.trace import Outbox, SessionFacts, traced
+from toolproof.tools.catalog import NOTICES
+from toolproof.tools.context import CallChannel, current_channel
 
 __all__ = ["McpConnection"]
 

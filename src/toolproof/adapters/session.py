@@ -30,8 +30,8 @@ from toolproof.evidence.answer import QuoteCitation
 from toolproof.extensions.approvals.request import Approver, approval_scope
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE
+from toolproof.runs.live import LiveSession
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.session import LiveSession
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
@@ -320,14 +320,14 @@ class Session:
         Live, each ``request`` is passed to ``model`` and its request and response are
         recorded as a model turn (pydantic-ai's own objects as canonical JSON); frozen,
         the response is served from the recording and ``model`` is never asked.
-        Streaming requests are refused (:mod:`toolproof.adapters.pydantic_ai_model`).
+        Streaming requests are refused (:mod:`toolproof.adapters.frameworks.pydantic_ai_model`).
 
         Raises:
             InputError: pydantic-ai is not installed (``pip install 'toolproof[pydantic-ai]'``).
 
         """
         try:
-            from toolproof.adapters.pydantic_ai_model import RecordedModel
+            from toolproof.adapters.frameworks.pydantic_ai_model import RecordedModel
         except ImportError as exc:
             raise _needs_extra("pydantic_ai_model", "pydantic-ai", "pydantic-ai", exc) from exc
         return RecordedModel(model, self)
@@ -340,7 +340,7 @@ class Session:
 
         """
         try:
-            from toolproof.adapters.openai_agents_model import RecordedAgentsModel
+            from toolproof.adapters.frameworks.openai_agents_model import RecordedAgentsModel
         except ImportError as exc:
             raise _needs_extra(
                 "openai_agents_model", "the OpenAI Agents SDK", "openai-agents", exc
@@ -359,7 +359,7 @@ class Session:
             ``anthropic`` SDKs take such a client as ``http_client=``).
 
         """
-        from toolproof.adapters.httpx_transport import RecordingTransport
+        from toolproof.adapters.frameworks.httpx_transport import RecordingTransport
 
         return RecordingTransport(self, inner)
 
@@ -441,7 +441,7 @@ class Session:
 
         Each keeps the tool's exact declared schema and hands the caller's arguments
         unchanged to :meth:`call` (recorded, or served frozen); a failure raises
-        ``ToolException`` (:mod:`toolproof.adapters.langchain`).
+        ``ToolException`` (:mod:`toolproof.adapters.frameworks.langchain`).
 
         Raises:
             InputError: langchain-core is not installed, or a frozen replay was started
@@ -455,7 +455,7 @@ class Session:
                 rule="toolset",
             )
         try:
-            from toolproof.adapters.langchain import session_structured_tools
+            from toolproof.adapters.frameworks.langchain import session_structured_tools
         except ImportError as exc:
             raise _needs_extra("langchain_tools", "langchain", "langchain", exc) from exc
         return session_structured_tools(self, self._toolset.exposed())
@@ -468,7 +468,7 @@ class Session:
 
         """
         try:
-            from toolproof.adapters.openai_agents_session import session_function_tools
+            from toolproof.adapters.frameworks.openai_agents_tools import session_function_tools
         except ImportError as exc:
             raise _needs_extra(
                 "openai_agents_tools", "the OpenAI Agents SDK", "openai-agents", exc
@@ -483,7 +483,7 @@ class Session:
 
         """
         try:
-            from toolproof.adapters.pydantic_ai_session import SessionToolset
+            from toolproof.adapters.frameworks.pydantic_ai_toolset import SessionToolset
         except ImportError as exc:
             raise _needs_extra("pydantic_ai_toolset", "pydantic-ai", "pydantic-ai", exc) from exc
         return SessionToolset(self)

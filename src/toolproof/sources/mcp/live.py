@@ -21,9 +21,9 @@ from typing import Any
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureWhere
+from toolproof.sources.mcp.common import McpCallError
+from toolproof.sources.mcp.connection import McpConnection
 from toolproof.tools.lock import diff_json
-from toolproof.tools.mcp_common import McpCallError
-from toolproof.tools.mcp_session import McpConnection
 
 __all__ = ["WIRE_FIELDS", "LiveGuard"]
 

@@ -1,6 +1,6 @@
 """How many subschemas a validator may apply to one JSON value of the arguments.
 
-:mod:`toolproof.tools.expansion` bounds what a schema *compiles* to; this module bounds
+:mod:`toolproof.schema.expansion` bounds what a schema *compiles* to; this module bounds
 what validating one call *does*. A validator applies subschemas to a value through
 in-place applicators (``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
 ``dependentSchemas``, ``$ref``, ``$dynamicRef``, ``$recursiveRef``: same value) and
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolproof.errors import ToolBindError
-from toolproof.tools.refs import DEFAULT_BASE_URI, RefWalker, field_path, flatten
+from toolproof.schema.refs import DEFAULT_BASE_URI, RefWalker, field_path, flatten
 
 __all__ = ["MAX_STATES", "applications_per_value"]
 

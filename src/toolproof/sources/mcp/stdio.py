@@ -17,7 +17,7 @@ import sys
 
 from mcp import StdioServerParameters
 
-from toolproof.tools.mcp_common import McpServer
+from toolproof.sources.mcp.common import McpServer
 
 __all__ = [
     "EXIT_WAIT_SECONDS",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from toolproof.errors import ToolBindError
+from toolproof.schema.refs import RefWalker
 from toolproof.tools.declared import declarable_field
-from toolproof.tools.refs import RefWalker
 from toolproof.tools.tool import Tool
 
 __all__ = ["Param", "annotation_for", "object_schema", "params_of"]

@@ -3,7 +3,7 @@
 Each tool and variant is listed with its exact input schema
 (``parameters_json_schema``) and description; pydantic-ai does not validate the
 arguments (an accept-any validator), toolproof validates once, and every call goes
-through :meth:`toolproof.adapters.agent_session.Session.call`, so it is recorded (or
+through :meth:`toolproof.adapters.session.Session.call`, so it is recorded (or
 served frozen). A failed call raises ``ModelRetry`` with ``"<kind>: <message>"`` so
 the model sees why and may try again.
 
@@ -40,7 +40,7 @@ key of the handle in ``DeferredToolRequests.metadata[tool_call_id]``."""
 
 
 class SessionToolset(AbstractToolset[Any]):
-    """The tools of a session (:mod:`toolproof.adapters.agent_session`) for a pydantic-ai Agent.
+    """The tools of a session (:mod:`toolproof.adapters.session`) for a pydantic-ai Agent.
 
     Args:
         session: the session whose calls are recorded.

@@ -9,7 +9,7 @@ output schema. ``tools/call`` goes through exactly the path of an in-process cal
 hidden tool is answered exactly like one that does not exist.
 
 The wire form of listings and results (content blocks, output schemas, failures)
-is :mod:`toolproof.adapters.mcp_content`. An unknown tool name is a JSON-RPC error
+is :mod:`toolproof.adapters.mcp.content`. An unknown tool name is a JSON-RPC error
 (``-32602``, from :func:`toolproof.errors.error_mapping`) naming the tool.
 """
 
@@ -32,9 +32,10 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from toolproof.adapters.asgi import serve_asgi
-from toolproof.adapters.mcp_catalog import catalog_handlers
-from toolproof.adapters.mcp_content import (
+from toolproof.adapters.http.asgi import serve_asgi
+from toolproof.adapters.http.rebinding import HostGuard, loopback_names
+from toolproof.adapters.http.tokens import BearerGuard
+from toolproof.adapters.mcp.content import (
     FAILURE_META_KEY,
     WRAP_KEY,
     McpAnswer,
@@ -42,15 +43,14 @@ from toolproof.adapters.mcp_content import (
     mcp_result,
     mcp_tool,
 )
-from toolproof.adapters.mcp_relay import ClientNotices, LogLevels, RequestChannel
-from toolproof.adapters.mcp_spans import install_server_spans
-from toolproof.adapters.rebinding import HostGuard, loopback_names
-from toolproof.adapters.tokens import BearerGuard
+from toolproof.adapters.mcp.handlers import catalog_handlers
+from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChannel
+from toolproof.adapters.mcp.spans import install_server_spans
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.extensions.approvals.request import approval_scope
-from toolproof.runs.session import Admission, LiveSession
+from toolproof.runs.live import Admission, LiveSession
 from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
@@ -111,7 +111,7 @@ class SessionObserver:
     """The :class:`CallObserver` of ``serve --record``: every served call into a live session.
 
     Args:
-        session: the live session (:func:`toolproof.runs.session.open_session`).
+        session: the live session (:func:`toolproof.runs.live.open_session`).
 
     """
 
@@ -347,7 +347,7 @@ async def serve_http(
 
     On a loopback host (``127.0.0.0/8``, ``::1`` in any spelling, ``localhost``) only
     requests whose ``Host`` and ``Origin`` name the bound address and port are served
-    (:class:`~toolproof.adapters.rebinding.HostGuard`, the guard ``serve-api`` uses: 421
+    (:class:`~toolproof.adapters.http.rebinding.HostGuard`, the guard ``serve-api`` uses: 421
     or 403 otherwise); the SDK's own, narrower check is off. With ``token``, every
     request must carry ``Authorization: Bearer <token>`` (401 otherwise). In-flight
     requests finish before it returns; ``ready`` is called once the socket listens.

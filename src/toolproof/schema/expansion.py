@@ -10,7 +10,7 @@ schema of five mutually recursive definitions stays small.
 (binding first tries :func:`path_expansion`, a cheaper upper bound):
 
 1. discover every subschema reachable from the root (subschema keywords and
-   resolved references, through :class:`~toolproof.tools.refs.RefWalker`, which
+   resolved references, through :class:`~toolproof.schema.refs.RefWalker`, which
    refuses remote and unresolvable references);
 2. find the recursive reference targets: those in a strongly connected component
    with a cycle (Tarjan's algorithm, iterative);
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolproof.tools.refs import DEFAULT_BASE_URI, RefWalker, flatten
-from toolproof.tools.schema import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
+from toolproof.schema.refs import DEFAULT_BASE_URI, RefWalker, flatten
+from toolproof.schema.validation import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
 
 __all__ = ["Expansion", "expansion_size", "path_expansion"]
 

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from makefun import create_function
 
-from toolproof.adapters.params import params_of
+from toolproof.adapters.frameworks.params import params_of
 from toolproof.tools.declared import declarable_field
 from toolproof.tools.tool import Tool
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from toolproof.adapters.rebinding import loopback_address
+from toolproof.adapters.http.rebinding import loopback_address
 from toolproof.errors import AuthenticationError, InputError, error_mapping
 
 __all__ = [

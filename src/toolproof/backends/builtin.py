@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolproof.backends.form import backend
+from toolproof.backends.decorators import backend
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME, Backend
 from toolproof.contract.bounds import Seconds

@@ -1,0 +1,1 @@
+"""Framework adapters: pydantic-ai, the OpenAI Agents SDK, LangChain, httpx, callables."""

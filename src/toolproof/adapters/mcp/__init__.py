@@ -1,0 +1,1 @@
+"""The MCP server side: a Toolset served over stdio and streamable HTTP."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry: ``instrument()``, the spans it emits, the run check."""

@@ -1,0 +1,1 @@
+"""JSON Schema analysis: validators, local references, expansion and fan-out limits."""

@@ -1,0 +1,1 @@
+"""Where tools come from beside Python functions: MCP servers, retrieval, model providers."""

@@ -1,0 +1,1 @@
+"""The MCP client: tools, resources and prompts imported from MCP servers."""
