@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from toolproof.bundle.steps import numbered_step
-from toolproof.contract.tools import ToolCall
+from toolproof.contract.tools import ToolCall, ToolFailure
+from toolproof.errors import ToolCallError
+from toolproof.failures import FailureKind, FailureWhere
 from toolproof.identity import canonical_json
 from toolproof.runs.recorder import call_json
 
@@ -33,6 +35,7 @@ __all__ = [
     "arguments_snapshot",
     "is_flat",
     "step_id",
+    "unrecordable",
 ]
 
 
@@ -196,3 +199,14 @@ class Room:
             self._written, self._taken = written, now
         below_limit = sys.maxsize if self._limit == sys.maxsize else self._limit - written
         return free, below_limit
+
+
+def unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
+    """The ``unrecordable`` failure of a call that cannot be recorded (``why`` says why)."""
+    what = tool if " " in tool else f"call to {tool!r}"  # "resources/read 'uri'" as it is
+    failure = ToolFailure(
+        kind=FailureKind.UNRECORDABLE,
+        message=f"{what} cannot be recorded: {why}",
+        where=FailureWhere(where),
+    )
+    return ToolCallError(failure)

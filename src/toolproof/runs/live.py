@@ -53,10 +53,9 @@ from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import ToolFailure, ToolResult
-from toolproof.errors import InputError, RecordingError, ToolCallError
+from toolproof.errors import InputError, RecordingError
 from toolproof.evidence.encoding import read_contents
-from toolproof.evidence.reasoners import ToolResultReasoner
-from toolproof.failures import FailureKind, FailureWhere
+from toolproof.evidence.tool_results_reasoner import ToolResultReasoner
 from toolproof.identity import canonical_json
 from toolproof.runs.admission import (
     ARGUMENTS_WRAPPER,
@@ -67,6 +66,7 @@ from toolproof.runs.admission import (
     arguments_snapshot,
     is_flat,
     step_id,
+    unrecordable,
 )
 from toolproof.runs.recorder import (
     CallRecord,
@@ -104,16 +104,6 @@ SESSION_TASK = "MCP serve session"
 """The task of the spec a finalized serve session becomes."""
 RESERVE_BYTES = 64 * 1024
 """Free bytes a session's filesystem must have (beyond the arguments) to admit a call."""
-
-
-def _unrecordable(tool: str, why: str, where: str = "runtime") -> ToolCallError:
-    what = tool if " " in tool else f"call to {tool!r}"  # "resources/read 'uri'" as it is
-    failure = ToolFailure(
-        kind=FailureKind.UNRECORDABLE,
-        message=f"{what} cannot be recorded: {why}",
-        where=FailureWhere(where),
-    )
-    return ToolCallError(failure)
 
 
 @dataclass
@@ -232,7 +222,7 @@ class LiveSession:
                         f"RLIMIT_FSIZE leaves {below_limit} bytes, {needed} needed)"
                     )
         if why is not None:
-            raise _unrecordable(tool, why, where)
+            raise unrecordable(tool, why, where)
         self.admitted += 1
         step = step_id(self.admitted)
         call_id = call_json(tool, snapshot, step)["id"]
@@ -259,7 +249,7 @@ class LiveSession:
 
         """
         if self.closed or self.broken is not None:
-            raise _unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
+            raise unrecordable(admission.tool, self._cannot_write(self.broken or OSError()))
         self.calls += 1
         step = admission.step or step_id(self.calls)
         if admission.step and admission.recorded_id:
@@ -283,7 +273,7 @@ class LiveSession:
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc
-            raise _unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
+            raise unrecordable(admission.tool, f"it ran, but {self._cannot_write(exc)}") from exc
         return recorded
 
     def admit_turn(self, source: str) -> str:
@@ -383,7 +373,7 @@ class LiveSession:
         try:
             read_contents(result)
         except InputError as exc:
-            raise _unrecordable(what, exc.message, "output") from exc
+            raise unrecordable(what, exc.message, "output") from exc
         self.reads += 1
         step = numbered_step("read", self.reads)
         return self._exchange(
@@ -411,7 +401,7 @@ class LiveSession:
 
     def _check_open(self, what: str) -> None:
         if self.closed or self.broken is not None:
-            raise _unrecordable(what, self._cannot_write(self.broken or OSError()))
+            raise unrecordable(what, self._cannot_write(self.broken or OSError()))
 
     def _exchange(
         self, what: str, step: str, kind: str, block: Callable[[], list[EvidenceRecord]]
@@ -421,7 +411,7 @@ class LiveSession:
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc
-            raise _unrecordable(what, f"it ran, but {self._cannot_write(exc)}") from exc
+            raise unrecordable(what, f"it ran, but {self._cannot_write(exc)}") from exc
         return records
 
     def close(self) -> None:
