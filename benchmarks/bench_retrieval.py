@@ -30,7 +30,7 @@ from pathlib import Path
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus, write_python_docs
 from toolproof.evidence.terms import query_terms
-from toolproof.sources.retrieval.runtime import RetrievalRuntime
+from toolproof.sources.retrieval.fts5 import Fts5Retriever
 
 QUERIES = [
     "What does the nonlocal statement do?",
@@ -59,11 +59,11 @@ def part_one(queries: int) -> None:
         folder = Path(tmp) / "docs"
         write_python_docs(folder)
         corpus = load_corpus(folder)
-        runtime = RetrievalRuntime(corpus, chunking=ChunkConfig(), cache_dir=Path(tmp) / "cache")
-        chunks = runtime.chunks
+        retriever = Fts5Retriever(corpus, chunking=ChunkConfig(), cache_dir=Path(tmp) / "cache")
+        chunks = retriever.chunks
 
         started = time.perf_counter()
-        runtime.search("warm up the index", 1)  # builds the index file
+        retriever.search("warm up the index", 1)  # builds the index file
         ours_build = time.perf_counter() - started
 
         started = time.perf_counter()
@@ -75,13 +75,13 @@ def part_one(queries: int) -> None:
         for index in range(queries):
             query = QUERIES[index % len(QUERIES)]
             started = time.perf_counter()
-            runtime.search(query, 5)
+            retriever.search(query, 5)
             ours.append(time.perf_counter() - started)
             started = time.perf_counter()
             scores = bm25.get_scores(query_terms(query))
             sorted(range(len(scores)), key=lambda i: -scores[i])[:5]
             theirs.append(time.perf_counter() - started)
-        runtime.close()
+        retriever.close()
     ours_q, theirs_q = statistics.median(ours), statistics.median(theirs)
     print(f"bundled corpus: {len(corpus.documents)} documents, {len(chunks)} chunks")
     print(

@@ -85,11 +85,11 @@ PLUGIN_NAMES = {
     "Severity",
     "PluginDescriptor",
     "register_check",
-    "ReasonerBackend",
+    "Reasoner",
     "ReasonerRequest",
     "register_reasoner",
     "RuntimePlugin",
-    "RetrievalBackend",
+    "Retriever",
 }
 CONTRACT_NAMES = {
     "Claim",
@@ -112,15 +112,37 @@ def test_plugin_interfaces_and_contract_models_have_their_own_namespaces() -> No
     assert (PLUGIN_NAMES | CONTRACT_NAMES) & set(toolproof.__all__) == set()
 
 
+RENAMED = {"ReasonerBackend": "Reasoner", "RetrievalBackend": "Retriever"}
+"""Plugin interfaces renamed ("backend" names only the relocation seam) -> their names now."""
+
+
 def test_a_name_that_moved_still_works_from_the_top_with_a_warning() -> None:
     import toolproof.contract
     import toolproof.plugins
 
-    for name, home in [*((n, toolproof.plugins) for n in PLUGIN_NAMES), *(
+    moved = PLUGIN_NAMES - set(RENAMED.values())
+    for name, home in [*((n, toolproof.plugins) for n in moved), *(
         (n, toolproof.contract) for n in CONTRACT_NAMES
     )]:
         with pytest.warns(DeprecationWarning, match=f"toolproof.{name} moved to {home.__name__}"):
             assert getattr(toolproof, name) is getattr(home, name)
+
+
+def test_a_renamed_plugin_interface_still_works_with_a_warning_naming_the_new_name() -> None:
+    import toolproof.plugins
+
+    for old, new in RENAMED.items():
+        assert old not in toolproof.plugins.__all__
+        with pytest.warns(DeprecationWarning) as plugins_warning:
+            assert getattr(toolproof.plugins, old) is getattr(toolproof.plugins, new)
+        with pytest.warns(DeprecationWarning) as top_warning:
+            assert getattr(toolproof, old) is getattr(toolproof.plugins, new)
+        assert [str(w.message) for w in [*plugins_warning, *top_warning]] == [
+            f"toolproof.plugins.{old} is deprecated: it is now {new} "
+            f"(`from toolproof.plugins import {new}`)",
+            f"toolproof.{old} is now toolproof.plugins.{new}: "
+            f"use `from toolproof.plugins import {new}`",
+        ]
 
 
 def test_every_error_toolproof_raises_is_exported() -> None:

@@ -214,15 +214,19 @@ _MOVED: dict[str, str] = {
     "CheckSpec": "toolproof.plugins",
     "Finding": "toolproof.plugins",
     "PluginDescriptor": "toolproof.plugins",
-    "ReasonerBackend": "toolproof.plugins",
     "ReasonerRequest": "toolproof.plugins",
-    "RetrievalBackend": "toolproof.plugins",
     "RuntimePlugin": "toolproof.plugins",
     "Severity": "toolproof.plugins",
     "register_check": "toolproof.plugins",
     "register_reasoner": "toolproof.plugins",
 }
 """Names that left the top level -> their home; still served here, with a DeprecationWarning."""
+
+_RENAMED: dict[str, tuple[str, str]] = {
+    "ReasonerBackend": ("toolproof.plugins", "Reasoner"),
+    "RetrievalBackend": ("toolproof.plugins", "Retriever"),
+}
+"""Names that left the top level under a new name -> (home, new name); served with a warning."""
 
 
 def __getattr__(name: str) -> Any:
@@ -245,6 +249,15 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return getattr(import_module(moved), name)
+    renamed = _RENAMED.get(name)
+    if renamed is not None:
+        home, new = renamed
+        warnings.warn(
+            f"toolproof.{name} is now {home}.{new}: use `from {home} import {new}`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(import_module(home), new)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -24,7 +24,7 @@ from toolproof.backends.protocol import (
     frame,
     serve_request,
 )
-from toolproof.backends.worker import SyncRuntime, WorkerRuntime
+from toolproof.backends.worker import SyncWorkerServer, WorkerServer
 from toolproof.config import build_toolset, load_toolset
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import CanonicalizationError, ConfigError, UsageError
@@ -113,21 +113,21 @@ def test_oversized_frame_is_refused() -> None:
     )
 
 
-def test_worker_runtime_serves_requests_and_refuses_mismatches() -> None:
+def test_worker_server_serves_requests_and_refuses_mismatches() -> None:
     async def go() -> list[dict[str, object]]:
         async with load_toolset(CONFIG) as caller:
-            runtime = WorkerRuntime(CONFIG, build_toolset)
-            await runtime.start()
+            server = WorkerServer(CONFIG, build_toolset)
+            await server.start()
             try:
                 digest = descriptor_digest(caller["add"])
                 answers = [
-                    await runtime.handle(encode_request("add", {"a": 1, "b": 2}, digest)),
-                    await runtime.handle(encode_request("add", {"a": "x", "b": 2}, digest)),
-                    await runtime.handle(encode_request("nope", {}, digest)),
-                    await runtime.handle(b"{}"),
+                    await server.handle(encode_request("add", {"a": 1, "b": 2}, digest)),
+                    await server.handle(encode_request("add", {"a": "x", "b": 2}, digest)),
+                    await server.handle(encode_request("nope", {}, digest)),
+                    await server.handle(b"{}"),
                 ]
             finally:
-                await runtime.aclose()
+                await server.aclose()
             return [json.loads(answer) for answer in answers]
 
     ok, invalid, unknown, broken = run(go())
@@ -160,16 +160,16 @@ def test_serve_request_refuses_another_descriptor() -> None:
     )
 
 
-def test_sync_runtime_serves_its_thread_and_reports_bad_roots(tmp_path: Path) -> None:
-    runtime = SyncRuntime(CONFIG, build_toolset)
+def test_sync_worker_server_serves_its_thread_and_reports_bad_roots(tmp_path: Path) -> None:
+    server = SyncWorkerServer(CONFIG, build_toolset)
     try:
-        digest = json.loads(runtime.handle(encode_request("add", {}, "d")))
+        digest = json.loads(server.handle(encode_request("add", {}, "d")))
         assert digest["failure"]["kind"] == "descriptor_mismatch"
         errors: list[BaseException] = []
 
         def elsewhere() -> None:
             try:
-                runtime.handle(encode_request("add", {}, "d"))
+                server.handle(encode_request("add", {}, "d"))
             except UsageError as exc:
                 errors.append(exc)
 
@@ -177,11 +177,11 @@ def test_sync_runtime_serves_its_thread_and_reports_bad_roots(tmp_path: Path) ->
         other.start()
         other.join()
         assert [str(e) for e in errors] == [
-            "a SyncRuntime is used only by the thread that created it"
+            "a SyncWorkerServer is used only by the thread that created it"
         ]
     finally:
-        runtime.close()
-    runtime.close()  # idempotent
+        server.close()
+    server.close()  # idempotent
     with pytest.raises(ConfigError) as caught:
-        SyncRuntime(tmp_path / "missing.toml", build_toolset)
+        SyncWorkerServer(tmp_path / "missing.toml", build_toolset)
     assert caught.value.fields["rule"] == "file not found"

@@ -12,7 +12,7 @@ from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceR
 from toolproof.contract.runs import PlanNode
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import (
-    ReasonerBackend,
+    Reasoner,
     ReasonerRequest,
     StepOutput,
     register_reasoner,
@@ -95,7 +95,7 @@ async def _chunk_handler(node: PlanNode, context: StepContext) -> StepOutput:
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class _SentenceReasoner(ReasonerBackend):
+class _SentenceReasoner(Reasoner):
     name: ClassVar[str] = "test-sentence"
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:

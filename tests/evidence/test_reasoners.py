@@ -6,7 +6,7 @@ from toolproof.contract.evidence import Claim
 from toolproof.contract.runs import ReasonerSpec
 from toolproof.errors import InputError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+from toolproof.evidence.reasoners import Reasoner, ReasonerRequest, register_reasoner
 
 
 def test_tool_results_is_registered_and_described() -> None:
@@ -55,7 +55,7 @@ def test_too_few_supports_is_insufficient_evidence(tmp_path: object) -> None:
     assert asyncio.iscoroutinefunction(reasoner_registry().create(ReasonerSpec()).derive)
 
 
-class _Named(ReasonerBackend):
+class _Named(Reasoner):
     name = "test-named"
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:
@@ -86,11 +86,11 @@ def test_a_name_is_registered_once_per_registry() -> None:
 
 
 def test_register_reasoner_refuses_what_is_not_a_named_reasoner() -> None:
-    class Unnamed(ReasonerBackend):
+    class Unnamed(Reasoner):
         async def derive(self, request: ReasonerRequest) -> list[Claim]:
             return []
 
     with pytest.raises(InputError, match=r"^register_reasoner: Unnamed sets no name$"):
         register_reasoner(Unnamed)
-    with pytest.raises(InputError, match="is not a ReasonerBackend subclass"):
+    with pytest.raises(InputError, match="is not a Reasoner subclass"):
         register_reasoner(dict)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import ClaimEmitted, TraceEvent
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.reasoners import ReasonerRequest, register_reasoner
-from toolproof.plugins import ReasonerBackend
+from toolproof.plugins import Reasoner
 from toolproof.runs.registries import RunRegistries
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
@@ -78,7 +78,7 @@ def test_a_claim_mutated_by_a_progress_plugin_does_not_reach_the_run(tmp_path: P
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class PromotingReasoner(ReasonerBackend):
+class PromotingReasoner(Reasoner):
     """Misbehaves: declares an observation validated, with no supports."""
 
     name = "test-promoting"
@@ -194,7 +194,7 @@ def test_the_builtin_retry_wrapper_declares_its_recovery(tmp_path: Path) -> None
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class EscapingReasoner(ReasonerBackend):
+class EscapingReasoner(Reasoner):
     """Misbehaves: reads evidence by a path outside the run."""
 
     name = "test-escaping"
@@ -205,7 +205,7 @@ class EscapingReasoner(ReasonerBackend):
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class SymlinkingReasoner(ReasonerBackend):
+class SymlinkingReasoner(Reasoner):
     """Misbehaves: swaps an evidence file for a symlink to identical bytes outside the run."""
 
     name = "test-symlinking"
@@ -239,7 +239,7 @@ def test_evidence_outside_the_run_is_refused(tmp_path: Path) -> None:
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class ReencodingReasoner(ReasonerBackend):
+class ReencodingReasoner(Reasoner):
     """Misbehaves: cites a value, then rewrites the evidence file pretty-printed."""
 
     name = "test-reencoding"
@@ -278,7 +278,7 @@ def test_reencoded_evidence_fails_its_digest(tmp_path: Path) -> None:
 # -- a changed provider or runtime configuration changes the fingerprint ----------------
 
 
-class VersionedReasoner(ReasonerBackend):
+class VersionedReasoner(Reasoner):
     """A reasoner whose version a release bumps."""
 
     name = "test-versioned"
@@ -337,7 +337,7 @@ def _model_toolset(counter: Counter) -> Toolset:
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class ModelReasoner(ReasonerBackend):
+class ModelReasoner(Reasoner):
     """Calls a model through the run's provider port; swallows every error (misbehaves)."""
 
     name = "test-model"
@@ -386,7 +386,7 @@ def test_a_reasoner_that_swallows_the_refusal_cannot_hide_it(tmp_path: Path) -> 
 
 
 @register_reasoner(registry=REGISTRIES.reasoners)
-class ClockReadingReasoner(ReasonerBackend):
+class ClockReadingReasoner(Reasoner):
     """Misbehaves: reads a live provider (the clock) directly instead of a recorded call."""
 
     name = "test-clock-reading"

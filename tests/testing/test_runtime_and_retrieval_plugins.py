@@ -119,11 +119,11 @@ def test_a_retrieval_plugin_binds_from_the_toml_and_conforms(tmp_path: Path) -> 
     assert asyncio.run(source()).startswith("retrieval:sample-fts:sha256:")
     from toolproof.evidence.corpus import load_corpus
 
-    runtime = RetrievalRegistry().create("sample-fts", load_corpus(tmp_path / "corpus"), {})
+    retriever = RetrievalRegistry().create("sample-fts", load_corpus(tmp_path / "corpus"), {})
     try:
-        assert_retrieval_conforms(runtime, "list comprehension")
+        assert_retrieval_conforms(retriever, "list comprehension")
     finally:
-        runtime.close()
+        retriever.close()
 
 
 def test_an_unknown_or_broken_retrieval_backend_is_a_config_error(tmp_path: Path) -> None:

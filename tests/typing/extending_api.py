@@ -10,7 +10,7 @@ from toolproof.contract import Claim
 from toolproof.plugins import (
     Check,
     Finding,
-    ReasonerBackend,
+    Reasoner,
     ReasonerRequest,
     RuntimePlugin,
     Severity,
@@ -23,7 +23,7 @@ from toolproof.verify.view import RunView
 
 
 @register_reasoner
-class Nothing(ReasonerBackend):
+class Nothing(Reasoner):
     name = "typed-nothing"
     deterministic = False
     varies = ("model",)

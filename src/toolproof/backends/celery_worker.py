@@ -2,7 +2,7 @@
 
 :func:`worker_app` returns a Celery app with the task registered; each pool process
 builds the Toolset from the composition root at its first task and answers requests
-with :class:`toolproof.backends.worker.SyncRuntime`. ``toolproof worker`` builds the
+with :class:`toolproof.backends.worker.SyncWorkerServer`. ``toolproof worker`` builds the
 Toolset once in the main process before the pool forks, so the tool modules are
 already imported and a pool process's build is quick. (Building in
 ``worker_process_init`` instead would keep inherited pipe ends open in a new pool
@@ -20,25 +20,25 @@ from celery import Celery, Task
 from celery.signals import worker_process_shutdown
 
 from toolproof.backends.celery import TASK_NAME, CelerySettings, make_app, revoked_key
-from toolproof.backends.worker import WORKER_ENV, Builder, SyncRuntime
+from toolproof.backends.worker import WORKER_ENV, Builder, SyncWorkerServer
 from toolproof.contract.tools import ToolResult
 from toolproof.tools import hooks
 
 __all__ = ["worker_app"]
 
-_RUNTIMES: dict[tuple[int, int, str], SyncRuntime] = {}
+_SERVERS: dict[tuple[int, int, str], SyncWorkerServer] = {}
 _LOCK = threading.Lock()
 
 
-def _runtime(config_path: str, build: Builder) -> SyncRuntime:
-    """The Toolset runtime of this process and thread (built once, after any fork)."""
+def _server(config_path: str, build: Builder) -> SyncWorkerServer:
+    """The worker server of this process and thread (built once, after any fork)."""
     key = (os.getpid(), threading.get_ident(), config_path)
     with _LOCK:
-        runtime = _RUNTIMES.get(key)
-        if runtime is None:
-            runtime = SyncRuntime(config_path, build)
-            _RUNTIMES[key] = runtime
-        return runtime
+        server = _SERVERS.get(key)
+        if server is None:
+            server = SyncWorkerServer(config_path, build)
+            _SERVERS[key] = server
+        return server
 
 
 def _flush_spans(**_: object) -> None:
@@ -80,7 +80,7 @@ def worker_app(config_path: str | Path, settings: CelerySettings, build: Builder
                 detail={"task_id": task_id},
             )
             return refused.canonical().decode()
-        return _runtime(path, build).handle(request).decode()
+        return _server(path, build).handle(request).decode()
 
     app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=False)(run)
 

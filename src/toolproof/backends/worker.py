@@ -1,8 +1,8 @@
 """The worker side: build the Toolset from the composition root and serve requests.
 
-:class:`WorkerRuntime` holds the Toolset a worker built from the same
+:class:`WorkerServer` holds the Toolset a worker built from the same
 ``toolproof.toml`` as its caller and answers protocol requests (bytes in, bytes
-out). :class:`SyncRuntime` runs one on a private event loop for engines whose
+out). :class:`SyncWorkerServer` runs one on a private event loop for engines whose
 tasks are synchronous (Celery). :func:`serve_pipes` is the body of a
 process-pool worker (``python -m toolproof.adapters.process_worker --config FILE``,
 started by :class:`toolproof.backends.process.ProcessPool`): it speaks length-framed
@@ -58,9 +58,9 @@ __all__ = [
     "PARENT_ENV",
     "WORKER_ENV",
     "Builder",
-    "SyncRuntime",
+    "SyncWorkerServer",
     "WorkerLoop",
-    "WorkerRuntime",
+    "WorkerServer",
     "serve_pipes",
     "worker_loop",
 ]
@@ -115,7 +115,7 @@ def worker_loop() -> asyncio.AbstractEventLoop:
     return WorkerLoop()
 
 
-class WorkerRuntime:
+class WorkerServer:
     """The Toolset of one composition root, serving relocation requests.
 
     Args:
@@ -138,7 +138,7 @@ class WorkerRuntime:
 
         """
         if self._toolset is None:
-            raise RuntimeError("WorkerRuntime.start() has not run")
+            raise RuntimeError("WorkerServer.start() has not run")
         return self._toolset
 
     async def start(self) -> Toolset:
@@ -166,8 +166,8 @@ class WorkerRuntime:
             await self._toolset.aclose()
 
 
-class SyncRuntime:
-    """A :class:`WorkerRuntime` on a private event loop, for synchronous task code.
+class SyncWorkerServer:
+    """A :class:`WorkerServer` on a private event loop, for synchronous task code.
 
     Each call runs the loop until the answer is ready, in the calling thread, so a
     task pays no thread hand-off. It belongs to the thread that created it (a Celery
@@ -185,11 +185,11 @@ class SyncRuntime:
     """
 
     def __init__(self, config_path: str | Path, build: Builder) -> None:
-        self.runtime = WorkerRuntime(config_path, build)
+        self.server = WorkerServer(config_path, build)
         self._owner = threading.get_ident()
         self._loop = worker_loop()
         try:
-            self._loop.run_until_complete(self.runtime.start())
+            self._loop.run_until_complete(self.server.start())
         except BaseException:
             self._loop.close()
             raise
@@ -202,15 +202,15 @@ class SyncRuntime:
 
         """
         if threading.get_ident() != self._owner:
-            raise UsageError("a SyncRuntime is used only by the thread that created it")
-        return self._loop.run_until_complete(self.runtime.handle(data))
+            raise UsageError("a SyncWorkerServer is used only by the thread that created it")
+        return self._loop.run_until_complete(self.server.handle(data))
 
     def close(self) -> None:
         """Close the Toolset and the loop; idempotent."""
         if self._loop.is_closed():
             return
         try:
-            self._loop.run_until_complete(self.runtime.aclose())
+            self._loop.run_until_complete(self.server.aclose())
         finally:
             self._loop.close()
 
@@ -310,9 +310,9 @@ def _bounded(answer: bytes, request: bytes, limit: int) -> bytes:
 
 
 async def _serve(config: Path, build: Builder, rfd: int, wfd: int, limit: int) -> int:
-    runtime = WorkerRuntime(config, build)
+    server = WorkerServer(config, build)
     try:
-        toolset = await runtime.start()
+        toolset = await server.start()
     except ToolproofError as exc:
         hello = {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "error": exc.message}
         _write_all(wfd, frame(canonical_json(hello)))
@@ -330,10 +330,10 @@ async def _serve(config: Path, build: Builder, rfd: int, wfd: int, limit: int) -
     try:
         while True:
             request = await inbox.get()
-            answer = _bounded(await runtime.handle(request), request, limit)
+            answer = _bounded(await server.handle(request), request, limit)
             _write_all(wfd, frame(answer))
     finally:
-        await runtime.aclose()
+        await server.aclose()
 
 
 def _private_fd(fd: int) -> int:

@@ -144,8 +144,8 @@ class RetrievalSource(_Closed):
     the tool (named ``name``) searches an SQLite FTS5 index ranked by BM25. ``cache``
     is where index files are kept (default ``$TOOLPROOF_CACHE`` or
     ``~/.cache/toolproof``); ``max_chunk_bytes`` is the chunk size limit in bytes.
-    ``backend`` names another retrieval runtime, installed in the ``toolproof.retrieval``
-    entry-point group: a factory ``(corpus, options) -> RetrievalBackend`` called with
+    ``backend`` names another retriever, installed in the ``toolproof.retrieval``
+    entry-point group: a factory ``(corpus, options) -> Retriever`` called with
     the pinned corpus and this entry as JSON.
     """
 

@@ -3,7 +3,7 @@
 A ``[[python]]`` module is imported in a thread of its own within its
 ``import_timeout`` (:func:`import_python_source`), then its marked functions become
 tools (:func:`bind_python_source`); a ``[[retrieval]]`` corpus is pinned and served
-by a ``retrieve`` tool (:func:`bind_retrieval_source`), the built-in FTS5 runtime or
+by a ``retrieve`` tool (:func:`bind_retrieval_source`), the built-in FTS5 retriever or
 one from the retrieval registry the composition root passes. ``[[mcp]]`` servers
 are bound by :mod:`toolproof.sources.mcp.source`.
 """
@@ -32,8 +32,8 @@ from toolproof.errors import (
 )
 from toolproof.evidence.chunking import ChunkConfig
 from toolproof.evidence.corpus import load_corpus
-from toolproof.sources.retrieval.runtime import IndexConfig, RetrievalRuntime
-from toolproof.sources.retrieval.seam import RetrievalBackend, RetrievalRegistry
+from toolproof.sources.retrieval.fts5 import Fts5Retriever, IndexConfig
+from toolproof.sources.retrieval.seam import RetrievalRegistry, Retriever
 from toolproof.tools.filters import ToolFilter
 from toolproof.tools.function import TOOL_MARK, ToolOptions
 from toolproof.tools.python_catalog import bind_python_catalog
@@ -174,7 +174,7 @@ def bind_retrieval_source(
 
     The corpus is read and pinned now (its digest is in the tool's fingerprint); the
     index is built on the first search and cached by fingerprint. ``backend =
-    "fts5-bm25"`` is the built-in runtime; another name is looked up in ``registry``.
+    "fts5-bm25"`` is the built-in retriever; another name is looked up in ``registry``.
 
     Raises:
         ConfigError: the corpus folder is missing, empty, or holds a bad document, or
@@ -185,14 +185,14 @@ def bind_retrieval_source(
         corpus = load_corpus(file.parent / source.corpus)
     except InputError as exc:
         raise ConfigError(str(file), f"retrieval[{index}].corpus", exc.message) from None
-    runtime: RetrievalBackend
+    retriever: Retriever
     if source.backend != "fts5-bm25":
         try:
-            runtime = registry.create(source.backend, corpus, source.model_dump(mode="json"))
+            retriever = registry.create(source.backend, corpus, source.model_dump(mode="json"))
         except InputError as exc:
             raise ConfigError(str(file), f"retrieval[{index}].backend", exc.message) from None
     else:
-        runtime = RetrievalRuntime(
+        retriever = Fts5Retriever(
             corpus,
             chunking=ChunkConfig(max_bytes=source.max_chunk_bytes),
             index=IndexConfig(tokenizer=source.tokenizer),
@@ -200,7 +200,7 @@ def bind_retrieval_source(
         )
 
     async def close() -> None:
-        runtime.close()
+        retriever.close()
 
-    toolset.add(runtime.as_tool(source.name), owner=f"retrieval:{source.corpus}")
+    toolset.add(retriever.as_tool(source.name), owner=f"retrieval:{source.corpus}")
     toolset.on_close(close)

@@ -33,7 +33,7 @@ from toolproof.bundle.steps import numbered_step
 from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
 from toolproof.errors import InputError
 from toolproof.evidence.quotes import locate_quote
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest
+from toolproof.evidence.reasoners import Reasoner, ReasonerRequest
 
 __all__ = ["CITATION_RE", "AnswerReasoner", "QuoteCitation", "parse_citations", "step_of"]
 
@@ -86,7 +86,7 @@ def parse_citations(text: str) -> list[QuoteCitation]:
     ]
 
 
-class AnswerReasoner(ReasonerBackend):
+class AnswerReasoner(Reasoner):
     """``answer``: the claim of an agent's final answer, its quotes checked byte-exact.
 
     Params: ``answer`` (the text) and ``citations`` (a list of :class:`QuoteCitation`

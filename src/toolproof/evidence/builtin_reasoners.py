@@ -12,12 +12,12 @@ from toolproof.evidence.answer import AnswerReasoner
 from toolproof.evidence.extractive_reasoner import ExtractiveReasoner
 from toolproof.evidence.llm_reasoner import LLMReasoner
 from toolproof.evidence.patterns_reasoner import PatternsReasoner
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRegistry
+from toolproof.evidence.reasoners import Reasoner, ReasonerRegistry
 from toolproof.evidence.tool_results_reasoner import ToolResultReasoner
 
 __all__ = ["BUILTIN_REASONERS", "reasoner_registry"]
 
-BUILTIN_REASONERS: tuple[type[ReasonerBackend], ...] = (
+BUILTIN_REASONERS: tuple[type[Reasoner], ...] = (
     ToolResultReasoner,
     AnswerReasoner,
     ExtractiveReasoner,

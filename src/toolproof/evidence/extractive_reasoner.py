@@ -21,7 +21,7 @@ from toolproof.contract.evidence import Citation, Claim
 from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.extractive import EvidenceText, answer_question
 from toolproof.evidence.reasoners import (
-    ReasonerBackend,
+    Reasoner,
     ReasonerRequest,
     StepOutput,
     retrieve_question,
@@ -38,7 +38,7 @@ class _Params(BaseModel):
     steps: list[str] | None = None
 
 
-class ExtractiveReasoner(ReasonerBackend):
+class ExtractiveReasoner(Reasoner):
     """``extractive``: one claim per retrieve step; see the module docstring.
 
     Params: ``min_coverage`` (0..1, default 0.5), ``min_term_share`` (0..1, default

@@ -44,7 +44,7 @@ from toolproof.evidence.llm_answers import (
 from toolproof.evidence.quotes import locate_quote
 from toolproof.evidence.reasoners import (
     ProviderNeed,
-    ReasonerBackend,
+    Reasoner,
     ReasonerRequest,
     retrieve_question,
 )
@@ -109,7 +109,7 @@ def _short(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-class LLMReasoner(ReasonerBackend):
+class LLMReasoner(Reasoner):
     """``llm``: see the module docstring.
 
     Params: ``base_url`` / ``base_url_env`` (default :data:`DEFAULT_BASE_URL`),

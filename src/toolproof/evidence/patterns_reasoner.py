@@ -24,7 +24,7 @@ from toolproof.contract.evidence import Citation, Claim, SupportRef
 from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.reasoners import (
     PLACEHOLDER,
-    ReasonerBackend,
+    Reasoner,
     ReasonerRequest,
 )
 
@@ -60,7 +60,7 @@ def _ordered(statement: str, keys: dict[str, Any]) -> list[str]:
     return first + sorted(set(keys) - set(first))
 
 
-class PatternsReasoner(ReasonerBackend):
+class PatternsReasoner(Reasoner):
     """``patterns``: see the module docstring.
 
     Params: ``claims``, a list of ``{statement, step, patterns}``; ``patterns`` maps

@@ -1,6 +1,6 @@
 """Reasoners: derive typed claims, with byte-exact supports, from a run's evidence.
 
-A :class:`ReasonerBackend` receives a :class:`ReasonerRequest` (the task, every
+A :class:`Reasoner` receives a :class:`ReasonerRequest` (the task, every
 evidence record registered so far with the store to read and cite it, and every
 step's output) and returns claims. It reports ``insufficient_evidence`` instead of
 inventing: a claim it cannot ground gets that status and no supports. A run finds
@@ -47,7 +47,7 @@ __all__ = [
     "PLACEHOLDER",
     "ProviderCall",
     "ProviderNeed",
-    "ReasonerBackend",
+    "Reasoner",
     "ReasonerRegistry",
     "ReasonerRequest",
     "StepOutput",
@@ -153,7 +153,7 @@ class ReasonerRequest:
     mode: str = "live"
 
 
-class ReasonerBackend(ABC):
+class Reasoner(ABC):
     """A derivation strategy. Subclasses set ``name`` and ``version`` and implement ``derive``.
 
     Args:
@@ -287,7 +287,7 @@ class ReasonerBackend(ABC):
         """Return the claims the evidence supports (``insufficient_evidence`` where it doesn't)."""
 
 
-class ReasonerRegistry(Registry[type[ReasonerBackend]]):
+class ReasonerRegistry(Registry[type[Reasoner]]):
     """Reasoner classes by name: registered in code, then ``toolproof.reasoners`` entry points.
 
     A new registry is empty; the composition root builds the one a run uses with the
@@ -298,22 +298,22 @@ class ReasonerRegistry(Registry[type[ReasonerBackend]]):
     def __init__(self) -> None:
         super().__init__("reasoner")
 
-    def accept(self, name: str, item: object, origin: str) -> type[ReasonerBackend]:
-        """An entry point's object must be a :class:`ReasonerBackend` subclass named ``name``.
+    def accept(self, name: str, item: object, origin: str) -> type[Reasoner]:
+        """An entry point's object must be a :class:`Reasoner` subclass named ``name``.
 
         Raises:
             InputError: it is not (naming the plugin, its origin and the rule).
 
         """
-        if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
-            rule = f"the entry point is {item!r}, not a ReasonerBackend subclass"
+        if not (isinstance(item, type) and issubclass(item, Reasoner)):
+            rule = f"the entry point is {item!r}, not a Reasoner subclass"
             raise plugin_error("reasoner", name, origin, rule)
         if getattr(item, "name", None) != name:
             rule = f"its class declares name {getattr(item, 'name', None)!r}, not {name!r}"
             raise plugin_error("reasoner", name, origin, rule)
         return item
 
-    def add(self, cls: type[ReasonerBackend]) -> type[ReasonerBackend]:
+    def add(self, cls: type[Reasoner]) -> type[Reasoner]:
         """Register ``cls`` under ``cls.name``; registering the same class again is a no-op.
 
         Returns:
@@ -325,7 +325,7 @@ class ReasonerRegistry(Registry[type[ReasonerBackend]]):
         """
         return self.register(cls.name, cls)
 
-    def create(self, spec: ReasonerSpec) -> ReasonerBackend:
+    def create(self, spec: ReasonerSpec) -> Reasoner:
         """Build the reasoner ``spec`` names, with its parameters.
 
         Raises:
@@ -355,22 +355,22 @@ class ReasonerRegistry(Registry[type[ReasonerBackend]]):
 
 @overload
 def register_reasoner(
-    cls: type[ReasonerBackend], /, *, registry: ReasonerRegistry | None = None
-) -> type[ReasonerBackend]: ...
+    cls: type[Reasoner], /, *, registry: ReasonerRegistry | None = None
+) -> type[Reasoner]: ...
 
 
 @overload
 def register_reasoner(
     *, registry: ReasonerRegistry | None = None
-) -> Callable[[type[ReasonerBackend]], type[ReasonerBackend]]: ...
+) -> Callable[[type[Reasoner]], type[Reasoner]]: ...
 
 
 def register_reasoner(
-    cls: type[ReasonerBackend] | None = None, /, *, registry: ReasonerRegistry | None = None
-) -> type[ReasonerBackend] | Callable[[type[ReasonerBackend]], type[ReasonerBackend]]:
+    cls: type[Reasoner] | None = None, /, *, registry: ReasonerRegistry | None = None
+) -> type[Reasoner] | Callable[[type[Reasoner]], type[Reasoner]]:
     """Declare a reasoner class: check it, add it to ``registry`` when given, return it.
 
-    ``@register_reasoner`` on a class checks it (a :class:`ReasonerBackend` subclass
+    ``@register_reasoner`` on a class checks it (a :class:`Reasoner` subclass
     with a ``name``) and returns it unchanged: it registers nothing by itself, there
     is no process-wide registry. A plugin package names the class in the
     ``toolproof.reasoners`` entry-point group; code that builds its own registry
@@ -385,14 +385,14 @@ def register_reasoner(
         ``cls``, or a decorator returning its class.
 
     Raises:
-        InputError: ``cls`` is not a ReasonerBackend subclass with a ``name``, or
+        InputError: ``cls`` is not a Reasoner subclass with a ``name``, or
             ``registry`` holds another class under that name.
 
     """
 
-    def declare(item: type[ReasonerBackend]) -> type[ReasonerBackend]:
-        if not (isinstance(item, type) and issubclass(item, ReasonerBackend)):
-            raise InputError(f"register_reasoner: {item!r} is not a ReasonerBackend subclass")
+    def declare(item: type[Reasoner]) -> type[Reasoner]:
+        if not (isinstance(item, type) and issubclass(item, Reasoner)):
+            raise InputError(f"register_reasoner: {item!r} is not a Reasoner subclass")
         name = getattr(item, "name", None)
         if not isinstance(name, str) or not name:
             raise InputError(f"register_reasoner: {item.__name__} sets no name", rule="name")

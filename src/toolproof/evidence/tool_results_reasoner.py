@@ -13,7 +13,7 @@ from toolproof.contract.evidence import (
 )
 from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import locate, parse_ref
-from toolproof.evidence.reasoners import PLACEHOLDER, ReasonerBackend, ReasonerRequest
+from toolproof.evidence.reasoners import PLACEHOLDER, Reasoner, ReasonerRequest
 from toolproof.identity import canonical_json
 
 __all__ = ["ToolResultReasoner"]
@@ -38,7 +38,7 @@ def _text_of(value: Any) -> str:
     return value if type(value) is str else canonical_json(value).decode("utf-8")
 
 
-class ToolResultReasoner(ReasonerBackend):
+class ToolResultReasoner(Reasoner):
     """``tool-results``: claims filled from tool values, each value cited byte for byte.
 
     Params: ``claims``, a list of ``{statement, cite}``; ``cite`` maps a placeholder

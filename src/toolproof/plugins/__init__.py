@@ -3,21 +3,24 @@
 Registries by seam (:class:`Registry`) and the one loader of their entry points
 (:func:`load_entry_point`) live here too. Plugin authors import the interfaces::
 
-    from toolproof.plugins import ReasonerBackend, ReasonerRequest, register_reasoner
+    from toolproof.plugins import Reasoner, ReasonerRequest, register_reasoner
 
-* reasoners: :class:`ReasonerBackend`, :class:`ReasonerRequest`, :func:`register_reasoner`;
+* reasoners: :class:`Reasoner`, :class:`ReasonerRequest`, :func:`register_reasoner`;
 * checks: :class:`Check`, :class:`CheckSpec`, :class:`Finding`, :class:`Severity`,
   :class:`PluginDescriptor`, :func:`register_check`;
-* runtimes and retrieval: :class:`RuntimePlugin`, :class:`RetrievalBackend`.
+* runtimes and retrieval: :class:`RuntimePlugin`, :class:`Retriever`.
 
 Each interface lives with the layer that runs it (``evidence``, ``verify``, ``runs``,
 ``tools``), floors above the loader (:mod:`toolproof.plugins.loading`, which those
 layers import); so this namespace loads an interface on first access (a module
-``__getattr__``), never when a layer imports the loader.
+``__getattr__``), never when a layer imports the loader. The former names
+``ReasonerBackend`` and ``RetrievalBackend`` are still served, with a
+:class:`DeprecationWarning` naming :class:`Reasoner` and :class:`Retriever`.
 """
 
 from __future__ import annotations
 
+import warnings
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +34,9 @@ from toolproof.plugins.registry import REGISTERED, Registry
 
 if TYPE_CHECKING:
     from toolproof.contract.runs import CheckSpec, Finding, PluginDescriptor, Severity
-    from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, register_reasoner
+    from toolproof.evidence.reasoners import Reasoner, ReasonerRequest, register_reasoner
     from toolproof.runs.runtime_plugin import RuntimePlugin
-    from toolproof.sources.retrieval.seam import RetrievalBackend
+    from toolproof.sources.retrieval.seam import Retriever
     from toolproof.verify.base import Check
     from toolproof.verify.sequence import register_check
 
@@ -44,10 +47,10 @@ __all__ = [
     "CheckSpec",
     "Finding",
     "PluginDescriptor",
-    "ReasonerBackend",
+    "Reasoner",
     "ReasonerRequest",
     "Registry",
-    "RetrievalBackend",
+    "Retriever",
     "RuntimePlugin",
     "Severity",
     "entry_point_names",
@@ -64,17 +67,29 @@ _HOMES = {
     "PluginDescriptor": "toolproof.contract.runs",
     "Severity": "toolproof.contract.runs",
     "register_check": "toolproof.verify.sequence",
-    "ReasonerBackend": "toolproof.evidence.reasoners",
+    "Reasoner": "toolproof.evidence.reasoners",
     "ReasonerRequest": "toolproof.evidence.reasoners",
     "register_reasoner": "toolproof.evidence.reasoners",
     "RuntimePlugin": "toolproof.runs.runtime_plugin",
-    "RetrievalBackend": "toolproof.sources.retrieval.seam",
+    "Retriever": "toolproof.sources.retrieval.seam",
 }
 """Interface name -> the module that defines it."""
+
+_RENAMED = {"ReasonerBackend": "Reasoner", "RetrievalBackend": "Retriever"}
+"""Deprecated interface name -> its name now ("backend" names only the relocation seam)."""
 
 
 def __getattr__(name: str) -> Any:
     """Load a plugin interface on first access (see the module docstring)."""
+    new = _RENAMED.get(name)
+    if new is not None:
+        warnings.warn(
+            f"toolproof.plugins.{name} is deprecated: it is now {new} "
+            f"(`from toolproof.plugins import {new}`)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(import_module(_HOMES[new]), new)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

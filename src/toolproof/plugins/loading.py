@@ -1,9 +1,9 @@
 """Find a plugin by name in its entry-point group, or say exactly why it cannot be used.
 
 Each seam has a group: ``toolproof.reasoners`` (a
-:class:`~toolproof.evidence.reasoners.ReasonerBackend` subclass),
+:class:`~toolproof.evidence.reasoners.Reasoner` subclass),
 ``toolproof.checks`` (a :class:`~toolproof.verify.base.Check` or a factory taking
-the spec's params), ``toolproof.retrieval`` (a retrieval runtime factory),
+the spec's params), ``toolproof.retrieval`` (a retriever factory),
 ``toolproof.runtimes`` (a :class:`~toolproof.runs.runtime_plugin.RuntimePlugin`)
 and ``toolproof.extensions`` (an :class:`~toolproof.extensions.extension.Extension`,
 a module of them, or a ``register(registry)`` callable). :func:`load_entry_point` is

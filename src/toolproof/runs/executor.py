@@ -39,7 +39,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import read_contents
-from toolproof.evidence.reasoners import ReasonerBackend, ReasonerRequest, StepOutput
+from toolproof.evidence.reasoners import Reasoner, ReasonerRequest, StepOutput
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import CallPort, Clock, relayed_of
 from toolproof.runs.outcome import ExecutionOutcome
@@ -64,7 +64,7 @@ class _BudgetStop(Exception):
 
 
 class StepContext:
-    """What a step handler (e.g. a retrieval runtime) gets to do its step.
+    """What a step handler (e.g. retrieval) gets to do its step.
 
     Attributes:
         node: the plan node being run.
@@ -194,7 +194,7 @@ class Executor:
         plan: Plan,
         calls: CallPort,
         clock: Clock,
-        reasoner: ReasonerBackend,
+        reasoner: Reasoner,
         recorder: Recorder,
         handlers: Mapping[str, StepHandler] | None = None,
         check_ids: Sequence[str] = CHECK_SEQUENCE,

@@ -50,7 +50,7 @@ def build_providers(needs: Sequence[ProviderNeed], taken: Sequence[str] = ()) ->
     """Build a tool for each need, by name.
 
     Args:
-        needs: the reasoner's :meth:`~toolproof.evidence.reasoners.ReasonerBackend.providers`.
+        needs: the reasoner's :meth:`~toolproof.evidence.reasoners.Reasoner.providers`.
         taken: the Toolset's tool names (a provider may not reuse one).
 
     Returns:

@@ -29,7 +29,7 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Timings
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import RecordingError
-from toolproof.evidence.reasoners import ReasonerBackend
+from toolproof.evidence.reasoners import Reasoner
 from toolproof.identity import canonical_json, digest
 from toolproof.plugins.registry import REGISTERED
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
@@ -111,7 +111,7 @@ async def record_run(
     runtime: ExecutionRuntime,
     calls: CallPort,
     clock: Clock,
-    reasoner: ReasonerBackend,
+    reasoner: Reasoner,
     handlers: Mapping[str, StepHandler] | None = None,
     on_event: Callable[[TraceEvent], None] | None = None,
     durable: bool = True,
@@ -273,7 +273,7 @@ async def _record_and_commit(
     plan: Plan,
     runtime: ExecutionRuntime,
     calls: CallPort,
-    reasoner: ReasonerBackend,
+    reasoner: Reasoner,
     handlers: Mapping[str, StepHandler] | None,
     on_event: Callable[[TraceEvent], None] | None,
     checks: tuple[Check, ...],

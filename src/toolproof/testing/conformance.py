@@ -1,4 +1,4 @@
-"""One call per seam: does a reasoner, check or retrieval runtime meet its obligations.
+"""One call per seam: does a reasoner, check or retriever meet its obligations.
 
 * :func:`assert_reasoner_conforms` runs a spec with the reasoner live, then checks
   the run (verification, manifest coverage, exact supports, call/result linkage),
@@ -8,7 +8,7 @@
 * :func:`assert_check_conforms` builds the check (by name, as a spec would), checks
   its identity across processes, that it is deterministic, silent on a sound run,
   and that it finds the fault in a broken one.
-* :func:`assert_retrieval_conforms` checks a retrieval runtime's fingerprint and
+* :func:`assert_retrieval_conforms` checks a retriever's fingerprint and
   that the same query gives the same hits.
 """
 
@@ -159,33 +159,33 @@ def assert_check_conforms(
     del descriptor
 
 
-def assert_retrieval_conforms(runtime: Any, query: str) -> None:
-    """A retrieval runtime has a stable identity and answers a query deterministically.
+def assert_retrieval_conforms(retriever: Any, query: str) -> None:
+    """A retriever has a stable identity and answers a query deterministically.
 
     Args:
-        runtime: an object meeting :class:`~toolproof.sources.retrieval.seam.RetrievalBackend`.
+        retriever: an object meeting :class:`~toolproof.sources.retrieval.seam.Retriever`.
         query: a query with hits in its corpus.
 
     Raises:
         ConformanceError: ``kit:retrieval-identity`` or ``kit:retrieval-deterministic``.
 
     """
-    from toolproof.sources.retrieval.seam import RetrievalBackend
+    from toolproof.sources.retrieval.seam import Retriever
 
-    if not isinstance(runtime, RetrievalBackend):
+    if not isinstance(retriever, Retriever):
         raise ConformanceError(
             "kit:retrieval-identity",
-            f"{type(runtime).__name__} lacks kind/name/version/fingerprint/descriptor/as_tool",
+            f"{type(retriever).__name__} lacks kind/name/version/fingerprint/descriptor/as_tool",
         )
-    descriptor = runtime.descriptor()
-    if descriptor.get("fingerprint") != runtime.fingerprint or not str(
-        runtime.fingerprint
+    descriptor = retriever.descriptor()
+    if descriptor.get("fingerprint") != retriever.fingerprint or not str(
+        retriever.fingerprint
     ).startswith("sha256:"):
         raise ConformanceError(
             "kit:retrieval-identity", "descriptor()['fingerprint'] must be the sha256 fingerprint"
         )
-    tool = runtime.as_tool("retrieve")
-    if runtime.fingerprint not in tool.descriptor().source:
+    tool = retriever.as_tool("retrieve")
+    if retriever.fingerprint not in tool.descriptor().source:
         raise ConformanceError(
             "kit:retrieval-identity",
             "the bound tool's source must carry the fingerprint, so a changed corpus or "

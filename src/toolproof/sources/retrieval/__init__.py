@@ -1,1 +1,1 @@
-"""The retrieval runtime: a pinned corpus and its ranked index, as a tool."""
+"""Retrieval: a pinned corpus and its ranked index, as a tool."""

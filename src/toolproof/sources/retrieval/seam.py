@@ -1,8 +1,8 @@
-"""The retrieval seam: what a retrieval runtime offers a run.
+"""The retrieval seam: what a retriever offers a run.
 
-The built-in :class:`~toolproof.sources.retrieval.runtime.RetrievalRuntime` (SQLite FTS5,
+The built-in :class:`~toolproof.sources.retrieval.fts5.Fts5Retriever` (SQLite FTS5,
 BM25) meets it; so must a plugin's (an external index, a search service). The
-runtime is bound into the Toolset as a tool (``as_tool``) whose source carries
+retriever is bound into the Toolset as a tool (``as_tool``) whose source carries
 the fingerprint, so a changed corpus, chunking or index configuration changes
 the tool's fingerprint and hence the runtime descriptor and the run id. Its hits
 must carry the exact text of the chunk, so the ``retrieve`` step stores the bytes
@@ -21,12 +21,12 @@ from toolproof.plugins.loading import plugin_error
 from toolproof.plugins.registry import Registry
 from toolproof.tools.tool import Tool
 
-__all__ = ["RetrievalBackend", "RetrievalFactory", "RetrievalRegistry"]
+__all__ = ["RetrievalFactory", "RetrievalRegistry", "Retriever"]
 
 
 @runtime_checkable
-class RetrievalBackend(Protocol):
-    """A retrieval runtime: a stable identity and a ``retrieve`` tool.
+class Retriever(Protocol):
+    """A retriever: a stable identity and a ``retrieve`` tool.
 
     Attributes:
         kind: ``retrieval``.
@@ -49,7 +49,7 @@ class RetrievalBackend(Protocol):
         ...
 
     def as_tool(self, name: str = "retrieve") -> Tool:
-        """The runtime as a tool whose ``source`` includes :attr:`fingerprint`."""
+        """The retriever as a tool whose ``source`` includes :attr:`fingerprint`."""
         ...
 
     def close(self) -> None:
@@ -57,15 +57,15 @@ class RetrievalBackend(Protocol):
         ...
 
 
-RetrievalFactory = Callable[[Corpus, dict[str, Any]], RetrievalBackend]
-"""``factory(corpus, options) -> RetrievalBackend``: the pinned corpus and the
+RetrievalFactory = Callable[[Corpus, dict[str, Any]], Retriever]
+"""``factory(corpus, options) -> Retriever``: the pinned corpus and the
 ``[[retrieval]]`` entry as JSON."""
 
 
 class RetrievalRegistry(Registry[RetrievalFactory]):
-    """Retrieval runtime factories by name: in code, then ``toolproof.retrieval`` entry points.
+    """Retriever factories by name: in code, then ``toolproof.retrieval`` entry points.
 
-    The built-in ``fts5-bm25`` runtime is not a name here (it is the default the
+    The built-in ``fts5-bm25`` retriever is not a name here (it is the default the
     composition root binds itself); the root builds this registry and passes it to
     the ``[[retrieval]]`` binding.
     """
@@ -84,16 +84,16 @@ class RetrievalRegistry(Registry[RetrievalFactory]):
             raise plugin_error("retrieval", name, origin, "the entry point is not a factory")
         return typing.cast(RetrievalFactory, item)
 
-    def create(self, name: str, corpus: Corpus, options: dict[str, Any]) -> RetrievalBackend:
-        """Build the retrieval runtime ``name`` over ``corpus``.
+    def create(self, name: str, corpus: Corpus, options: dict[str, Any]) -> Retriever:
+        """Build the retriever ``name`` over ``corpus``.
 
         Args:
-            name: the runtime's name (``[[retrieval]] backend``).
+            name: the retriever's name (``[[retrieval]] backend``).
             corpus: the pinned corpus.
             options: the ``[[retrieval]]`` entry as JSON.
 
         Returns:
-            The runtime.
+            The retriever.
 
         Raises:
             InputError: no such plugin, or it is broken (it names the plugin and the rule).
@@ -110,16 +110,16 @@ class RetrievalRegistry(Registry[RetrievalFactory]):
             )
         factory, origin = found
         try:
-            runtime = factory(corpus, options)
+            retriever = factory(corpus, options)
         except InputError:
             raise
         except Exception as exc:  # foreign factory: reported, naming the plugin
             rule = f"its factory raised {type(exc).__name__}: {exc}"
             raise plugin_error("retrieval", name, origin, rule) from exc
-        if not isinstance(runtime, RetrievalBackend):
+        if not isinstance(retriever, Retriever):
             rule = (
-                f"its factory returned {type(runtime).__name__}, which lacks kind/name/version/"
+                f"its factory returned {type(retriever).__name__}, which lacks kind/name/version/"
                 "fingerprint/descriptor/as_tool/close"
             )
             raise plugin_error("retrieval", name, origin, rule)
-        return runtime
+        return retriever

@@ -39,5 +39,5 @@ flaky_check = Check(
 
 
 def not_a_reasoner() -> str:
-    """Not a ReasonerBackend subclass: a broken entry point."""
+    """Not a Reasoner subclass: a broken entry point."""
     return "no"

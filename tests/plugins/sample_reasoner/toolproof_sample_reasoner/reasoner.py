@@ -8,7 +8,7 @@ from toolproof.contract import Claim
 from toolproof.contract.evidence import Citation, ClaimStatus, ClaimType
 from toolproof.evidence.encoding import locate
 from toolproof.evidence.reasoners import ReasonerRequest, StepOutput
-from toolproof.plugins import ReasonerBackend
+from toolproof.plugins import Reasoner
 
 
 def first_text(value: Any) -> list[str] | None:
@@ -22,7 +22,7 @@ def first_text(value: Any) -> list[str] | None:
     return None
 
 
-class QuoteReasoner(ReasonerBackend):
+class QuoteReasoner(Reasoner):
     """Quote each successful step; a step with no text gets ``insufficient_evidence``."""
 
     name = "sample-quotes"

@@ -25,7 +25,7 @@ from toolproof.evidence.terms import query_terms
 from toolproof.identity import digest_json
 from toolproof.tools.tool import Tool
 
-__all__ = ["Hit", "IndexConfig", "RetrievalRuntime"]
+__all__ = ["Fts5Retriever", "Hit", "IndexConfig"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Hit:
 
 
 @dataclass
-class RetrievalRuntime:
+class Fts5Retriever:
     """Ranked retrieval over one pinned corpus.
 
     Args:
@@ -248,7 +248,7 @@ class RetrievalRuntime:
         }
 
     def as_tool(self, name: str = "retrieve") -> Tool:
-        """The runtime as a ``retrieve(query, top_k)`` tool whose value is :meth:`result`."""
+        """The retriever as a ``retrieve(query, top_k)`` tool whose value is :meth:`result`."""
         spec = ToolSpec(
             name=name,
             description=(
