@@ -58,7 +58,7 @@ from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.store import EvidenceStore
 from toolproof.runs.calls import LiveCalls, LiveClock
 from toolproof.runs.executor import Executor
-from toolproof.runs.live import open_session
+from toolproof.runs.live import open_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.recorder import CallRecord, Durability, Recorder
 from toolproof.runs.run import execute_run
@@ -87,7 +87,7 @@ async def _session_overhead(
 ) -> tuple[float, float]:
     """Median paired (recorded - unrecorded) seconds per call, and median hashing seconds."""
     tool = toolset["echo"]
-    session = open_session(root, toolset, durability=durability)
+    session = open_recording(root, toolset, durability=durability)
     diffs, hashes = [], []
     for n in range(calls):
         arguments = {"n": n}

@@ -57,7 +57,7 @@ from toolproof.adapters.frameworks.pydantic_ai_model import (
 )
 from toolproof.adapters.session import Session
 from toolproof.evidence.encoding import encode_value
-from toolproof.runs.live import open_session
+from toolproof.runs.live import open_recording
 from toolproof.runs.recorder import Durability
 
 CHAT = json.dumps(
@@ -73,7 +73,7 @@ CHAT = json.dumps(
 
 def _session(root: Path, durability: Durability) -> Session:
     toolset = _toolset()
-    return Session(toolset, open_session(root, toolset, task="bench", durability=durability))
+    return Session(toolset, open_recording(root, toolset, task="bench", durability=durability))
 
 
 def _clocks() -> tuple[float, float]:

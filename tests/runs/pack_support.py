@@ -14,7 +14,7 @@ from typing import Any
 
 from toolproof import Tool, Toolset
 from toolproof.identity import canonical_json, digest
-from toolproof.runs.live import LiveSession, open_session
+from toolproof.runs.live import LiveRecording, open_recording
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key
 from toolproof.tools.observe import Observation
@@ -48,7 +48,7 @@ def turn(n: int) -> ModelExchange:
     )
 
 
-async def step(session: LiveSession, tools: Toolset, n: int) -> None:
+async def step(session: LiveRecording, tools: Toolset, n: int) -> None:
     """Record the ``n``-th step: a call of ``echo(n)``, and after every even one a turn."""
     admission = session.admit("echo", {"n": n})
     session.record(admission, await tools["echo"].call({"n": n}), Observation())
@@ -64,7 +64,7 @@ async def record(root: Path, steps: int) -> Path:
 
     """
     tools = toolset()
-    session = open_session(root, tools, task="evidence pack")
+    session = open_recording(root, tools, task="evidence pack")
     for n in range(1, steps + 1):
         await step(session, tools, n)
     session.close()
@@ -73,7 +73,7 @@ async def record(root: Path, steps: int) -> Path:
 
 async def _forever(root: Path) -> None:
     tools = toolset()
-    session = open_session(root, tools, task="evidence pack")
+    session = open_recording(root, tools, task="evidence pack")
     n = 0
     while True:
         n += 1

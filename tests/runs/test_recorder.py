@@ -41,7 +41,7 @@ from toolproof.errors import ToolCallError
 from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
-from toolproof.runs.live import LiveSession, open_session
+from toolproof.runs.live import LiveRecording, open_recording
 from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
 from toolproof.tools.observe import Observation
 from toolproof.tools.toolset import Toolset
@@ -328,14 +328,14 @@ def test_a_group_batch_is_one_syncfs_or_else_an_fsync_of_the_pack_and_the_trace(
         assert fsynced[-1] == trace and fsynced.count(str(root)) == 1
 
 
-def _echo_session(tmp: Path) -> LiveSession:
+def _echo_session(tmp: Path) -> LiveRecording:
     async def echo(n: int) -> int:
         """Return n (never called: admission does not validate arguments)."""
         return n
 
     toolset = Toolset()
     toolset.add(Tool.from_function(echo, name="echo"))
-    return open_session(tmp, toolset.seal(), durability=Durability.EACH)
+    return open_recording(tmp, toolset.seal(), durability=Durability.EACH)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from pack_support import record, step, toolset
 from toolproof.errors import VerificationError
 from toolproof.evidence.pack import read_pack
 from toolproof.runs.finalize import finalize_session, recover_session
-from toolproof.runs.live import open_session
+from toolproof.runs.live import open_recording
 from toolproof.verify.verifier import verify_run
 
 SUPPORT = Path(__file__).with_name("pack_support.py")
@@ -66,7 +66,7 @@ def test_a_live_session_appends_its_evidence_to_one_pack_and_reads_it_from_there
 ) -> None:
     async def scenario() -> None:
         tools = toolset()
-        session = open_session(tmp_path, tools, task="evidence pack")
+        session = open_recording(tmp_path, tools, task="evidence pack")
         for n in range(1, 5):
             await step(session, tools, n)
         store = session.recorder.store

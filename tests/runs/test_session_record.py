@@ -19,7 +19,7 @@ from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, ToolCallError, VerificationError
 from toolproof.runs.finalize import finalize_session, recover_session
-from toolproof.runs.live import open_session
+from toolproof.runs.live import open_recording
 from toolproof.tools.observe import Observation
 from toolproof.verify.verifier import verify_run
 
@@ -260,7 +260,7 @@ def test_a_server_that_cannot_listen_leaves_no_session_behind(tmp_path: Path) ->
 def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_path: Path) -> None:
     async def record() -> Path:
         async with load_toolset(SERVE_CONFIG) as toolset:
-            session = open_session(tmp_path, toolset)
+            session = open_recording(tmp_path, toolset)
             for a in (1, 2):
                 arguments = {"a": a}
                 token = session.admit("add", arguments)
@@ -328,7 +328,7 @@ def test_arguments_nested_100000_deep_are_unrecordable_not_a_recursion_error(
 
     async def record() -> str:
         async with load_toolset(SERVE_CONFIG) as toolset:
-            session = open_session(tmp_path, toolset)
+            session = open_recording(tmp_path, toolset)
             try:
                 with pytest.raises(ToolCallError) as info:
                     session.admit("add", {"a": deep})

@@ -30,7 +30,7 @@ from toolproof.evidence.answer import QuoteCitation
 from toolproof.extensions.approvals.request import Approver, approval_scope
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE
-from toolproof.runs.live import LiveSession
+from toolproof.runs.live import LiveRecording
 from toolproof.runs.recorder import ModelExchange
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
@@ -98,7 +98,7 @@ class Session:
     def __init__(
         self,
         toolset: Toolset | None,
-        live: LiveSession | None,
+        live: LiveRecording | None,
         frozen: FrozenSession | None = None,
         approver: Approver | None = None,
     ) -> None:

@@ -27,7 +27,7 @@ from toolproof.config import load_toolset
 from toolproof.errors import ReplayRefused
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.finalize import finalize_session
-from toolproof.runs.live import discard_live, open_session
+from toolproof.runs.live import discard_recording, open_recording
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.tools.toolset import Toolset
@@ -73,14 +73,14 @@ async def record_session(
 
     """
     async with toolset_of(source) as toolset:
-        live = open_session(Path(root), toolset, task=task)
+        live = open_recording(Path(root), toolset, task=task)
         session = Session(toolset, live, approver=approver)
         try:
             yield session
         except BaseException:
             live.close()
             if live.calls == 0:
-                discard_live(live.directory)
+                discard_recording(live.directory)
             raise
         live.close()
         outcome = await finalize_session(live.directory, Path(root))

@@ -2,7 +2,7 @@
 
 A session numbers its call steps (``call-00000001``) and model steps in the order they
 were *admitted* (asked), and refuses a call it could not record before the body runs:
-:meth:`~toolproof.runs.live.LiveSession.admit` takes a snapshot of the arguments
+:meth:`~toolproof.runs.live.LiveRecording.admit` takes a snapshot of the arguments
 (:func:`arguments_snapshot`) and asks :class:`Room` whether the filesystem has room for the call.
 """
 
@@ -83,7 +83,7 @@ def admission_sorted(items: Iterable[_T], step: Callable[[_T], str]) -> list[_T]
 
 
 class Admission(NamedTuple):
-    """A call admitted for recording (returned by :meth:`LiveSession.admit`).
+    """A call admitted for recording (returned by :meth:`LiveRecording.admit`).
 
     Immutable (a named tuple: built in a fraction of a frozen dataclass's time, on the
     path of every recorded call); ``admission._replace(step=...)`` makes a changed copy.
@@ -96,7 +96,7 @@ class Admission(NamedTuple):
             its decision to it).
         encoded_call: the canonical JSON of the arguments as admitted (what the
             session's free-space check counted), or ``b""``.
-        recorded_id: the call id when :meth:`LiveSession.admit` computed it for
+        recorded_id: the call id when :meth:`LiveRecording.admit` computed it for
             ``step``, else ``""`` (computed from the fields then).
 
     """

@@ -74,7 +74,7 @@ from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.evidence.pack import PACK_FILE, PackContents, read_pack
 from toolproof.runs.calls import FrozenCalls, FrozenClock
-from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_live
+from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, record_run, step_kinds
@@ -289,7 +289,7 @@ async def _commit(
             "`toolproof verify --recover` on it",
             path=str(exc.filename or root),
         ) from exc
-    discard_live(live)
+    discard_recording(live)
     reads = sum(isinstance(event, ResourceRead) for event in events)
     return SessionOutcome(
         committed.run_id,

@@ -1,7 +1,8 @@
-"""Live sessions: runs whose calls someone else chooses, recorded as they happen.
+"""Live recordings: sessions (runs whose calls someone else chooses), recorded as they happen.
 
-A *session* records tool calls made by an MCP client of ``toolproof serve --record``
-or by an agent in-process. It lives in ``ROOT/sessions/<stamp>-<pid>/`` until it is
+A *session* is the tool calls made by an MCP client of ``toolproof serve --record``
+or by an agent in-process; its :class:`LiveRecording` is the open run directory the
+recorder writes them to. It lives in ``ROOT/sessions/<stamp>-<pid>/`` until it is
 finalized (:mod:`toolproof.runs.finalize`):
 
 * ``session.json``: when it started, the task, and which ``toolproof.toml`` it serves;
@@ -22,14 +23,14 @@ finalized (:mod:`toolproof.runs.finalize`):
   (:mod:`toolproof.evidence.pack`); finalizing writes the run's ``evidence/<sha256
   hex>`` files.
 
-Resource reads and prompt gets are steps too (:meth:`LiveSession.record_read`,
-:meth:`LiveSession.record_prompt`: ``read-0000000N``, ``prompt-0000000N``, kinds
+Resource reads and prompt gets are steps too (:meth:`LiveRecording.record_read`,
+:meth:`LiveRecording.record_prompt`: ``read-0000000N``, ``prompt-0000000N``, kinds
 ``read`` and ``prompt``), and the sampling and elicitation requests a call relayed to
 its client are ``request_relayed`` events inside that call's block.
 
-The surface is three steps per call: :meth:`LiveSession.admit` before the body runs
+The surface is three steps per call: :meth:`LiveRecording.admit` before the body runs
 (it refuses a call that cannot be recorded, so nothing runs unrecorded),
-:meth:`LiveSession.record` after it, and :meth:`LiveSession.close` at the end.
+:meth:`LiveRecording.record` after it, and :meth:`LiveRecording.close` at the end.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ __all__ = [
     "SESSION_FILE",
     "SESSION_TASK",
     "Admission",
-    "LiveSession",
+    "LiveRecording",
     "admission_number",
     "admission_sorted",
-    "discard_live",
-    "open_session",
+    "discard_recording",
+    "open_recording",
     "step_id",
 ]
 
@@ -107,12 +108,14 @@ RESERVE_BYTES = 64 * 1024
 
 
 @dataclass
-class LiveSession:
-    """A live session being recorded (see the module docstring).
+class LiveRecording:
+    """The open recording of a live session: its directory, recorder and counters.
+
+    See the module docstring for the files it writes.
 
     Attributes:
         root: the artifact root.
-        directory: the live session directory.
+        directory: the live recording's directory (``ROOT/sessions/<stamp>-<pid>``).
         started_at: ISO 8601 UTC start time.
         recorder: the recorder writing its trace and evidence.
         calls: calls recorded so far.
@@ -436,14 +439,14 @@ class LiveSession:
             )
 
 
-def open_session(
+def open_recording(
     root: Path,
     toolset: Toolset,
     *,
     task: str = SESSION_TASK,
     durability: Durability = Durability.GROUP,
-) -> LiveSession:
-    """Open a live session under ``root/sessions/`` for ``toolset``.
+) -> LiveRecording:
+    """Open a live recording under ``root/sessions/`` for the calls made to ``toolset``.
 
     Args:
         root: the artifact root (created if missing).
@@ -484,9 +487,9 @@ def open_session(
             f"{exc.strerror or exc} ({exc.filename or directory})",
             path=str(exc.filename or directory),
         ) from exc
-    return LiveSession(root, directory, started_at, recorder)
+    return LiveRecording(root, directory, started_at, recorder)
 
 
-def discard_live(directory: Path) -> None:
-    """Remove a live session directory (after its run was committed)."""
+def discard_recording(directory: Path) -> None:
+    """Remove a live recording's directory (after its run was committed)."""
     shutil.rmtree(directory, ignore_errors=True)

@@ -33,7 +33,7 @@ from toolproof.contract.trace import EvidenceRegistered, ModelTurn, ToolCalled, 
 from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import finalize_session
-from toolproof.runs.live import LiveSession, admission_number, admission_sorted, open_session
+from toolproof.runs.live import LiveRecording, admission_number, admission_sorted, open_recording
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key, key_text
@@ -130,7 +130,7 @@ class Cassette:
         self.served = 0
         self.recorded_calls = 0
         self.recorded_turns = 0
-        self._live: LiveSession | None = None
+        self._live: LiveRecording | None = None
         self._base: Toolset | None = None
 
     def _load(self, run_dir: Path) -> None:
@@ -250,12 +250,12 @@ class Cassette:
         found = self._take(tool, arguments)
         return found if found is not None else self._miss(tool, arguments)
 
-    def _open(self, base: Toolset) -> LiveSession:
+    def _open(self, base: Toolset) -> LiveRecording:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(
             tempfile.mkdtemp(prefix=f".{self.path.name}.recording-", dir=self.path.parent)
         )
-        live = open_session(scratch, base, task=self.task)
+        live = open_recording(scratch, base, task=self.task)
         # the recorded episodes, kept in their order; a session's keep their step ids
         # (their admission numbers), so the saved run serves them as this one does
         numbered = all(admission_number(step) is not None for step, _ in self._episodes)

@@ -32,7 +32,7 @@ from toolproof.errors import InputError, VerificationError
 if TYPE_CHECKING:
     from toolproof.adapters.mcp.server import StdioWire
     from toolproof.runs.finalize import SessionOutcome
-    from toolproof.runs.live import LiveSession
+    from toolproof.runs.live import LiveRecording
     from toolproof.tools.toolset import Toolset
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
@@ -137,20 +137,20 @@ async def _serve_loaded(
 ) -> bool:
     """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
     from toolproof.adapters.mcp.server import (
-        SessionObserver,
+        RecordingObserver,
         build_server,
         serve_http,
         serve_stdio,
     )
-    from toolproof.runs.live import open_session
+    from toolproof.runs.live import open_recording
 
     clean = True
     async with load_toolset(config) as toolset:
-        session = open_session(record, toolset) if record is not None else None
+        recording = open_recording(record, toolset) if record is not None else None
         failed = True
         stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)
         try:
-            observer = SessionObserver(session) if session is not None else None
+            observer = RecordingObserver(recording) if recording is not None else None
             server = build_server(toolset, observer=observer)
             if address is not None:
                 host, port = address
@@ -173,8 +173,8 @@ async def _serve_loaded(
             failed = False
         finally:
             stop_telemetry()
-            if session is not None:
-                await _end_session(session, discard=failed and session.calls == 0)
+            if recording is not None:
+                await _end_recording(recording, discard=failed and recording.calls == 0)
     return clean
 
 
@@ -187,25 +187,25 @@ def _count(toolset: Toolset) -> str:
     return shown
 
 
-async def _end_session(session: LiveSession, *, discard: bool) -> None:
-    """Finalize a recorded session into a run; a server that failed before any call leaves none.
+async def _end_recording(recording: LiveRecording, *, discard: bool) -> None:
+    """Finalize a live recording into a run; a server that failed before any call leaves none.
 
     Raises:
-        RecordingError: the session or its run cannot be written (the live session is
+        RecordingError: the recording or its run cannot be written (the live recording is
             kept for ``toolproof verify --recover``).
 
     """
     from toolproof.runs.finalize import finalize_session
-    from toolproof.runs.live import discard_live
+    from toolproof.runs.live import discard_recording
 
-    session.close()
+    recording.close()
     if discard:
-        discard_live(session.directory)
+        discard_recording(recording.directory)
         return
-    done = await finalize_session(session.directory, session.root)
+    done = await finalize_session(recording.directory, recording.root)
     err_console.print(
         f"toolproof: recorded {_kept(done)} in {done.path} "
-        f"(verify: toolproof verify {done.path.name} --root {session.root})"
+        f"(verify: toolproof verify {done.path.name} --root {recording.root})"
     )
 
 

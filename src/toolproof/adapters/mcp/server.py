@@ -50,7 +50,7 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.extensions.approvals.request import approval_scope
-from toolproof.runs.live import Admission, LiveSession
+from toolproof.runs.live import Admission, LiveRecording
 from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observation, observe_failures
@@ -63,7 +63,7 @@ __all__ = [
     "WRAP_KEY",
     "CallObserver",
     "McpAnswer",
-    "SessionObserver",
+    "RecordingObserver",
     "StdioWire",
     "build_server",
     "mcp_error",
@@ -107,25 +107,25 @@ class CallObserver(Protocol):
         ...
 
 
-class SessionObserver:
-    """The :class:`CallObserver` of ``serve --record``: every served call into a live session.
+class RecordingObserver:
+    """The :class:`CallObserver` of ``serve --record``: every served call into a live recording.
 
     Args:
-        session: the live session (:func:`toolproof.runs.live.open_session`).
+        recording: the live recording (:func:`toolproof.runs.live.open_recording`).
 
     """
 
-    def __init__(self, session: LiveSession) -> None:
-        self.session = session
+    def __init__(self, recording: LiveRecording) -> None:
+        self.recording = recording
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Admission:
         """Admit the call for recording before the tool runs.
 
         Raises:
-            ToolCallError: it cannot be recorded (see :meth:`LiveSession.admit`).
+            ToolCallError: it cannot be recorded (see :meth:`LiveRecording.admit`).
 
         """
-        return self.session.admit(tool.name, arguments)
+        return self.recording.admit(tool.name, arguments)
 
     def call_finished(
         self, token: Admission, result: ToolResult, reply: bytes, seen: Observation
@@ -133,28 +133,28 @@ class SessionObserver:
         """Record the call's block before it is answered.
 
         Raises:
-            ToolCallError: the block cannot be written (see :meth:`LiveSession.record`).
+            ToolCallError: the block cannot be written (see :meth:`LiveRecording.record`).
 
         """
-        self.session.record(token, result, seen)
+        self.recording.record(token, result, seen)
 
     def read_finished(self, uri: str, result: dict[str, Any]) -> None:
         """Record an answered ``resources/read`` before it is answered.
 
         Raises:
-            ToolCallError: it cannot be recorded (:meth:`LiveSession.record_read`).
+            ToolCallError: it cannot be recorded (:meth:`LiveRecording.record_read`).
 
         """
-        self.session.record_read(uri, result)
+        self.recording.record_read(uri, result)
 
     def prompt_finished(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         """Record an answered ``prompts/get`` before it is answered.
 
         Raises:
-            ToolCallError: it cannot be recorded (:meth:`LiveSession.record_prompt`).
+            ToolCallError: it cannot be recorded (:meth:`LiveRecording.record_prompt`).
 
         """
-        self.session.record_prompt(name, arguments, result)
+        self.recording.record_prompt(name, arguments, result)
 
 
 def _failed(failure: ToolFailure) -> ToolResult:
