@@ -43,7 +43,7 @@ The package has three modules: ``schema`` (the file's models and the errors that
 name the key), ``sources`` (binding ``[[python]]`` and ``[[retrieval]]``) and
 ``root`` (building the sealed Toolset: the registries it binds from, the lock
 check, the exposure policy). The registries a Toolset binds from (extensions,
-retrieval backends) are built in ``root`` and passed down; a run's (reasoners,
+retrievers) are built in ``root`` and passed down; a run's (reasoners,
 checks, runtimes) are a :class:`~toolproof.runs.registries.RunRegistries` given to
 the run.
 """

@@ -2,7 +2,7 @@
 
 :func:`build_toolset` binds the sources (:mod:`toolproof.config.sources`) in file
 order, checks the lock, builds the registries the Toolset binds from (extensions
-with the ``process`` and ``celery`` backends, retrieval backends) and applies the
+with the ``process`` and ``celery`` backends, retrievers) and applies the
 extensions and the ``[serve]`` policy. The file's format is described in
 :mod:`toolproof.config`.
 """

@@ -122,7 +122,7 @@ class StepSpec(CanonicalModel):
     Attributes:
         id: the step id (``^[A-Za-z][A-Za-z0-9_-]{0,63}$``; not ``derive``,
             ``verify`` or ``finalize``).
-        kind: ``call`` (a tool call), ``retrieve`` (served by a retrieval runtime),
+        kind: ``call`` (a tool call), ``retrieve`` (served by a retriever),
             ``model`` (a model turn of an agent session, served from its recording),
             ``read`` (an MCP resource read, ``params = {"uri"}``) or ``prompt`` (an MCP
             prompt get, ``params = {"name", "arguments"}``).
@@ -130,7 +130,7 @@ class StepSpec(CanonicalModel):
         arguments: for ``call``, the JSON arguments; ``{"$ref": "steps.ID.value..."}``
             anywhere inside is replaced by an earlier step's result.
         after: ids of steps that must run first (references add these implicitly).
-        params: for ``retrieve``, the retrieval runtime's parameters; for ``read`` and
+        params: for ``retrieve``, the retriever's parameters; for ``read`` and
             ``prompt``, what is read or fetched.
 
     """
@@ -286,7 +286,7 @@ class ReasonerDescriptor(CanonicalModel):
 
 
 class PluginDescriptor(CanonicalModel):
-    """The stable identity of a plugged-in part (a check, a retrieval runtime, a runtime).
+    """The stable identity of a plugged-in part (a check, a retriever, a runtime plugin).
 
     Attributes:
         kind: the seam (``check``, ``retrieval``, ``runtime``).
