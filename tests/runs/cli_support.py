@@ -8,12 +8,15 @@ console-script entry point) keep ``subprocess``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from click.testing import Result
 from typer.testing import CliRunner
 
 from toolproof.adapters.cli import app
@@ -55,8 +58,8 @@ def toolproof(
     modules = set(sys.modules)
     if cwd is not None:
         os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(
+    def invoke() -> Result:
+        return CliRunner().invoke(
             app,
             list(args),
             input=input,
@@ -64,6 +67,13 @@ def toolproof(
             catch_exceptions=False,
             prog_name="toolproof",
         )
+
+    try:
+        if _loop_running():  # a command runs its own loop: not inside a caller's (Playwright)
+            with ThreadPoolExecutor(1) as pool:
+                result = pool.submit(invoke).result()
+        else:
+            result = invoke()
     finally:
         os.chdir(previous)
         added = [Path(entry) for entry in sys.path if entry and entry not in path]
@@ -73,3 +83,11 @@ def toolproof(
             if file and any(Path(file).is_relative_to(folder) for folder in added):
                 del sys.modules[name]
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
