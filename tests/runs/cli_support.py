@@ -21,6 +21,9 @@ from typer.testing import CliRunner
 
 from toolproof.adapters.cli import app
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository (its own modules are never forgotten)."""
+
 
 @dataclass(frozen=True)
 class Ran:
@@ -53,6 +56,7 @@ def toolproof(
     would, the next command imports a config's ``[[python]]`` modules anew: the folders
     a command put on ``sys.path`` are taken off it again, with the modules loaded from them.
     """
+    _forget_user_modules()
     previous = Path.cwd()
     path = list(sys.path)
     modules = set(sys.modules)
@@ -91,3 +95,27 @@ def _loop_running() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def _forget_user_modules() -> None:
+    """Drop the top-level tool modules anything before imported (a config's ``[[python]]``).
+
+    A fresh process imports a config's ``[[python]]`` modules anew; a module of the same
+    name left by an earlier test (``evidence_tools`` from ``examples/`` or another test's
+    folder) would be used instead of the file this command's config names, or of its
+    edited text. Installed packages, the stdlib and the repository's ``src`` and ``tests``
+    stay.
+    """
+    keep = [
+        Path(sys.prefix).resolve(),
+        Path(sys.base_prefix).resolve(),
+        ROOT / "src",
+        ROOT / "tests",
+    ]
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file or "." in name or hasattr(module, "__path__"):
+            continue  # built in, a submodule, or a package (plugins are packages)
+        where = Path(file).resolve()
+        if not any(where.is_relative_to(k) for k in keep):
+            del sys.modules[name]
