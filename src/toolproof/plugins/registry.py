@@ -93,6 +93,23 @@ class Registry(Generic[T]):
             found = self._items[name] = (self.accept(name, item, origin), origin)
         return found
 
+    def require(self, name: str, unknown: str) -> tuple[T, str]:
+        """The item named ``name`` and its origin, as :meth:`find`; refused when there is none.
+
+        Args:
+            name: the plugin's name.
+            unknown: the whole message when no code or entry point has ``name``.
+
+        Raises:
+            InputError: ``unknown`` (fields ``plugin``, ``kind``, ``rule="unknown"``), or
+                what :meth:`find` raises.
+
+        """
+        found = self.find(name)
+        if found is None:
+            raise InputError(unknown, plugin=name, kind=self.kind, rule="unknown")
+        return found
+
     def names(self) -> list[str]:
         """The names added in code or looked up already, sorted (other entry points not listed)."""
         return sorted(self._items)

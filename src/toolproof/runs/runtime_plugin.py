@@ -20,7 +20,6 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from toolproof.contract.runs import PluginDescriptor
-from toolproof.errors import InputError
 from toolproof.identity import digest_json
 from toolproof.plugins.loading import plugin_error
 from toolproof.plugins.registry import Registry
@@ -77,16 +76,11 @@ class RuntimeRegistry(Registry[RuntimePlugin | type[RuntimePlugin]]):
             InputError: no such plugin, or it is broken (it names the plugin and the rule).
 
         """
-        found = self.find(name)
-        if found is None:
-            raise InputError(
-                f"unknown runtime {name!r}: no registered runtime and no 'toolproof.runtimes' "
-                "entry point has that name",
-                plugin=name,
-                kind="runtime",
-                rule="unknown",
-            )
-        item, origin = found
+        item, origin = self.require(
+            name,
+            f"unknown runtime {name!r}: no registered runtime and no 'toolproof.runtimes' "
+            "entry point has that name",
+        )
         try:
             plugin = item() if isinstance(item, type) else item
         except Exception as exc:  # foreign constructor, reported naming the plugin

@@ -156,17 +156,12 @@ def check_for(spec: CheckSpec, registry: CheckRegistry) -> tuple[Check, PluginDe
             broken (it names the plugin and the rule).
 
     """
-    found = registry.find(spec.name)
-    if found is None:
-        known = ", ".join(registry.names()) or "none registered"
-        raise InputError(
-            f"unknown check {spec.name!r}: no registered check and no 'toolproof.checks' "
-            f"entry point has that name (registered: {known})",
-            plugin=spec.name,
-            kind="check",
-            rule="unknown",
-        )
-    item, origin = found
+    known = ", ".join(registry.names()) or "none registered"
+    item, origin = registry.require(
+        spec.name,
+        f"unknown check {spec.name!r}: no registered check and no 'toolproof.checks' "
+        f"entry point has that name (registered: {known})",
+    )
     try:
         check = _build(spec, item, origin)
     except InputError:

@@ -99,16 +99,11 @@ class RetrievalRegistry(Registry[RetrievalFactory]):
             InputError: no such plugin, or it is broken (it names the plugin and the rule).
 
         """
-        found = self.find(name)
-        if found is None:
-            raise InputError(
-                f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
-                "'toolproof.retrieval' entry point has that name",
-                plugin=name,
-                kind="retrieval",
-                rule="unknown",
-            )
-        factory, origin = found
+        factory, origin = self.require(
+            name,
+            f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
+            "'toolproof.retrieval' entry point has that name",
+        )
         try:
             retriever = factory(corpus, options)
         except InputError:
