@@ -85,8 +85,7 @@ def admission_sorted(items: Iterable[_T], step: Callable[[_T], str]) -> list[_T]
 class Admission(NamedTuple):
     """A call admitted for recording (returned by :meth:`LiveRecording.admit`).
 
-    Immutable (a named tuple: built in a fraction of a frozen dataclass's time, on the
-    path of every recorded call); ``admission._replace(step=...)`` makes a changed copy.
+    Immutable (a named tuple); ``admission._replace(step=...)`` makes a changed copy.
 
     Attributes:
         tool: the tool name.
@@ -94,8 +93,6 @@ class Admission(NamedTuple):
         step: the step the call is recorded as (``call-00000001``), fixed at admission
             so the call id is known before the body runs (an ``approve`` layer binds
             its decision to it).
-        encoded_call: the canonical JSON of the arguments as admitted (what the
-            session's free-space check counted), or ``b""``.
         recorded_id: the call id when :meth:`LiveRecording.admit` computed it for
             ``step``, else ``""`` (computed from the fields then).
 
@@ -104,7 +101,6 @@ class Admission(NamedTuple):
     tool: str
     arguments: dict[str, Any]
     step: str = ""
-    encoded_call: bytes = b""
     recorded_id: str = ""
 
     @property

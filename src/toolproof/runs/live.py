@@ -229,7 +229,7 @@ class LiveRecording:
         self.admitted += 1
         step = step_id(self.admitted)
         call_id = call_json(tool, snapshot, step)["id"]
-        return Admission(tool, snapshot, step, encoded, call_id)
+        return Admission(tool, snapshot, step, call_id)
 
     def record(
         self, admission: Admission, result: ToolResult, seen: Observation | None = None

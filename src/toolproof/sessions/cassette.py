@@ -269,7 +269,7 @@ class Cassette:
                 tool, arguments, result = episode
                 admission = live.admit(tool, arguments)
                 if numbered:  # its recorded step: the call's id and encoding follow it
-                    admission = admission._replace(step=step, encoded_call=b"", recorded_id="")
+                    admission = admission._replace(step=step, recorded_id="")
                 live.record(admission, result)
                 admitted = max(admitted, number if numbered else live.admitted)
         live.admitted = admitted  # new calls and turns are numbered after the recorded ones
