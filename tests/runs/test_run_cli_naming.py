@@ -250,3 +250,24 @@ def test_a_manifest_that_lists_itself_says_so(example: tuple[Path, str], tmp_pat
         "(it lists every other file)" in verified.stderr.replace("\n", "")
     )
     assert "None" not in verified.stderr
+
+
+def test_show_html_into_a_folder_or_a_missing_folder_is_one_line_and_writes_nothing(
+    example: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, run_id = example
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    into_folder = _cli("show", run_id, "-r", str(root), "--html", str(folder))
+    assert into_folder.returncode == 1
+    assert into_folder.stderr.replace("\n", "") == (
+        f"error: --html {folder}: is a folder; give the page's file name (e.g. run.html)"
+    )
+    missing = tmp_path / "absent" / "run.html"
+    into_missing = _cli("show", run_id, "-r", str(root), "--html", str(missing))
+    assert into_missing.returncode == 1
+    assert into_missing.stderr.replace("\n", "") == (
+        f"error: --html {missing}: folder {missing.parent} does not exist"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pages"]
+    assert list(folder.iterdir()) == []

@@ -12,6 +12,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from toolproof.errors import InputError
+
 __all__ = ["describe_location", "render_html", "write_html"]
 
 _STYLE = """
@@ -113,8 +115,23 @@ def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, An
 def write_html(
     path: Path, run_id: str, claims: list[dict[str, Any]], verdict: dict[str, Any]
 ) -> None:
-    """Write :func:`render_html` to ``path`` atomically (temporary file, then rename)."""
+    """Write :func:`render_html` to ``path`` atomically (temporary file, then rename).
+
+    Args:
+        path: the page's file; its folder must exist and it must not be a folder.
+        run_id: the run's id, shown under the heading.
+        claims: the claim view (``show --json``'s ``claims``).
+        verdict: ``{"ok", "policy", "failures"}`` of the run's verification.
+
+    Raises:
+        InputError: ``path`` is a folder, or its folder does not exist (nothing written).
+
+    """
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"--html {path}: is a folder; give the page's file name (e.g. run.html)")
+    if not path.parent.is_dir():
+        raise InputError(f"--html {path}: folder {path.parent} does not exist")
     data = render_html(run_id, claims, verdict).encode("utf-8")
     handle, temp = tempfile.mkstemp(prefix=".html-", dir=path.parent or Path("."))
     try:
