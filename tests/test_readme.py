@@ -28,7 +28,8 @@ def test_the_readme_names_what_the_tests_need_and_where_it_comes_from() -> None:
     python = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert f"Python {python['requires-python'].replace('>=', '>= ')}" in section
     # every service .ci/services provides, and the variable that points the tests at it
-    assert "redis-server" in SERVICES and "`127.0.0.1:6379`" in section
+    assert "redis-server" in SERVICES and "`redis-server` on `PATH`" in section
+    assert "bash .ci/services stop" in section and '"${1:-}" = "stop"' in SERVICES
     variables = sorted(set(re.findall(r"TOOLPROOF_[A-Z0-9_]+", SERVICES)))
     assert variables == [
         "TOOLPROOF_LLM_BASE_URL",

@@ -1,10 +1,19 @@
-"""Helpers for the backend tests: the fixture composition root and process checks."""
+"""Helpers for the backend tests: the fixture composition root and process checks.
+
+The Celery tests flush their Redis database, so they never use a Redis someone else
+runs: :func:`require_redis` starts a ``redis-server`` of their own on a free port
+(nothing kept on disk), stopped when the test process exits. :data:`CONFIG` is the
+fixture composition root with its broker pointed at that server.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
+import subprocess
+import tempfile
 import time
 from collections.abc import Coroutine
 from pathlib import Path
@@ -16,8 +25,24 @@ from toolproof.backends import BackendRequest, ProcessPool
 from toolproof.contract.tools import ToolResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backends"
-CONFIG = FIXTURES / "toolproof.toml"
-REDIS_URL = "redis://127.0.0.1:6379/15"
+FIXTURE_CONFIG = FIXTURES / "toolproof.toml"
+FIXTURE_BROKER = "redis://127.0.0.1:6379/15"
+"""The broker the fixture file names; :data:`CONFIG` replaces it by :data:`REDIS_URL`."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+_HOME = Path(tempfile.mkdtemp(prefix="toolproof-backend-tests-"))
+atexit.register(shutil.rmtree, _HOME, True)
+REDIS_PORT = _free_port()
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/15"
+"""The tests' own Redis (started by :func:`require_redis`)."""
+_REDIS: list[subprocess.Popen[bytes]] = []
 
 T = TypeVar("T")
 
@@ -86,13 +111,68 @@ def copy_fixture(tmp_path: Path, toml: str | None = None) -> Path:
     return config
 
 
-def require_redis() -> None:
-    """Skip without Redis on 127.0.0.1:6379, except under ``CI=true``, where it fails."""
+def _answers() -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
-            return
-    except OSError as exc:
-        message = f"Redis is not reachable on 127.0.0.1:6379: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: a test that needs a service fails, never skips)")
-        pytest.skip(message)
+        with socket.create_connection(("127.0.0.1", REDIS_PORT), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _stop_redis() -> None:
+    for server in _REDIS:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def require_redis() -> None:
+    """Start the tests' own ``redis-server`` on :data:`REDIS_PORT` once, and wait for it.
+
+    Without ``redis-server`` (or when it does not answer within 10 s) the test skips,
+    except under ``CI=true``, where it fails.
+    """
+    if not _REDIS:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            _unavailable("redis-server is not installed")
+        _REDIS.append(
+            subprocess.Popen(
+                [
+                    binary,
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(REDIS_PORT),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(_HOME),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        atexit.register(_stop_redis)
+    deadline = time.monotonic() + 10
+    while not _answers():
+        if _REDIS[0].poll() is not None or time.monotonic() > deadline:
+            _unavailable(f"the tests' redis-server on 127.0.0.1:{REDIS_PORT} does not answer")
+        time.sleep(0.02)
+
+
+def _unavailable(message: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message + " (CI=true: a test that needs a service fails, never skips)")
+    pytest.skip(message)
+
+
+CONFIG = copy_fixture(
+    _HOME, FIXTURE_CONFIG.read_text(encoding="utf-8").replace(FIXTURE_BROKER, REDIS_URL)
+)
+"""The fixture composition root (tools copied beside it), its broker :data:`REDIS_URL`."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from backend_support import copy_fixture, require_redis, run
+from backend_support import REDIS_URL, copy_fixture, require_redis, run
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.trace import ReadableSpan
@@ -242,7 +242,7 @@ def test_celery_worker_span_continues_the_submit_span(
     config = copy_fixture(
         tmp_path,
         '[[python]]\nmodule = "backend_tools"\n\n[tools.add]\nextensions = [["celery"]]\n\n'
-        f'[backends.celery]\nbroker = "redis://127.0.0.1:6379/15"\nqueue = "{queue}"\n' + TELEMETRY,
+        f'[backends.celery]\nbroker = "{REDIS_URL}"\nqueue = "{queue}"\n' + TELEMETRY,
     )
     log = tmp_path / "worker.log"
     with log.open("wb") as handle:

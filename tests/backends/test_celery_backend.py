@@ -1,7 +1,8 @@
-"""The celery backend against real ``toolproof worker`` processes and the real Redis.
+"""The celery backend against real ``toolproof worker`` processes and a real Redis.
 
-Redis DB 15 is used and flushed. Under ``CI=true`` a missing Redis fails these
-tests; elsewhere they skip.
+The Redis is the tests' own (``backend_support.require_redis``: a ``redis-server``
+on a free port); its DB 15 is flushed. Under ``CI=true`` a missing ``redis-server``
+fails these tests; elsewhere they skip.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import redis
 from backend_support import (
     CONFIG,
+    REDIS_PORT,
     REDIS_URL,
     alive,
     copy_fixture,
@@ -285,7 +287,7 @@ def test_cancelling_the_caller_revokes_and_kills_the_task(
 
 def test_broker_down_is_a_clear_error_within_the_connect_timeout(tmp_path: Path) -> None:
     text = CONFIG.read_text(encoding="utf-8").replace(
-        'broker = "redis://127.0.0.1:6379/15"', 'broker = "redis://127.0.0.1:1/15"'
+        f'broker = "{REDIS_URL}"', 'broker = "redis://127.0.0.1:1/15"'
     )
     config = copy_fixture(tmp_path, text)
     result, elapsed = call("add_celery", {"a": 1, "b": 2}, config)
@@ -300,8 +302,8 @@ def test_broker_down_is_a_clear_error_within_the_connect_timeout(tmp_path: Path)
 def test_result_backend_down_names_the_result_backend(tmp_path: Path) -> None:
     require_redis()
     text = CONFIG.read_text(encoding="utf-8").replace(
-        'broker = "redis://127.0.0.1:6379/15"',
-        'broker = "redis://127.0.0.1:6379/15"\nresult_backend = "redis://:pw@127.0.0.1:1/15"',
+        f'broker = "{REDIS_URL}"',
+        f'broker = "{REDIS_URL}"\nresult_backend = "redis://:pw@127.0.0.1:1/15"',
     )
     config = copy_fixture(tmp_path, text)
     result, elapsed = call("add_celery", {"a": 1, "b": 2}, config)
@@ -310,7 +312,7 @@ def test_result_backend_down_names_the_result_backend(tmp_path: Path) -> None:
     assert failure.message.startswith(
         "celery result backend redis://:***@127.0.0.1:1/15 is unreachable: ConnectionError: "
     )
-    assert "127.0.0.1:6379" not in failure.message and "broker" not in failure.message
+    assert f"127.0.0.1:{REDIS_PORT}" not in failure.message and "broker" not in failure.message
     assert failure.message.endswith("(connect timeout 2.0 s)")
     assert failure.detail == {
         "result_backend": "redis://:***@127.0.0.1:1/15",
