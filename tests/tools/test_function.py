@@ -564,8 +564,11 @@ class Box(BaseModel):
         ({"x": {1: "a"}}, "$.x: key 1 is int, not str"),
         (
             {"x": 1, "\ud800": 2},
-            "UnicodeEncodeError: 'utf-8' codec can't encode character '\\ud800' in "
-            "position 0: surrogates not allowed",
+            "$: key string has a lone surrogate U+D800 at index 0 (no UTF-8 form: RFC 8259 8.1)",
+        ),
+        (
+            {"x": ["a", "\udce9"]},
+            "$.x[1]: string has a lone surrogate U+DCE9 at index 0 (no UTF-8 form: RFC 8259 8.1)",
         ),
     ],
 )

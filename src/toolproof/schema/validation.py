@@ -156,7 +156,9 @@ def json_problem(value: Any, path: str = "$") -> str | None:
     """Describe the first item of ``value`` that is not plain JSON, or return ``None``.
 
     Plain JSON is ``dict`` (``str`` keys), ``list``, ``str``, ``int``, finite
-    ``float``, ``bool`` and ``None`` exactly (no subclasses, no tuples), with arrays
+    ``float``, ``bool`` and ``None`` exactly (no subclasses, no tuples), every string
+    and key with an exact UTF-8 form (no lone surrogate: RFC 8259 section 8.1, RFC 8785
+    section 3.2.2.2; what ``os.listdir`` gives for a Latin-1 file name), with arrays
     and objects nested at most :data:`MAX_ARGUMENT_DEPTH` deep (the top-level value is
     depth 0, as in :func:`toolproof.identity.canonical_json`). The walk is iterative
     and linear in the size of ``value``; it stops at the first container past the depth
@@ -186,12 +188,17 @@ def json_problem(value: Any, path: str = "$") -> str | None:
                         return (
                             f"{_where(path, where)}: key {key!r} is {type(key).__name__}, not str"
                         )
+                    if not key.isascii() and (problem := utf8_problem(key)) is not None:
+                        return f"{_where(path, where)}: key {problem}"
                     stack.append((child, (where, key), depth + 1))
             else:
                 stack.extend((child, (where, index), depth + 1) for index, child in enumerate(item))
         elif kind is float:
             if not math.isfinite(item):
                 return f"{_where(path, where)}: {item!r} is not a JSON number"
+        elif kind is str:
+            if not item.isascii() and (problem := utf8_problem(item)) is not None:
+                return f"{_where(path, where)}: {problem}"
         elif kind not in _SCALARS and item is not None:
             return (
                 f"{_where(path, where)}: {kind.__module__}.{kind.__qualname__} is not a JSON value"
@@ -200,6 +207,28 @@ def json_problem(value: Any, path: str = "$") -> str | None:
 
 
 _SCALARS = (str, int, bool)
+
+
+def utf8_problem(text: str) -> str | None:
+    r"""Describe the first lone surrogate of ``text``, or return ``None`` when it has none.
+
+    A ``str`` holding a lone surrogate (``"\\udce9"``, what Python's ``surrogateescape``
+    makes of a byte that is not UTF-8) has no UTF-8 form, so it is no JSON string
+    (RFC 8259 section 8.1).
+
+    Returns:
+        ``"string has a lone surrogate U+DCE9 at index 3 (no UTF-8 form: RFC 8259 8.1)"``,
+        or ``None``.
+
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"string has a lone surrogate U+{ord(text[exc.start]):04X} at index {exc.start} "
+            "(no UTF-8 form: RFC 8259 8.1)"
+        )
+    return None
 
 
 def _where(path: str, where: Any) -> str:

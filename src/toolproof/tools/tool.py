@@ -310,7 +310,9 @@ class Tool:
         )
 
     def _check_result(self, value: Any) -> ToolResult:
-        if type(value) not in _SCALARS and not is_plain_json(value):
+        if (type(value) not in _SCALARS or (type(value) is str and not value.isascii())) and (
+            not is_plain_json(value)
+        ):
             problem = json_problem(value)
             if problem is not None:
                 return _noted(
