@@ -23,6 +23,8 @@ pytestmark = [pytest.mark.service, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tool-evidence"
 CHROMIUM = os.environ.get("TOOLPROOF_CHROMIUM", "/usr/bin/chromium")
+BIDI_TASK = "\u202eevil\u202c"
+"""Reads as "live" where a right-to-left override is obeyed (the other run's task starts so)."""
 
 
 def _run(root: Path, spec: Path) -> str:
@@ -39,7 +41,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     good = _run(work, work / "spec.toml")
     text = (work / "spec.toml").read_text(encoding="utf-8")
     other_text = text.replace('arguments = { item = "plum" }', 'arguments = { item = "apple" }')
-    assert other_text != text
+    other_text = other_text.replace('task = "How many', f'task = "{BIDI_TASK} How many')
+    assert other_text.count(BIDI_TASK) == 1
     (work / "other.toml").write_text(other_text, encoding="utf-8")
     other = _run(work, work / "other.toml")
     (work / "tampered.toml").write_text(text.replace("seed = 7", "seed = 9"), encoding="utf-8")
@@ -223,3 +226,20 @@ def test_with_a_token_the_pages_are_public_and_the_data_is_not(
         assert page.locator("#runs tbody tr").count() == 3
         assert "token" not in page.url
         context.close()
+
+
+def test_bidi_controls_are_shown_isolated_never_obeyed(
+    page: Any, viewer: str, runs: dict[str, Any]
+) -> None:
+    page.goto(viewer + "/")
+    _ready(page, "list")
+    cell = page.locator(f"tr[data-run={runs['other']}] td").nth(2)
+    controls = cell.locator("span.ctl")
+    assert [controls.nth(i).get_attribute("data-cp") for i in range(controls.count())] == [
+        "U+202E",
+        "U+202C",
+    ]
+    assert controls.first.evaluate("e => getComputedStyle(e).unicodeBidi") == "isolate"
+    assert controls.first.evaluate("e => getComputedStyle(e, '::before').content") == '"[U+202E]"'
+    task = cell.evaluate("e => e.textContent")  # the run's exact text is kept
+    assert task.startswith(BIDI_TASK + " How many apples")

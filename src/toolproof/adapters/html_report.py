@@ -7,8 +7,9 @@ Every text is HTML-escaped; cited snippets are ``<mark>``-ed between their conte
 from __future__ import annotations
 
 import os
+import re
 import tempfile
-from html import escape
+from html import escape as _html_escape
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,27 @@ mark{background:#ffe066;padding:0 1px}
 .verdict{border-radius:6px;padding:.6rem 1rem;font-weight:600}
 .verdict.passed{background:#e6f4ea;color:#17612e}.verdict.failed{background:#fde7e9;color:#b00020}
 .failing{color:#b00020;font-weight:700}
+.ctl{unicode-bidi:isolate}
+.ctl::before{content:"[" attr(data-cp) "]";color:#b00020;font:11px monospace}
 """
+
+_CONTROLS = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+"""Bidirectional controls and invisible marks: shown, never obeyed (``\u202eevil`` is
+not rendered as "live")."""
+
+
+def _control(match: re.Match[str]) -> str:
+    point = f"U+{ord(match.group()):04X}"
+    return f"<span class='ctl' data-cp='{point}' title='{point}'>{match.group()}</span>"
+
+
+def escape(text: str) -> str:
+    """HTML-escape ``text``; each bidi control or invisible mark is kept, isolated and labelled.
+
+    The page's text stays the run's exact text; a control character sits in a span that
+    isolates it (CSS ``unicode-bidi: isolate``) and shows its code point before it.
+    """
+    return _CONTROLS.sub(_control, _html_escape(text))
 
 
 def describe_location(support: dict[str, Any]) -> str:

@@ -8,6 +8,28 @@ if (location.hash.startsWith("#token=")) {
   history.replaceState(null, "", location.pathname + "#/");
 }
 
+// Bidirectional controls (and the invisible marks) reorder or hide what is shown: a
+// "\u202Eevil\u202C" in a run reads as "live". Each one is kept as it is (the text of the
+// page is the run's exact text) inside a span that isolates it and shows its code point
+// (viewer.css: .ctl::before).
+const CONTROLS = /([\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF])/;
+function textNodes(text) {
+  const nodes = [];
+  for (const piece of String(text).split(CONTROLS)) {
+    if (!piece) continue;
+    if (piece.length === 1 && CONTROLS.test(piece)) {
+      const cp = "U+" + piece.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+      const span = document.createElement("span");
+      span.className = "ctl";
+      span.dataset.cp = cp;
+      span.title = cp + ": an invisible or bidirectional control character";
+      span.append(document.createTextNode(piece));
+      nodes.push(span);
+    } else nodes.push(document.createTextNode(piece));
+  }
+  return nodes;
+}
+
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -17,7 +39,8 @@ function h(tag, attrs, ...children) {
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    if (child instanceof Node) el.append(child);
+    else el.append(...textNodes(child));
   }
   return el;
 }
@@ -121,7 +144,7 @@ async function listPage(app) {
         const answer = await verify(item.run.run_id);
         item.verdictCell.textContent = answer.ok ? "verified" : `fails (${answer.failures.length})`;
         item.verdictCell.className = "verdict-cell " + (answer.ok ? "ok" : "bad");
-      } catch (error) { item.verdictCell.textContent = "error: " + error.message; }
+      } catch (error) { item.verdictCell.replaceChildren(...textNodes("error: " + error.message)); }
       item.row.dataset.text += " " + item.verdictCell.textContent.toLowerCase();
     }
   };
@@ -294,7 +317,7 @@ function prettyJSON(text, charStart, charEnd) {
   let depth = 0, inString = false, escaped = false, buffer = "", marked = false;
   const flush = () => {
     if (!buffer) return;
-    pre.append(marked ? h("mark", { class: "cited" }, buffer) : document.createTextNode(buffer));
+    pre.append(...(marked ? [h("mark", { class: "cited" }, buffer)] : textNodes(buffer)));
     buffer = "";
   };
   const insert = (ws) => { flush(); pre.append(document.createTextNode(ws)); };
@@ -352,8 +375,8 @@ async function evidencePage(app, runId, rel, start, end) {
     if (json) view = prettyJSON(text, charStart, charEnd);
     else {
       view = h("pre", { class: "evidence", id: "evidence" });
-      if (start === null) view.append(text);
-      else view.append(text.slice(0, charStart), h("mark", { class: "cited", "data-start": start, "data-end": end }, text.slice(charStart, charEnd)), text.slice(charEnd));
+      if (start === null) view.append(...textNodes(text));
+      else view.append(...textNodes(text.slice(0, charStart)), h("mark", { class: "cited", "data-start": start, "data-end": end }, text.slice(charStart, charEnd)), ...textNodes(text.slice(charEnd)));
     }
   }
   app.replaceChildren(
