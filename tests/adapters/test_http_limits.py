@@ -104,10 +104,11 @@ def test_a_module_that_exits_at_import_is_a_problem_and_the_api_stays_up(
     answer = httpx.post(f"{api[0]}/v1/runs", json=spec("exits.toml", "hi"), headers=AUTH)
     assert answer.status_code == 422
     assert answer.headers["content-type"] == "application/json"
-    assert answer.json()["message"] == (
-        f"{api[1] / 'exits.toml'}: python[0].module: cannot import module 'tp_limits_exits': "
+    assert answer.json()["message"] == (  # the server's absolute root is not told
+        "<root>/exits.toml: python[0].module: cannot import module 'tp_limits_exits': "
         "SystemExit(3): the module called sys.exit() while being imported"
     )
+    assert str(api[1]) not in answer.text
     assert httpx.get(f"{api[0]}/v1/health").status_code == 200
 
 
@@ -134,7 +135,7 @@ def test_a_module_that_blocks_at_import_times_out_and_health_keeps_answering(
     [answer] = answers
     assert answer.status_code == 422
     assert answer.json()["message"] == (
-        f"{api[1] / 'blocks.toml'}: python[0].module: importing module 'tp_limits_blocks' did "
+        "<root>/blocks.toml: python[0].module: importing module 'tp_limits_blocks' did "
         "not finish within 2 s (import_timeout); it blocks at import"
     )
     assert elapsed < 30
@@ -219,7 +220,6 @@ def test_a_runs_folder_symlinked_outside_the_root_is_neither_listed_nor_written(
     assert (listing.status_code, listing.json()) == (200, {"runs": [], "next_cursor": None})
     assert created.status_code == 422
     assert created.json()["message"] == (
-        f"runs folder 'runs' resolves outside the artifact root {root.resolve()} "
-        "(symlinks are followed)"
+        "runs folder 'runs' resolves outside the artifact root <root> (symlinks are followed)"
     )
     assert sorted(p.name for p in outside.iterdir()) == ["run_" + "2" * 64]

@@ -62,7 +62,7 @@ def create_app(settings: ApiSettings, *, public_paths: frozenset[str] = frozense
         openapi_url="/openapi.json",
     )
     app.state.settings = settings
-    install_problem_handlers(app)
+    install_problem_handlers(app, settings.root)
     app.include_router(public)
     app.include_router(router)
     app.include_router(approvals_router)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from toolproof.adapters.server_paths import ServerPaths
 from toolproof.errors import ToolproofError, error_mapping
 
 __all__ = ["ApiProblem", "Problem", "install_problem_handlers", "problem_response"]
@@ -61,19 +63,46 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error (ours, validation, routing) as a :class:`Problem`."""
+def _public(problem: ApiProblem, paths: ServerPaths) -> ApiProblem:
+    """``problem`` with no absolute server path in its message or string fields."""
+    answer = problem.problem
+    hidden = _hidden(answer.fields, paths)
+    return ApiProblem(answer.status, answer.error, paths.hide(answer.message), **hidden)
+
+
+def _hidden(value: Any, paths: ServerPaths) -> Any:
+    if isinstance(value, str):
+        return paths.hide(value)
+    if isinstance(value, list):
+        return [_hidden(item, paths) for item in value]
+    if isinstance(value, dict):
+        return {key: _hidden(item, paths) for key, item in value.items()}
+    return value
+
+
+def install_problem_handlers(app: FastAPI, root: Path | None = None) -> None:
+    """Answer every error (ours, validation, routing) as a :class:`Problem`.
+
+    Args:
+        app: the FastAPI app.
+        root: the artifact root; a message or field naming a path under it (or under
+            another server location) reads ``<root>/...`` instead
+            (:mod:`toolproof.adapters.server_paths`).
+
+    """
+    paths = ServerPaths([(root, "<root>")] if root is not None else [])
 
     async def api_problem(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiProblem)
-        return problem_response(exc)
+        return problem_response(_public(exc, paths))
 
     async def toolproof_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ToolproofError)
         mapping = error_mapping(exc)
-        return problem_response(
-            ApiProblem(mapping.http_status, mapping.code, exc.message, **_jsonable(exc.fields))
+        problem = ApiProblem(
+            mapping.http_status, mapping.code, exc.message, **_jsonable(exc.fields)
         )
+        return problem_response(_public(problem, paths))
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

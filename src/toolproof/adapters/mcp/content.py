@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import mcp_types as types
 from pydantic import ValidationError
 
+from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import CanonicalizationError
 from toolproof.evidence.encoding import encode_value
@@ -164,9 +165,20 @@ def _content_reply(tool: Tool, value: dict[str, Any]) -> types.CallToolResult | 
 
 
 def mcp_result(tool: Tool, result: ToolResult) -> McpAnswer:
-    """Translate a :class:`ToolResult` of ``tool`` into the MCP answer (see the module rules)."""
+    """Translate a :class:`ToolResult` of ``tool`` into the MCP answer (see the module rules).
+
+    A failure's message names no absolute server path
+    (:mod:`toolproof.adapters.server_paths`): the answer, and the result returned for
+    the record, carry the message with locations as labels (``<cwd>/data.csv``).
+    """
     failure = result.failure
     if failure is not None:
+        public = hide_server_paths(failure.message)
+        if public != failure.message:  # what the client is answered is what is recorded
+            failure = failure.model_copy(update={"message": public})
+            result = ToolResult.model_construct(
+                schema_version=result.schema_version, ok=False, value=None, failure=failure
+            )
         text = f"{failure.kind}: {failure.message}"
         reply = types.CallToolResult(
             content=_server_blocks(failure) or [types.TextContent(text=text)],

@@ -21,6 +21,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from toolproof.adapters.mcp.relay import ClientNotices
+from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.errors import ToolCallError
 from toolproof.sources.mcp.common import McpCallError
 from toolproof.tools.catalog import Catalog, Entry
@@ -37,7 +38,7 @@ async def _answer(what: str, send: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     try:
         return await send
     except McpCallError as exc:
-        raise MCPError(INTERNAL_ERROR, f"{what}: {exc}") from exc
+        raise MCPError(INTERNAL_ERROR, hide_server_paths(f"{what}: {exc}")) from exc
 
 
 def _wire(model: Any) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def _noted(note: Callable[[], None]) -> None:
     try:
         note()
     except ToolCallError as exc:
-        raise MCPError(INTERNAL_ERROR, exc.failure.message) from exc
+        raise MCPError(INTERNAL_ERROR, hide_server_paths(exc.failure.message)) from exc
 
 
 def catalog_handlers(
@@ -138,7 +139,8 @@ def catalog_handlers(
             try:
                 await entry.subscribe(uri, on)
             except McpCallError as exc:
-                raise MCPError(INTERNAL_ERROR, f"resource {uri!r}: {exc}") from exc
+                message = hide_server_paths(f"resource {uri!r}: {exc}")
+                raise MCPError(INTERNAL_ERROR, message) from exc
         return types.EmptyResult()
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:

@@ -46,6 +46,7 @@ from toolproof.adapters.mcp.content import (
 from toolproof.adapters.mcp.handlers import catalog_handlers
 from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChannel
 from toolproof.adapters.mcp.spans import install_server_spans
+from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
@@ -168,11 +169,13 @@ def mcp_error(error: ToolproofError) -> MCPError:
 
     Returns:
         ``MCPError(code, message, data={"error": <stable code>, "fields": {...}})``, the
-        numbers and code from :func:`toolproof.errors.error_mapping`.
+        numbers and code from :func:`toolproof.errors.error_mapping`; message and
+        fields name no absolute server path (:mod:`toolproof.adapters.server_paths`).
     """
     mapping = error_mapping(error)
-    fields = {key: str(value) for key, value in error.fields.items()}
-    return MCPError(mapping.mcp_code, error.message, {"error": mapping.code, "fields": fields})
+    fields = {key: hide_server_paths(str(value)) for key, value in error.fields.items()}
+    message = hide_server_paths(error.message)
+    return MCPError(mapping.mcp_code, message, {"error": mapping.code, "fields": fields})
 
 
 def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
