@@ -15,6 +15,7 @@ from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 
 from toolproof import load_toolset
+from toolproof.bundle.rundir import process_identity
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, ToolCallError, VerificationError
@@ -200,6 +201,41 @@ def test_recovery_refuses_a_session_whose_server_still_runs(tmp_path: Path) -> N
             asyncio.run(recover_session(live))
     (run,) = _runs(tmp_path)
     assert verify_run(run).ok
+
+
+def test_recovery_goes_on_when_the_recorders_pid_now_names_another_process(
+    tmp_path: Path,
+) -> None:
+    """After a container restart the recorder's pid (often 1) names another process."""
+    live = _kill_9_session(tmp_path)
+    header_file = live / "session.json"
+    header = json.loads(header_file.read_bytes())
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    assert header["process"].startswith(boot + "/")  # the recorder's boot and start time
+    with subprocess.Popen(["sleep", "30"]) as other:  # a live process, not the recorder
+        try:
+            header["pid"] = other.pid
+            header_file.write_text(json.dumps(header), encoding="utf-8")
+            outcome = asyncio.run(recover_session(live))
+        finally:
+            other.kill()
+    assert (outcome.calls, outcome.dropped) == (24, [])
+    assert verify_run(outcome.path).ok
+
+
+def test_recovery_refuses_while_the_same_recorder_process_runs(tmp_path: Path) -> None:
+    live = _kill_9_session(tmp_path)
+    header_file = live / "session.json"
+    header = json.loads(header_file.read_bytes())
+    with subprocess.Popen(["sleep", "30"]) as recorder:  # stands for the server still running
+        try:
+            header.update(pid=recorder.pid, process=process_identity(recorder.pid))
+            header_file.write_text(json.dumps(header), encoding="utf-8")
+            with pytest.raises(InputError, match=f"pid {recorder.pid}\\) is still running"):
+                asyncio.run(recover_session(live))
+        finally:
+            recorder.kill()
+    assert live.exists()
 
 
 def test_recovery_refuses_a_directory_that_is_not_a_live_session(tmp_path: Path) -> None:

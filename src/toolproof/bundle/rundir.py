@@ -42,6 +42,8 @@ __all__ = [
     "CommittedRun",
     "RunDirectoryWriter",
     "pid_alive",
+    "process_identity",
+    "recorder_alive",
     "write_file",
 ]
 
@@ -98,6 +100,43 @@ def _sync_files(directory: Path, names: list[str]) -> None:
         folders.add(path.parent)
     for folder in sorted(folders, reverse=True):  # deepest first, the run directory last
         fsync_path(folder)
+
+
+def process_identity(pid: object) -> str | None:
+    """Who ``pid`` is now: ``"<boot id>/<start time>"``, or ``None`` where that is unknown.
+
+    A pid alone names a process only while it runs: after a container restart the
+    recorder's pid (often 1) names another process. The kernel's boot id
+    (``/proc/sys/kernel/random/boot_id``) and the process's start time in clock ticks
+    after boot (``/proc/<pid>/stat`` field 22, proc(5)) name one process for good.
+
+    Returns:
+        The identity on Linux for a running ``pid``; ``None`` elsewhere or when it is gone.
+
+    """
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)": state is field 3
+    return f"{boot}/{fields[19]}" if len(fields) > 19 else None
+
+
+def recorder_alive(pid: object, identity: object) -> bool:
+    """Whether the process that wrote ``pid`` and ``identity`` still runs.
+
+    ``identity`` is what :func:`process_identity` gave when the recorder started;
+    ``None`` (a recording from before it was kept) falls back to :func:`pid_alive`.
+    """
+    if not pid_alive(pid):
+        return False
+    if not isinstance(identity, str):
+        return True
+    now = process_identity(pid)
+    return now is None or now == identity
 
 
 def pid_alive(pid: object) -> bool:

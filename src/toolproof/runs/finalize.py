@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, pid_alive
+from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, recorder_alive
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.layout import (
     EVIDENCE_DIR,
@@ -421,7 +421,9 @@ async def recover_session(live: Path) -> SessionOutcome:
 
     """
     header, lines, _, evidence = _read_live(live)
-    if header.get("pid") != os.getpid() and pid_alive(header.get("pid")):
+    if header.get("pid") != os.getpid() and recorder_alive(
+        header.get("pid"), header.get("process")
+    ):
         raise InputError(
             f"{live}: the server recording it (pid {header['pid']}) is still running; "
             "stop it (SIGTERM finalizes the session) instead of recovering",

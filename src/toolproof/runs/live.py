@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.rundir import write_file
+from toolproof.bundle.rundir import process_identity, write_file
 from toolproof.bundle.steps import numbered_step
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
@@ -468,7 +468,12 @@ def open_recording(
     directory = root / SESSIONS_DIR / name
     started_at = now.isoformat(timespec="milliseconds")
     config = toolset.resources.get(CONFIG_PATH)
-    header = {"started_at": started_at, "config": config, "pid": os.getpid()}
+    header = {
+        "started_at": started_at,
+        "config": config,
+        "pid": os.getpid(),
+        "process": process_identity(os.getpid()),  # the pid alone may name another later
+    }
     if task != SESSION_TASK:
         header["task"] = task
     reasoner = ToolResultReasoner(ReasonerSpec())
