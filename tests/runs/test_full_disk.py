@@ -27,6 +27,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF
 
+from toolproof.adapters.server_paths import hide_server_paths
+
 
 @dataclass
 class SmallDisk:
@@ -112,7 +114,10 @@ def test_a_served_call_that_cannot_be_recorded_is_refused_before_its_body_runs(
 
     answers = asyncio.run(scenario())
     assert answers[0].is_error is False
-    sessions = re.escape(str(small_disk.path / "sessions"))
+    # a client is told no absolute server path: the location's label (<tmp>/...) instead
+    public = hide_server_paths(str(small_disk.path / "sessions"))
+    assert not public.startswith("/")
+    sessions = re.escape(public)
     for refused in answers[1:4]:
         assert refused.is_error is True
         text = refused.content[0].text
