@@ -51,6 +51,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "approvals list",
         "approvals show",
         "attest",
+        "call",
         "corpus info",
         "corpus python-docs",
         "diff",

@@ -199,6 +199,7 @@ def _root(
 
 _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.tools",
+    "toolproof.adapters.cli.call",
     "toolproof.adapters.cli.extensions",
     "toolproof.adapters.cli.corpus",
     "toolproof.adapters.cli.serve",

@@ -1,0 +1,154 @@
+"""``toolproof call NAME --args JSON``: call one tool of a toolproof.toml from the shell.
+
+Standard output carries exactly one canonical JSON document (RFC 8785): the result's
+value (exit 0), or the :class:`~toolproof.ToolFailure` (exit 1, its kind and message
+also as one ``error:`` line on stderr). Whatever the tools print while they load and
+run goes to stderr, so stdout stays one document. ``--record ROOT`` records the call
+as a session run under ``ROOT/runs/`` (the recorder of ``record_session`` and
+``serve --record``) and prints its path on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from toolproof.adapters.cli.app import (
+    ToolproofCommand,
+    docs_epilog,
+    emit_json,
+    err_console,
+    exit_for,
+    report_error,
+    run_async,
+)
+from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.session_runs import record_session
+from toolproof.config import load_toolset
+from toolproof.contract.tools import ToolResult
+from toolproof.errors import InputError, ToolCallError
+from toolproof.tools.toolset import Toolset
+
+__all__ = ["CLOSE_MATCHES", "KNOWN_SHOWN", "call_task", "parse_arguments", "register"]
+
+CLOSE_MATCHES = 3
+"""How many similar tool names an unknown name's error suggests (``difflib``, cutoff 0.6)."""
+KNOWN_SHOWN = 12
+"""How many tool names an unknown name's error lists when none is similar (then ``...``)."""
+
+
+def call_task(name: str) -> str:
+    """The task of the run ``call --record`` writes: ``toolproof call NAME``."""
+    return f"toolproof call {name}"
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """Parse the ``--args`` option: a JSON object (RFC 8259), the tool's arguments.
+
+    Args:
+        text: the option's value as given on the command line.
+
+    Returns:
+        The object, as a dict (duplicate keys: the last one wins, as in ``json.loads``).
+
+    Raises:
+        InputError: ``text`` is not JSON, or is JSON but not an object; the one-line
+            message names ``--args`` and the rule (``field="--args"``).
+
+    """
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InputError(
+            f"--args: not JSON ({exc}); pass one JSON object, e.g. --args '{{\"a\": 2}}'",
+            field="--args",
+            rule="JSON object",
+        ) from exc
+    if not isinstance(value, dict):
+        raise InputError(
+            f"--args: expected a JSON object of arguments, got {type(value).__name__} "
+            f"{text.strip()[:40]!r}; pass e.g. --args '{{\"a\": 2}}'",
+            field="--args",
+            rule="JSON object",
+        )
+    return value
+
+
+def _unknown(name: str, toolset: Toolset, config: Path) -> InputError:
+    """The error of a name no exposed tool has, with the closest names when there are any."""
+    names = [tool.name for tool in toolset.exposed()]
+    close = difflib.get_close_matches(name, names, n=CLOSE_MATCHES)
+    if close:
+        hint = f"; did you mean {', '.join(close)}?"
+    else:
+        hint = f" (known: {', '.join(names[:KNOWN_SHOWN])}{', ...' * (len(names) > KNOWN_SHOWN)})"
+    return InputError(
+        f"no tool named {name!r} in {config}{hint}",
+        tool=name,
+        rule="not found",
+    )
+
+
+async def _call(
+    name: str, arguments: dict[str, Any], config: Path, record: Path | None
+) -> tuple[ToolResult, Path | None]:
+    """Load ``config``, call ``name`` once (recorded under ``record`` when given).
+
+    Returns:
+        The result, and the run directory when recorded.
+
+    Raises:
+        InputError: a bad config, or no exposed tool named ``name``.
+        RecordingError: the run cannot be written.
+
+    """
+    async with load_toolset(config) as toolset:
+        tool = toolset.exposed_tool(name)  # a hidden tool reads as an unknown one, as served
+        if tool is None:
+            raise _unknown(name, toolset, config)
+        if record is None:
+            return await tool.call(arguments), None
+        async with record_session(toolset, root=record, task=call_task(name)) as session:
+            result = await session.call(name, arguments)
+        assert session.run_id is not None  # set when the block ends
+        return result, record / "runs" / session.run_id
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``call`` to ``app``."""
+
+    @app.command("call", cls=ToolproofCommand, epilog=docs_epilog("tools.md"))
+    def call(
+        name: str = typer.Argument(..., help="The tool or variant to call."),
+        args: str = typer.Option(
+            "{}", "--args", help="The arguments: one JSON object (default {})."
+        ),
+        config: Path = ConfigOption,
+        record: Path | None = typer.Option(
+            None,
+            "--record",
+            help="Record the call as a run under the artifact root ROOT (ROOT/runs/<run_id>); "
+            "its path is printed on stderr.",
+            metavar="ROOT",
+        ),
+    ) -> None:
+        """Call one tool and print its result as JSON (exit 0), or its failure (exit 1)."""
+        arguments = parse_arguments(args)
+        # stdout carries one JSON document: what the tools print goes to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            result, run = run_async(_call(name, arguments, config, record))
+        if run is not None:
+            err_console.print(f"toolproof: recorded 1 call in {run}", markup=False)
+        if result.ok:
+            emit_json(result.value)
+            return
+        assert result.failure is not None
+        emit_json(result.failure.to_json())
+        report_error(ToolCallError(result.failure))
+        raise exit_for(ToolCallError)
