@@ -6,8 +6,17 @@ inner tools, so each layer is a child span of the one outside it (retry attempts
 sibling children of the retry layer). The outermost span of a recorded call carries
 ``toolproof.call_id`` (the ``ToolCall`` content id); every span carries the
 ``sha256:`` digests of its arguments and result (canonical JSON,
-:mod:`toolproof.identity`). Metrics: ``toolproof.tool.duration`` (histogram, s) and
-``toolproof.tool.failures`` (counter, by ``error.type``).
+:mod:`toolproof.identity`).
+
+Content rule: a span carries a value (arguments, a result, a failure's or an exception's
+message) only when content capture is on. With it off (the default) a span carries
+kinds, names and digests only: a failed span's status description is its ``error.type``
+(a failure kind, an exception's class name, an HTTP or JSON-RPC code), and an exception
+leaving a span is recorded as ``error.type`` and that status, never as an ``exception``
+event (whose message and stack trace hold values).
+
+Metrics: ``toolproof.tool.duration`` (histogram, s) and ``toolproof.tool.failures``
+(counter, by ``error.type``).
 """
 
 from __future__ import annotations
@@ -54,6 +63,12 @@ def _digest_or_empty(value: Any) -> str:
         return digest_json(value)
     except CanonicalizationError:
         return ""
+
+
+def _failed(span: Any) -> bool:
+    """Whether ``span`` (an SDK span) was already marked failed by :meth:`OtelHook.fail`."""
+    status = getattr(span, "status", None)
+    return getattr(status, "status_code", None) is StatusCode.ERROR
 
 
 def _json_text(value: Any) -> str:
@@ -132,8 +147,7 @@ class OtelHook:
                 span.set_attribute("toolproof.result", _json_text(result.value))
         else:
             labels["error.type"] = failure.kind
-            span.set_attribute("error.type", failure.kind)
-            span.set_status(Status(StatusCode.ERROR, failure.message))
+            self.fail(span, failure.kind, failure.message)
             self.failures.add(1, labels)
         self.duration.record(seconds, labels)
 
@@ -184,6 +198,11 @@ class OtelHook:
         With a ``parent`` carrier holding a valid ``traceparent`` the span continues
         that trace and links the span that was current here, if any (the MCP
         conventions' rule for a server span); otherwise the current span is the parent.
+
+        An exception leaving the block marks the span failed (:meth:`fail` with the
+        exception's class name, and ``"<class>: <message>"`` as the SDK words it) and
+        propagates unchanged; with content
+        capture on the SDK's ``exception`` event (message, stack trace) is added too.
         """
         context = None
         links: list[Link] = []
@@ -201,8 +220,15 @@ class OtelHook:
             kind=_KINDS[kind],
             attributes=dict(attributes),
             links=links,
+            record_exception=self.capture_content,
+            set_status_on_exception=False,
         ) as span:
-            yield span
+            try:
+                yield span
+            except BaseException as exc:
+                if span.is_recording() and not _failed(span):
+                    self.fail(span, type(exc).__qualname__, f"{type(exc).__name__}: {exc}")
+                raise
 
     def carrier(self) -> dict[str, str]:
         """The current span's ``traceparent`` (and ``tracestate``), ``{}`` without a valid span."""
@@ -211,9 +237,15 @@ class OtelHook:
         return out
 
     def fail(self, span: Any, error_type: str, message: str) -> None:
-        """Set ``error.type`` and status ``ERROR`` (description ``message``) on ``span``."""
+        """Set ``error.type`` and status ``ERROR`` on ``span``.
+
+        The status description is ``message`` (``None`` when empty) with content capture
+        on, and ``error_type`` with it off: a message may hold argument and result
+        values or exception text (the content rule of this module).
+        """
         span.set_attribute("error.type", error_type)
-        span.set_status(Status(StatusCode.ERROR, message or None))
+        description = (message or None) if self.capture_content else str(error_type)
+        span.set_status(Status(StatusCode.ERROR, description))
 
     def flush(self, timeout: float) -> None:
         """Flush the tracer provider (an SDK provider; others have nothing to flush)."""
