@@ -5,7 +5,10 @@ and an ``approval_requested`` event (call id, variant, descriptor fingerprint,
 digest of the canonical arguments, matched rule) before anything runs; the decision
 comes from the approver callback or from the store (``toolproof approvals``, HTTP)
 and is recorded as ``approval_decided``. The body runs only with the arguments
-whose digest was approved, once. No decision within ``timeout_seconds``, a store
+whose digest was approved, once: the bytes are taken (RFC 8785) when the call asks,
+and the body runs a fresh object decoded from them, never the caller's live
+dictionary (which anyone holding it, the approver included, could change while the
+decision is pending). No decision within ``timeout_seconds``, a store
 that cannot be reached, an approver that raises or answers nonsense: denied
 (failure kind ``approval_denied``, the body not run). In ``defer`` mode a call
 without a decision fails at once with kind ``approval_pending`` and a handle; the
@@ -47,7 +50,7 @@ from toolproof.extensions.approvals.store import (
 )
 from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import base_dir, wrapper_spec
-from toolproof.identity import canonical_json, digest_json
+from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.tools import hooks
 from toolproof.tools.observe import note_approval
 from toolproof.tools.tool import Tool
@@ -78,9 +81,10 @@ FAIL_CLOSED = "fail-closed"
 """The channel of a decision toolproof took itself: a denial (timeout, store, approver)."""
 
 
-def _copy(arguments: dict[str, Any]) -> dict[str, Any]:
-    copied: dict[str, Any] = json.loads(canonical_json(arguments))
-    return copied
+def _decoded(asked: bytes) -> dict[str, Any]:
+    """A fresh arguments object decoded from the canonical bytes ``asked``."""
+    fresh: dict[str, Any] = json.loads(asked)
+    return fresh
 
 
 class _Gate:
@@ -141,7 +145,14 @@ class _Gate:
     async def __call__(
         self, arguments: dict[str, Any], rule: CompiledRule | None, handle: str | None
     ) -> ToolResult:
-        digest = digest_json(arguments)
+        """Ask for, await and apply the decision on ``arguments``; run the body if approved.
+
+        ``arguments`` is read once, here, before the first ``await``: its canonical
+        bytes (RFC 8785) are what is digested, shown, approved and, decoded afresh, run.
+        """
+        asked = canonical_json(arguments)
+        arguments = _decoded(asked)  # from here on nothing the caller holds is read
+        digest_of = digest(asked)
         fingerprint = self.fingerprint()
         scope = current_scope()
         call_id = scope.call_id if scope is not None else None
@@ -155,7 +166,7 @@ class _Gate:
                     self.store.create,
                     tool=self.name,
                     fingerprint=fingerprint,
-                    arguments_digest=digest,
+                    arguments_digest=digest_of,
                     arguments=arguments,
                     call_id=call_id,
                     rule=rule_record,
@@ -164,7 +175,7 @@ class _Gate:
                 )
         except (OSError, sqlite3.Error, ValueError, InputError) as exc:
             request = handle or new_request_id()
-            self._requested(request, fingerprint, digest, rule_record)
+            self._requested(request, fingerprint, digest_of, rule_record)
             return self._fail_closed(
                 request,
                 f"the approvals store {self.store.path} cannot be used: {foreign_failure(exc)}",
@@ -172,7 +183,7 @@ class _Gate:
         if row is None or (row.tool, row.fingerprint, row.arguments_digest) != (
             self.name,
             fingerprint,
-            digest,
+            digest_of,
         ):
             assert handle is not None
             why = (
@@ -181,7 +192,7 @@ class _Gate:
                 else "it was requested for another tool, descriptor or arguments"
             )
             return self._denied(handle, "toolproof", f"handle {handle}: {why}; it approves nothing")
-        self._requested(row.id, fingerprint, digest, row.rule)
+        self._requested(row.id, fingerprint, digest_of, row.rule)
         decided: StoredRequest | ToolResult = row
         if row.status == "pending" and row.deadline <= time.time():
             decided = await self._expire(row)  # a deferred call retried too late
@@ -199,7 +210,7 @@ class _Gate:
             decided = await self._awaited(approver, row, arguments, call_id)
         if isinstance(decided, ToolResult):
             return decided
-        return await self._apply(decided, arguments, digest, fingerprint)
+        return await self._apply(decided, asked, digest_of, fingerprint)
 
     async def _awaited(
         self,
@@ -255,7 +266,7 @@ class _Gate:
     ) -> StoredRequest | ToolResult:
         request = ApprovalRequest(
             tool=self.name,
-            arguments=_copy(arguments),
+            arguments=_decoded(canonical_json(arguments)),
             arguments_digest=row.arguments_digest,
             call_id=row.call_id,
             rule=row.rule,
@@ -362,12 +373,14 @@ class _Gate:
                 return current
 
     async def _apply(
-        self, row: StoredRequest, arguments: dict[str, Any], digest: str, fingerprint: str
+        self, row: StoredRequest, asked: bytes, digest: str, fingerprint: str
     ) -> ToolResult:
-        """Run ``arguments`` (or the approved edit) once, if ``row`` approves them.
+        """Run the arguments ``asked`` (or the approved edit) once, if ``row`` approves them.
 
-        ``row`` is the store's row as read after the decision; ``digest`` and
-        ``fingerprint`` are this call's own, taken before it asked. The row is trusted
+        ``asked`` is the canonical JSON (RFC 8785) of the call's arguments taken before
+        it asked, and the body runs a fresh object decoded from exactly those bytes;
+        ``row`` is the store's row as read after the decision; ``digest`` (of ``asked``)
+        and ``fingerprint`` are this call's own. The row is trusted
         for nothing it could have changed meanwhile: a row that now names another tool,
         descriptor or argument digest (the file edited while the call waited) approves
         nothing, and the approved digest must be this call's (or the edit's).
@@ -389,7 +402,7 @@ class _Gate:
                 f"call's ({self.name}, {fingerprint}, {digest}); it approves nothing",
             )
         edited = row.approved_arguments
-        run_with = arguments if edited is None else edited
+        run_with = _decoded(asked) if edited is None else edited
         expected = digest if edited is None else digest_json(edited)
         if row.approved_digest != expected:
             return self._fail_closed(
