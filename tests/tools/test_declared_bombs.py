@@ -21,8 +21,9 @@ from toolproof.tools.tool import MAX_VALIDATION_WORK
 
 _UNIQUE = (
     "is not unique: {other} has it too (rule: every $id, $anchor and $dynamicAnchor must be "
-    "unique in the schema, since validators disagree on which one a reference names and the "
-    "limits must be computed on the validator's resolution)"
+    "unique in the schema, identifiers compared as URIs resolved against 'json-schema:///' "
+    "and normalized by RFC 3986 and RFC 8141, since validators disagree on which one a "
+    "reference names and the limits must be computed on the validator's resolution)"
 )
 
 
@@ -89,9 +90,9 @@ def test_the_duplicate_id_bomb_is_refused_at_bind_naming_both_places(decoy_first
             "anchor 'x'",
         ),
         (
-            {"a": {"$id": "urn:toolproof:input-schema"}},
+            {"a": {"$id": "json-schema:///"}},  # the validator's default base: the root
             "input_schema.$defs.a.$id",
-            "$id 'urn:toolproof:input-schema'",
+            "$id 'json-schema:///'",
         ),
     ],
 )

@@ -8,7 +8,9 @@ embedded ``$id`` names — is a **remote** reference and is refused at bind time
 binding never reads a file or the network.
 
 :class:`RefWalker` resolves references (RFC 3986 section 5.2 for URI resolution,
-RFC 6901 for JSON Pointer fragments); :mod:`toolproof.schema.expansion` uses it to
+RFC 6901 for JSON Pointer fragments) and compares identifiers as the validator does:
+resolved against its default base ``json-schema:///`` and normalized
+(:mod:`toolproof.schema.uris`); :mod:`toolproof.schema.expansion` uses it to
 visit every reference reachable from the root and count what they expand to.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from toolproof.errors import ToolBindError
+from toolproof.schema.uris import DEFAULT_BASE_URI, normalize_uri, resolve_uri
 from toolproof.schema.validation import MAP_KEYWORDS, SUBSCHEMA_KEYWORDS, SUBSCHEMA_LIST_KEYWORDS
 
 __all__ = [
@@ -30,9 +33,6 @@ __all__ = [
     "flatten",
     "resolve_uri",
 ]
-
-DEFAULT_BASE_URI = "urn:toolproof:input-schema"
-"""The base URI of a declaration without a root ``$id`` (RFC 3986 section 5.1.4)."""
 
 DIALECTS: dict[str, int] = {
     "https://json-schema.org/draft/2020-12/schema": 2020,
@@ -47,7 +47,6 @@ DIALECTS: dict[str, int] = {
 }
 """``$schema`` values (without a trailing ``#``) -> draft; no ``$schema`` means 2020-12."""
 
-_URI_RE = re.compile(r"^(?:([A-Za-z][A-Za-z0-9+.-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?")
 _SIMPLE_KEY_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
 
 
@@ -89,62 +88,6 @@ def field_path(field: str, parts: tuple[str | int, ...]) -> str:
     return "".join(out)
 
 
-def _split(uri: str) -> tuple[str | None, str | None, str, str | None, str | None]:
-    uri, hash_mark, fragment = uri.partition("#")
-    match = _URI_RE.match(uri)
-    assert match is not None  # the pattern matches every string
-    scheme, authority, path, query = match.groups()
-    return scheme, authority, path, query, fragment if hash_mark else None
-
-
-def _remove_dot_segments(path: str) -> str:
-    if "." not in path:
-        return path
-    out: list[str] = []
-    segments = path.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "..":
-            if len(out) > 1:
-                out.pop()
-            if last:
-                out.append("")
-        elif segment == ".":
-            if last:
-                out.append("")
-        else:
-            out.append(segment)
-    return "/".join(out)
-
-
-def resolve_uri(base: str, reference: str) -> str:
-    """Resolve ``reference`` against ``base`` (RFC 3986 section 5.2.2, strict)."""
-    scheme, authority, path, query, fragment = _split(reference)
-    if scheme is None:
-        b_scheme, b_authority, b_path, b_query, _ = _split(base)
-        scheme = b_scheme
-        if authority is None:
-            if not path:
-                path = b_path
-                query = b_query if query is None else query
-            elif not path.startswith("/"):
-                if b_authority is not None and not b_path:
-                    path = "/" + path
-                else:
-                    path = b_path[: b_path.rfind("/") + 1] + path
-            authority = b_authority
-    path = _remove_dot_segments(path)
-    text = f"{scheme}:" if scheme is not None else ""
-    if authority is not None:
-        text += f"//{authority}"
-    text += path
-    if query is not None:
-        text += f"?{query}"
-    if fragment is not None:
-        text += f"#{fragment}"
-    return text
-
-
 class RefWalker:
     """Resolve the references of one declared schema, inside it only.
 
@@ -177,21 +120,28 @@ class RefWalker:
         self.bases[id(schema)] = DEFAULT_BASE_URI
 
     def base_of(self, node: dict[str, Any], base: str) -> str:
-        """The base URI inside ``node``, given the base URI around it (its ``$id`` applied)."""
+        """The base URI inside ``node``, given the base URI around it (its ``$id`` applied).
+
+        Both are normalized (:func:`~toolproof.schema.uris.normalize_uri`), so one
+        resource has one base however its identifier is spelled.
+        """
         key = "id" if self.draft == 4 else "$id"
         ident = node.get(key)
         if type(ident) is not str or (
             self.draft <= 7 and (ident.startswith("#") or "$ref" in node)
         ):
             return base  # up to draft-07 every sibling of $ref is ignored, $id included
-        return resolve_uri(base, ident).partition("#")[0]
+        return normalize_uri(resolve_uri(base, ident).partition("#")[0])
 
     def index(self) -> None:
         """Record every embedded resource (``$id``) and anchor, with its base URI.
 
         Raises:
             ToolBindError: an identifier is not unique: two subschemas with the same
-                ``$id`` (or one equal to the root's), or two with the same ``$anchor`` /
+                ``$id`` once resolved and normalized (``URN:L`` is ``urn:L``, ``%4C`` is
+                ``L``; see :func:`~toolproof.schema.uris.normalize_uri`), or one equal to
+                the root's or to the default base ``json-schema:///``, or two with the
+                same ``$anchor`` /
                 ``$dynamicAnchor`` name in one resource. Validators disagree on which
                 one a reference means, so the limits could not be computed on the
                 resolution the validator uses; ``field`` names the second one.
@@ -216,9 +166,12 @@ class RefWalker:
                 elif node is self.schema:
                     base = self.root_base
                 else:
-                    base = resolve_uri(base, ident).partition("#")[0]
+                    base = normalize_uri(resolve_uri(base, ident).partition("#")[0])
                     if base in owners:
-                        self._duplicate(f"{id_key} {ident!r}", (where, id_key), owners[base])
+                        what = f"{id_key} {ident!r}"
+                        if base != ident:
+                            what += f" (resolved and normalized: {base!r})"
+                        self._duplicate(what, (where, id_key), owners[base])
                     owners[base] = where
                     self.resources[base] = node
                     self._check_dialect(node, where)
@@ -249,9 +202,10 @@ class RefWalker:
             self.tool,
             field_path(self.field, flatten(where)),
             f"{what} is not unique: {first_text} has it too (rule: every $id, $anchor and "
-            "$dynamicAnchor must be unique in the schema, since validators disagree on which "
-            "one a reference names and the limits must be computed on the validator's "
-            "resolution)",
+            "$dynamicAnchor must be unique in the schema, identifiers compared as URIs resolved "
+            f"against {DEFAULT_BASE_URI!r} and normalized by RFC 3986 and RFC 8141, since "
+            "validators disagree on which one a reference names and the limits must be "
+            "computed on the validator's resolution)",
         )
 
     def _check_dialect(self, node: dict[str, Any], where: Any) -> None:
@@ -289,6 +243,7 @@ class RefWalker:
             document, fragment = base, reference[1:]
         else:
             document, _, fragment = resolve_uri(base, reference).partition("#")
+            document = normalize_uri(document)
         resource = self.resources.get(document)
         field = field_path(self.field, flatten(where))
         if resource is None:
