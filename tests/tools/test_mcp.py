@@ -141,8 +141,8 @@ def test_results_map_to_structured_text_or_content_blocks(tmp_path: Path) -> Non
             assert bad is not None
             assert (bad.kind, bad.where) == ("invalid_result", "output")
             assert bad.message.startswith(
-                "MCP client refused the result: Invalid structured content returned by tool "
-                "badstructured: 'x' is not of type 'integer'"
+                "MCP client refused the tools/call result: Invalid structured content returned "
+                "by tool badstructured: 'x' is not of type 'integer'"
             )
 
     asyncio.run(main())
@@ -225,7 +225,8 @@ def test_a_server_dying_mid_call_gives_a_transport_failure(tmp_path: Path) -> No
             assert failure is not None
             assert (failure.kind, failure.where) == ("transport", "transport")
             assert (
-                failure.message == "MCP server 'fixture' closed the connection: Connection closed; "
+                failure.message == "MCP server 'fixture' closed the connection during tools/call: "
+                "Connection closed; "
                 "the server process exited with status 7"
             )
             assert "fixture: dying mid-call" in str(failure.detail["stderr"])
@@ -267,7 +268,7 @@ def test_a_call_without_answer_times_out(tmp_path: Path) -> None:
                 "transport",
                 True,
             )
-            assert failure.message == "MCP server 'fixture' did not answer within 0.5 s"
+            assert failure.message == "MCP server 'fixture' did not answer tools/call within 0.5 s"
 
     asyncio.run(main())
 
@@ -352,7 +353,7 @@ def test_a_json_rpc_error_answer_is_a_tool_error(tmp_path: Path) -> None:
             assert (caught.value.kind, caught.value.code) == ("protocol", -32602)
             assert (
                 str(caught.value)
-                == "MCP server 'fixture' answered error -32602: Unknown tool: nope"
+                == "MCP server 'fixture' answered tools/call with error -32602: Unknown tool: nope"
             )
         finally:
             await connection.aclose()

@@ -92,7 +92,7 @@ def test_a_dead_server_is_reported_with_its_exit_status_or_signal(
             failure = (await toolset["fixture_die"].call({})).failure
             assert failure is not None
             assert failure.message == (
-                f"MCP server 'fixture' closed the connection: Connection closed; "
+                f"MCP server 'fixture' closed the connection during tools/call: Connection closed; "
                 f"the server process {ended}"
             )
             again = (await toolset["fixture_echo"].call({})).failure

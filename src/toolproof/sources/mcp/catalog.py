@@ -1,7 +1,8 @@
 """An MCP server's resources, resource templates and prompts, imported into a Catalog.
 
 :func:`list_catalog` lists them at start (only what the server's ``initialize``
-capabilities announce; ``nextCursor`` followed); :func:`bind_catalog` adds them to
+capabilities announce; ``nextCursor`` followed; a listing the server answers with
+``-32601``, method not found, is skipped); :func:`bind_catalog` adds them to
 ``toolset.catalog`` (:mod:`toolproof.tools.catalog`): a prompt is named
 ``<prefix>_<name>`` like a tool, a resource keeps its URI (its ``name`` gets the
 prefix), and reads, gets, completions and (un)subscriptions go to the same server,
@@ -12,19 +13,25 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Callable
 from typing import Any
 
-from toolproof.sources.mcp.common import wire
+from toolproof.sources.mcp.common import METHOD_NOT_FOUND, SDK_ERRORS, error_code, wire
 from toolproof.tools.catalog import Catalog, Entry
 
 __all__ = ["bind_catalog", "list_catalog"]
 
 MAX_PAGES = 1000
 """List pages followed before the listing stops (a cursor that never ends)."""
-_LISTS = {
-    "resources": ("resources", "list_resources", "resources"),
-    "templates": ("resources", "list_resource_templates", "resourceTemplates"),
-    "prompts": ("prompts", "list_prompts", "prompts"),
+_LISTS = {  # listing -> (capability, SDK method, result key, MCP method)
+    "resources": ("resources", "list_resources", "resources", "resources/list"),
+    "templates": (
+        "resources",
+        "list_resource_templates",
+        "resourceTemplates",
+        "resources/templates/list",
+    ),
+    "prompts": ("prompts", "list_prompts", "prompts", "prompts/list"),
 }
 
 
@@ -42,13 +49,46 @@ async def _pages(session: Any, method: str, key: str) -> list[dict[str, Any]]:
     return items
 
 
-async def list_catalog(session: Any, initialize: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """``{"resources", "templates", "prompts"}``: what the server lists (wire form)."""
+async def list_catalog(
+    session: Any, initialize: dict[str, Any], enter: Callable[[str], None] | None = None
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """What the server lists, and the optional list methods it lacks.
+
+    Only what the ``initialize`` capabilities announce is listed. A listing the server
+    answers with JSON-RPC ``-32601`` (method not found: it announced ``resources`` but
+    serves no ``resources/templates/list``, say) is optional and skipped: that listing is
+    empty and its MCP method is returned in the second item.
+
+    Args:
+        session: the SDK's client session, initialized.
+        initialize: the ``initialize`` result, wire form.
+        enter: called with each MCP method before it is sent (``resources/list``...), so a
+            failure can name it.
+
+    Returns:
+        ``({"resources", "templates", "prompts"}`` -> items in wire form``, [skipped MCP
+        methods])``.
+
+    Raises:
+        Exception: the SDK's JSON-RPC error for any other error answer, or a transport error.
+
+    """
     capabilities = initialize.get("capabilities") or {}
     listed: dict[str, list[dict[str, Any]]] = {}
-    for name, (capability, method, key) in _LISTS.items():
-        listed[name] = await _pages(session, method, key) if capability in capabilities else []
-    return listed
+    skipped: list[str] = []
+    for name, (capability, method, key, mcp_method) in _LISTS.items():
+        listed[name] = []
+        if capability not in capabilities:
+            continue
+        if enter is not None:
+            enter(mcp_method)
+        try:
+            listed[name] = await _pages(session, method, key)
+        except SDK_ERRORS as exc:
+            if error_code(exc) != METHOD_NOT_FOUND:
+                raise
+            skipped.append(mcp_method)
+    return listed, skipped
 
 
 def _prefixed(prefix: str, name: str) -> str:

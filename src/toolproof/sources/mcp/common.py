@@ -14,6 +14,7 @@ from typing import IO, Any
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "METHOD_NOT_FOUND",
     "SDK_ERRORS",
     "STDERR_TAIL_BYTES",
     "McpCallError",
@@ -27,6 +28,8 @@ __all__ = [
 
 CONNECTION_CLOSED = -32000
 """JSON-RPC code the SDK uses for "connection closed" (the server went away)."""
+METHOD_NOT_FOUND = -32601
+"""JSON-RPC: the server does not serve the method (an optional method it lacks is skipped)."""
 STDERR_TAIL_BYTES = 2000
 """How much of the end of a server's stderr an error report quotes (bytes)."""
 

@@ -100,6 +100,8 @@ class McpConnection:
         self.tools: list[dict[str, Any]] = []
         self._inflight: list[CallChannel] = []  # the channels of the calls in flight
         self.listings: dict[str, list[dict[str, Any]]] = {}  # resources, templates, prompts
+        self.skipped: list[str] = []  # optional list methods the server lacks (-32601)
+        self._phase = "initialize"  # the MCP method start() is waiting for
         self._status: str | None = None  # the stdio server's exit-status file
         self._junk_unreported = 0
         self._junk_total = 0
@@ -136,18 +138,23 @@ class McpConnection:
         exc = self._failure
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
+        waited = (
+            "initialize and tools/list"
+            if self._phase in ("initialize", "tools/list")
+            else f"initialize, tools/list and {self._phase}"
+        )
         if isinstance(exc, TimeoutError):
-            return (
-                f"did not answer initialize and tools/list within "
-                f"{self.server.startup_timeout:g} s (startup_timeout)"
-            )
+            limit = self.server.startup_timeout
+            return f"did not answer {waited} within {limit:g} s (startup_timeout)"
         ended = read_status(self._status)
         if isinstance(ended, OSError):  # the watcher could not start the server
             return f"cannot launch {self.server.command!r}: {ended.strerror or ended}"
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot launch {self.server.command!r}: {exc.strerror or exc}"
         if isinstance(exc, SDK_ERRORS) and error_code(exc) == CONNECTION_CLOSED:
-            return "the server closed the connection before answering initialize and tools/list"
+            return f"the server closed the connection before answering {waited}"
+        if isinstance(exc, SDK_ERRORS):
+            return f"answered {self._phase} with error {error_code(exc)}: {exc}"
         if self.server.url is not None:
             return f"cannot connect to {self.server.url}: {type(exc).__name__}: {exc}"
         return f"failed to start: {type(exc).__name__}: {exc}"
@@ -194,8 +201,11 @@ class McpConnection:
                     with anyio.fail_after(self.server.startup_timeout):
                         self.initialize = wire(await session.initialize())
                         self._note_session()
+                        self._phase = "tools/list"
                         self.tools = await self._list_tools(session)
-                        self.listings = await list_catalog(session, self.initialize)
+                        self.listings, self.skipped = await list_catalog(
+                            session, self.initialize, self._enter
+                        )
                     self._session = session
                     self._ready.set()
                     await self._stop.wait()
@@ -206,6 +216,14 @@ class McpConnection:
         finally:
             self._session = None
             self._ready.set()
+
+    def _enter(self, method: str) -> None:
+        self._phase = method
+
+    @property
+    def closing(self) -> bool:
+        """Whether :meth:`aclose` has begun (a request failing now is the shutdown's doing)."""
+        return self._stop.is_set()
 
     def _note_session(self) -> None:
         version = self.initialize.get("protocolVersion")
@@ -228,14 +246,17 @@ class McpConnection:
         """List the server's tools again (wire form), after a ``list_changed``.
 
         Raises:
-            McpCallError: the server is not connected, or did not answer within
-                ``call_timeout`` seconds.
+            McpCallError: the server is not connected, did not answer within
+                ``call_timeout`` seconds, answered a JSON-RPC error or the connection
+                broke; the message names ``tools/list``.
 
         """
         session = self._session
         name = self.server.name
         if session is None:
-            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+            raise McpCallError(
+                "transport", f"MCP server {name!r} is not connected; tools/list not sent"
+            )
         try:
             with anyio.fail_after(self.server.call_timeout):
                 return await self._list_tools(session)
@@ -243,6 +264,18 @@ class McpConnection:
             raise McpCallError(
                 "timeout", f"MCP server {name!r} did not answer tools/list in time"
             ) from None
+        except SDK_ERRORS as exc:
+            code = error_code(exc)
+            kind = "transport" if code == CONNECTION_CLOSED else "protocol"
+            raise McpCallError(
+                kind, f"MCP server {name!r} answered tools/list with error {code}: {exc}", code
+            ) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise McpCallError(
+                "transport",
+                f"MCP server {name!r} connection broke during tools/list: "
+                f"{type(exc).__name__}: {exc}",
+            ) from exc
 
     def _caller(self) -> CallChannel | None:
         """The channel of the one call in flight; ``None`` when there are none or several."""
@@ -349,7 +382,9 @@ class McpConnection:
             why = f" ({type(self._failure).__name__}: {self._failure})" if self._failure else ""
             ended = await self.exit_status()
             how = f"; the server process {ended}" if ended else ""
-            raise McpCallError("transport", f"MCP server {name!r} is not connected{why}{how}")
+            raise McpCallError(
+                "transport", f"MCP server {name!r} is not connected{why}{how}; tools/call not sent"
+            )
         channel = current_channel()
         if channel is not None:
             self._inflight.append(channel)
@@ -373,7 +408,9 @@ class McpConnection:
         session = self._session
         name = self.server.name
         if session is None:
-            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+            raise McpCallError(
+                "transport", f"MCP server {name!r} is not connected; tools/call not sent"
+            )
         timeout = self.server.call_timeout
         channel = current_channel()
         progress = channel.progress if channel else None
@@ -385,7 +422,7 @@ class McpConnection:
                 )
         except TimeoutError:
             raise McpCallError(
-                "timeout", f"MCP server {name!r} did not answer within {timeout:g} s"
+                "timeout", f"MCP server {name!r} did not answer tools/call within {timeout:g} s"
             ) from None
         except SDK_ERRORS as exc:
             code = error_code(exc)
@@ -393,17 +430,25 @@ class McpConnection:
                 ended = await self.exit_status()
                 how = f"; the server process {ended}" if ended else ""
                 raise McpCallError(
-                    "transport", f"MCP server {name!r} closed the connection: {exc}{how}", code
+                    "transport",
+                    f"MCP server {name!r} closed the connection during tools/call: {exc}{how}",
+                    code,
                 ) from exc
             raise McpCallError(
-                "protocol", f"MCP server {name!r} answered error {code}: {exc}", code
+                "protocol",
+                f"MCP server {name!r} answered tools/call with error {code}: {exc}",
+                code,
             ) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             raise McpCallError(
-                "transport", f"MCP server {name!r} connection broke: {type(exc).__name__}: {exc}"
+                "transport",
+                f"MCP server {name!r} connection broke during tools/call: "
+                f"{type(exc).__name__}: {exc}",
             ) from exc
         except RuntimeError as exc:  # the SDK's own outputSchema check
-            raise McpCallError("invalid_result", f"MCP client refused the result: {exc}") from exc
+            raise McpCallError(
+                "invalid_result", f"MCP client refused the tools/call result: {exc}"
+            ) from exc
         except ValueError as exc:  # pydantic: a result that is not a CallToolResult
             raise McpCallError(
                 "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
@@ -414,13 +459,16 @@ class McpConnection:
         """Send one request (``send(session)``) within ``call_timeout``; its result, wire form.
 
         Raises:
-            McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error.
+            McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error,
+                a broken connection; the message names ``method``.
 
         """
         session = self._session
         name = self.server.name
         if session is None:
-            raise McpCallError("transport", f"MCP server {name!r} is not connected")
+            raise McpCallError(
+                "transport", f"MCP server {name!r} is not connected; {method} not sent"
+            )
 
         async def once(meta: dict[str, str]) -> dict[str, Any]:
             try:
@@ -436,6 +484,12 @@ class McpConnection:
                     "protocol",
                     f"MCP server {name!r} answered {method} with error {code}: {exc}",
                     code,
+                ) from exc
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+                raise McpCallError(
+                    "transport",
+                    f"MCP server {name!r} connection broke during {method}: "
+                    f"{type(exc).__name__}: {exc}",
                 ) from exc
 
         return await traced(self.facts, method, None, once)

@@ -9,6 +9,12 @@ every later call fails (kind ``unavailable``) naming the diff, by JSON pointer. 
 made while the re-listing is under way wait for it. Unchanged tools keep working; a
 newly listed tool is not bound (it binds, or is quarantined by the lock, at the next
 load).
+
+A notification that arrives before the server's tools are bound (some servers send one
+while starting) is remembered, and the tools are re-listed once, right after binding
+(:meth:`LiveGuard.watch`). A re-listing that fails quarantines the bound tools and says
+so by name; one that fails because the Toolset is closing quarantines nothing and says
+nothing: a warning is logged only for a tool that really stopped answering.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class LiveGuard:
         revoked: bound name -> why it stopped answering (the diff).
         drift: what each re-listing found, as JSON (``[{"name", "kind", "changes"}]``).
         connection: the server's connection (set once it is created).
+        watching: its tools are bound (:meth:`watch`); a notification before that is
+            remembered and re-checked then.
 
     """
 
@@ -57,6 +65,8 @@ class LiveGuard:
     revoked: dict[str, str] = field(default_factory=dict)
     drift: list[dict[str, Any]] = field(default_factory=list)
     connection: McpConnection | None = None
+    watching: bool = False
+    _early: bool = False
     _pending: asyncio.Task[None] | None = None
 
     def bind(self, name: str, tool: dict[str, Any]) -> None:
@@ -65,10 +75,24 @@ class LiveGuard:
         self.bound[name] = raw
         self.definitions[raw] = _definition(tool)
 
+    def watch(self) -> None:
+        """The server's tools are bound: re-list now if a ``list_changed`` came before."""
+        self.watching = True
+        if self._early:
+            self._early = False
+            self.changed()
+
     def changed(self) -> None:
-        """Schedule a re-listing (called for each ``list_changed``, in the receive loop)."""
+        """Schedule a re-listing (called for each ``list_changed``, in the receive loop).
+
+        Before :meth:`watch` the notification is only remembered (the definitions it would
+        be compared with are not bound yet).
+        """
         connection = self.connection
         if connection is None:
+            return
+        if not self.watching:
+            self._early = True
             return
         previous = self._pending
         self._pending = asyncio.get_running_loop().create_task(
@@ -84,9 +108,16 @@ class LiveGuard:
             listed = {str(tool.get("name", "")): tool for tool in await connection.relist()}
         except McpCallError as exc:
             why = f"re-listing after notifications/tools/list_changed failed: {exc}"
-            for name in self.bound:
-                self.revoked.setdefault(name, why)
-            logger.warning("MCP server %r: %s; its tools are quarantined", self.server, why)
+            if connection.closing:  # the Toolset is closing: no tool will be called again
+                logger.debug("MCP server %r: %s (while closing)", self.server, why)
+                return
+            lost = sorted(name for name in self.bound if name not in self.revoked)
+            for name in lost:
+                self.revoked[name] = why
+            if lost:
+                logger.warning(
+                    "MCP server %r: %s; quarantined %s", self.server, why, ", ".join(lost)
+                )
             return
         for name, raw in self.bound.items():
             if name in self.revoked:

@@ -187,11 +187,18 @@ def _record(toolset: Toolset, server: McpServer) -> dict[str, Any]:
 def _list_changed(toolset: Toolset, server: McpServer, guard: LiveGuard) -> None:
     entry = _record(toolset, server)
     entry["list_changed"] += 1
-    logger.warning(
-        "MCP server %r sent notifications/tools/list_changed; re-listing its tools: a bound "
-        "tool that changed is quarantined, new tools bind at the next load",
-        server.name,
-    )
+    if guard.watching:
+        logger.warning(
+            "MCP server %r sent notifications/tools/list_changed; re-listing its tools: a "
+            "bound tool that changed is quarantined, new tools bind at the next load",
+            server.name,
+        )
+    else:  # while starting: re-listed once its tools are bound (LiveGuard.watch)
+        logger.debug(
+            "MCP server %r sent notifications/tools/list_changed before its tools were "
+            "bound; re-listing them once they are",
+            server.name,
+        )
     guard.changed()
 
 
@@ -243,7 +250,14 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
             status="ready",
             server_info=connection.initialize.get("serverInfo"),
             protocol_version=connection.initialize.get("protocolVersion"),
+            skipped=list(connection.skipped),
         )
+        if connection.skipped:
+            logger.info(
+                "MCP server %r does not serve %s (-32601, method not found); skipped",
+                server.name,
+                ", ".join(connection.skipped),
+            )
         chosen = ToolFilter(owner, server.include, server.exclude)
         offered = [str(tool.get("name", "")) for tool in connection.tools]
         kept = set(chosen.select(offered))
@@ -260,6 +274,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
                 problem = exc.errors(include_url=False)[0]["msg"]
                 toolset.quarantine(name, "annotations", problem, owner=owner)
         bound = bind_contributions(toolset, contributions, owner=owner)
+        guards[server.name].watch()
         prefix = server.name if server.prefix is None else server.prefix
         bind_catalog(toolset.catalog, connection, prefix)
         entry["tools"] = [tool.name for tool in bound]
