@@ -4,7 +4,7 @@ One command: ``python benchmarks/bench_recorder.py [--calls N] [--dir DIR]``.
 
 1. Session overhead (issue 15, Performance). The same call of a trivial async tool
    is made ``N`` times unrecorded (``await tool.call(args)``) and ``N`` times recorded
-   through a live session (``admit`` → the call inside ``observe_failures`` →
+   through a live session (``admit`` → the call inside ``observe`` →
    ``record``, which writes the call step to the OS before it returns), the two
    interleaved call by call so both see the same machine load. Printed: the median
    of the paired differences, against the target ``<= 25 us + hashing the result``
@@ -62,7 +62,7 @@ from toolproof.runs.live import open_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.recorder import CallRecord, Durability, Recorder
 from toolproof.runs.run import execute_run
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import Observed, observe
 
 
 def _toolset() -> Toolset:
@@ -97,9 +97,9 @@ async def _session_overhead(
         arguments = {"n": n}
         started = time.perf_counter()
         admission = session.admit("echo", arguments)
-        with observe_failures() as seen:
-            result = await tool.call(arguments)
-        session.record(admission, result, seen)
+        observed = await observe(tool.call(arguments))
+        session.record(admission, observed)
+        result = observed.result
         recorded = time.perf_counter() - started
         data, _ = encode_value(result.value)
         started = time.perf_counter()
@@ -177,11 +177,11 @@ class _NullRecorder(Recorder):
         return _NULL_RECORD
 
     def call_block(
-        self, step: str, call: dict[str, Any], result: ToolResult, *_: Any, **__: Any
+        self, step: str, call: dict[str, Any], observed: Observed, *_: Any, **__: Any
     ) -> CallRecord:
         # the call block's three lines, counted
         self._count = getattr(self, "_count", 0) + 3
-        return CallRecord(call, result, _NULL_RECORD)
+        return CallRecord(call, observed.result, _NULL_RECORD)
 
 
 _NULL_RECORD = {

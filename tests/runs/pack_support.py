@@ -17,7 +17,7 @@ from toolproof.identity import canonical_json, digest
 from toolproof.runs.live import LiveRecording, open_recording
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key
-from toolproof.tools.observe import Observation
+from toolproof.tools.observe import Observed
 
 URL = "http://127.0.0.1:8031/v1/chat/completions"
 
@@ -51,7 +51,7 @@ def turn(n: int) -> ModelExchange:
 async def step(session: LiveRecording, tools: Toolset, n: int) -> None:
     """Record the ``n``-th step: a call of ``echo(n)``, and after every even one a turn."""
     admission = session.admit("echo", {"n": n})
-    session.record(admission, await tools["echo"].call({"n": n}), Observation())
+    session.record(admission, Observed(await tools["echo"].call({"n": n})))
     if n % 2 == 0:
         session.record_turn(turn(n // 2))
 

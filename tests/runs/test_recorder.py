@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -42,8 +43,8 @@ from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.live import LiveRecording, open_recording
-from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
-from toolproof.tools.observe import Observation
+from toolproof.runs.recorder import Durability, Recorder, call_json
+from toolproof.tools.observe import Observed, note_failure, note_recovery, observe
 from toolproof.tools.toolset import Toolset
 
 
@@ -166,9 +167,15 @@ def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path, durability=Durability.EACH)
     call = call_json("t", {"x": 1}, "call-00000001")
     failure = ToolFailure(kind="tool_error", message="first", retryable=True)
-    seen = Observation(failures=[failure], recovered=[(failure, "retry")])
-    result = ToolResult.success("ok")
-    recorded = recorder.call_step("call-00000001", call, result, other_failures(seen, result))
+
+    async def retried() -> ToolResult:  # what a retry layer reports, then its value
+        note_failure(failure)
+        note_recovery(failure, "retry")
+        return ToolResult.success("ok")
+
+    observed = asyncio.run(observe(retried()))
+    assert observed.failures == ((failure, "retry"),)
+    recorded = recorder.call_step("call-00000001", call, observed)
     recorder.commit()
     recorder.close()
     events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_bytes().splitlines()]
@@ -191,7 +198,7 @@ def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
 def test_a_value_with_no_canonical_form_is_recorded_as_invalid_result(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path)
     call = call_json("t", {}, "s")
-    recorded = recorder.call_block("s", call, ToolResult.success({"x": float("nan")}), [])
+    recorded = recorder.call_block("s", call, Observed(ToolResult.success({"x": float("nan")})))
     recorder.close()
     assert recorded.evidence is None and recorded.result.failure is not None
     assert recorded.result.failure.kind == "invalid_result"
@@ -205,12 +212,13 @@ _KILLED = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from toolproof.contract.tools import ToolResult
-    from toolproof.runs.recorder import Durability, Recorder, call_json, other_failures
+    from toolproof.runs.recorder import Durability, Recorder, call_json
+    from toolproof.tools.observe import Observed
 
     recorder = Recorder(Path(sys.argv[1]), durability=Durability.GROUP, sync_interval=3600)
     for n in range(1, 1000000):
         step = f"call-{n:08d}"
-        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), Observed(ToolResult.success(n)))
         recorder.commit()
         print(n, flush=True)  # acknowledged
         if n >= 200:
@@ -252,7 +260,7 @@ def test_durable_recorders_sync_what_they_wrote(tmp_path: Path, durability: Dura
     recorder = Recorder(tmp_path, durability=durability, sync_interval=0.01)
     for n in range(1, 4):
         step = f"call-{n:08d}"
-        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), Observed(ToolResult.success(n)))
         recorder.commit()
     size, _ = recorder.close()
     assert size == (tmp_path / "trace.jsonl").stat().st_size
@@ -273,7 +281,7 @@ def test_close_cuts_the_group_syncers_wait_short_and_syncs_what_is_left(tmp_path
     recorder = Recorder(tmp_path, durability=Durability.GROUP, sync_interval=3600)
     for n in (1, 2):
         step = f"call-{n:08d}"
-        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), Observed(ToolResult.success(n)))
         recorder.commit()
         deadline = time.monotonic() + 30
         while n == 1 and recorder.syncs < 1 and time.monotonic() < deadline:
@@ -310,7 +318,7 @@ def test_a_group_batch_is_one_syncfs_or_else_an_fsync_of_the_pack_and_the_trace(
     recorder = Recorder(tmp_path, durability=Durability.GROUP, sync_interval=0.01)
     for n in range(1, 4):
         step = f"call-{n:08d}"
-        recorder.call_step(step, call_json("t", {"n": n}, step), ToolResult.success(n), [])
+        recorder.call_step(step, call_json("t", {"n": n}, step), Observed(ToolResult.success(n)))
         recorder.commit()
     recorder.sync_now()  # besides the background batches, whenever they ran
     root = tmp_path.resolve()
@@ -356,7 +364,7 @@ def test_an_admitted_call_is_recorded_as_admitted_whatever_the_body_does(
     if "nested" in given:  # the caller (or the body) mutates its own arguments
         given["nested"]["b"].append("late")
     given.clear()
-    recorded = session.record(admission, ToolResult.success("done"))
+    recorded = session.record(admission, Observed(ToolResult.success("done")))
     session.close()
     assert recorded.call_json == expected and recorded.call_id == expected["id"]
     lines = (session.directory / "trace.jsonl").read_bytes().splitlines()

@@ -139,8 +139,8 @@ def _recorded() -> FrozenCalls:
 
 def test_frozen_calls_serve_recorded_results_by_call_id() -> None:
     call = ToolCall(tool="stock", arguments={"item": "apple"}, step="apples")
-    result = asyncio.run(_recorded().call(call, None))
-    assert (result.ok, result.value) == (True, 1)
+    observed = asyncio.run(_recorded().call(call, None))
+    assert (observed.result.ok, observed.result.value, observed.failures) == (True, 1, ())
 
 
 def test_frozen_calls_refuse_changed_arguments() -> None:

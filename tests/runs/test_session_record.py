@@ -21,7 +21,7 @@ from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
 from toolproof.errors import InputError, ToolCallError, VerificationError
 from toolproof.runs.finalize import finalize_session, recover_session
 from toolproof.runs.live import open_recording
-from toolproof.tools.observe import Observation
+from toolproof.tools.observe import Observed
 from toolproof.verify.verifier import verify_run
 
 
@@ -300,7 +300,7 @@ def test_a_live_trace_the_frozen_run_does_not_reproduce_is_not_committed(tmp_pat
             for a in (1, 2):
                 arguments = {"a": a}
                 token = session.admit("add", arguments)
-                session.record(token, await toolset["add"].call(arguments), Observation())
+                session.record(token, Observed(await toolset["add"].call(arguments)))
             session.close()
             return session.directory
 

@@ -37,7 +37,7 @@ from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
 from toolproof.tools import hooks
 from toolproof.tools.exposure import is_gated
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import observe
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -208,14 +208,14 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
-        with observe_failures() as seen, approval_scope(call_id, self._approver):
+        with approval_scope(call_id, self._approver):
             if hooks.ACTIVE is None:  # only a telemetry hook reads the claimed call id
-                result = await tool.call(arguments)
+                observed = await observe(tool.call(arguments))
             else:
                 with hooks.claimed(call_id):
-                    result = await tool.call(arguments)
+                    observed = await observe(tool.call(arguments))
         try:
-            return self._live.record(admission, result, seen).result
+            return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
 

@@ -2,9 +2,10 @@
 
 * :class:`LiveCalls` calls ``toolset[name].call(arguments)`` (extensions and backends
   apply there) and cancels a call that outlives the run's wall-clock budget.
-* Both report the failures layers of a call reported (:meth:`CallPort.observed`):
-  live, collected by :func:`~toolproof.tools.observe.observe_failures`; frozen, read
-  back from the recorded ``failure_observed`` events.
+* Both return each call as an :class:`~toolproof.tools.observe.Observed`: the result
+  with what the call's layers reported (failures, approval events, relayed requests):
+  live, collected by :func:`~toolproof.tools.observe.observe`; frozen, read back from
+  the recorded ``failure_observed``, approval and ``request_relayed`` events.
 * :class:`FrozenCalls` serves recorded results by call id (the one replay matcher,
   :mod:`toolproof.runs.matcher`) and never touches a tool:
   an unrecorded call (new arguments, another tool) refuses the replay, naming the
@@ -36,8 +37,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import ReplayRefused
 from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.matcher import Matcher, changed_arguments
-from toolproof.runs.recorder import other_failures
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import Observed, observe
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "FrozenClock",
     "LiveCalls",
     "LiveClock",
-    "relayed_of",
 ]
 
 
@@ -56,27 +55,13 @@ class CallPort(Protocol):
 
     mode: str
 
-    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
-        """Return the result of ``call``; ``timeout`` is seconds left in the budget."""
-        ...
-
-    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
-        """What layers reported during call ``call_id`` besides the failure it returned.
+    async def call(self, call: ToolCall, timeout: float | None) -> Observed:
+        """Make ``call``; ``timeout`` is seconds left in the budget.
 
         Returns:
-            ``(failure, recovered_by)`` pairs, ``recovered_by`` being the layer that
-            declared it handled the failure, or ``""``.
-
-        """
-        ...
-
-    def approvals(self, call_id: str) -> list[dict[str, Any]]:
-        """The approval events an ``approve`` layer reported during call ``call_id``.
-
-        Returns:
-            ``{"type": ..., fields}`` records (no ``idx``/``prev``/``step``/``call_id``),
-            in order: live, as the gate reported them; frozen, as recorded (a replay
-            never asks for a decision again).
+            The result with what the call's layers reported (failures besides the
+            returned one, approval events, relayed requests): live, as the layers
+            reported them; frozen, as recorded (a replay never asks for a decision again).
 
         """
         ...
@@ -91,17 +76,6 @@ def approval_record(
     """The ``{"type": ..., fields}`` record of a recorded approval event (as the gate notes it)."""
     plain = event.to_json()
     return {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
-
-
-def relayed_of(calls: CallPort, call_id: str) -> list[dict[str, Any]]:
-    """The requests call ``call_id`` relayed to its caller (sampling, elicitation).
-
-    A port that records none (no ``relayed`` method: a runtime plugin, a live run,
-    where no client can be asked) gives ``[]``; :class:`FrozenCalls` gives the recorded
-    ``request_relayed`` events as ``{"method", "request", "answer", "error"}``.
-    """
-    relayed = getattr(calls, "relayed", None)
-    return list(relayed(call_id)) if callable(relayed) else []
 
 
 class Clock(Protocol):
@@ -142,50 +116,31 @@ class LiveCalls:
     def __init__(self, toolset: Toolset) -> None:
         self.toolset = toolset
         self.live_calls = 0
-        self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
-        self._approvals: dict[str, list[dict[str, Any]]] = {}
 
-    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
+    async def call(self, call: ToolCall, timeout: float | None) -> Observed:
         """Call the tool; a call still running when ``timeout`` runs out is cancelled.
 
         Returns:
             The tool's result, or a ``timeout`` failure (``where="runtime"``) naming the
-            wall-clock budget.
+            wall-clock budget, with what the call's layers reported.
 
         """
         tool = self.toolset[call.tool]
         self.live_calls += 1
-        with observe_failures() as seen, approval_scope(call.id):
+
+        async def bounded() -> ToolResult:
             try:
-                if timeout is None:  # what wait_for(..., None) does, without its frame
-                    result = await tool.call(dict(call.arguments))
-                else:
-                    result = await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
+                return await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
             except TimeoutError:
-                result = ToolResult.fail(
+                return ToolResult.fail(
                     "timeout",
                     f"call to {call.tool!r} cancelled: the run's wall-clock budget ran out",
                     where="runtime",
                     detail={"budget": "wall_seconds"},
                 )
-        observed = other_failures(seen, result) if seen.failures else None
-        if observed:  # kept for the calls that saw any (else observed() is [])
-            self._observed[call.id] = observed
-        else:  # a repeated call id (a reasoner's provider call) replaces what it saw
-            self._observed.pop(call.id, None)
-        if seen.approvals:
-            self._approvals[call.id] = seen.approvals
-        else:  # likewise: a repeated call id that asked nobody has no approval events
-            self._approvals.pop(call.id, None)
-        return result
 
-    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
-        """Failures seen during call ``call_id`` besides the one it returned, in order."""
-        return self._observed.get(call_id, [])
-
-    def approvals(self, call_id: str) -> list[dict[str, Any]]:
-        """The approval events of call ``call_id``, as its ``approve`` layers reported them."""
-        return self._approvals.get(call_id, [])
+        with approval_scope(call.id):
+            return await observe(bounded())
 
 
 class FrozenCalls:
@@ -235,20 +190,8 @@ class FrozenCalls:
         self._made: Matcher[str, ToolCall] = Matcher(made)
         """The calls each step made, in order: what an unrecorded call is compared with."""
 
-    def relayed(self, call_id: str) -> list[dict[str, Any]]:
-        """The requests recorded as relayed to the caller during call ``call_id``."""
-        return self._relayed.get(call_id, [])
-
-    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
-        """The failures recorded as observed during call ``call_id``."""
-        return self._observed.get(call_id, [])
-
-    def approvals(self, call_id: str) -> list[dict[str, Any]]:
-        """The recorded approval events of call ``call_id`` (the decisions are served)."""
-        return self._approvals.get(call_id, [])
-
-    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
-        """Return the recorded result of ``call``.
+    async def call(self, call: ToolCall, timeout: float | None) -> Observed:
+        """Return the recorded result of ``call`` with what its layers were recorded reporting.
 
         Raises:
             ReplayRefused: the call was not recorded (unless lenient); the message says
@@ -260,7 +203,12 @@ class FrozenCalls:
         self._asked[step] = occurrence + 1
         recorded = self._results.get(call.id)
         if recorded is not None:
-            return recorded
+            return Observed(
+                recorded,
+                tuple(self._observed.get(call.id, ())),
+                tuple(self._approvals.get(call.id, ())),
+                tuple(self._relayed.get(call.id, ())),
+            )
         before = self._made.at(step, occurrence)
         if before is None:
             why = f"step {call.step!r} made no tool call in the recorded run"
@@ -277,7 +225,7 @@ class FrozenCalls:
             )
             raise self.refused
         self.differences.append(message)
-        return ToolResult.fail("unrecorded", message, where="runtime")
+        return Observed(ToolResult.fail("unrecorded", message, where="runtime"))
 
 
 class FrozenClock:

@@ -41,11 +41,12 @@ from toolproof.errors import InputError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.reasoners import Reasoner, ReasonerRequest, StepOutput
 from toolproof.identity import canonical_json, digest
-from toolproof.runs.calls import CallPort, Clock, relayed_of
+from toolproof.runs.calls import CallPort, Clock
 from toolproof.runs.outcome import ExecutionOutcome
 from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
+from toolproof.tools.observe import Observed
 from toolproof.verify.checks import CHECK_SEQUENCE
 
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
@@ -348,7 +349,7 @@ class Executor:
         self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
         self._finish(node.id, "ok", evidence=record.id)
 
-    async def _make(self, call: ToolCall) -> ToolResult:
+    async def _make(self, call: ToolCall) -> Observed:
         """Make ``call`` through the call port (claimed for its span when a hook is active)."""
         if hooks.ACTIVE is None:
             return await self.calls.call(call, self.clock.remaining())
@@ -388,17 +389,10 @@ class Executor:
         plain = call_json(tool, arguments, node_id, copy=True)
         call = ToolCall.model_construct(**plain)
         self.tool_calls += 1
-        result = await self._make(call)
+        observed = await self._make(call)
         budget = self.spec.budgets.evidence_bytes is not None
-        recorded = self.recorder.call_block(
-            node_id,
-            plain,
-            result,
-            self.calls.observed(call.id),
-            admit=partial(self._admit, node_id) if budget else None,
-            approvals=self.calls.approvals(call.id),
-            relayed=relayed_of(self.calls, call.id),
-        )
+        admit = partial(self._admit, node_id) if budget else None
+        recorded = self.recorder.call_block(node_id, plain, observed, admit=admit)
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)

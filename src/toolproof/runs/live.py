@@ -53,7 +53,6 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
-from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import InputError, RecordingError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.tool_results_reasoner import ToolResultReasoner
@@ -75,11 +74,10 @@ from toolproof.runs.recorder import (
     ModelExchange,
     Recorder,
     call_json,
-    other_failures,
 )
 from toolproof.runs.spec import iter_refs
 from toolproof.runs.turns import turn_step_id
-from toolproof.tools.observe import Observation
+from toolproof.tools.observe import Observed
 from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
 
@@ -231,16 +229,14 @@ class LiveRecording:
         call_id = call_json(tool, snapshot, step)["id"]
         return Admission(tool, snapshot, step, call_id)
 
-    def record(
-        self, admission: Admission, result: ToolResult, seen: Observation | None = None
-    ) -> CallRecord:
+    def record(self, admission: Admission, observed: Observed) -> CallRecord:
         """Record one finished call as the next step, written before it is answered.
 
         Args:
             admission: what :meth:`admit` returned for the call.
-            result: what the call returned.
-            seen: what its layers reported (:func:`~toolproof.tools.observe.observe_failures`);
-                the failures other than the returned one become ``failure_observed``.
+            observed: what the call returned and what its layers reported
+                (:func:`~toolproof.tools.observe.observe`; ``Observed(result)`` for a
+                call no layer reported on).
 
         Returns:
             The :class:`CallRecord` (the result recorded: an ``invalid_result`` failure
@@ -265,14 +261,8 @@ class LiveRecording:
             }
         else:
             call = call_json(admission.tool, admission.arguments, step)
-        observed: list[tuple[ToolFailure, str]] = []
-        approvals: list[dict[str, Any]] = []
-        relayed: list[dict[str, Any]] = []
-        if seen is not None and (seen.failures or seen.approvals or seen.relayed):
-            observed = other_failures(seen, result)
-            approvals, relayed = seen.approvals, seen.relayed
         try:
-            recorded = self.recorder.call_step(step, call, result, observed, approvals, relayed)
+            recorded = self.recorder.call_step(step, call, observed)
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc

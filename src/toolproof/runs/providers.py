@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PluginDescriptor
-from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
+from toolproof.contract.tools import ToolCall
 from toolproof.errors import InputError
 from toolproof.evidence.reasoners import ProviderNeed
 from toolproof.identity import digest_json
 from toolproof.runs.calls import CallPort, LiveCalls
 from toolproof.sources.chat_provider import chat_provider_tool
+from toolproof.tools.observe import Observed
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -118,16 +119,8 @@ class ProviderCalls:
         """Live calls made, the inner port's and the providers'."""
         return int(getattr(self.inner, "live_calls", 0)) + self._providers.live_calls
 
-    async def call(self, call: ToolCall, timeout: float | None) -> ToolResult:
+    async def call(self, call: ToolCall, timeout: float | None) -> Observed:
         """Call the provider ``call.tool`` names, or pass the call to the inner port."""
         if call.tool in self._names:
             return await self._providers.call(call, timeout)
         return await self.inner.call(call, timeout)
-
-    def observed(self, call_id: str) -> list[tuple[ToolFailure, str]]:
-        """Failures layers reported during ``call_id`` (a provider's or the inner port's)."""
-        return self._providers.observed(call_id) or self.inner.observed(call_id)
-
-    def approvals(self, call_id: str) -> list[dict[str, Any]]:
-        """Approval events of ``call_id`` (a provider's or the inner port's)."""
-        return self._providers.approvals(call_id) or self.inner.approvals(call_id)

@@ -16,25 +16,8 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.identity import canonical_json
-from toolproof.tools.observe import Observation
 
-__all__ = ["CallRecord", "ModelExchange", "call_json", "failure_reason", "other_failures"]
-
-
-def other_failures(seen: Observation, result: ToolResult) -> list[tuple[ToolFailure, str]]:
-    """The failures of ``seen`` other than the one ``result`` carries, without repeats.
-
-    Returns:
-        ``(failure, recovered_by)`` pairs in the order seen; ``recovered_by`` is the
-        layer that declared it recovered from the failure, or ``""``.
-
-    """
-    out: list[tuple[ToolFailure, str]] = []
-    for failure in seen.failures:
-        entry = (failure, seen.recovered_by(failure))
-        if failure != result.failure and entry not in out:
-            out.append(entry)
-    return out
+__all__ = ["CallRecord", "ModelExchange", "call_json", "failure_reason"]
 
 
 def call_json(

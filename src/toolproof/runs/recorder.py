@@ -9,8 +9,9 @@ The *call block* is, in this order::
 
 ``approval_*`` are what an ``approve`` layer reported
 (:func:`~toolproof.tools.observe.note_approval`); ``failure_observed`` is one event per
-other failure a layer reported (:func:`other_failures`). A value with no canonical
-JSON form is recorded as an ``invalid_result`` failure; a value's exact bytes
+other failure a layer reported (:attr:`~toolproof.tools.observe.Observed.failures`): both
+travel with the call's result as one :class:`~toolproof.tools.observe.Observed`. A value
+with no canonical JSON form is recorded as an ``invalid_result`` failure; a value's exact bytes
 (:func:`~toolproof.evidence.encoding.encode_value`) are stored once as evidence.
 Sessions wrap the block in ``step_started`` / ``step_finished``
 (:meth:`Recorder.call_step`), as the executor does for a ``call`` step, so a
@@ -25,6 +26,7 @@ once, which chains them and writes them as one chunk (one ``write(2)`` per block
 session's recorder stores evidence in one pack file (:mod:`toolproof.evidence.pack`),
 each item appended before the event that registers it; a run's, a file per item.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +37,7 @@ from typing import Any
 from toolproof.bundle.trace import TraceWriter, event_json
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import TRACE_FILE
-from toolproof.contract.tools import ToolFailure, ToolResult
+from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import (
     TRACE_EVENT_ADAPTER,
     ApprovalDecided,
@@ -64,8 +66,8 @@ from toolproof.runs.recorded import (
     ModelExchange,
     call_json,
     failure_reason,
-    other_failures,
 )
+from toolproof.tools.observe import Observed
 
 __all__ = [
     "SYNC_INTERVAL",
@@ -75,7 +77,6 @@ __all__ = [
     "Recorder",
     "call_json",
     "failure_reason",
-    "other_failures",
 ]
 
 _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
@@ -186,12 +187,9 @@ class Recorder:
         self,
         step: str,
         call: dict[str, Any],
-        result: ToolResult,
-        observed: Iterable[tuple[ToolFailure, str]],
+        observed: Observed,
         *,
         admit: Callable[[bytes], None] | None = None,
-        approvals: Iterable[dict[str, Any]] = (),
-        relayed: Iterable[dict[str, Any]] = (),
     ) -> CallRecord:
         """Record the call block of one finished call (see the module docstring).
 
@@ -199,16 +197,12 @@ class Recorder:
             step: the plan step of the call.
             call: the call made, as plain JSON with its ``id`` (``ToolCall.to_json()``
                 or :func:`call_json`).
-            result: what it returned.
-            observed: the other failures seen during it (:func:`other_failures`).
+            observed: what it returned and what its layers reported: the approval
+                events first, the other failures as ``failure_observed``, each relayed
+                request as ``request_relayed`` (after ``failure_observed``) followed by
+                the evidence of its request and of its answer.
             admit: called with a value's bytes before they are stored; it may raise to
                 stop (the executor's evidence budget), after ``failure_observed``.
-            approvals: the approval events its layers reported (``type`` and fields
-                without ``idx``/``prev``/``step``/``call_id``), written first.
-            relayed: the requests the call sent its caller
-                (:attr:`~toolproof.tools.observe.Observation.relayed`): each is a
-                ``request_relayed`` event after ``failure_observed``, followed by the
-                evidence of its request and of its answer.
 
         Returns:
             The :class:`CallRecord`.
@@ -218,18 +212,16 @@ class Recorder:
 
         """
         with self._collecting():
-            return self._call_events(step, call, result, observed, admit, approvals, relayed)
+            return self._call_events(step, call, observed, admit)
 
     def _call_events(
         self,
         step: str,
         call: dict[str, Any],
-        result: ToolResult,
-        observed: Iterable[tuple[ToolFailure, str]],
+        observed: Observed,
         admit: Callable[[bytes], None] | None,
-        approvals: Iterable[dict[str, Any]],
-        relayed: Iterable[dict[str, Any]],
     ) -> CallRecord:
+        result = observed.result
         data, media_type = b"", ""
         call_id = call["id"]
         if result.ok:
@@ -242,15 +234,15 @@ class Recorder:
                     f"{exc.message}",
                     where="output",
                 )
-        for approval in approvals:
+        for approval in observed.approvals:
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
         self.emit(ToolCalled, step=step, call_id=call_id, call=call)
         self.emit(ToolReturned, step=step, call_id=call_id, result=result)
-        for failure, recovered_by in observed:
+        for failure, recovered_by in observed.failures:
             fields = {"failure": failure, "recovered_by": recovered_by}
             self.emit(FailureObserved, step=step, call_id=call_id, **fields)
-        for asked in relayed:
+        for asked in observed.relayed:
             self._relayed(step, call_id, asked)
         if result.failure is not None:
             return CallRecord(call, result, None)
@@ -366,10 +358,7 @@ class Recorder:
         self,
         step: str,
         call: dict[str, Any],
-        result: ToolResult,
-        observed: Iterable[tuple[ToolFailure, str]],
-        approvals: Iterable[dict[str, Any]] = (),
-        relayed: Iterable[dict[str, Any]] = (),
+        observed: Observed,
     ) -> CallRecord:
         """Record a whole call step (``step_started``, the call block, ``step_finished``).
 
@@ -379,7 +368,7 @@ class Recorder:
         """
         with self._collecting():
             self.emit(StepStarted, step=step, kind="call")
-            recorded = self._call_events(step, call, result, observed, None, approvals, relayed)
+            recorded = self._call_events(step, call, observed, None)
             if recorded.evidence_json is None:
                 assert recorded.result.failure is not None
                 reason = failure_reason(recorded.result.failure)
@@ -470,9 +459,7 @@ class Recorder:
             OSError: the sync failed (it names the run directory or the file).
 
         """
-        sync_run(
-            self.trace, self.store, paths, group=self._sync is not None, closed=self._closed
-        )
+        sync_run(self.trace, self.store, paths, group=self._sync is not None, closed=self._closed)
 
     @property
     def syncs(self) -> int:

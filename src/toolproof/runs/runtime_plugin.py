@@ -9,8 +9,9 @@ its :meth:`RuntimePlugin.descriptor` (name, version, configuration digest) is li
 in ``ExecutionRuntime.providers``, so a changed runtime or configuration changes the
 run id. Obligations: every call goes through the port (no call outside the trace);
 every failure is a normalized :class:`~toolproof.contract.tools.ToolResult` failure,
-and the port reports the failures its layers saw (``observed``; subclass
-:class:`~toolproof.runs.calls.LiveCalls` to get both). Frozen replay never uses a
+and the port returns each result with what the call's layers reported (an
+:class:`~toolproof.tools.observe.Observed`; subclass :class:`~toolproof.runs.calls.LiveCalls`
+to get both). Frozen replay never uses a
 runtime plugin: recorded results are served by call id.
 """
 

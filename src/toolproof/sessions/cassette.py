@@ -38,7 +38,7 @@ from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
-from toolproof.tools.observe import observe_failures
+from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.view import RunView
@@ -270,7 +270,7 @@ class Cassette:
                 admission = live.admit(tool, arguments)
                 if numbered:  # its recorded step: the call's id and encoding follow it
                     admission = admission._replace(step=step, recorded_id="")
-                live.record(admission, result)
+                live.record(admission, Observed(result))
                 admitted = max(admitted, number if numbered else live.admitted)
         live.admitted = admitted  # new calls and turns are numbered after the recorded ones
         return live
@@ -282,10 +282,9 @@ class Cassette:
             admission = self._live.admit(tool, arguments)
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
-        with observe_failures() as seen:
-            result = await base[tool].call(arguments)
+        observed = await observe(base[tool].call(arguments))
         try:
-            recorded = self._live.record(admission, result, seen)
+            recorded = self._live.record(admission, observed)
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
         self.recorded_calls += 1

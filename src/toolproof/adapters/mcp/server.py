@@ -23,6 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
@@ -54,7 +55,7 @@ from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.live import Admission, LiveRecording
 from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
-from toolproof.tools.observe import Observation, observe_failures
+from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.version import __version__
@@ -91,18 +92,16 @@ class CallObserver(Protocol):
         """Note a call of ``tool`` with ``arguments`` (the caller's object); return a token."""
         ...
 
-    def call_finished(
-        self, token: Any, result: ToolResult, reply: bytes, seen: Observation
-    ) -> None:
-        """Note the outcome: the result and exact bytes answered, and every failure seen.
+    def call_finished(self, token: Any, observed: Observed, reply: bytes) -> None:
+        """Note the outcome: the result and exact bytes answered, and what the layers reported.
 
         Args:
             token: what ``call_started`` returned.
-            result: the outcome answered.
+            observed: the outcome answered (:attr:`Observed.result`) with what the tool's
+                layers reported during the call (:func:`toolproof.tools.observe.observe`):
+                the failures besides the answered one and which layer recovered from
+                which, approval events, the requests relayed to the client.
             reply: the answer's result bytes (:attr:`McpAnswer.data`).
-            seen: what the tool's layers reported during the call
-                (:func:`toolproof.tools.observe.observe_failures`): every failure, the
-                answered one included, and which layer recovered from which.
 
         """
         ...
@@ -128,16 +127,14 @@ class RecordingObserver:
         """
         return self.recording.admit(tool.name, arguments)
 
-    def call_finished(
-        self, token: Admission, result: ToolResult, reply: bytes, seen: Observation
-    ) -> None:
+    def call_finished(self, token: Admission, observed: Observed, reply: bytes) -> None:
         """Record the call's block before it is answered.
 
         Raises:
             ToolCallError: the block cannot be written (see :meth:`LiveRecording.record`).
 
         """
-        self.recording.record(token, result, seen)
+        self.recording.record(token, observed)
 
     def read_finished(self, uri: str, result: dict[str, Any]) -> None:
         """Record an answered ``resources/read`` before it is answered.
@@ -249,11 +246,11 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id, for approve layers
         claim = hooks.claimed(call_id) if call_id is not None else contextlib.nullcontext()
-        with observe_failures() as seen, approval_scope(call_id), claim:  # and for its span
-            answer = mcp_result(tool, await tool.call(arguments))
-        seen.relayed.extend(relayed or ())
+        with approval_scope(call_id), claim:  # and for its span
+            observed = await observe(tool.call(arguments), relayed or ())
+        answer = mcp_result(tool, observed.result)  # answered and recorded as the client sees it
         try:
-            observer.call_finished(token, answer.result, answer.data, seen)
+            observer.call_finished(token, replace(observed, result=answer.result), answer.data)
         except ToolCallError as unrecorded:
             return mcp_result(tool, _failed(unrecorded.failure)).reply
         return answer.reply

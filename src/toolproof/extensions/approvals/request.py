@@ -7,7 +7,7 @@ also carry edited arguments (validated against the tool's input schema again) an
 a reason. The runtime that makes a call (the executor, a session) tells the gate
 the call's id and the session's approver through :func:`approval_scope`, a context
 variable read only by the ``approve`` layer of that call (as
-:func:`~toolproof.tools.observe.observe_failures` collects what the layers report).
+:func:`~toolproof.tools.observe.observe` collects what the layers report).
 """
 
 from __future__ import annotations
