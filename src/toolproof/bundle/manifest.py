@@ -143,6 +143,14 @@ def _finding(file: str, message: str, **detail: str | int) -> Finding:
     return Finding(severity=Severity.CRITICAL, file=file, message=message, detail=dict(detail))
 
 
+def _size_finding(entry: ManifestEntry, size: int, how: str) -> Finding:
+    return _finding(
+        entry.path,
+        f"{entry.path} has size {size} bytes, the manifest says {entry.size} "
+        f"(truncated, appended or replaced; {how})",
+    )
+
+
 def _read_manifest(directory: Path) -> tuple[Manifest | None, list[Finding]]:
     path = directory / MANIFEST_FILE
     if path.is_symlink() or not path.is_file():
@@ -170,6 +178,9 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
     no other file may exist, every path must be relative POSIX, and the run id must
     match the entries. The directory's name is not checked: a run's identity is its
     content, so a moved or renamed run directory still verifies (as its own run id).
+    Sizes are compared first, from ``lstat``: a file whose size differs from the listed
+    one is refused without reading a byte of it (a 20 GB sparse file costs no hashing);
+    only files of the listed size are hashed.
 
     Returns:
         The manifest (``None`` when unreadable), the verified digests by path, and the
@@ -193,17 +204,13 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
             findings.append(_finding(entry.path, f"manifest path {entry.path!r} {problem}"))
         elif entry.path not in present:
             findings.append(_finding(entry.path, f"{entry.path} is listed but missing"))
+        elif (size := os.lstat(directory / entry.path).st_size) != entry.size:
+            findings.append(_size_finding(entry, size, "refused by size, not read"))
         else:
             to_hash.append(entry)
     for entry, (size, digest) in zip(to_hash, _hash_all(directory, to_hash), strict=True):
         if size != entry.size:
-            findings.append(
-                _finding(
-                    entry.path,
-                    f"{entry.path} is {size} bytes, the manifest says {entry.size} "
-                    "(truncated, appended or replaced)",
-                )
-            )
+            findings.append(_size_finding(entry, size, "its size changed while it was read"))
         elif digest != entry.digest:
             findings.append(
                 _finding(
