@@ -166,3 +166,38 @@ def test_import_toolproof_loads_no_submodule_until_a_name_is_used() -> None:
     before, loaded, _ = json.loads(done.stdout)
     assert before == ["toolproof.version"]
     assert loaded
+
+
+# The extras a plain `pip install toolproof` (the wheel, `.ci/package`) does not bring.
+EXTRA_ONLY = ("fastapi", "celery", "redis", "langchain", "langchain_core", "pydantic_ai", "agents")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["serve", "--help"]])
+def test_the_cli_starts_without_any_extra(argv: list[str]) -> None:
+    # Issue 30 item 23: the wheel installed alone failed at `toolproof --version` with
+    # ModuleNotFoundError: fastapi (the CLI imported the HTTP API's package eagerly).
+    code = (
+        "import sys\n"
+        "from importlib.abc import MetaPathFinder\n"
+        f"blocked = {EXTRA_ONLY!r}\n"
+        "class Block(MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in blocked:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from toolproof.adapters.cli import main\n"
+        f"main({argv!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    if argv == ["--version"]:
+        assert done.stdout == f"toolproof {toolproof.__version__}\n"
+    else:
+        assert done.stdout.split()[:3] == [
+            "Usage:",
+            "toolproof",
+            argv[0] if argv[1:] else "[OPTIONS]",
+        ]

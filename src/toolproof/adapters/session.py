@@ -39,6 +39,7 @@ from toolproof.tools import hooks
 from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe
 from toolproof.tools.toolset import Toolset
+from toolproof.version import install_hint
 
 __all__ = [
     "ANSWER_FILE",
@@ -72,7 +73,7 @@ class SessionTool:
 
 def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputError:
     """The error of ``session.<method>()`` when its optional framework is not installed."""
-    return InputError(f"session.{method}() needs {what}: pip install 'toolproof[{extra}]' ({exc})")
+    return InputError(f"session.{method}() needs {what}: {install_hint(extra)} ({exc})")
 
 
 def _citation(given: dict[str, Any]) -> dict[str, Any]:
@@ -323,7 +324,7 @@ class Session:
         Streaming requests are refused (:mod:`toolproof.adapters.frameworks.pydantic_ai_model`).
 
         Raises:
-            InputError: pydantic-ai is not installed (``pip install 'toolproof[pydantic-ai]'``).
+            InputError: pydantic-ai is not installed (the ``pydantic-ai`` extra).
 
         """
         try:
@@ -336,7 +337,7 @@ class Session:
         """``model`` (an OpenAI Agents SDK ``Model``) wrapped so each turn is recorded.
 
         Raises:
-            InputError: the SDK is not installed (``pip install 'toolproof[openai-agents]'``).
+            InputError: the SDK is not installed (the ``openai-agents`` extra).
 
         """
         try:
@@ -464,7 +465,7 @@ class Session:
         """The session's tools as OpenAI Agents SDK ``FunctionTool`` s (needs ``openai-agents``).
 
         Raises:
-            InputError: the SDK is not installed (``pip install 'toolproof[openai-agents]'``).
+            InputError: the SDK is not installed (the ``openai-agents`` extra).
 
         """
         try:
@@ -479,7 +480,7 @@ class Session:
         """The session's tools as a pydantic-ai ``AbstractToolset`` (needs ``pydantic-ai``).
 
         Raises:
-            InputError: pydantic-ai is not installed (``pip install 'toolproof[pydantic-ai]'``).
+            InputError: pydantic-ai is not installed (the ``pydantic-ai`` extra).
 
         """
         try:

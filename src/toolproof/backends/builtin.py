@@ -26,6 +26,7 @@ from toolproof.errors import ExtensionError, validation_problem
 from toolproof.extensions.apply import ApplyContext
 from toolproof.extensions.registry import Extension
 from toolproof.tools.resources import ResourceKey
+from toolproof.version import install_hint
 
 __all__ = [
     "BACKEND_VERSION",
@@ -168,7 +169,7 @@ def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
         from toolproof.backends.celery import settings_from
         from toolproof.backends.celery_backend import CeleryBackend
     except ImportError as exc:
-        rule = f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
+        rule = f"the celery backend needs its extra: {install_hint('celery')} ({exc})"
         raise ExtensionError(rule) from exc
     try:
         settings = settings_from(ctx.backends)

@@ -1,7 +1,7 @@
 """The Celery backend: relocation requests as Celery tasks, for more than one machine.
 
-Install with ``pip install 'toolproof[celery]'``. This module imports Celery; nothing
-in ``toolproof/__init__`` imports it.
+Needs the ``celery`` extra (:func:`toolproof.version.install_hint`). This module imports
+Celery; nothing in ``toolproof/__init__`` imports it.
 
 The caller sends one task, ``toolproof.run``, whose single argument is the
 protocol request (the canonical JSON text of variant name, arguments and descriptor

@@ -28,6 +28,7 @@ from toolproof.adapters.cli.summary import count
 from toolproof.adapters.telemetry.instrument import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
+from toolproof.version import install_hint
 
 if TYPE_CHECKING:
     from toolproof.adapters.mcp.server import StdioWire
@@ -314,9 +315,7 @@ async def _serve_api(
     try:
         from toolproof.adapters.http import ApiSettings, create_app
     except ImportError as exc:
-        raise InputError(
-            f"serve-api needs the http extra: pip install 'toolproof[http]' ({exc})"
-        ) from exc
+        raise InputError(f"serve-api needs the http extra: {install_hint('http')} ({exc})") from exc
     from toolproof.adapters.http.asgi import serve_asgi
     from toolproof.adapters.http.settings import resolve_token
     from toolproof.adapters.http.tokens import load_named_tokens

@@ -12,6 +12,7 @@ import typer
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.http.tokens import is_loopback
 from toolproof.errors import InputError
+from toolproof.version import install_hint
 
 __all__ = ["register"]
 
@@ -39,9 +40,7 @@ async def _view(
         from toolproof.adapters.http.settings import ApiSettings, resolve_token
         from toolproof.adapters.viewer import create_viewer_app
     except ImportError as exc:
-        raise InputError(
-            f"view needs the http extra: pip install 'toolproof[http]' ({exc})"
-        ) from exc
+        raise InputError(f"view needs the http extra: {install_hint('http')} ({exc})") from exc
     from toolproof.adapters.cli.serve import _stop_on_signals
     from toolproof.adapters.http.asgi import serve_asgi
 

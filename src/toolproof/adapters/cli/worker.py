@@ -18,6 +18,7 @@ from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.telemetry.instrument import instrumented_builder
 from toolproof.config import build_toolset, load_config
 from toolproof.errors import ConfigError, InputError, validation_problem
+from toolproof.version import install_hint
 
 __all__ = ["register", "worker"]
 
@@ -70,7 +71,7 @@ def worker(
         from toolproof.backends.celery_worker import worker_app
     except ImportError as exc:
         raise InputError(
-            f"the celery backend needs its extra: pip install 'toolproof[celery]' ({exc})"
+            f"the celery backend needs its extra: {install_hint('celery')} ({exc})"
         ) from None
     settings = _settings(config)
     count, digest = run_async(_check(config))

@@ -1,6 +1,6 @@
 """``toolproof.instrument``: OpenTelemetry spans and metrics for tools and runs.
 
-The optional outward face of DESIGN section 2 (``pip install 'toolproof[otel]'``).
+The optional outward face of DESIGN section 2 (the ``otel`` extra).
 This module imports no OpenTelemetry: :func:`instrument` loads
 :mod:`toolproof.adapters.telemetry.spans` (which does) when it is called, and installs its
 hook in :mod:`toolproof.tools.hooks`. Spans follow the OpenTelemetry GenAI semantic
@@ -17,6 +17,7 @@ from toolproof.config import CONFIG, TelemetrySection
 from toolproof.errors import UsageError
 from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
+from toolproof.version import install_hint
 
 __all__ = ["instrument", "instrument_from_config", "instrumented_builder", "uninstrument"]
 
@@ -50,7 +51,7 @@ def instrument(
     except ImportError as exc:  # the extra is optional: imported only here
         raise UsageError(
             f"toolproof.instrument needs OpenTelemetry ({exc.name or exc} is not installed); "
-            "install it with: pip install 'toolproof[otel]'"
+            f"install it with: {install_hint('otel')}"
         ) from exc
     hooks.install(OtelHook(tracer_provider, meter_provider, capture_content, tuple(redact)))
 
@@ -89,7 +90,7 @@ def instrument_from_config(section: TelemetrySection) -> Callable[[], None]:
     except ImportError as exc:  # the extra is optional: imported only here
         raise UsageError(
             f"[telemetry] enabled = true needs OpenTelemetry ({exc.name or exc} is not "
-            "installed); install it with: pip install 'toolproof[otel]'"
+            f"installed); install it with: {install_hint('otel')}"
         ) from exc
     provider: Any = trace.get_tracer_provider()
     owned = not isinstance(provider, TracerProvider)
