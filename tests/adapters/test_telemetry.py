@@ -101,8 +101,17 @@ def add_tool() -> Tool:
     return Tool.from_function(add)
 
 
-def test_telemetry_off_the_hook_slot_is_none() -> None:
-    assert hooks.ACTIVE is None
+def test_telemetry_is_a_layer_instrument_installs_not_a_flag() -> None:
+    assert hooks.LAYER is hooks.OFF
+    assert not hasattr(hooks, "ACTIVE")  # no global "is telemetry on" for code to branch on
+    toolproof.instrument()
+    try:
+        assert hooks.LAYER is not hooks.OFF
+        assert hooks.install(hooks.LAYER) is hooks.LAYER  # the hook it replaces
+    finally:
+        toolproof.adapters.telemetry.instrument.uninstrument()
+    assert hooks.LAYER is hooks.OFF
+    assert hooks.install(None) is None  # telemetry was off: no hook replaced
 
 
 def test_a_plain_call_is_one_execute_tool_span(otel: Otel) -> None:
@@ -297,7 +306,7 @@ def test_a_redact_entry_that_is_not_a_pointer_is_refused() -> None:
     assert str(caught.value) == (
         "instrument(redact=...): 'token' is not a JSON Pointer (RFC 6901: starts with '/')"
     )
-    assert hooks.ACTIVE is None
+    assert hooks.LAYER is hooks.OFF
 
 
 def otlp_json(spans: list[ReadableSpan]) -> dict[str, Any]:

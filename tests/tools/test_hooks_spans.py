@@ -11,7 +11,7 @@ TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 def test_with_telemetry_off_the_helpers_do_nothing() -> None:
-    assert hooks.ACTIVE is None
+    assert hooks.LAYER is hooks.OFF
     with hooks.span("toolproof.approval.wait t", {"a": 1}) as span:
         span.set_attribute("b", 2)
         hooks.fail(span, "timeout", "late")

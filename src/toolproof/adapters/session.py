@@ -209,12 +209,8 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
-        with approval_scope(call_id, self._approver):
-            if hooks.ACTIVE is None:  # only a telemetry hook reads the claimed call id
-                observed = await observe(tool.call(arguments))
-            else:
-                with hooks.claimed(call_id):
-                    observed = await observe(tool.call(arguments))
+        with approval_scope(call_id, self._approver), hooks.claimed(call_id):
+            observed = await observe(tool.call(arguments))
         try:
             return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:

@@ -281,14 +281,10 @@ class Executor:
                 self._stop(node.id, _BudgetStop("wall_seconds", limit, limit, message))
                 break
             started = time.monotonic()
+            attributes = {"toolproof.step": node.id, "toolproof.step.kind": node.kind.value}
             try:
-                hook = hooks.ACTIVE
-                if hook is None:
+                with hooks.span(f"toolproof.step {node.id}", attributes):
                     await self._node(node)
-                else:
-                    attributes = {"toolproof.step": node.id, "toolproof.step.kind": node.kind.value}
-                    with hook.span(f"toolproof.step {node.id}", attributes):
-                        await self._node(node)
             except _BudgetStop as stop:
                 self._stop(node.id, stop)
             finally:
@@ -350,9 +346,7 @@ class Executor:
         self._finish(node.id, "ok", evidence=record.id)
 
     async def _make(self, call: ToolCall) -> Observed:
-        """Make ``call`` through the call port (claimed for its span when a hook is active)."""
-        if hooks.ACTIVE is None:
-            return await self.calls.call(call, self.clock.remaining())
+        """Make ``call`` through the call port, claimed for its tool span (telemetry)."""
         with hooks.claimed(call.id):
             return await self.calls.call(call, self.clock.remaining())
 

@@ -13,7 +13,7 @@ content id), so the outermost tool span can carry it (``toolproof.call_id``).
 
 :func:`span`, :func:`carrier` and :func:`fail` are what code below ``adapters`` calls to
 trace one operation of its own (an MCP request, a backend submit, an approval wait, a
-model turn): with telemetry off they cost one ``is None`` test and do nothing. A
+model turn): they go through :data:`LAYER`, which with telemetry off does nothing. A
 *carrier* is the W3C Trace Context of a span as text (``{"traceparent": ...,
 "tracestate": ...}``, https://www.w3.org/TR/trace-context/), the form that travels in
 MCP ``params._meta`` and in backend requests.
@@ -21,15 +21,14 @@ MCP ``params._meta`` and in backend requests.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from toolproof.contract.tools import ToolResult
 
 __all__ = [
-    "ACTIVE",
     "LAYER",
     "NO_SPAN",
     "OFF",
@@ -157,30 +156,47 @@ OFF: TelemetryHook = _Off()
 
 LAYER: TelemetryHook = OFF
 """The telemetry layer every tool call and span goes through (:data:`OFF` until
-:func:`install` puts a hook here)."""
-
-ACTIVE: TelemetryHook | None = None
-"""The installed hook, or ``None``: whether telemetry is on, for code that only asks that."""
+:func:`install` puts a hook here). Code reports through it and never asks whether
+telemetry is on: with :data:`OFF` each report is the call itself or a no-op."""
 
 _CALL_ID: ContextVar[str | None] = ContextVar("toolproof_call_id", default=None)
 
 
 def install(hook: TelemetryHook | None) -> TelemetryHook | None:
-    """Install ``hook`` as :data:`LAYER` (``None``: :data:`OFF`); return the hook it replaces."""
-    global ACTIVE, LAYER
-    previous, ACTIVE = ACTIVE, hook
+    """Install ``hook`` as :data:`LAYER` (``None``: :data:`OFF`).
+
+    Returns:
+        The hook it replaces, or ``None`` when telemetry was off.
+
+    """
+    global LAYER
+    previous = None if LAYER is OFF else LAYER
     LAYER = OFF if hook is None else hook
     return previous
 
 
-@contextmanager
-def claimed(call_id: str) -> Iterator[None]:
-    """Mark ``call_id`` (a ``ToolCall`` content id) as the call the block makes."""
-    token = _CALL_ID.set(call_id)
-    try:
-        yield
-    finally:
-        _CALL_ID.reset(token)
+def claimed(call_id: str) -> AbstractContextManager[None]:
+    """Mark ``call_id`` (a ``ToolCall`` content id) as the call the ``with`` block makes.
+
+    The outermost tool span reads it (``toolproof.call_id``); with telemetry off nothing
+    does, and entering the block costs one context-variable set.
+    """
+    return _Claim(call_id)
+
+
+class _Claim:
+    """The context manager :func:`claimed` returns (a class: no generator frame)."""
+
+    __slots__ = ("_call_id", "_token")
+
+    def __init__(self, call_id: str) -> None:
+        self._call_id = call_id
+
+    def __enter__(self) -> None:
+        self._token = _CALL_ID.set(self._call_id)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CALL_ID.reset(self._token)
 
 
 def current_call_id() -> str | None:

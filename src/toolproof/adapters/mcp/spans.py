@@ -13,7 +13,8 @@ caller's span named by the W3C ``traceparent``/``tracestate`` in the request's
 (also ``rpc.response.status_code``) or ``tool_error`` for a result with ``isError``.
 The tool's own ``execute_tool`` spans are its children.
 
-With telemetry off the SDK's own middleware (which it would have run) runs instead.
+It is layered in when the server is built with telemetry on; a server built with
+telemetry off keeps the SDK's own middleware.
 """
 
 from __future__ import annotations
@@ -90,13 +91,13 @@ class ServerSpans:
     """The ``Server.middleware`` entry that makes each inbound MCP message a ``SERVER`` span.
 
     Args:
-        fallback: the middleware it replaced (the SDK's own OpenTelemetry
-            middleware), run instead while toolproof's telemetry is off; ``None``: none.
+        hook: the telemetry layer the spans go to (:data:`toolproof.tools.hooks.LAYER`
+            when the server was built).
 
     """
 
-    def __init__(self, fallback: Callable[[Any, Handler], Awaitable[Any]] | None = None) -> None:
-        self.fallback = fallback
+    def __init__(self, hook: hooks.TelemetryHook) -> None:
+        self.hook = hook
 
     async def __call__(self, ctx: Any, call_next: Handler) -> Any:
         """Run ``call_next(ctx)`` inside the span of the message ``ctx``; return its result.
@@ -106,11 +107,7 @@ class ServerSpans:
                 exception the handler raised, unchanged.
 
         """
-        hook = hooks.ACTIVE
-        if hook is None:
-            if self.fallback is not None:
-                return await self.fallback(ctx, call_next)
-            return await call_next(ctx)
+        hook = self.hook
         name, attributes = _attributes(ctx)
         with hook.span(name, attributes, kind="server", parent=_carrier(ctx.meta)) as span:
             try:
@@ -134,16 +131,21 @@ class ServerSpans:
 
 
 def install_server_spans(server: Any) -> None:
-    """Put :class:`ServerSpans` into ``server.middleware`` (an SDK low-level ``Server``).
+    """Layer :class:`ServerSpans` into ``server.middleware`` (an SDK low-level ``Server``).
 
-    It takes the place of the SDK's own OpenTelemetry middleware (kept as its
-    fallback), or goes first when there is none.
+    With telemetry on (:func:`toolproof.instrument` called before the server is built,
+    as ``toolproof serve`` does) it takes the place of the SDK's own OpenTelemetry
+    middleware, or goes first when there is none; with telemetry off the server keeps
+    the SDK's middleware as it is.
     """
+    if hooks.LAYER is hooks.OFF:
+        return
+    spans = ServerSpans(hooks.LAYER)
     middleware = list(getattr(server, "middleware", []))
     for index, entry in enumerate(middleware):
         if type(entry).__name__ == "OpenTelemetryMiddleware":
-            middleware[index] = ServerSpans(entry)
+            middleware[index] = spans
             break
     else:
-        middleware.insert(0, ServerSpans())
+        middleware.insert(0, spans)
     server.middleware = middleware
