@@ -2,7 +2,8 @@
 
 The export is OTLP JSON (the ``ExportTraceServiceRequest`` JSON mapping of the OTLP
 specification 1.x: ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``), one
-document or one per line (the collector's ``file`` exporter). Every span whose
+document or one per line (the collector's ``file`` exporter), or the OpenTelemetry SDK's
+own span JSON (``ConsoleSpanExporter(out=file)``): see :func:`read_spans`. Every span whose
 ``toolproof.call_id`` names a call of the run must carry that call's recorded
 ``toolproof.arguments_digest``, its ``toolproof.result_digest`` (a call that
 succeeded) or ``error.type`` (one that failed), and the spans, ordered by start time,
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ from toolproof.contract.trace import ToolCalled, ToolReturned
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest_json
 
-__all__ = ["SpanCheck", "check_spans", "read_spans"]
+__all__ = ["OTLP_RULE", "SDK_RULE", "SpanCheck", "check_spans", "read_spans"]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,14 @@ class SpanCheck:
         return f"{self.matched} span{plural} of {self.spans} match {self.calls} recorded {calls}"
 
 
+OTLP_RULE = "an OTLP JSON ExportTraceServiceRequest object with 'resourceSpans'"
+SDK_RULE = (
+    "an OpenTelemetry SDK span as ConsoleSpanExporter and ReadableSpan.to_json() write it, "
+    "with 'name', 'context.span_id', 'start_time' and 'attributes'"
+)
+_SDK_KEYS = frozenset({"name", "context", "start_time", "attributes"})
+
+
 def _value(value: dict[str, Any]) -> Any:
     for key in ("stringValue", "boolValue", "doubleValue"):
         if key in value:
@@ -61,58 +73,118 @@ def _value(value: dict[str, Any]) -> Any:
     return None
 
 
+def _json_values(text: str, path: Path) -> list[tuple[int, Any]]:
+    """Every JSON value of ``text`` with the 1-based line it starts on.
+
+    Values are separated by whitespace only: one document, JSON lines, or documents
+    printed with indentation one after another (``ConsoleSpanExporter``'s default).
+    """
+    decoder = json.JSONDecoder()
+    values: list[tuple[int, Any]] = []
+    index, line, counted = 0, 1, 0
+    while True:
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        if index == len(text):
+            return values
+        line += text.count("\n", counted, index)
+        counted = index
+        try:
+            value, index = decoder.raw_decode(text, index)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"--otel-spans {path}: line {exc.lineno} is not JSON: {exc.msg}"
+            ) from exc
+        values.append((line, value))
+
+
+def _otlp_spans(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spans of one OTLP JSON ``ExportTraceServiceRequest``."""
+    spans = []
+    for resource in document["resourceSpans"]:
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                attributes = {
+                    item["key"]: _value(item.get("value", {}))
+                    for item in span.get("attributes", [])
+                }
+                spans.append(
+                    {
+                        "name": span.get("name", ""),
+                        "span_id": span.get("spanId", ""),
+                        "start": int(span.get("startTimeUnixNano", 0)),
+                        "attributes": attributes,
+                    }
+                )
+    return spans
+
+
+def _sdk_span(span: dict[str, Any]) -> dict[str, Any]:
+    """One span as the SDK's ``ReadableSpan.to_json()`` writes it (times to the microsecond)."""
+    start = 0
+    if span["start_time"] is not None:
+        when = datetime.strptime(span["start_time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        start = (when - EPOCH) // timedelta(microseconds=1) * 1000
+    if not isinstance(span["attributes"], dict):
+        raise TypeError(f"'attributes' is a {type(span['attributes']).__name__}, not an object")
+    return {
+        "name": str(span["name"]),
+        "span_id": str(span["context"]["span_id"]),
+        "start": start,
+        "attributes": dict(span["attributes"]),
+    }
+
+
+def _spans_of(value: Any, where: str) -> list[dict[str, Any]]:
+    """The spans of one JSON value of the file (an array: of each of its items)."""
+    if isinstance(value, list):
+        return [span for item in value for span in _spans_of(item, where)]
+    try:
+        if isinstance(value, dict) and "resourceSpans" in value:
+            return _otlp_spans(value)
+        if isinstance(value, dict) and value.keys() >= _SDK_KEYS:
+            return [_sdk_span(value)]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{where}: a malformed span ({exc!r})") from exc
+    raise InputError(
+        f"{where}: not an OTLP JSON trace export nor an SDK span (rule: {OTLP_RULE}; or {SDK_RULE})"
+    )
+
+
 def read_spans(path: Path) -> list[dict[str, Any]]:
-    """Read every span of an OTLP JSON export, attributes flattened into a dict.
+    """Read every span of a span export file, attributes flattened into a dict.
+
+    Two forms are read, mixed freely, each value separated from the next by whitespace:
+
+    * OTLP JSON: ``ExportTraceServiceRequest`` documents (OTLP specification 1.x JSON
+      mapping), one per line as the collector's ``file`` exporter writes them, or as
+      ``google.protobuf.json_format.MessageToJson`` prints them, one after another;
+    * the OpenTelemetry SDK's own span JSON: what ``ConsoleSpanExporter(out=file)``
+      writes (``ReadableSpan.to_json()``, indented, one span after another) or one
+      span per line; its start times are to the microsecond.
+
+    A JSON array is read as its items, in order.
 
     Args:
-        path: the export: one ``ExportTraceServiceRequest`` JSON document, or JSON lines.
+        path: the export file (UTF-8).
 
     Returns:
-        ``{"name", "span_id", "start", "attributes"}`` per span, in file order.
+        ``{"name", "span_id", "start", "attributes"}`` per span, in file order;
+        ``start`` in nanoseconds since the Unix epoch.
 
     Raises:
-        InputError: the file cannot be read or is not OTLP JSON (the message names the
-            line and the rule).
+        InputError: the file cannot be read, a value is not JSON, or a value is neither
+            form (the message names the file, the line and the rule).
 
     """
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--otel-spans {path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        documents = [json.loads(text)]
-    except json.JSONDecodeError:
-        documents = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    documents.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"--otel-spans {path}: line {number} is not JSON: {exc.msg}"
-                    ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc.reason
+        raise InputError(f"--otel-spans {path}: cannot read: {reason or exc}") from exc
     spans = []
-    for document in documents:
-        if not isinstance(document, dict) or "resourceSpans" not in document:
-            raise InputError(
-                f"--otel-spans {path}: not an OTLP JSON trace export (rule: an "
-                "ExportTraceServiceRequest object with 'resourceSpans')"
-            )
-        for resource in document["resourceSpans"]:
-            for scope in resource.get("scopeSpans", []):
-                for span in scope.get("spans", []):
-                    attributes = {
-                        item["key"]: _value(item.get("value", {}))
-                        for item in span.get("attributes", [])
-                    }
-                    spans.append(
-                        {
-                            "name": span.get("name", ""),
-                            "span_id": span.get("spanId", ""),
-                            "start": int(span.get("startTimeUnixNano", 0)),
-                            "attributes": attributes,
-                        }
-                    )
+    for line, value in _json_values(text, path):
+        spans.extend(_spans_of(value, f"--otel-spans {path}: line {line}"))
     return spans
 
 
@@ -143,7 +215,7 @@ def check_spans(directory: Path, export: Path) -> SpanCheck:
 
     Args:
         directory: a run directory (already verified: its trace is intact).
-        export: the OTLP JSON span export.
+        export: the span export (OTLP JSON or the SDK's span JSON, :func:`read_spans`).
 
     Returns:
         The :class:`SpanCheck` counts.
