@@ -27,7 +27,7 @@ from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.exposure import Exposure
-from toolproof.tools.lock import check_toolset_lock
+from toolproof.tools.lock import check_toolset_lock, check_variant_lock
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
 from toolproof.tools.toolset import Toolset
 
@@ -94,8 +94,9 @@ async def build_toolset(
     """Build and seal the Toolset of a ``toolproof.toml``.
 
     Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
-    the base tools are checked against the lock (when one exists); extensions apply
-    last. On any error every resource already opened (MCP sessions) is closed.
+    the base tools are checked against the lock (when one exists); extensions apply,
+    and their variants are checked against the same lock. On any error every resource
+    already opened (MCP sessions) is closed.
 
     Args:
         path: the ``toolproof.toml`` file.
@@ -139,7 +140,8 @@ async def build_toolset(
             servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
         lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
-        if lock is not False and (isinstance(lock, Path) or lock_file.is_file()):
+        locked = lock is not False and (isinstance(lock, Path) or lock_file.is_file())
+        if locked:
             check_toolset_lock(toolset, lock_file, config.lock.on_drift)
         registry = toolset.resources[EXTENSIONS] = extension_registry()
         configure_extensions(
@@ -156,6 +158,8 @@ async def build_toolset(
             approvals=raw.get("approvals", {}),
             approver=approver,
         )
+        if locked:
+            check_variant_lock(toolset, lock_file, config.lock.on_drift)
         _set_exposure(toolset, config.serve, file)
     except BaseException:
         await toolset.aclose()

@@ -11,8 +11,11 @@ The lock lists every bound tool and variant, sorted by name::
 
 written as canonical JSON (RFC 8785), so the same inventory gives the same bytes; the
 lock's digest is ``sha256`` of those bytes. A variant (``base`` set) is pinned by its
-fingerprint only; a base tool by its full spec, so a change is reported field by
-field: a JSON pointer (RFC 6901), the old value and the new one.
+fingerprint only; a base tool by its full spec (with an MCP tool's ``_meta`` and
+``icons`` as the server listed them), so a change is reported field by field: a JSON
+pointer (RFC 6901), the old value and the new one. Loading checks the base tools
+before extensions apply (:func:`check_toolset_lock`) and the variants after
+(:func:`check_variant_lock`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "OnDrift",
     "build_lock",
     "check_toolset_lock",
+    "check_variant_lock",
     "diff_json",
     "diff_locks",
     "locked_spec",
@@ -142,13 +146,23 @@ def _source(toolset: Toolset, tool: Tool) -> dict[str, Any]:
     return source
 
 
+def _extras(toolset: Toolset, tool: Tool) -> dict[str, Any]:
+    """An MCP tool's ``_meta`` and ``icons`` as its server listed them (``{}`` otherwise)."""
+    kind, _, ref = tool.source.partition(":")
+    if kind != "mcp":
+        return {}
+    entry: dict[str, Any] = (toolset.resources.get(MCP_SERVERS) or {}).get(ref, {})
+    extras: dict[str, Any] = entry.get("pinned", {}).get(tool.name, {})
+    return extras
+
+
 def build_lock(toolset: Toolset) -> Lockfile:
     """The lock of every tool and variant ``toolset`` binds now."""
     entries = []
     for tool in toolset:
         descriptor = tool.descriptor()
         if tool.base is None:
-            spec = locked_spec(tool.spec)
+            spec = {**locked_spec(tool.spec), **_extras(toolset, tool)}
             entries.append(
                 LockedTool(
                     name=tool.name,
@@ -327,13 +341,16 @@ def _entry_changes(old: LockedTool, new: LockedTool) -> list[Change]:
     return []
 
 
-def diff_locks(old: Lockfile, new: Lockfile, *, bases_only: bool = False) -> list[Drift]:
+def diff_locks(
+    old: Lockfile, new: Lockfile, *, bases_only: bool = False, variants_only: bool = False
+) -> list[Drift]:
     """Every tool that differs between the locked inventory and the current one, by name.
 
     Args:
         old: the lock on disk.
         new: :func:`build_lock` of what binds now.
-        bases_only: compare base tools only (loading checks variants through their base).
+        bases_only: compare base tools only (loading, before extensions apply).
+        variants_only: compare variants only (loading, after extensions apply).
 
     """
     sides = _Sides(old.by_name(), new.by_name())
@@ -342,7 +359,7 @@ def diff_locks(old: Lockfile, new: Lockfile, *, bases_only: bool = False) -> lis
         before, after = sides.old.get(name), sides.new.get(name)
         entry = after or before
         assert entry is not None
-        if bases_only and entry.base is not None:
+        if (bases_only and entry.base is not None) or (variants_only and entry.base is None):
             continue
         owner = next(iter(entry.source), "")
         owner = f"{owner}:{entry.source[owner]}" if owner else ""
@@ -382,6 +399,49 @@ def check_toolset_lock(
     toolset.resources[LOCK_PATH] = str(lock_path)
     drifts = diff_locks(lock, build_lock(toolset), bases_only=True)
     toolset.resources[LOCK_DRIFT] = [drift.to_json() for drift in drifts]
+    return _act(toolset, lock_path, on_drift, drifts)
+
+
+def check_variant_lock(
+    toolset: Toolset, lock_path: Path, on_drift: OnDrift = OnDrift.QUARANTINE
+) -> list[Drift]:
+    """Check the variants of ``toolset`` (extensions applied, unsealed) against the lock.
+
+    The second half of the load-time check (:func:`check_toolset_lock` did the base
+    tools): each variant is compared by its fingerprint, which covers its base's spec
+    and source and its extension stack with every parameter. A variant of a base tool
+    that is not bound (quarantined by the lock, say) is not compared: it is quarantined
+    with its base already. Drifts are handled per ``on_drift`` as for base tools and
+    added to ``toolset.resources[LOCK_DRIFT]``.
+
+    Returns:
+        The variants' drifts, by name.
+
+    Raises:
+        ConfigError: the lock cannot be read, or ``on_drift`` is ``refuse`` and a
+            variant drifted.
+
+    """
+    lock = read_lock(lock_path)
+    bound = set(toolset.names())
+    drifts = [
+        drift
+        for drift in diff_locks(lock, build_lock(toolset), variants_only=True)
+        if _base_of(lock, toolset, drift.name) in bound
+    ]
+    toolset.resources.setdefault(LOCK_DRIFT, list).extend(drift.to_json() for drift in drifts)
+    return _act(toolset, lock_path, on_drift, drifts)
+
+
+def _base_of(lock: Lockfile, toolset: Toolset, name: str) -> str | None:
+    tool = toolset.get(name)
+    if tool is not None:
+        return tool.base
+    entry = lock.by_name().get(name)
+    return entry.base if entry is not None else None
+
+
+def _act(toolset: Toolset, lock_path: Path, on_drift: OnDrift, drifts: list[Drift]) -> list[Drift]:
     if not drifts:
         return drifts
     if on_drift is OnDrift.REFUSE:

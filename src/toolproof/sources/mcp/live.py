@@ -2,9 +2,11 @@
 
 When a connected server says its tool list changed, :class:`LiveGuard` lists its tools
 again and compares each bound tool's definition (``name``, ``title``, ``description``,
-``inputSchema``, ``outputSchema``, ``annotations``, as the server lists them) with the
-one it was bound with, which loading already checked against ``toolproof.lock``. A
-tool whose definition changed, or that the server no longer lists, stops answering:
+``inputSchema``, ``outputSchema``, ``annotations``, ``_meta``, ``icons``, as the server
+lists them) with the one it was bound with, which loading already checked against
+``toolproof.lock``. A tool whose definition changed, that the server no longer lists,
+or that it now lists more than once (the load-time rule: a duplicated name binds
+nothing) stops answering:
 every later call fails (kind ``unavailable``) naming the diff, by JSON pointer. Calls
 made while the re-listing is under way wait for it. Unchanged tools keep working; a
 newly listed tool is not bound (it binds, or is quarantined by the lock, at the next
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +34,30 @@ from toolproof.sources.mcp.common import McpCallError
 from toolproof.sources.mcp.connection import McpConnection
 from toolproof.tools.lock import diff_json
 
-__all__ = ["WIRE_FIELDS", "LiveGuard"]
+__all__ = ["PINNED_EXTRAS", "WIRE_FIELDS", "LiveGuard", "duplicate_rule"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-WIRE_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+PINNED_EXTRAS = ("_meta", "icons")
+"""Fields of a listed tool that the lock pins beside its spec (:mod:`toolproof.tools.lock`)."""
+WIRE_FIELDS = (
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    *PINNED_EXTRAS,
+)
 """The fields of a listed tool that a live re-listing compares."""
+
+
+def duplicate_rule(server: str, tool: str, count: int) -> str:
+    """Why a tool name a server lists ``count`` (> 1) times binds under no definition."""
+    return (
+        f"MCP server {server!r} lists the tool {tool!r} {count} times (rule: a server's tool "
+        "names are unique; which definition tools/call would run is ambiguous, so none binds)"
+    )
 
 
 def _definition(tool: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +126,7 @@ class LiveGuard:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         try:
-            listed = {str(tool.get("name", "")): tool for tool in await connection.relist()}
+            relisted = await connection.relist()
         except McpCallError as exc:
             why = f"re-listing after notifications/tools/list_changed failed: {exc}"
             if connection.closing:  # the Toolset is closing: no tool will be called again
@@ -119,8 +140,14 @@ class LiveGuard:
                     "MCP server %r: %s; quarantined %s", self.server, why, ", ".join(lost)
                 )
             return
+        listed = {str(tool.get("name", "")): tool for tool in relisted}
+        counts = Counter(str(tool.get("name", "")) for tool in relisted)
         for name, raw in self.bound.items():
             if name in self.revoked:
+                continue
+            if counts[raw] > 1:  # the same rule as at load: a duplicated name binds nothing
+                self.revoked[name] = duplicate_rule(self.server, raw, counts[raw])
+                self.drift.append({"name": name, "kind": "duplicated", "changes": []})
                 continue
             if raw not in listed:
                 self.revoked[name] = "the server no longer lists it"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -41,7 +42,7 @@ from toolproof.failures import FailureKind, FailureWhere
 from toolproof.sources.mcp.catalog import bind_catalog
 from toolproof.sources.mcp.common import McpCallError, McpServer, McpStartError
 from toolproof.sources.mcp.connection import McpConnection
-from toolproof.sources.mcp.live import LiveGuard
+from toolproof.sources.mcp.live import PINNED_EXTRAS, LiveGuard, duplicate_rule
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
@@ -264,8 +265,17 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         if chosen.active:
             toolset.resources.setdefault(FILTERS, list).append(chosen.to_json())
         contributions = []
+        listed = Counter(offered)
+        for raw, count in sorted(listed.items()):
+            if count > 1 and raw in kept:
+                toolset.quarantine(
+                    bound_name(server, raw),
+                    "name",
+                    duplicate_rule(server.name, raw, count),
+                    owner=owner,
+                )
         for tool in connection.tools:
-            if str(tool.get("name", "")) not in kept:
+            if str(tool.get("name", "")) not in kept or listed[str(tool.get("name", ""))] > 1:
                 continue
             try:
                 contributions.append(contribution_for(connection, tool, guards[server.name]))
@@ -281,4 +291,11 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         entry["names"] = {
             bound_name(server, str(tool.get("name", ""))): str(tool.get("name", ""))
             for tool in connection.tools
+        }
+        entry["pinned"] = {  # what the lock pins beyond the ToolSpec
+            bound_name(server, str(tool.get("name", ""))): {
+                key: tool[key] for key in PINNED_EXTRAS if key in tool
+            }
+            for tool in connection.tools
+            if listed[str(tool.get("name", ""))] == 1
         }
