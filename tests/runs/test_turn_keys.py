@@ -43,16 +43,23 @@ def test_a_pydantic_ai_request_key_drops_the_per_call_fields() -> None:
             "https://api.openai.com/v1/chat/completions",
             "https://api.openai.com/v1/chat/completions",
         ),
-        ("https://u:p@h.example/v1?key=s3&a=1", "https://h.example/v1?key=REDACTED&a=1"),
-        (
-            "http://h.example/x?API_KEY=1&sig=2&b",
-            "http://h.example/x?API_KEY=REDACTED&sig=REDACTED&b=",
+        (  # userinfo removed; a secret value redacted with its digest (issue 30 item 3)
+            "https://u:p@h.example/v1?key=s3&a=1",
+            "https://h.example/v1?key=REDACTED:sha256:41242b9fae56fad4&a=1",
         ),
-        ("http://h.example/a%20b?q=%C3%A9#frag", "http://h.example/a%20b?q=%C3%A9#frag"),
+        (  # names any case; the other pairs keep their exact bytes (a bare "b" too)
+            "http://h.example/x?API_KEY=1&sig=2&b",
+            "http://h.example/x?API_KEY=REDACTED:sha256:6b86b273ff34fce1"
+            "&sig=REDACTED:sha256:d4735e3a265e16ee&b",
+        ),
+        (  # a fragment is redacted whole
+            "http://h.example/a%20b?q=%C3%A9#frag",
+            "http://h.example/a%20b?q=%C3%A9#REDACTED:sha256:b45df01cf1aea7fa",
+        ),
+        ("http://h.example/a%20b?q=%C3%A9", "http://h.example/a%20b?q=%C3%A9"),
     ],
 )
 def test_a_recorded_url_drops_userinfo_and_redacts_secret_query_values(
     url: str, recorded: str
 ) -> None:
     assert recorded_url(httpx.URL(url)) == recorded
-

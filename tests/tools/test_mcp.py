@@ -21,6 +21,7 @@ from mcp_support import FIXTURE, alive, descendants, fixture_entry, servers
 
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
+from toolproof.redaction import redacted
 from toolproof.sources.mcp.common import McpCallError, McpServer
 from toolproof.sources.mcp.connection import McpConnection
 from toolproof.tools.resources import MCP_LIVE, MCP_SERVERS
@@ -365,7 +366,8 @@ def test_an_unreachable_streamable_http_server_is_quarantined(tmp_path: Path) ->
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://ada:PW-SECRET@127.0.0.1:{port}/mcp?token=TK-SECRET"
+    shown = f"http://127.0.0.1:{port}/mcp?token={redacted('TK-SECRET')}"  # issue 30 item 2
     config = f'[[mcp]]\nname = "web"\nurl = "{url}"\nstartup_timeout = 5\n' + fixture_entry(
         "fixture"
     )
@@ -376,9 +378,11 @@ def test_an_unreachable_streamable_http_server_is_quarantined(tmp_path: Path) ->
             [web] = [item for item in toolset.quarantined if item.name == "web"]
             assert (web.field, web.owner) == ("mcp[0]", "mcp:web")
             assert web.rule == (
-                f"MCP server 'web': cannot connect to {url}: ConnectError: "
+                f"MCP server 'web': cannot connect to {shown}: ConnectError: "
                 "All connection attempts failed"
             )
+            servers = toolset.resources.get(MCP_SERVERS) or {}
+            assert servers["web"]["transport"] == {"url": shown}
 
     asyncio.run(main())
 

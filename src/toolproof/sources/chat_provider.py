@@ -10,7 +10,10 @@ Works with any endpoint speaking the Chat Completions API: OpenAI
 (``https://api.openai.com/v1``), vLLM and llama.cpp's server (``http://HOST:PORT/v1``),
 Ollama (``http://127.0.0.1:11434/v1``). The API key is read from the environment
 variable named by ``api_key_env`` at call time and sent as ``Authorization: Bearer``;
-it is never an argument, so it never enters a run.
+it is never an argument, so it never enters a run. The base URL appears in the tool's
+description, its source name and its failure messages only as
+:func:`toolproof.redaction.redact_url` stores it (userinfo removed, secret parameters
+redacted).
 
 Failures are typed, never plausible text:
 
@@ -37,6 +40,7 @@ import httpx
 
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.failures import FailureKind
+from toolproof.redaction import redact_url
 from toolproof.tools.declared import ToolContribution, bind_contribution
 from toolproof.tools.observe import note_failure, note_recovery
 from toolproof.tools.tool import Tool
@@ -93,7 +97,8 @@ def _http_failure(name: str, response: httpx.Response, kind: FailureKind) -> Too
     body = response.content[:_EXCERPT].decode("utf-8", "replace")
     return ToolResult.fail(
         kind,
-        f"model provider {name!r}: HTTP {response.status_code} from {response.request.url}",
+        f"model provider {name!r}: HTTP {response.status_code} from "
+        f"{redact_url(str(response.request.url))}",
         where="tool",
         retryable=kind == "rate_limited" or response.status_code >= 500,
         detail={"status": response.status_code, "body": body},
@@ -166,6 +171,8 @@ def chat_provider_tool(
 
     """
     url = base_url.rstrip("/") + "/chat/completions"
+    shown = redact_url(url)  # what failures, the description and the source name
+    shown_base = redact_url(base_url)
 
     async def invoke(arguments: dict[str, Any]) -> ToolResult:
         headers = {"content-type": "application/json"}
@@ -186,7 +193,7 @@ def chat_provider_tool(
                 except httpx.TimeoutException:
                     return ToolResult.fail(
                         "timeout",
-                        f"model provider {name!r}: no response from {url} within "
+                        f"model provider {name!r}: no response from {shown} within "
                         f"{timeout_seconds:g} s",
                         where="tool",
                         retryable=True,
@@ -194,7 +201,8 @@ def chat_provider_tool(
                 except httpx.TransportError as exc:
                     return ToolResult.fail(
                         "unavailable",
-                        f"model provider {name!r}: cannot reach {url}: {type(exc).__name__}: {exc}",
+                        f"model provider {name!r}: cannot reach {shown}: "
+                        f"{type(exc).__name__}: {exc}",
                         where="tool",
                         retryable=True,
                     )
@@ -215,10 +223,10 @@ def chat_provider_tool(
     return bind_contribution(
         ToolContribution(
             name=name,
-            description=f"Chat Completions at {base_url} (the llm reasoner's model)",
+            description=f"Chat Completions at {shown_base} (the llm reasoner's model)",
             input_schema=CHAT_REQUEST_SCHEMA,
             invoke=invoke,
-            source=f"provider:{base_url}",
+            source=f"provider:{shown_base}",
             deterministic=False,
             varies=("model",),
         )

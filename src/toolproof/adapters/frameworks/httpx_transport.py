@@ -4,14 +4,18 @@ Any SDK built on httpx takes a client with this transport: ``openai``'s
 ``AsyncOpenAI(http_client=httpx.AsyncClient(transport=session.httpx_transport()))``,
 ``anthropic``'s likewise. Each request is one model turn (source ``http``):
 
-* recorded: the method, the URL (values of :data:`SECRET_QUERY_PARAMS` replaced by
-  ``REDACTED``), the exact request body bytes, the status, the exact response body
-  bytes (as the SDK reads them: a compressed body is stored decoded) and only the
-  headers of :data:`REQUEST_HEADERS_KEPT` / :data:`RESPONSE_HEADERS_KEPT`. Secrets never
-  enter the run: ``Authorization``, ``Proxy-Authorization``, ``api-key``, ``x-api-key``,
-  ``Cookie`` and ``Set-Cookie`` (:data:`SECRET_HEADERS`) are never kept, and no header
-  outside the allow-lists is;
-* matched, frozen, by method, URL and body (a JSON body canonically); headers are
+* recorded, by the redaction policy of :mod:`toolproof.redaction`: the method, the URL
+  (:func:`~toolproof.redaction.redact_url`: userinfo removed, secret query and matrix
+  values, bot-token path segments and the fragment as ``REDACTED:sha256:<16 hex>``), the
+  request body bytes (exact, unless a JSON or form body holds a secret field:
+  :func:`~toolproof.redaction.redact_body`), the status, the exact response body bytes
+  (as the SDK reads them: a compressed body is stored decoded) and only the headers of
+  :data:`REQUEST_HEADERS_KEPT` / :data:`RESPONSE_HEADERS_KEPT` (a redirect's
+  ``location`` through the URL rule). Secrets never enter the run: no header outside the
+  allow-lists is kept, and a secret name (:func:`~toolproof.redaction.secret_name`:
+  ``Authorization``, ``Cookie``, ``x-api-key``...) never is, whatever an allow-list says;
+* matched, frozen, by method, URL and body as recorded (redacted the same way, so the
+  same secret matches; a JSON body canonically); headers are
   ignored, since SDKs vary them per call (``x-stainless-retry-count``,
   ``x-stainless-read-timeout``, ``user-agent``, idempotency keys). A replayed response
   carries the recorded status, kept headers and body; nothing reaches the network.
@@ -27,11 +31,12 @@ from __future__ import annotations
 import json
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from toolproof.identity import digest
+from toolproof.redaction import redact_body, redact_headers, redact_url, secret_name
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
 from toolproof.sessions.port import SessionPort, turn_recorded
@@ -40,8 +45,6 @@ from toolproof.tools import hooks
 __all__ = [
     "REQUEST_HEADERS_KEPT",
     "RESPONSE_HEADERS_KEPT",
-    "SECRET_HEADERS",
-    "SECRET_QUERY_PARAMS",
     "SOURCE",
     "RecordingTransport",
     "kept_headers",
@@ -51,10 +54,6 @@ __all__ = [
 SOURCE = "http"
 """The ``source`` of the turns this transport records."""
 
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "set-cookie"}
-)
-"""Headers never recorded, whatever an allow-list says."""
 REQUEST_HEADERS_KEPT = (
     "accept",
     "anthropic-beta",
@@ -63,14 +62,17 @@ REQUEST_HEADERS_KEPT = (
     "openai-beta",
 )
 """The request headers a recorded turn keeps (lowercase); every other one is dropped."""
-RESPONSE_HEADERS_KEPT = ("content-type", "openai-model", "request-id", "x-request-id")
-"""The response headers a recorded turn keeps and a frozen replay serves (lowercase)."""
-SECRET_QUERY_PARAMS = frozenset(
-    {"key", "api_key", "api-key", "apikey", "access_token", "token", "sig", "signature"}
+RESPONSE_HEADERS_KEPT = (
+    "content-type",
+    "location",
+    "openai-model",
+    "request-id",
+    "x-request-id",
 )
-"""URL query parameters whose values are recorded as ``REDACTED`` (Gemini's ``?key=``)."""
+"""The response headers a recorded turn keeps and a frozen replay serves (lowercase;
+``location`` through :func:`~toolproof.redaction.redact_url`)."""
 
-assert not SECRET_HEADERS & set(REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
+assert not any(secret_name(name) for name in REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
 
 _UNSERVED = frozenset({b"content-encoding", b"content-length", b"transfer-encoding"})
 """Headers of the live response (lowercase ASCII) not handed on with the decoded body it
@@ -82,33 +84,26 @@ def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, 
 
     Args:
         headers: a request's or a response's headers.
-        allowed: the lowercase names to keep (:data:`SECRET_HEADERS` never are).
+        allowed: the lowercase names to keep (a secret name never is).
 
     Returns:
         ``{name: value}`` in the order of ``allowed``: the values of
-        ``headers.multi_items()`` whose lowercased name is allowed.
+        ``headers.multi_items()`` whose lowercased name is allowed, through
+        :func:`~toolproof.redaction.redact_headers` (a ``location`` by the URL rule).
 
     """
-    wanted = frozenset(allowed) - SECRET_HEADERS
+    wanted = frozenset(name for name in allowed if not secret_name(name))
     out: dict[str, str] = {}
-    for name, value in headers.multi_items():
-        name = name.lower()
+    pairs = [(name.lower(), value) for name, value in headers.multi_items()]
+    for name, value in redact_headers(pairs):
         if name in wanted:
             out[name] = f"{out[name]}, {value}" if name in out else value
     return {name: out[name] for name in allowed if name in out}
 
 
 def recorded_url(url: httpx.URL) -> str:
-    """The URL as recorded: userinfo dropped, secret query values ``REDACTED``."""
-    parts = urlsplit(str(url))
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(k, "REDACTED" if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs]
-        )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """The URL as recorded: :func:`toolproof.redaction.redact_url` of ``str(url)``."""
+    return redact_url(str(url))
 
 
 def _inference(path: str, body: bytes) -> tuple[str, str]:
@@ -194,7 +189,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             httpx.HTTPError: live, the inner transport's errors, unrecorded.
 
         """
-        body = await request.aread()
+        sent = await request.aread()
+        body = redact_body(sent, request.headers.get("content-type"))
         url = recorded_url(request.url)
         method = request.method.upper()
         key = turn_key(SOURCE, body, method=method, url=url)
@@ -203,7 +199,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             headers = recorded.detail.get("response_headers") or {}
             return _served(int(recorded.detail.get("status", 200)), headers, recorded.response)
         step = self.session.admit_turn(SOURCE)
-        operation, model = _inference(request.url.path, body)  # for the span only
+        operation, model = _inference(urlsplit(url).path, body)  # for the span only
         with hooks.model_turn(model, operation=operation) as span:
             live, answer = await self._ask(request)
             turn = self._turn(request, body, answer, live, method, url, key)

@@ -8,7 +8,10 @@
   ``tools`` (name, description, schema and strictness of each; the callables are not
   data), ``output_schema`` (name, JSON schema, strictness), ``handoffs`` (tool name,
   description, input schema, agent), ``previous_response_id``, ``conversation_id``
-  and ``prompt``;
+  and ``prompt``, by the redaction policy (:mod:`toolproof.redaction`): the model
+  settings by its whole JSON rule (``extra_headers`` ``Authorization``, ``extra_query``
+  ``key``, ``extra_body`` ``api_key``... become ``REDACTED:sha256:<16 hex>``), the rest
+  by its URL rule (a whole-URL string loses its userinfo and secret parameters);
 * the response is ``{"output", "usage", "response_id", "request_id"}``: the output
   items as the ``openai`` SDK's models dump them (the fields that were set), the usage
   as the Agents SDK serializes it;
@@ -35,6 +38,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
+from toolproof.redaction import redact_json
 from toolproof.runs.recorder import ModelExchange
 from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
@@ -150,16 +154,19 @@ class RecordedAgentsModel(Model):
             RecordingError: live, and the turn cannot be recorded.
 
         """
-        value = {
+        asked = {
             "system_instructions": system_instructions,
             "input": _plain(input),
-            "model_settings": _plain(model_settings.to_json_dict()),
             "tools": [_tool(tool) for tool in tools],
             "output_schema": _output_schema(output_schema),
             "handoffs": [_handoff(handoff) for handoff in handoffs],
             "previous_response_id": previous_response_id,
             "conversation_id": conversation_id,
             "prompt": _plain(prompt),
+        }
+        value = {
+            **redact_json(asked, fields=False),
+            "model_settings": redact_json(_plain(model_settings.to_json_dict())),
         }
         request = canonical_json(value)
         key = request  # the match key of an Agents SDK turn is its request (value_key)

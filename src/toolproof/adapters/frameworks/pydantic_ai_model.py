@@ -7,6 +7,12 @@ change is the wrapped model's. Each ``request`` is one model turn of the session
   "parameters"}``: pydantic-ai's ``ModelMessage`` list, settings and
   ``ModelRequestParameters`` dumped by pydantic-ai's own type adapters as JSON) and the
   ``ModelResponse`` are recorded as canonical JSON before the response is handed back;
+* by the redaction policy (:mod:`toolproof.redaction`): the settings by its whole JSON
+  rule (``extra_headers`` ``Authorization``, ``extra_body`` ``api_key``... become
+  ``REDACTED:sha256:<16 hex>``), the messages and parameters by its URL rule (a whole-URL
+  string such as a response's ``provider_url`` loses its userinfo and secret
+  parameters), and a recorded response's ``provider_url`` by the URL rule too (a frozen
+  replay serves that form);
 * frozen: the response recorded for the same match key (the request without its
   per-call timestamps and run ids, :mod:`toolproof.runs.turns`) and occurrence (the
   k-th identical request asked gets the k-th one recorded, in the order they were
@@ -31,6 +37,7 @@ from pydantic_ai.settings import ModelSettings
 
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
+from toolproof.redaction import redact_json, redact_url
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import value_key
 from toolproof.sessions.port import SessionPort, turn_recorded
@@ -107,13 +114,17 @@ def response_bytes(response: ModelResponse) -> bytes:
 
     Returns:
         RFC 8785 canonical JSON of ``TypeAdapter(ModelResponse).dump_python(mode="json")``
-        (frozen replay parses these bytes back with the same adapter).
+        with ``provider_url`` through :func:`toolproof.redaction.redact_url` (frozen
+        replay parses these bytes back with the same adapter).
 
     Raises:
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    return canonical_json(_RESPONSE.dump_python(response, mode="json"))
+    dumped = _RESPONSE.dump_python(response, mode="json")
+    if isinstance(dumped.get("provider_url"), str):
+        dumped["provider_url"] = redact_url(dumped["provider_url"])
+    return canonical_json(dumped)
 
 
 def request_value(
@@ -129,13 +140,17 @@ def request_value(
         parameters: its parameters (dumped by ``TypeAdapter(ModelRequestParameters)``).
 
     Returns:
-        ``{"messages", "model_settings", "parameters"}``, each ``dump_python(mode="json")``.
+        ``{"messages", "model_settings", "parameters"}``, each ``dump_python(mode="json")``
+        and redacted: the settings by :func:`toolproof.redaction.redact_json`, the
+        messages and parameters by its URL rule only (``fields=False``).
 
     """
     return {
-        "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
-        "model_settings": _settings(model_settings),
-        "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
+        "messages": redact_json(
+            ModelMessagesTypeAdapter.dump_python(messages, mode="json"), fields=False
+        ),
+        "model_settings": redact_json(_settings(model_settings)),
+        "parameters": redact_json(_PARAMETERS.dump_python(parameters, mode="json"), fields=False),
     }
 
 

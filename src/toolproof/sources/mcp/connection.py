@@ -30,6 +30,7 @@ from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
 from toolproof.errors import ToolCallError
+from toolproof.redaction import redact_url
 from toolproof.sources.mcp.catalog import list_catalog
 from toolproof.sources.mcp.common import (
     CONNECTION_CLOSED,
@@ -156,7 +157,8 @@ class McpConnection:
         if isinstance(exc, SDK_ERRORS):
             return f"answered {self._phase} with error {error_code(exc)}: {exc}"
         if self.server.url is not None:
-            return f"cannot connect to {self.server.url}: {type(exc).__name__}: {exc}"
+            shown = redact_url(self.server.url)
+            return f"cannot connect to {shown}: {type(exc).__name__}: {exc}"
         return f"failed to start: {type(exc).__name__}: {exc}"
 
     async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:

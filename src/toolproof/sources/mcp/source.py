@@ -39,6 +39,7 @@ from pydantic import ValidationError
 from toolproof.contract.tools import ToolAnnotations, ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureWhere
+from toolproof.redaction import redact_url
 from toolproof.sources.mcp.catalog import bind_catalog
 from toolproof.sources.mcp.common import McpCallError, McpServer, McpStartError
 from toolproof.sources.mcp.connection import McpConnection
@@ -236,7 +237,7 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         entry["transport"] = (
             {"command": [server.command, *server.args]}
             if server.command is not None
-            else {"url": server.url}
+            else {"url": redact_url(server.url or "")}
         )
         owner = f"mcp:{server.name}"
         if isinstance(outcome, BaseException):
