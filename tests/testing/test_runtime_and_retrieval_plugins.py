@@ -99,13 +99,13 @@ DOCUMENTS = {
 }
 
 
-def _config(tmp_path: Path, backend: str) -> Path:
+def _config(tmp_path: Path, retriever: str, key: str = "retriever") -> Path:
     (tmp_path / "corpus").mkdir(parents=True)
     for name, text in DOCUMENTS.items():
         (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
     config = tmp_path / "toolproof.toml"
     config.write_text(
-        f'[[retrieval]]\ncorpus = "corpus"\nbackend = "{backend}"\ncache = ".cache"\n',
+        f'[[retrieval]]\ncorpus = "corpus"\n{key} = "{retriever}"\ncache = ".cache"\n',
         encoding="utf-8",
     )
     return config
@@ -126,10 +126,36 @@ def test_a_retrieval_plugin_binds_from_the_toml_and_conforms(tmp_path: Path) -> 
         retriever.close()
 
 
-def test_an_unknown_or_broken_retrieval_backend_is_a_config_error(tmp_path: Path) -> None:
+def test_an_unknown_or_broken_retriever_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         asyncio.run(load_toolset(_config(tmp_path / "a", "nope")).__aenter__())
-    assert "retrieval[0].backend" in str(caught.value)
-    assert "unknown retrieval backend 'nope'" in str(caught.value)
+    assert (caught.value.key, caught.value.rule) == (
+        "retrieval[0].retriever",
+        "unknown retriever 'nope': the built-in one is 'fts5-bm25' and no "
+        "'toolproof.retrieval' entry point has that name",
+    )
     with pytest.raises(ConfigError, match="cannot be used: its factory raised TypeError"):
         asyncio.run(load_toolset(_config(tmp_path / "b", "sample-not-retrieval")).__aenter__())
+
+
+def test_the_old_backend_key_still_names_the_retriever_with_a_warning(tmp_path: Path) -> None:
+    config = _config(tmp_path / "old", "sample-fts", key="backend")
+
+    async def source() -> str:
+        async with load_toolset(config) as toolset:
+            return toolset["retrieve"].descriptor().source
+
+    with pytest.warns(FutureWarning) as warned:
+        assert asyncio.run(source()).startswith("retrieval:sample-fts:sha256:")
+    assert [str(w.message) for w in warned] == [
+        f"{config}: retrieval[0].backend is deprecated: write retriever = 'sample-fts' "
+        "('backend' names only a relocation backend now)"
+    ]
+    both = _config(tmp_path / "both", "sample-fts")
+    both.write_text(both.read_text(encoding="utf-8") + 'backend = "sample-fts"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(load_toolset(both).__aenter__())
+    assert (caught.value.key, caught.value.rule) == (
+        "retrieval[0].backend",
+        "'backend' is the old name of 'retriever': give only 'retriever'",
+    )

@@ -121,9 +121,9 @@ async def build_toolset(
         for index, source in enumerate(config.python):
             await import_python_source(source, file, index)
             bind_python_source(toolset, source, file, index)
-        retrieval_backends = RetrievalRegistry()  # [[retrieval]] backend names: entry points
+        retrievers = RetrievalRegistry()  # [[retrieval]] retriever names: entry points
         for index, retrieval in enumerate(config.retrieval):
-            bind_retrieval_source(toolset, retrieval, file, index, retrieval_backends)
+            bind_retrieval_source(toolset, retrieval, file, index, retrievers)
         if config.mcp:
             from toolproof.sources.mcp.source import bind_mcp_servers
 

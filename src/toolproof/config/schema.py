@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import tomllib
 import typing
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -144,9 +145,11 @@ class RetrievalSource(_Closed):
     the tool (named ``name``) searches an SQLite FTS5 index ranked by BM25. ``cache``
     is where index files are kept (default ``$TOOLPROOF_CACHE`` or
     ``~/.cache/toolproof``); ``max_chunk_bytes`` is the chunk size limit in bytes.
-    ``backend`` names another retriever, installed in the ``toolproof.retrieval``
+    ``retriever`` names another retriever, installed in the ``toolproof.retrieval``
     entry-point group: a factory ``(corpus, options) -> Retriever`` called with
-    the pinned corpus and this entry as JSON.
+    the pinned corpus and this entry as JSON. Its old name ``backend`` (which now
+    names only a relocation backend) is read with a :class:`FutureWarning` naming the
+    new key (:func:`load_config`).
     """
 
     name: str = Field(default="retrieve", pattern=TOOL_NAME_PATTERN)
@@ -154,7 +157,7 @@ class RetrievalSource(_Closed):
     max_chunk_bytes: int = Field(default=1500, ge=64, le=1_048_576)
     tokenizer: str = "porter unicode61 remove_diacritics 2"
     cache: str | None = None
-    backend: str = "fts5-bm25"
+    retriever: str = "fts5-bm25"
 
 
 class ExtensionsSection(_Closed):
@@ -277,6 +280,34 @@ def _did_you_mean(error: Any) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _renamed_keys(file: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with each ``[[retrieval]] backend`` read as ``retriever`` (warned once each).
+
+    Raises:
+        ConfigError: an entry gives both keys.
+
+    """
+    entries = raw.get("retrieval")
+    if not isinstance(entries, list):
+        return raw
+    renamed: list[Any] = []
+    for index, entry in enumerate(entries):
+        if isinstance(entry, dict) and "backend" in entry:
+            key = f"retrieval[{index}].backend"
+            if "retriever" in entry:
+                rule = "'backend' is the old name of 'retriever': give only 'retriever'"
+                raise ConfigError(str(file), key, rule)
+            warnings.warn(
+                f"{file}: {key} is deprecated: write retriever = {entry['backend']!r} "
+                "('backend' names only a relocation backend now)",
+                FutureWarning,
+                stacklevel=3,
+            )
+            entry = {("retriever" if k == "backend" else k): v for k, v in entry.items()}
+        renamed.append(entry)
+    return {**raw, "retrieval": renamed}
+
+
 def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     """Read and validate a ``toolproof.toml``.
 
@@ -297,7 +328,7 @@ def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(file), "(file)", f"not valid TOML: {exc}") from exc
     try:
-        return ToolproofConfig.model_validate(raw), raw
+        return ToolproofConfig.model_validate(_renamed_keys(file, raw)), raw
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         # An unknown key explains a "missing" one next to it (a typo): report it first.

@@ -173,12 +173,12 @@ def bind_retrieval_source(
     """Add the ``retrieve`` tool of one ``[[retrieval]]`` entry to ``toolset``.
 
     The corpus is read and pinned now (its digest is in the tool's fingerprint); the
-    index is built on the first search and cached by fingerprint. ``backend =
+    index is built on the first search and cached by fingerprint. ``retriever =
     "fts5-bm25"`` is the built-in retriever; another name is looked up in ``registry``.
 
     Raises:
         ConfigError: the corpus folder is missing, empty, or holds a bad document, or
-            the backend is unknown or broken.
+            the retriever is unknown or broken.
 
     """
     try:
@@ -186,11 +186,11 @@ def bind_retrieval_source(
     except InputError as exc:
         raise ConfigError(str(file), f"retrieval[{index}].corpus", exc.message) from None
     retriever: Retriever
-    if source.backend != "fts5-bm25":
+    if source.retriever != "fts5-bm25":
         try:
-            retriever = registry.create(source.backend, corpus, source.model_dump(mode="json"))
+            retriever = registry.create(source.retriever, corpus, source.model_dump(mode="json"))
         except InputError as exc:
-            raise ConfigError(str(file), f"retrieval[{index}].backend", exc.message) from None
+            raise ConfigError(str(file), f"retrieval[{index}].retriever", exc.message) from None
     else:
         retriever = Fts5Retriever(
             corpus,

@@ -88,7 +88,7 @@ class RetrievalRegistry(Registry[RetrievalFactory]):
         """Build the retriever ``name`` over ``corpus``.
 
         Args:
-            name: the retriever's name (``[[retrieval]] backend``).
+            name: the retriever's name (``[[retrieval]] retriever``).
             corpus: the pinned corpus.
             options: the ``[[retrieval]]`` entry as JSON.
 
@@ -101,7 +101,7 @@ class RetrievalRegistry(Registry[RetrievalFactory]):
         """
         factory, origin = self.require(
             name,
-            f"unknown retrieval backend {name!r}: the built-in one is 'fts5-bm25' and no "
+            f"unknown retriever {name!r}: the built-in one is 'fts5-bm25' and no "
             "'toolproof.retrieval' entry point has that name",
         )
         try:
