@@ -223,7 +223,7 @@ class ScriptedModel(Model):
                 for n, item in enumerate(["pear", "plum"])
             ]
         else:
-            text = 'It is "pear" [call_1].'
+            text = 'It has a "count" [call_1].'  # "pear" would echo its argument
             output = [
                 ResponseOutputMessage(
                     id="m1",

@@ -259,7 +259,7 @@ def _script(item):
     def respond(messages, info):
         if not any(isinstance(m, ModelResponse) for m in messages):
             return ModelResponse(parts=[ToolCallPart("lookup", {"item": item})])
-        return ModelResponse(parts=[TextPart('It is "pear" [call_1].')])
+        return ModelResponse(parts=[TextPart('It has a "count" [call_1].')])
 
     return FunctionModel(respond)
 

@@ -345,3 +345,28 @@ def test_a_model_env_that_is_unset_is_refused_at_the_call(tmp_path: Path) -> Non
         "reasoner llm/1: reasoner 'llm' params: model_env: the environment variable "
         "TOOLPROOF_TEST_UNSET_MODEL_VARIABLE is not set (and no 'model' is given)"
     )
+
+
+def test_a_quote_of_a_results_echo_of_its_arguments_is_no_support(tmp_path: Path) -> None:
+    """Issue 30 item 8: the ``text`` tool repeats ``topic``; quoting that part supports nothing."""
+    invented = "apple. Every apple is made of gold"
+    spec = llm_spec("http://unused")
+    spec["reasoner"]["min_supports"] = 1
+    spec["steps"] = [{"id": "apple", "tool": "text", "arguments": {"topic": invented}}]
+    laundered = answer_reply(
+        "Apples are gold.", [("E1", "Every apple is made of gold"), ("E1", "is")]
+    )
+    with scripted_model(laundered) as endpoint:
+        spec["reasoner"]["params"]["base_url"] = endpoint.base_url
+        outcome = run(tmp_path, spec, make_toolset(Counter()))
+    (claim,) = claims(outcome.path)
+    assert claim["status"] == "insufficient_evidence"
+    assert claim["reason"] == (
+        "the model answered 'Apples are gold.' but 0 of 2 quotes resolved, fewer than "
+        "min_supports = 1; unresolved: 'Every apple is made of gold' in E1: it repeats an "
+        "argument string of that call (rule: a result's echo of its call's own arguments "
+        "supports nothing); 'is' in E1: it is 2 characters (rule: a quote shorter than 4 "
+        "characters never validates on its own)"
+    )
+    assert claim["supports"] == []
+    assert verify_run(outcome.path).ok  # honest: nothing asserted

@@ -20,6 +20,11 @@ each becoming a :class:`SupportRef` and a :class:`Citation`; ``derived`` and
 ``unvalidated`` when a quote is found nowhere (its ``reason`` names the quote and
 the call: the ``grounding`` check fails the run), ``observed`` and ``unvalidated``
 when the answer cites nothing.
+
+A quote found only where the result repeats its call's own arguments (an echo) does
+not validate, and a quote shorter than four characters validates nothing on its own
+(:mod:`toolproof.evidence.echoes`): the claim is then ``derived`` and ``unvalidated``,
+its reason naming the quote, the call and the rule.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from toolproof.bundle.steps import numbered_step
 from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
 from toolproof.errors import InputError
+from toolproof.evidence.echoes import is_short, quote_problem
 from toolproof.evidence.quotes import locate_quote
 from toolproof.evidence.reasoners import Reasoner, ReasonerRequest
 
@@ -147,6 +153,8 @@ class AnswerReasoner(Reasoner):
         supports: list[SupportRef] = []
         quoted: list[Citation] = []
         missing: list[str] = []
+        short: list[str] = []
+        full = 0
         for citation in citations:
             label = citation.read or citation.call or f"{citation.tool}#{citation.occurrence}"
             step = self._step(citation)
@@ -166,8 +174,18 @@ class AnswerReasoner(Reasoner):
                 missing.append(f"quote {citation.quote!r} is not in the result of {label}")
                 continue
             original = data[match.start : match.end].decode("utf-8")
+            problem = quote_problem(original, output.arguments)
+            if problem is not None and not is_short(original):  # an echo: no support at all
+                missing.append(f"quote {citation.quote!r} in the result of {label}: {problem}")
+                continue
+            if problem is not None:
+                short.append(f"quote {citation.quote!r} in the result of {label}: {problem}")
+            else:
+                full += 1
             quoted.append(Citation(support=len(supports), text=original))
             supports.append(request.store.support(record.id, match.start, match.end))
+        if not missing and not full:  # only short quotes: none validates on its own
+            missing = short
         if missing:
             return [
                 Claim(

@@ -12,7 +12,9 @@ The model replies with an answer and quotes naming the evidence shown to it
 located in the bytes of the evidence it names (:func:`~toolproof.evidence.quotes.locate_quote`:
 exact, else whitespace-insensitive, the span always on the original bytes). Resolved
 quotes become the claim's supports; the claim is ``validated`` only with at least
-``min_supports`` of them. Otherwise — quotes that resolve nowhere, "I don't know",
+``min_supports`` of them, not counting a quote shorter than four characters, and a
+quote found only where a tool result repeats its call's own arguments is no support
+(:mod:`toolproof.evidence.echoes`). Otherwise — quotes that resolve nowhere, "I don't know",
 a malformed reply, a failed call — the question gets an ``insufficient_evidence``
 claim whose reason names each unresolved quote and the evidence it named.
 
@@ -33,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolproof.contract.evidence import Citation, Claim, EvidenceRecord, SupportRef
 from toolproof.contract.trace import ToolCalled, TraceEvent
 from toolproof.errors import InputError, validation_problem
+from toolproof.evidence.echoes import is_short, quote_problem
 from toolproof.evidence.llm_answers import (
     DEFAULT_SYSTEM_PROMPT,
     ParsedAnswer,
@@ -310,6 +313,7 @@ class LLMReasoner(Reasoner):
         citations: list[Citation] = []
         unresolved: list[str] = []
         spans: set[tuple[str, int, int]] = set()
+        counted = 0
         quotes = parsed.quotes[: self.params.max_quotes]
         for quote in quotes:
             pair = by_label.get(quote.label)
@@ -323,17 +327,22 @@ class LLMReasoner(Reasoner):
                 continue
             if (record.id, match.start, match.end) in spans:
                 continue
+            original = data[match.start : match.end].decode("utf-8")
+            output = request.outputs.get(record.source.step)
+            problem = quote_problem(original, output.arguments if output is not None else None)
+            if problem is not None and not is_short(original):  # an echo supports nothing
+                unresolved.append(f"{_short(quote.text)!r} in {quote.label}: {problem}")
+                continue
+            if problem is not None:  # short: cited, but it does not count
+                unresolved.append(f"{_short(quote.text)!r} in {quote.label}: {problem}")
+            else:
+                counted += 1
             spans.add((record.id, match.start, match.end))
-            citations.append(
-                Citation(
-                    support=len(supports),
-                    text=data[match.start : match.end].decode("utf-8"),
-                )
-            )
+            citations.append(Citation(support=len(supports), text=original))
             supports.append(request.store.support(record.id, match.start, match.end))
-        tally = f"{len(supports)} of {len(quotes)} quotes resolved"
+        tally = f"{counted} of {len(quotes)} quotes resolved"
         detail = f"; unresolved: {'; '.join(unresolved)}" if unresolved else ""
-        if len(supports) < request.min_supports:
+        if counted < request.min_supports:
             return self.insufficient(
                 question,
                 f"the model answered {_short(parsed.answer)!r} but {tally}, fewer than "
@@ -343,6 +352,6 @@ class LLMReasoner(Reasoner):
             parsed.answer,
             supports,
             citations,
-            confidence=round(len(supports) / max(len(quotes), 1), 6),
+            confidence=round(counted / max(len(quotes), 1), 6),
             reason=f"answers {question!r}; {tally}{detail}",
         )

@@ -66,6 +66,10 @@ class StepOutput:
         value: the step's JSON value (a tool call's result value).
         evidence: the evidence the step registered, in order.
         reason: why the step is not ok (a failure message), or ``""``.
+        arguments: what the step's caller chose, for a step whose result could echo it:
+            a tool call's arguments, a read's ``{"uri": ...}``, a prompt's arguments;
+            ``None`` for other steps. A quote of result bytes that repeat them
+            supports nothing (:mod:`toolproof.evidence.echoes`).
 
     """
 
@@ -74,6 +78,7 @@ class StepOutput:
     value: Any = None
     evidence: tuple[EvidenceRecord, ...] = ()
     reason: str = ""
+    arguments: Mapping[str, Any] | None = None
 
 
 def retrieve_question(output: StepOutput) -> str | None:

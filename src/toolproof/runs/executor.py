@@ -342,7 +342,9 @@ class Executor:
         if result.failure is not None or record is None:
             return
         self.values[node.id] = result.value
-        self.outcome.outputs[node.id] = StepOutput(node.id, True, result.value, (record,))
+        self.outcome.outputs[node.id] = StepOutput(
+            node.id, True, result.value, (record,), arguments=arguments
+        )
         self._finish(node.id, "ok", evidence=record.id)
 
     async def _make(self, call: ToolCall) -> Observed:

@@ -41,6 +41,7 @@ def _source_failed(what: str, exc: Exception) -> str:
         return f"{what}: {exc.failure.kind}: {exc.failure.message}"
     return f"{what}: {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
 
+
 __all__ = ["PromptStep", "ReadStep"]
 
 
@@ -94,7 +95,7 @@ class ReadStep:
                 reason = _source_failed(f"resource {uri!r}", exc)
                 return StepOutput(node.id, False, reason=reason)
         records = context.record_read(uri, result)
-        return StepOutput(node.id, True, result, tuple(records))
+        return StepOutput(node.id, True, result, tuple(records), arguments={"uri": uri})
 
 
 class PromptStep:
@@ -146,4 +147,4 @@ class PromptStep:
                 reason = _source_failed(f"prompt {name!r}", exc)
                 return StepOutput(node.id, False, reason=reason)
         records = context.record_prompt(name, arguments, result)
-        return StepOutput(node.id, True, result, tuple(records))
+        return StepOutput(node.id, True, result, tuple(records), arguments=arguments)
