@@ -44,8 +44,8 @@ name the key), ``sources`` (binding ``[[python]]`` and ``[[retrieval]]``) and
 ``root`` (building the sealed Toolset: the registries it binds from, the lock
 check, the exposure policy). The registries a Toolset binds from (extensions,
 retrievers) are built in ``root`` and passed down; a run's (reasoners,
-checks, runtimes) are a :class:`~toolproof.runs.registries.RunRegistries` given to
-the run.
+checks, runtimes) are a :class:`~toolproof.runs.registries.RunRegistries` that
+:func:`run_registries` builds and the faces give the run.
 """
 
 from toolproof.config.root import (
@@ -56,6 +56,7 @@ from toolproof.config.root import (
     extension_registry,
     load_toolset,
     lock_path_of,
+    run_registries,
 )
 from toolproof.config.schema import (
     ExtensionsSection,
@@ -96,4 +97,5 @@ __all__ = [
     "load_config",
     "load_toolset",
     "lock_path_of",
+    "run_registries",
 ]

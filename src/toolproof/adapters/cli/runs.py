@@ -40,7 +40,7 @@ from toolproof.adapters.cli.summary import count, finding_line, print_findings, 
 from toolproof.adapters.session_runs import replay_session
 from toolproof.adapters.telemetry.check import check_spans
 from toolproof.adapters.telemetry.instrument import instrument_from_config
-from toolproof.config import CONFIG, load_toolset
+from toolproof.config import CONFIG, load_toolset, run_registries
 from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
@@ -96,7 +96,12 @@ def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
             stop = instrument_from_config(toolset.resources[CONFIG].telemetry)
             try:
                 return await execute_run(
-                    loaded.spec, root=root, toolset=toolset, on_event=on_event, on_plan=on_plan
+                    loaded.spec,
+                    root=root,
+                    toolset=toolset,
+                    on_event=on_event,
+                    on_plan=on_plan,
+                    registries=run_registries(),
                 )
             finally:
                 stop()
@@ -180,7 +185,7 @@ def _verify(
 
         recover_command(directory, as_json)
         return
-    verification = verify_run(directory, policy=policy)
+    verification = verify_run(directory, policy=policy, checks=run_registries().checks)
     signatures = signature_check(directory, signers, attestations, require_signature)
     signed_ok = signatures is None or signatures.ok
     # a span that disagrees with the run: VerificationError, exit 2
@@ -270,9 +275,13 @@ def _replay(
 
     async def go() -> tuple[ReplayResult, bool, str]:
         descriptor, note = await _current_descriptor(config)
+        registries = run_registries()
         if descriptor is None:
-            return await replay_run(directory, lenient=lenient), False, note
-        return await replay_run(directory, toolset=descriptor, lenient=lenient), True, ""
+            return await replay_run(directory, lenient=lenient, registries=registries), False, note
+        replayed = await replay_run(
+            directory, toolset=descriptor, lenient=lenient, registries=registries
+        )
+        return replayed, True, ""
 
     try:
         result, compared, note = asyncio.run(go())

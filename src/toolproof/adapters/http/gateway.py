@@ -40,20 +40,28 @@ async def create_run(settings: ApiSettings, spec_json: dict[str, Any]) -> RunOut
     confine(settings.root, "runs", what="runs folder")  # never write through a symlink out
     toolset_path = confine(settings.root, spec.toolset, what="spec.toolset")
     async with load_toolset(toolset_path) as toolset:
-        return await execute_run(spec, root=settings.root, toolset=toolset)
+        return await execute_run(
+            spec, root=settings.root, toolset=toolset, registries=settings.registries
+        )
 
 
-async def verify_run(directory: Path) -> Verification:
-    """Verify a run directory (manifest, ordered checks, stored report), in a thread."""
-    return await asyncio.to_thread(verify_directory, directory)
+async def verify_run(settings: ApiSettings, directory: Path) -> Verification:
+    """Verify a run directory (manifest, ordered checks, stored report), in a thread.
+
+    Its checks are looked up in ``settings.registries.checks``.
+    """
+    checks = settings.registries.checks
+    return await asyncio.to_thread(verify_directory, directory, checks=checks)
 
 
-async def replay_run(directory: Path) -> dict[str, Any]:
+async def replay_run(settings: ApiSettings, directory: Path) -> dict[str, Any]:
     """Replay a run frozen against its recorded runtime; answer the result as JSON.
+
+    Its reasoner and checks are looked up in ``settings.registries``.
 
     Raises:
         ReplayRefused: a tampered file or an unrecorded call (HTTP 409).
 
     """
-    result = await replay_frozen(directory)
+    result = await replay_frozen(directory, registries=settings.registries)
     return result.to_json()

@@ -255,7 +255,7 @@ def diff(
 async def verify_run(run_id: RunId, settings: Settings) -> VerifyAnswer:
     """Verify the run now (manifest, trace chain, evidence, claims); answer the report."""
     directory = run_directory(settings, run_id)
-    verification = await gateway.verify_run(directory)
+    verification = await gateway.verify_run(settings, directory)
     return VerifyAnswer.model_validate(verification.to_json())
 
 
@@ -270,7 +270,7 @@ async def verify_run(run_id: RunId, settings: Settings) -> VerifyAnswer:
 async def replay_run(run_id: RunId, settings: Settings) -> ReplayAnswer:
     """Replay the run frozen (recorded results only, no live call); refused runs answer 409."""
     directory = run_directory(settings, run_id)
-    return ReplayAnswer.model_validate(await gateway.replay_run(directory))
+    return ReplayAnswer.model_validate(await gateway.replay_run(settings, directory))
 
 
 @router.get(

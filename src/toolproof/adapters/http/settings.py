@@ -8,7 +8,9 @@ from pathlib import Path
 
 from toolproof.adapters.http.tokens import is_loopback
 from toolproof.adapters.http.tokens import resolve_token as resolve_bearer
+from toolproof.config import run_registries
 from toolproof.errors import InputError
+from toolproof.runs.registries import RunRegistries
 
 __all__ = ["TOKEN_ENV", "ApiSettings", "is_loopback", "resolve_token"]
 
@@ -49,6 +51,10 @@ class ApiSettings:
             decides in; ``None``: those endpoints answer 404.
         approvers: ``{name: token}`` of the people who may use ``/v1/approvals`` (the
             name is recorded as who decided); the runs token is never one of them.
+        registries: where the reasoner, check and runtime names of the runs it creates,
+            verifies and replays resolve (:func:`toolproof.config.run_registries` by
+            default: the built-ins and the installed entry points); an application
+            registers its own plugins into the value it passes.
 
     Raises:
         InputError: no token and auth not disabled, or auth disabled on a host that
@@ -66,6 +72,7 @@ class ApiSettings:
     max_page: int = 1000
     approvals_store: Path | None = None
     approvers: Mapping[str, str] = field(default_factory=dict)
+    registries: RunRegistries = field(default_factory=run_registries)
 
     def __post_init__(self) -> None:
         if self.auth_disabled and not is_loopback(self.host):
