@@ -3,7 +3,7 @@
 A tool body may fork, double-fork, call ``setsid`` or start daemons. The pool must
 still end **every** process a worker's bodies started, on a timeout, a cancel, a
 pool close, a worker crash, or the death of the caller. Each worker gets a
-:class:`Cell`, the strongest container the host allows:
+:class:`Cell`: the strongest container the host allows, and the tree and tag always:
 
 * **a cgroup v2 of its own** (Linux 5.14+, a writable cgroup2 hierarchy: root, or a
   delegated subtree). The pool creates ``<its own cgroup>/toolproof-<pid>-<tag>``
@@ -11,8 +11,10 @@ pool close, a worker crash, or the death of the caller. Each worker gets a
   before it can fork, should that move come late); every process it starts is born
   inside and cannot leave (moving needs write access to another cgroup's
   ``cgroup.procs``). ``cgroup.kill`` ends all of them in one atomic kernel
-  operation, which even a process forking in a loop cannot outrun;
-* otherwise **a tree and a tag**, which need no privilege and which detaching does
+  operation, which even a process forking in a loop cannot outrun. A body running
+  as **root** can leave (write its pid to the root ``cgroup.procs``), so
+  :meth:`Cell.kill` freezes the cgroup, kills the tree and the tag, then the cgroup;
+* in every cell **a tree and a tag**, which need no privilege and which detaching does
   not remove: every worker is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``),
   so an orphan anywhere below it (the grandchild of a double fork, a process that
   called ``setsid``) is re-parented to the worker, never to ``init``, while the
@@ -46,6 +48,7 @@ __all__ = [
     "CGROUP_ENV",
     "TAG_ENV",
     "Cell",
+    "cgroup_freeze",
     "cgroup_kill",
     "descendants",
     "join_cell",
@@ -374,6 +377,19 @@ def join_cell() -> bool:
     return True
 
 
+def cgroup_freeze(path: Path) -> bool:
+    """Freeze the cgroup ``path`` (``cgroup.freeze``): nothing inside forks any more.
+
+    A frozen process still dies of ``SIGKILL`` and ``cgroup.kill``. Returns False where
+    the kernel has no ``cgroup.freeze`` (before Linux 5.2) or refuses it.
+    """
+    try:
+        (path / "cgroup.freeze").write_text("1", encoding="ascii")
+    except OSError:
+        return False
+    return True
+
+
 def cgroup_kill(path: Path) -> bool:
     """Kill every process in the cgroup ``path`` (``cgroup.kill``); False if unsupported."""
     try:
@@ -442,7 +458,12 @@ class Cell:
             self.close()
 
     def kill(self, root: int | None, *, pidfd: int = -1) -> None:
-        """Kill every process of the cell.
+        """Kill every process of the cell; a killed cell is not used again.
+
+        With a cgroup: freeze it, kill the tree and the tag (:func:`kill_tree`: what a
+        body running as root moved out of the cgroup is still below the worker and
+        carries the tag), then ``cgroup.kill`` what is left inside. Without: the tree
+        and the tag only.
 
         Args:
             root: the worker's pid if it is not yet reaped, else ``None``.
@@ -450,9 +471,11 @@ class Cell:
                 were reused (:func:`kill_tree`).
 
         """
-        if self.cgroup is not None and cgroup_kill(self.cgroup):
-            return
-        kill_tree(root, self.tag, root_pidfd=pidfd)
+        if self.cgroup is not None:
+            cgroup_freeze(self.cgroup)
+        kill_tree(root, self.tag, root_pidfd=pidfd)  # also what left the cgroup (as root)
+        if self.cgroup is not None:
+            cgroup_kill(self.cgroup)
 
     def close(self) -> None:
         """Kill what is left and remove the cgroup (idempotent)."""

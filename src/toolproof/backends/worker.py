@@ -225,7 +225,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _end_worker(code: int, *, flush: bool = False) -> NoReturn:
     """Kill every process the bodies started, then end this worker at once.
 
-    With a cgroup, one ``cgroup.kill`` ends them and this worker together. With
+    The tree and the tag (:func:`kill_tree`) first, which also find what a body running
+    as root moved out of the cgroup; then, with a cgroup, one ``cgroup.kill`` ends what
+    is inside and this worker together. With
     ``flush`` (the pool closed the pipe: called from the loop, holding no lock of the
     span processor), spans still buffered are exported first (at most 2 s; nothing with
     telemetry off); a signal handler or the parent watch never flushes, so a worker
@@ -233,9 +235,12 @@ def _end_worker(code: int, *, flush: bool = False) -> NoReturn:
     """
     if flush:
         hooks.flush(2.0)
+    # The tree and the tag first: they also find what a body running as root moved out
+    # of the cgroup; then cgroup.kill ends what is inside, this worker with it.
+    kill_tree(os.getpid(), os.environ.get(TAG_ENV))
     cgroup = os.environ.get(CGROUP_ENV)
-    if not (cgroup and cgroup_kill(Path(cgroup))):
-        kill_tree(os.getpid(), os.environ.get(TAG_ENV))
+    if cgroup:
+        cgroup_kill(Path(cgroup))
     os._exit(code)
 
 
