@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import subprocess
@@ -167,12 +168,24 @@ def test_a_recording_cassette_session_hides_the_ungated_base_like_every_face(
     assert not side.exists()
 
 
-def test_a_gated_combo_that_is_quarantined_still_hides_the_ungated_base(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("combo", "gate", "exposed_gate"),
+    [
+        # retry is refused on the non-idempotent tool: layer 0, before the gate, so
+        # nothing binds and the gate the config asked for did not bind
+        ('["retry", "approve"]', "delete_branch_retry_approve (quarantined)", []),
+        # the gate binds (the valid prefix); retry outside it is refused
+        ('["approve", "retry"]', "delete_branch_approve", ["delete_branch_approve"]),
+    ],
+)
+def test_a_gated_combo_that_is_quarantined_still_hides_the_ungated_base(
+    tmp_path: Path, combo: str, gate: str, exposed_gate: list[str]
+) -> None:
     """A gate the config asks for but that did not bind fails closed, not open."""
     config = tmp_path / "toolproof.toml"
     config.write_text(
         f'[[python]]\nmodule = "approve_fixture_tools"\npath = "{HERE}"\n\n'
-        '[tools.delete_branch]\nextensions = [["approve", "retry"]]\n',
+        f"[tools.delete_branch]\nextensions = [{combo}]\n",
         encoding="utf-8",
     )
     spec = RunSpec.model_validate(
@@ -185,12 +198,12 @@ def test_a_gated_combo_that_is_quarantined_still_hides_the_ungated_base(tmp_path
             return quarantined, toolset.hidden(), [t.name for t in toolset.exposed()]
 
     quarantined, hidden, exposed = asyncio.run(main())
-    assert quarantined == ["delete_branch_approve_retry"]
+    assert quarantined == ["delete_branch_" + "_".join(json.loads(combo))]
     assert hidden == {
-        "delete_branch": "ungated: delete_branch_approve_retry (quarantined) gates "
-        "delete_branch (name it in [serve] expose to show it)"
+        "delete_branch": f"ungated: {gate} gates delete_branch (name it in [serve] expose to "
+        "show it)"
     }
-    assert exposed == ["list_branches"]
+    assert exposed == [*exposed_gate, "list_branches"]
 
     async def planned() -> None:
         async with load_toolset(config) as toolset:

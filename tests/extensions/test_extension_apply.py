@@ -81,7 +81,7 @@ def test_same_name_with_another_config_is_refused() -> None:
     [item] = toolset.quarantined
     assert item.to_json() == {
         "name": "add_retry_cache",
-        "field": "combo[1]",
+        "field": "combo[1][0]",
         "rule": "cannot apply combo [retry, cache] to tool 'add': variant name 'add_retry' is "
         "minted twice with different configs (rule: one name, one variant)",
         "owner": "extensions",
@@ -120,12 +120,58 @@ def test_variant_name_longer_than_64_is_refused() -> None:
     )
 
 
-def test_refused_combo_binds_nothing_and_others_still_bind() -> None:
+def test_a_refused_combo_binds_its_valid_prefix_and_others_still_bind() -> None:
     toolset = toolset_with(make_tool())
-    assert apply(toolset, "add", elements("retry", "nope"), elements("cache")) == ["add_cache"]
-    assert toolset.names() == ["add", "add_cache"]
+    added = apply(toolset, "add", elements("retry", "nope", "cache"), elements("cache"))
+    assert added == ["add_retry", "add_cache"]
+    assert toolset.names() == ["add", "add_cache", "add_retry"]
     [item] = toolset.quarantined
-    assert (item.name, item.field) == ("add_retry_nope", "combo[0]")
+    assert item.to_json() == {
+        "name": "add_retry_nope_cache",
+        "field": "combo[0][1]",
+        "rule": "cannot apply combo [retry, nope, cache] to tool 'add': unknown extension "
+        f"'nope' (registered: {REGISTERED}) (its valid prefix binds: add_retry)",
+        "owner": "extensions",
+    }
+
+
+def test_the_readme_combo_binds_retry_and_quarantines_timeout_naming_it() -> None:
+    """``[["retry", "timeout"]]`` without ``seconds``: ``add_retry`` binds (issue 30 item 20)."""
+    toolset = toolset_with(make_tool())
+    assert apply(toolset, "add", elements("retry", "timeout")) == ["add_retry"]
+    [item] = toolset.quarantined
+    assert (item.name, item.field, item.rule) == (
+        "add_retry_timeout",
+        "combo[0][1]",
+        "cannot apply combo [retry, timeout] to tool 'add': invalid config for extension "
+        "'timeout': seconds: Field required (its valid prefix binds: add_retry)",
+    )
+
+
+def test_the_first_invalid_layer_is_the_refusal_and_a_shared_prefix_is_named() -> None:
+    registry = registry_with(("backend", "proc", passthrough), ("backend", "pool", passthrough))
+    toolset = toolset_with(make_tool())
+    added = apply(
+        toolset,
+        "add",
+        elements("proc"),
+        elements("proc", "retry", "pool", "nope"),
+        registry=registry,
+    )
+    assert added == ["add_proc", "add_proc_retry"]
+    [item] = toolset.quarantined
+    assert (item.field, item.rule) == (
+        "combo[1][2]",
+        "cannot apply combo [proc, retry, pool, nope] to tool 'add': two backend extensions "
+        "('proc' and 'pool') in one combo (rule: backend is not multiple: at most one per "
+        "combo) (its valid prefix binds: add_proc, add_proc_retry)",
+    )
+
+
+def test_build_combo_stays_all_or_nothing() -> None:
+    with pytest.raises(ExtensionError) as refused:
+        build_combo(make_tool(), elements("retry", "nope"))
+    assert refused.value.fields["combo"] == ["retry", "nope"]
 
 
 def test_unknown_extension() -> None:
@@ -401,3 +447,18 @@ def test_kind_is_read_from_properties_for_a_backend_variant() -> None:
     registry = registry_with(("backend", "proc", passthrough))
     [(_, variant)] = build_combo(make_tool(), elements("proc"), registry=registry)
     assert variant.descriptor().stack[0].kind == ExtensionKind.BACKEND == "backend"
+
+
+def test_a_later_combo_cannot_mint_a_refused_name_with_another_config() -> None:
+    registry = registry_with(("wrapper", "p", passthrough))
+    toolset = toolset_with(make_tool())
+    first = elements("retry", ("retry", {"attempts": 0}))
+    second = elements("retry", ("retry", {"attempts": 2}), "p")
+    assert apply(toolset, "add", first, second, registry=registry) == ["add_retry"]
+    rules = {item.name: (item.field, item.rule) for item in toolset.quarantined}
+    assert rules["add_retry_retry_p"] == (
+        "combo[1][1]",
+        "cannot apply combo [retry, retry, p] to tool 'add': variant name 'add_retry_retry' is "
+        "minted twice with different configs (rule: one name, one variant) (its valid prefix "
+        "binds: add_retry)",
+    )

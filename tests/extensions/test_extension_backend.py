@@ -113,8 +113,10 @@ def test_locality_wrapper_outside_the_backend_is_quarantined() -> None:
         registry=registry,
         context=ApplyContext(toolset=toolset),
     )
-    assert toolset.names() == ["add"]
+    assert toolset.names() == ["add", "add_loop"]  # the valid prefix binds
+    assert toolset.quarantined[0].field == "combo[0][1]"
     assert toolset.quarantined[0].rule.endswith(
         "extension 'proxy' requires body locality but is placed after (outside) relocating "
-        "extension 'loop' (rule: put it before 'loop' in the combo so it runs where the body runs)"
+        "extension 'loop' (rule: put it before 'loop' in the combo so it runs where the body "
+        "runs) (its valid prefix binds: add_loop)"
     )

@@ -144,7 +144,7 @@ def test_load_toolset_binds_variants_and_quarantines_the_rest(tmp_path: Path) ->
         "module is broken on purpose",
         "owner": "extensions",
     }
-    assert by_name["add_nope"]["field"] == "tools.add.extensions[2]"
+    assert by_name["add_nope"]["field"] == "tools.add.extensions[2][0]"
     assert by_name["write_note_retry"]["rule"] == (
         "cannot apply combo [retry] to tool 'write_note': 'retry' refused on tool 'write_note': "
         "it is marked neither read-only nor idempotent (rule: mark the tool read-only or "
@@ -153,9 +153,10 @@ def test_load_toolset_binds_variants_and_quarantines_the_rest(tmp_path: Path) ->
         "config force = true)"
     )
     assert by_name["write_note_retry_audit"]["rule"] == (
-        "cannot apply combo [retry, audit] to tool 'write_note': invalid config for extension "
-        "'audit': path: Field required"
-    )
+        "cannot apply combo [retry, audit] to tool 'write_note': variant name "
+        "'write_note_retry' is minted twice with different configs (rule: one name, one variant)"
+    )  # combo [0] was refused as write_note_retry with the default config: one name, one variant
+    assert by_name["write_note_retry_audit"]["field"] == "tools.write_note.extensions[1][0]"
     assert by_name["spread_cache"]["rule"].startswith("base tool 'spread' is quarantined: ")
     assert [item["name"] for item in quarantined] == [
         "spread",

@@ -7,6 +7,10 @@ extension's kind. Each refusal is an :class:`ExtensionError` whose message names
 the tool, the combo and the rule::
 
     cannot apply combo [retry, nope] to tool 'add': unknown extension 'nope' (registered: ...)
+
+The layers are checked and built in order; from ``toolproof.toml``
+(:func:`apply_combos`) a combo binds its valid prefix (``add_retry`` above) and is
+quarantined from its first invalid layer.
 """
 
 from __future__ import annotations
@@ -67,41 +71,46 @@ def combo_text(combo: Sequence[ComboElement]) -> str:
 
 
 def _resolve(
-    combo: Sequence[ComboElement], registry: ExtensionRegistry, base: Tool
-) -> list[tuple[Extension, Any, str]]:
-    resolved: list[tuple[Extension, Any, str]] = []
-    for element in combo:
-        ext = registry.get(element.name)
-        if ext is None:
+    element: ComboElement,
+    registry: ExtensionRegistry,
+    earlier: Sequence[tuple[str, ExtensionKind]],
+) -> tuple[Extension, Any, str]:
+    """Resolve one layer: its extension, validated config and config digest.
+
+    Args:
+        element: the layer.
+        registry: where its name resolves.
+        earlier: ``(name, kind)`` of every layer inside it (the base's stack, then the
+            combo's layers before it), innermost first.
+
+    Raises:
+        ExtensionError: unknown extension, invalid config, a second extension of a kind
+            that is not ``multiple``, or a body-local extension outside a relocating one.
+
+    """
+    ext = registry.get(element.name)
+    if ext is None:
+        raise ExtensionError(
+            f"unknown extension {element.name!r} (registered: {', '.join(registry.names())})"
+        )
+    config, config_digest = ext.parse_config(element.config)
+    if not ext.kind.multiple:
+        names = [name for name, kind in earlier if kind == ext.kind]
+        if names:
+            quoted = " and ".join(repr(name) for name in (*names, ext.name))
             raise ExtensionError(
-                f"unknown extension {element.name!r} (registered: {', '.join(registry.names())})"
+                f"two {ext.kind} extensions ({quoted}) in one combo "
+                f"(rule: {ext.kind} is not multiple: at most one per combo)"
             )
-        config, config_digest = ext.parse_config(element.config)
-        resolved.append((ext, config, config_digest))
-    kinds = [(layer.name, ExtensionKind(layer.kind)) for layer in base.stack]
-    kinds += [(ext.name, ext.kind) for ext, _, _ in resolved]
-    for kind in ExtensionKind:
-        if kind.multiple:
-            continue
-        names = [name for name, other in kinds if other == kind]
-        if len(names) > 1:
-            quoted = " and ".join(repr(name) for name in names)
-            raise ExtensionError(
-                f"two {kind} extensions ({quoted}) in one combo "
-                f"(rule: {kind} is not multiple: at most one per combo)"
-            )
-    for index, (ext, _, _) in enumerate(resolved):
-        if not ext.requires_body_locality:
-            continue
-        outer = len(base.stack) + index
-        relocating = [name for name, kind in kinds[:outer] if kind.relocates_execution]
+    if ext.requires_body_locality:
+        relocating = [name for name, kind in earlier if kind.relocates_execution]
         if relocating:
             raise ExtensionError(
                 f"extension {ext.name!r} requires body locality but is placed after (outside) "
                 f"relocating extension {relocating[0]!r} (rule: put it before {relocating[0]!r} "
                 "in the combo so it runs where the body runs)"
             )
-    return resolved
+    return ext, config, config_digest
 
 
 def _check_variant(ext: Extension, inner: Tool, variant: Any, name: str) -> None:
@@ -185,6 +194,90 @@ def _layer(
 Key = tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class _Built:
+    """One combo built as far as it is valid.
+
+    Attributes:
+        added: the new ``(key, variant)`` pairs of the valid prefix, innermost first.
+        prefix: the names of every variant of the valid prefix (reused ones too).
+        refusal: the first invalid layer's error (its message names tool, combo, rule).
+        layer: that layer's index in the combo.
+        claimed: the refused layer's variant name and key (its config digest ``""`` when
+            the config did not validate): a later combo may not mint that name otherwise.
+
+    """
+
+    added: list[tuple[Key, Tool]]
+    prefix: list[str]
+    refusal: ExtensionError | None = None
+    layer: int = 0
+    claimed: tuple[str, Key] | None = None
+
+
+def _build(
+    base: Tool,
+    combo: Sequence[ComboElement],
+    registry: ExtensionRegistry,
+    is_taken: Callable[[str], bool],
+    minted: Mapping[str, tuple[Key, Tool]],
+    context: Any,
+    refused: Mapping[str, Key] | None = None,
+) -> _Built:
+    """Build the layers of ``combo`` in order, up to the first invalid one (see build_combo).
+
+    ``refused`` maps the variant names earlier combos tried and were refused to their
+    keys: minting one of them with another config is refused (one name, one variant).
+    """
+    added: list[tuple[Key, Tool]] = []
+    prefix: list[str] = []
+    earlier = [(layer.name, ExtensionKind(layer.kind)) for layer in base.stack]
+    inner: Tool = base
+    key: Key = ()
+    claimed: tuple[str, Key] | None = None
+    try:
+        if not combo:
+            raise ExtensionError("a combo needs at least one extension")
+        for element in combo:
+            name = f"{inner.name}_{element.name}"
+            claimed = (name, (*key, (element.name, "")))  # "": a config that did not validate
+            ext, config, config_digest = _resolve(element, registry, earlier)
+            earlier.append((ext.name, ext.kind))
+            key = (*key, (ext.name, config_digest))
+            claimed = (name, key)
+            recorded = minted.get(name)
+            other = recorded[0] if recorded is not None else (refused or {}).get(name)
+            if other is not None and other != key:
+                raise ExtensionError(
+                    f"variant name {name!r} is minted twice with different configs "
+                    "(rule: one name, one variant)"
+                )
+            if recorded is not None:
+                inner = recorded[1]
+                prefix.append(name)
+                continue
+            if TOOL_NAME_RE.match(name) is None:
+                raise ExtensionError(f"variant name {name!r} must match {TOOL_NAME_PATTERN}")
+            if is_taken(name) or any(tool.name == name for _, tool in added):
+                raise ExtensionError(
+                    f"variant name {name!r} is already taken (rule: an extension mints a new "
+                    "name and never replaces a tool)"
+                )
+            inner = _layer(ext, config, config_digest, inner, name, context)
+            added.append((key, inner))
+            prefix.append(name)
+    except ExtensionError as exc:
+        refusal = ExtensionError(
+            exc.rule,
+            message=f"cannot apply combo {combo_text(combo)} to tool {base.name!r}: {exc.rule}",
+            tool=base.name,
+            combo=[element.name for element in combo],
+        )
+        refusal.__cause__ = exc
+        return _Built(added, prefix, refusal, len(prefix), claimed)  # one name per valid layer
+    return _Built(added, prefix)
+
+
 def build_combo(
     base: Tool,
     combo: Sequence[ComboElement],
@@ -194,7 +287,11 @@ def build_combo(
     minted: Mapping[str, tuple[Key, Tool]] | None = None,
     context: Any = None,
 ) -> list[tuple[Key, Tool]]:
-    """Build the variants of one combo over ``base``, innermost first.
+    """Build the variants of one combo over ``base``, innermost first; all or nothing.
+
+    The layers are checked and built in order (innermost first); the first invalid one
+    is the refusal. :func:`apply_combos` binds the valid prefix before it; this
+    function returns nothing when any layer is refused.
 
     Args:
         base: the tool the combo extends.
@@ -209,48 +306,14 @@ def build_combo(
         The new ``(key, variant)`` pairs; prefixes found in ``minted`` are not repeated.
 
     Raises:
-        ExtensionError: a refusal naming the tool, the combo and the rule; nothing is bound.
+        ExtensionError: the first invalid layer's refusal, naming the tool, the combo and
+            the rule; nothing is returned.
 
     """
-    registry = registry or ExtensionRegistry()
-    minted = minted or {}
-    try:
-        if not combo:
-            raise ExtensionError("a combo needs at least one extension")
-        resolved = _resolve(combo, registry, base)
-        built: list[tuple[Key, Tool]] = []
-        inner: Tool = base
-        key: Key = ()
-        for ext, config, config_digest in resolved:
-            name = f"{inner.name}_{ext.name}"
-            key = (*key, (ext.name, config_digest))
-            if name in minted:
-                known_key, known = minted[name]
-                if known_key != key:
-                    raise ExtensionError(
-                        f"variant name {name!r} is minted twice with different configs "
-                        "(rule: one name, one variant)"
-                    )
-                inner = known
-                continue
-            if TOOL_NAME_RE.match(name) is None:
-                raise ExtensionError(f"variant name {name!r} must match {TOOL_NAME_PATTERN}")
-            if is_taken(name) or any(tool.name == name for _, tool in built):
-                raise ExtensionError(
-                    f"variant name {name!r} is already taken (rule: an extension mints a new "
-                    "name and never replaces a tool)"
-                )
-            inner = _layer(ext, config, config_digest, inner, name, context)
-            built.append((key, inner))
-        return built
-    except ExtensionError as exc:
-        names = [element.name for element in combo]
-        raise ExtensionError(
-            exc.rule,
-            message=f"cannot apply combo {combo_text(combo)} to tool {base.name!r}: {exc.rule}",
-            tool=base.name,
-            combo=names,
-        ) from exc
+    built = _build(base, combo, registry or ExtensionRegistry(), is_taken, minted or {}, context)
+    if built.refusal is not None:
+        raise built.refusal
+    return built.added
 
 
 def apply_combos(
@@ -262,10 +325,14 @@ def apply_combos(
     context: Any = None,
     field_prefix: str = "",
 ) -> list[Tool]:
-    """Apply each combo to the tool ``tool`` of ``toolset``; quarantine each refused combo.
+    """Apply each combo to the tool ``tool`` of ``toolset``; quarantine from each refused layer.
 
-    A refused combo binds nothing (its shared prefixes from other combos stay), and
-    every other combo and tool still binds.
+    The layers of a combo bind in order, innermost first, up to its first invalid layer:
+    ``[retry, timeout]`` whose ``timeout`` lacks ``seconds`` binds ``t_retry`` and
+    quarantines the combo's variant ``t_retry_timeout`` with the field of the invalid
+    layer (``tools.t.extensions[0][1]``), the refusal's message and the valid prefix
+    that bound. Every other combo and tool still binds. When an ``approve`` layer is at
+    or after the refused one, the base's ungated tools stay hidden (fail closed).
 
     Args:
         toolset: the unsealed Toolset holding ``tool``.
@@ -283,27 +350,28 @@ def apply_combos(
 
     """
     base = toolset[tool]
+    registry = registry or ExtensionRegistry()
     minted: dict[str, tuple[Key, Tool]] = {}
+    refused: dict[str, Key] = {}
     added: list[Tool] = []
     for index, combo in enumerate(combos):
-        try:
-            built = build_combo(
-                base,
-                combo,
-                registry=registry,
-                is_taken=toolset.__contains__,
-                minted=minted,
-                context=context,
-            )
-        except ExtensionError as exc:
-            name = "_".join([tool, *(element.name for element in combo)])
-            where = f"{field_prefix}[{index}]" if field_prefix else f"combo[{index}]"
-            toolset.quarantine(name, where, exc.message, owner="extensions")
-            if any(element.name == GATE_EXTENSION for element in combo):
-                toolset.refuse_gate(tool, name)  # its siblings stay hidden: fail closed
-            continue
-        for key, variant in built:
+        built = _build(base, combo, registry, toolset.__contains__, minted, context, refused)
+        for key, variant in built.added:
             toolset.add(variant, owner=f"extensions:{combo_text(combo)}")
             minted[variant.name] = (key, variant)
             added.append(variant)
+        if built.refusal is None:
+            continue
+        if built.claimed is not None:
+            refused.setdefault(*built.claimed)
+        name = "_".join([tool, *(element.name for element in combo)])
+        where = f"{field_prefix}[{index}]" if field_prefix else f"combo[{index}]"
+        if combo:
+            where += f"[{built.layer}]"
+        rule = built.refusal.message
+        if built.prefix:
+            rule += f" (its valid prefix binds: {', '.join(built.prefix)})"
+        toolset.quarantine(name, where, rule, owner="extensions")
+        if any(element.name == GATE_EXTENSION for element in combo[built.layer :]):
+            toolset.refuse_gate(tool, name)  # its siblings stay hidden: fail closed
     return added

@@ -2,10 +2,11 @@
 
 Standard output carries exactly one canonical JSON document (RFC 8785): the result's
 value (exit 0), or the :class:`~toolproof.ToolFailure` (exit 1, its kind and message
-also as one ``error:`` line on stderr). Whatever the tools print while they load and
-run goes to stderr, so stdout stays one document. ``--record ROOT`` records the call
-as a session run under ``ROOT/runs/`` (the recorder of ``record_session`` and
-``serve --record``) and prints its path on stderr.
+also as one ``error:`` line on stderr). Whatever the tools write to stdout while they
+load and run (``print``, fd 1, child processes) goes to stderr, so stdout stays one
+document; what did not bind is shown on stderr first (the quarantine table).
+``--record ROOT`` records the call as a session run under ``ROOT/runs/`` (the
+recorder of ``record_session`` and ``serve --record``) and prints its path on stderr.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +32,21 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.cli.tools import print_quarantine
 from toolproof.adapters.session_runs import record_session
 from toolproof.config import load_toolset
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError, ToolCallError
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["CLOSE_MATCHES", "KNOWN_SHOWN", "call_task", "parse_arguments", "register"]
+__all__ = [
+    "CLOSE_MATCHES",
+    "KNOWN_SHOWN",
+    "call_task",
+    "parse_arguments",
+    "register",
+    "stdout_to_stderr",
+]
 
 CLOSE_MATCHES = 3
 """How many similar tool names an unknown name's error suggests (``difflib``, cutoff 0.6)."""
@@ -81,7 +92,14 @@ def parse_arguments(text: str) -> dict[str, Any]:
 
 
 def _unknown(name: str, toolset: Toolset, config: Path) -> InputError:
-    """The error of a name no exposed tool has, with the closest names when there are any."""
+    """The error of a name no exposed tool has: its quarantine rule, or the closest names."""
+    quarantined = [item for item in toolset.quarantined if item.name == name]
+    if quarantined:
+        return InputError(
+            f"tool {name!r} in {config} is quarantined, not bound: {quarantined[0].rule}",
+            tool=name,
+            rule="quarantined",
+        )
     names = [tool.name for tool in toolset.exposed()]
     close = difflib.get_close_matches(name, names, n=CLOSE_MATCHES)
     if close:
@@ -109,6 +127,7 @@ async def _call(
 
     """
     async with load_toolset(config) as toolset:
+        print_quarantine(toolset)
         tool = toolset.exposed_tool(name)  # a hidden tool reads as an unknown one, as served
         if tool is None:
             raise _unknown(name, toolset, config)
@@ -118,6 +137,31 @@ async def _call(
             result = await session.call(name, arguments)
         assert session.run_id is not None  # set when the block ends
         return result, record / "runs" / session.run_id
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout inside the block to stderr.
+
+    ``print`` (``sys.stdout``) and file descriptor 1 both: ``os.write(1, ...)``, a C
+    extension, a child process (a ``process`` backend worker) started inside the block.
+    Both are put back when the block ends. Without a usable fd 1 (closed), only
+    ``sys.stdout`` is redirected.
+    """
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)  # not inheritable (PEP 446)
+        os.dup2(2, 1)
+    except OSError:
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def register(app: typer.Typer) -> None:
@@ -140,8 +184,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Call one tool and print its result as JSON (exit 0), or its failure (exit 1)."""
         arguments = parse_arguments(args)
-        # stdout carries one JSON document: what the tools print goes to stderr
-        with contextlib.redirect_stdout(sys.stderr):
+        with stdout_to_stderr():  # stdout carries one JSON document
             result, run = run_async(_call(name, arguments, config, record))
         if run is not None:
             err_console.print(f"toolproof: recorded 1 call in {run}", markup=False)

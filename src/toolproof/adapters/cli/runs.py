@@ -37,6 +37,7 @@ from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, Roo
 from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
+from toolproof.adapters.cli.tools import print_quarantine
 from toolproof.adapters.session_runs import replay_session
 from toolproof.adapters.telemetry.check import check_spans
 from toolproof.adapters.telemetry.instrument import instrument_from_config
@@ -93,6 +94,7 @@ def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
 
     async def go() -> RunOutcome:
         async with load_toolset(loaded.toolset_path) as toolset:
+            print_quarantine(toolset)
             stop = instrument_from_config(toolset.resources[CONFIG].telemetry)
             try:
                 return await execute_run(

@@ -25,6 +25,7 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.cli.summary import count
+from toolproof.adapters.cli.tools import print_quarantine
 from toolproof.adapters.telemetry.instrument import instrument_from_config
 from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
@@ -147,6 +148,7 @@ async def _serve_loaded(
 
     clean = True
     async with load_toolset(config) as toolset:
+        print_quarantine(toolset)
         recording = open_recording(record, toolset) if record is not None else None
         failed = True
         stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)

@@ -16,6 +16,7 @@ from toolproof.adapters.cli.app import (
     ToolproofGroup,
     docs_epilog,
     emit_json,
+    err_console,
     exit_for,
     out_console,
     run_async,
@@ -27,7 +28,7 @@ from toolproof.identity import canonical_json
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["layer_chain", "register", "tools_app"]
+__all__ = ["layer_chain", "print_quarantine", "quarantine_table", "register", "tools_app"]
 
 tools_app = typer.Typer(
     cls=ToolproofGroup,
@@ -114,13 +115,7 @@ def _print_listing(config: Path, listing: dict[str, Any]) -> None:
         table.add_row(*(Text(cell) for cell in cells))  # Text: user text is never markup
     out_console.print(table)
     if listing["quarantined"]:
-        quarantine = Table(title="quarantined")
-        for column in ("name", "field", "rule", "owner"):
-            quarantine.add_column(column, overflow="fold")
-        for item in listing["quarantined"]:
-            cells = (item["name"], item["field"], item["rule"], item["owner"])
-            quarantine.add_row(*(Text(cell) for cell in cells))
-        out_console.print(quarantine)
+        out_console.print(quarantine_table(listing["quarantined"]))
     if listing.get("hidden"):
         hidden = Table(title="hidden from serve, sessions and run specs")
         for column in ("name", "reason"):
@@ -129,6 +124,33 @@ def _print_listing(config: Path, listing: dict[str, Any]) -> None:
             hidden.add_row(Text(item["name"]), Text(item["reason"]))
         out_console.print(hidden)
     out_console.print(f"descriptor {listing['descriptor_digest']}")
+
+
+def quarantine_table(items: list[dict[str, Any]]) -> Table:
+    """The table of quarantined items (``Quarantined.to_json()`` each): name, field, rule, owner."""
+    quarantine = Table(title="quarantined")
+    for column in ("name", "field", "rule", "owner"):
+        quarantine.add_column(column, overflow="fold")
+    for item in items:
+        cells = (item["name"], item["field"], item["rule"], item["owner"])
+        quarantine.add_row(*(Text(cell) for cell in cells))  # Text: user text is never markup
+    return quarantine
+
+
+def print_quarantine(toolset: Toolset) -> None:
+    """Print ``toolset``'s quarantine table on stderr, when anything is quarantined.
+
+    What ``serve``, ``run`` and ``call`` show before they start, so a tool or variant
+    that did not bind is named with its rule rather than found missing later.
+    """
+    if toolset.quarantined:
+        items = [item.to_json() for item in toolset.quarantined]
+        err_console.print(quarantine_table(items))
+        err_console.print(
+            f"toolproof: {len(items)} quarantined, not bound "
+            "(`toolproof tools list --strict` exits 1 on this)",
+            markup=False,
+        )
 
 
 def layer_chain(tool: Tool) -> list[dict[str, Any]]:
