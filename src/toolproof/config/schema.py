@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from toolproof.contract.bounds import Seconds
+from toolproof.contract.bounds import STDIO_MESSAGE_BYTES, MessageBytes, Seconds
 from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.policy import ApprovalPolicy
@@ -77,7 +77,8 @@ class McpSource(_Closed):
     Exactly one of ``command`` (stdio: with ``args``, ``env``, ``cwd``) and ``url``
     (streamable HTTP: with ``headers``) is given. Tool names become
     ``<prefix>_<tool>``; ``prefix`` defaults to ``name`` and ``prefix = ""`` keeps
-    the server's names. ``startup_timeout`` and ``call_timeout`` are seconds.
+    the server's names. ``startup_timeout`` and ``call_timeout`` are seconds;
+    ``max_message_bytes`` bounds one JSON-RPC message the stdio server writes.
     ``include``/``exclude`` are globs over the server's tool names (see
     :mod:`toolproof.tools.filters`). See ``docs/mcp.md``.
     """
@@ -92,6 +93,7 @@ class McpSource(_Closed):
     prefix: str | None = None
     startup_timeout: Seconds = 30.0
     call_timeout: Seconds = 60.0
+    max_message_bytes: MessageBytes = STDIO_MESSAGE_BYTES
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
 
@@ -100,7 +102,8 @@ class McpSource(_Closed):
         if (self.url is None) == (self.command is None):
             raise ValueError("give exactly one of 'command' (stdio) and 'url' (streamable HTTP)")
         if self.url is not None:
-            stdio_only = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+            keys = ("args", "env", "cwd", "max_message_bytes")
+            stdio_only = [k for k in keys if k in self.model_fields_set]
             if stdio_only:
                 raise ValueError(
                     f"{stdio_only[0]!r} applies to stdio servers ('command'), not 'url'"
@@ -133,6 +136,7 @@ class McpSource(_Closed):
             prefix=self.prefix,
             startup_timeout=self.startup_timeout,
             call_timeout=self.call_timeout,
+            max_message_bytes=self.max_message_bytes,
             include=tuple(self.include) if self.include is not None else None,
             exclude=tuple(self.exclude),
         )
@@ -190,11 +194,13 @@ class ServeSection(_Closed):
     ``expose``: tool-name globs shown although a variant of their base is gated by
     ``approve`` (hidden otherwise); ``hide``: tool-name globs never shown (wins over
     ``expose``). Each glob must match a tool of the file (see
-    :mod:`toolproof.tools.exposure`).
+    :mod:`toolproof.tools.exposure`). ``max_message_bytes``: the longest JSON-RPC
+    message ``toolproof serve`` reads from a stdio client (one line, bytes).
     """
 
     expose: list[str] = Field(default_factory=list)
     hide: list[str] = Field(default_factory=list)
+    max_message_bytes: MessageBytes = STDIO_MESSAGE_BYTES
 
     @field_validator("expose", "hide")
     @classmethod

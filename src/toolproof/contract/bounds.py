@@ -14,7 +14,19 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-__all__ = ["MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "Delay", "Rate", "Seconds"]
+__all__ = [
+    "MAX_COUNT",
+    "MAX_MESSAGE_BYTES",
+    "MAX_RATE",
+    "MAX_SECONDS",
+    "MIN_MESSAGE_BYTES",
+    "STDIO_MESSAGE_BYTES",
+    "Delay",
+    "MessageBytes",
+    "Rate",
+    "Seconds",
+    "limit_note",
+]
 
 MAX_SECONDS = 7 * 24 * 3600
 """The longest duration any key accepts: 604800 seconds (7 days)."""
@@ -22,6 +34,13 @@ MAX_COUNT = 1_000_000_000
 """The largest count a key without a smaller limit accepts (entries, burst)."""
 MAX_RATE = 1_000_000.0
 """The largest rate accepted, per second."""
+STDIO_MESSAGE_BYTES = 32 * 1024 * 1024
+"""The default longest JSON-RPC message on an MCP stdio stream: 33554432 bytes (32 MiB),
+one line without its newline (``[[mcp]] max_message_bytes``, ``[serve] max_message_bytes``)."""
+MIN_MESSAGE_BYTES = 1024
+"""The smallest message limit a key accepts (1 KiB)."""
+MAX_MESSAGE_BYTES = 1024 * 1024 * 1024
+"""The largest message limit a key accepts (1 GiB)."""
 
 
 def _seconds(value: float) -> float:
@@ -50,9 +69,28 @@ def _rate(value: float) -> float:
     return value
 
 
+def _message_bytes(value: int) -> int:
+    if not MIN_MESSAGE_BYTES <= value <= MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"{value!r} is not a message limit: bytes, from {MIN_MESSAGE_BYTES} (1 KiB) to "
+            f"{MAX_MESSAGE_BYTES} (1 GiB)"
+        )
+    return value
+
+
 Seconds = Annotated[float, AfterValidator(_seconds)]
 """A duration in seconds: finite, above 0, at most :data:`MAX_SECONDS`."""
 Delay = Annotated[float, AfterValidator(_delay)]
 """A wait in seconds: finite, from 0 to :data:`MAX_SECONDS`."""
 Rate = Annotated[float, AfterValidator(_rate)]
 """Events per second: finite, above 0, at most 1e6."""
+MessageBytes = Annotated[int, AfterValidator(_message_bytes)]
+"""A message size limit in bytes: from 1 KiB to 1 GiB."""
+
+
+def limit_note(limit: int, key: str) -> str:
+    """``"32 MiB, [serve] max_message_bytes"``: a byte limit in round units, and its key."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if limit % size == 0:
+            return f"{limit // size} {unit}, {key}"
+    return key

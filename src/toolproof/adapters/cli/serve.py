@@ -172,7 +172,8 @@ async def _serve_loaded(
                 clean = True
             else:
                 err_console.print(f"toolproof: serving {_count(toolset)} over MCP stdio")
-                clean = await _until_stopped(serve_stdio(server, wire), stop)
+                limit = toolset.resources[CONFIG].serve.max_message_bytes
+                clean = await _until_stopped(serve_stdio(server, wire, limit=limit), stop)
             failed = False
         finally:
             stop_telemetry()

@@ -17,19 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import io
-import os
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
@@ -47,6 +41,7 @@ from toolproof.adapters.mcp.content import (
 from toolproof.adapters.mcp.handlers import catalog_handlers
 from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChannel
 from toolproof.adapters.mcp.spans import install_server_spans
+from toolproof.adapters.mcp.stdio import StdioWire, serve_stdio
 from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
@@ -269,69 +264,6 @@ def build_server(
         )
     install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
     return server
-
-
-class StdioWire:
-    """The process's stdin and stdout, claimed for the MCP protocol alone.
-
-    Claiming moves the protocol onto private descriptors (duplicates above 2, closed
-    on exec) and points fd 0 at the null device and fd 1 at stderr. From then on
-    whatever else writes to "stdout" — ``print`` in a tool module at import or in a
-    tool body, ``os.write(1, ...)``, a C extension, a child process inheriting fd 1 —
-    lands on stderr, never on the JSON-RPC stream, and nothing else can read the
-    client's requests. Claim it **before** loading the Toolset (imports run user
-    code); :meth:`release` puts fds 0 and 1 back.
-
-    Raises:
-        OSError: (on construction) the descriptors cannot be duplicated.
-
-    """
-
-    def __init__(self) -> None:
-        sys.stdout.flush()
-        self.stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        self.stdout_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-        null = os.open(os.devnull, os.O_RDONLY)
-        try:
-            os.dup2(null, 0)
-        finally:
-            os.close(null)
-        os.dup2(2, 1)
-        self._released = False
-
-    def streams(self) -> tuple[Any, Any]:
-        """The protocol's text streams (UTF-8), as ``stdio_server(stdin, stdout)`` takes them."""
-        reader = io.TextIOWrapper(
-            os.fdopen(self.stdin_fd, "rb", closefd=False), encoding="utf-8", errors="replace"
-        )
-        writer = io.TextIOWrapper(
-            os.fdopen(self.stdout_fd, "wb", closefd=False), encoding="utf-8", newline="\n"
-        )
-        return anyio.wrap_file(reader), anyio.wrap_file(writer)
-
-    def release(self) -> None:
-        """Point fds 0 and 1 back at the protocol's stdin and stdout; idempotent."""
-        if self._released:
-            return
-        self._released = True
-        sys.stdout.flush()
-        os.dup2(self.stdout_fd, 1)
-        os.dup2(self.stdin_fd, 0)
-
-
-async def serve_stdio(server: Server[Any], wire: StdioWire | None = None) -> None:
-    """Serve ``server`` over this process's stdin/stdout until stdin closes.
-
-    Args:
-        server: the MCP server.
-        wire: the claimed stdin/stdout (:class:`StdioWire`); without it the SDK claims
-            them itself, but only from now on: output written earlier, while the
-            Toolset loaded, would have reached the client.
-
-    """
-    stdin, stdout = wire.streams() if wire is not None else (None, None)
-    async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 async def serve_http(

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from toolproof.contract.bounds import STDIO_MESSAGE_BYTES
+
 __all__ = [
     "CONNECTION_CLOSED",
     "METHOD_NOT_FOUND",
@@ -56,6 +58,9 @@ class McpServer:
             keeps the server's names.
         startup_timeout: seconds allowed from launch to the ``tools/list`` answer.
         call_timeout: seconds allowed for one ``tools/call``.
+        max_message_bytes: the longest JSON-RPC message (one line of stdout, bytes) a
+            stdio server may write; a longer one stops the server
+            (:data:`~toolproof.sources.mcp.stdio.EXIT_WATCH`).
         include: globs over the server's tool names; only matching tools bind
             (``None``: all).
         exclude: globs over the server's tool names; matching tools do not bind.
@@ -72,6 +77,7 @@ class McpServer:
     prefix: str | None = None
     startup_timeout: float = 30.0
     call_timeout: float = 60.0
+    max_message_bytes: int = STDIO_MESSAGE_BYTES
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
 

@@ -368,6 +368,8 @@ class McpConnection:
         while ended is None and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
             ended = read_status(self._status)
+        if isinstance(ended, str):  # stopped by the watcher: a message over the limit
+            return ended
         return exit_description(ended) if isinstance(ended, int) else None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ exit status to a file (the SDK's ``stdio_client`` keeps its process to itself), 
 failed start or a dead server is reported as ``exited with status 7`` or ``was killed by
 signal 9 (SIGKILL)``. Lines a server prints on stdout that are not JSON-RPC are reported
 by the connection, bounded (:data:`JUNK_REPORT_SECONDS`), instead of the SDK's traceback
-per line.
+per line. The watcher relays the server's stdout and bounds each message
+(``[[mcp]] max_message_bytes``, 32 MiB by default).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 
 from mcp import StdioServerParameters
 
+from toolproof.contract.bounds import limit_note
 from toolproof.sources.mcp.common import McpServer
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "JUNK_REPORT_SECONDS",
     "exit_description",
     "junk_line",
+    "limit_description",
     "read_status",
     "stdio_parameters",
 ]
@@ -54,22 +57,52 @@ class _NoParseTracebacks(logging.Filter):
 logging.getLogger("mcp.client.stdio").addFilter(_NoParseTracebacks())
 
 EXIT_WATCH = """
-import subprocess, sys
-status, command = sys.argv[1], sys.argv[2:]
+import os, subprocess, sys
+status, limit, command = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 try:
-    child = subprocess.Popen(command)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE)
 except OSError as exc:
     open(status, "w").write(f"error {exc.errno or 0}")
     sys.exit(127)
+source, pending, over = child.stdout.fileno(), bytearray(), False
+def send(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+try:
+    while chunk := os.read(source, 1 << 16):
+        cut = chunk.rfind(b"\\n")
+        if cut < 0:
+            pending += chunk
+        else:
+            first = chunk.find(b"\\n")
+            inner = chunk[first + 1 : cut].split(b"\\n") if limit < cut else ()
+            over = len(pending) + first > limit or max(map(len, inner), default=0) > limit
+            if over:
+                break
+            send(pending)
+            send(chunk[: cut + 1])
+            pending = bytearray(chunk[cut + 1 :])
+        over = len(pending) > limit
+        if over:
+            break
+except BrokenPipeError:
+    pass
+child.stdout.close()
+if over:
+    child.kill()
 code = child.wait()
-open(status, "w").write(str(code))
-sys.exit(code if code >= 0 else 128 - code)
+open(status, "w").write(f"limit {limit}" if over else str(code))
+sys.exit(1 if over else code if code >= 0 else 128 - code)
 """
-"""The watcher a stdio server runs under: it runs the server with the same stdin, stdout,
-stderr, environment and directory, then writes how the server ended to a status file
-(``"7"``, ``"-9"`` for a signal, ``"error 2"`` when it could not be started). The SDK's
-stdio client keeps its process to itself, so this is how a connection learns an exit
-status through public APIs only; the SDK's shutdown signals the whole process group."""
+"""The watcher a stdio server runs under: it runs the server with the same stdin, stderr,
+environment and directory and relays its stdout line by line, then writes how the server
+ended to a status file (``"7"``, ``"-9"`` for a signal, ``"error 2"`` when it could not
+be started). A line (one JSON-RPC message) longer than ``max_message_bytes`` is never
+relayed: the server is killed and the status is ``"limit <bytes>"``, so the client's
+memory holds at most one message of that size. The SDK's stdio client keeps its
+process to itself, so this is how a connection learns an exit status, and bounds a
+message, through public APIs only; the SDK's shutdown signals the whole process group."""
 
 
 def stdio_parameters(server: McpServer, status: str) -> StdioServerParameters:
@@ -83,14 +116,26 @@ def stdio_parameters(server: McpServer, status: str) -> StdioServerParameters:
     assert server.command is not None
     return StdioServerParameters(
         command=sys.executable,
-        args=["-I", "-c", EXIT_WATCH, status, server.command, *server.args],
+        args=[
+            "-I",
+            "-c",
+            EXIT_WATCH,
+            status,
+            str(server.max_message_bytes),
+            server.command,
+            *server.args,
+        ],
         env={**os.environ, **server.env},
         cwd=server.cwd,
     )
 
 
-def read_status(path: str | None) -> int | OSError | None:
-    """What :data:`EXIT_WATCH` wrote: the exit code, the start failure, or ``None`` (not yet)."""
+def read_status(path: str | None) -> int | OSError | str | None:
+    """What :data:`EXIT_WATCH` wrote: the exit code, the start failure, or ``None`` (not yet).
+
+    A server stopped for a message over the limit gives the description of that
+    (``was stopped: it wrote a JSON-RPC message over the stdio limit of ... bytes``).
+    """
     if path is None:
         return None
     try:
@@ -98,10 +143,20 @@ def read_status(path: str | None) -> int | OSError | None:
             text = handle.read().strip()
     except OSError:
         return None
+    if text.startswith("limit "):
+        return limit_description(int(text.split()[1]))
     if text.startswith("error "):
         errno_value = int(text.split()[1])
         return OSError(errno_value, os.strerror(errno_value))
     return int(text) if text.lstrip("-").isdigit() else None
+
+
+def limit_description(limit: int) -> str:
+    """How a server stopped for an over-limit message ended, naming the limit and its key."""
+    return (
+        f"was stopped: it wrote a JSON-RPC message longer than the stdio limit of {limit} "
+        f"bytes ({limit_note(limit, '[[mcp]] max_message_bytes')})"
+    )
 
 
 def junk_line(problem: Exception) -> str:
