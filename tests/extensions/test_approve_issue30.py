@@ -1,4 +1,4 @@
-"""The approval gate, third break-it pass (issue 30 items 5, 6, 7): each test once got through."""
+"""The approval gate, third break-it pass (issue 30 items 5, 6, 7): each once got through."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolproof import ApprovalRequest
+import pytest
+
+from toolproof import ApprovalRequest, ConfigError, load_toolset
 from toolproof.adapters.session_runs import record_session
+from toolproof.contract.approval_rules import rule_from_record
 from toolproof.identity import digest_json
 from toolproof.verify.verifier import verify_run
 
@@ -60,3 +63,138 @@ def test_the_body_runs_the_approved_bytes_not_the_callers_live_dict(tmp_path: Pa
     assert called["call"]["arguments"] == approved
     assert requested["arguments_digest"] == digest_json(approved)
     assert verify_run(run).ok
+
+
+def _purge_config(tmp_path: Path, rules: str, tool: str = "purge") -> Path:
+    return write_config(
+        tmp_path,
+        f'[[python]]\nmodule = "approve_default_tools"\npath = "{HERE}"\n\n'
+        f'[tools.{tool}]\nextensions = [["approve"]]\n\n{rules}',
+    )
+
+
+def test_a_rule_sees_nested_schema_defaults_the_body_runs_with(tmp_path: Path) -> None:
+    """Item 6a: ``options: {}`` or no ``options`` is ``force = true`` to the body and the rule."""
+    config = _purge_config(
+        tmp_path, '[[approvals.rules]]\narguments = { "/options/force" = true }\n'
+    )
+    side = tmp_path / "side.txt"
+    asked: list[dict[str, Any]] = []
+
+    async def deny(request: ApprovalRequest) -> bool:
+        asked.append(request.arguments)
+        return False
+
+    async def main() -> tuple[list[Any], str]:
+        async with record_session(config, root=tmp_path / "root", task="t", approver=deny) as s:
+            tool = s.toolset["purge_approve"]
+            results = [
+                await tool.call({"path": str(side), "options": {}}),
+                await tool.call({"path": str(side)}),
+                await tool.call({"path": str(side), "options": {"force": True}}),
+                await tool.call({"path": str(side), "options": {"force": False}}),
+            ]
+        assert s.run_id is not None
+        return results, s.run_id
+
+    (empty, omitted, explicit, off), run_id = asyncio.run(main())
+    assert [r.failure.kind for r in (empty, omitted, explicit)] == ["approval_denied"] * 3
+    assert off.value == "purged"
+    assert side.read_text(encoding="utf-8") == "force=False\n"  # only the ungated call ran
+    assert asked == [
+        {"path": str(side), "options": {}},
+        {"path": str(side)},
+        {"path": str(side), "options": {"force": True}},
+    ]
+    run = tmp_path / "root" / "runs" / run_id
+    (skipped,) = [e for e in trace(run) if e["type"] == "approval_skipped"]
+    assert skipped["rules"] == [
+        {
+            "index": 0,
+            "when": {},
+            "arguments": {"/options/force": True},
+            "defaults": {"/options": {"force": True}, "/options/force": True},
+        }
+    ]
+    assert verify_run(run).ok
+
+
+def test_recorded_nested_defaults_rebuild_the_same_rule() -> None:
+    rule = rule_from_record(
+        {
+            "index": 0,
+            "arguments": {"/options/force": True},
+            "defaults": {"/options": {}, "/options/force": True},
+        }
+    )
+    assert rule.matches({"options": {}})
+    assert rule.matches({})
+    assert not rule.matches({"options": {"force": False}})
+    assert not rule.matches({"options": None})
+    legacy = rule_from_record(
+        {"index": 0, "arguments": {"/force": True}, "defaults": {"force": True}}
+    )
+    assert legacy.matches({"path": "p"})
+
+
+def test_a_global_rule_pointing_where_a_gated_tool_declares_nothing_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Item 6b: ``/force`` cannot gate ``purge`` (its force is ``/options/force``)."""
+    config = _purge_config(tmp_path, '[[approvals.rules]]\narguments = { "/force" = true }\n')
+
+    async def main() -> None:
+        async with load_toolset(config):
+            pass
+
+    with pytest.raises(ConfigError) as refused:
+        asyncio.run(main())
+    assert refused.value.key == "approvals.rules[0]"
+    assert refused.value.rule.startswith(
+        "points at '/force', but tool 'purge' (gated by tools.purge.extensions) declares no "
+        "'force' there in its input schema: the rule could never gate it"
+    )
+    nested = _purge_config(
+        tmp_path, '[[approvals.rules]]\narguments = { "/options/forse" = true }\n'
+    )
+    with pytest.raises(ConfigError, match="declares no 'forse' there"):
+        asyncio.run(main())
+    assert nested.is_file()
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        # a when the tool does not meet: the rule cannot gate it anyway
+        '[[approvals.rules]]\nwhen = { readOnlyHint = true }\narguments = { "/force" = true }\n',
+        # the rule points into the schema
+        '[[approvals.rules]]\narguments = { "/options/force" = true }\n',
+    ],
+)
+def test_rules_that_fit_the_gated_tool_load(tmp_path: Path, section: str) -> None:
+    config = _purge_config(tmp_path, section)
+
+    async def main() -> list[str]:
+        async with load_toolset(config) as toolset:
+            return toolset.names()
+
+    assert "purge_approve" in asyncio.run(main())
+
+
+def test_an_approve_element_with_its_own_policy_is_not_held_to_the_global_rules(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        f'[[python]]\nmodule = "approve_default_tools"\npath = "{HERE}"\n\n'
+        '[tools.wipe]\nextensions = [["approve"]]\n\n'
+        "[tools.purge]\nextensions = "
+        '[[{name = "approve", config = {rules = [{arguments = {"/options/force" = true}}]}}]]\n\n'
+        '[[approvals.rules]]\narguments = { "/force" = true }\n',
+    )
+
+    async def main() -> list[str]:
+        async with load_toolset(config) as toolset:
+            return toolset.names()
+
+    assert {"purge_approve", "wipe_approve"} <= set(asyncio.run(main()))

@@ -10,9 +10,11 @@ is JSON equality (:func:`json_equal`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from toolproof.contract.schema_paths import pointer_defaults
 
 __all__ = [
     "CompiledRule",
@@ -81,10 +83,11 @@ class CompiledRule:
         arguments: ``(pointer, value)`` predicates, all must hold.
         record: what ``approval_requested`` / ``approval_skipped`` record as the rule
             (``{"index", "when", "arguments"}``, and ``"defaults"`` when it has some).
-        defaults: top-level property -> the input schema's ``default`` for it, for the
-            properties the predicates point into: an absent argument is evaluated as
-            the default the body will run with (else omitting ``force`` whose default
-            is ``true`` would slip past ``{"/force" = true}``).
+        defaults: pointer prefix (RFC 6901) -> the value the input schema gives it when
+            the arguments omit it (:func:`rule_defaults`): the predicates see the
+            arguments the body will run with, nested defaults included (else
+            ``options: {}`` whose ``force`` defaults to ``true`` would slip past
+            ``{"/options/force" = true}``).
 
     """
 
@@ -92,34 +95,63 @@ class CompiledRule:
     arguments: tuple[tuple[str, Any], ...]
     record: Mapping[str, Any]
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    _parts: tuple[tuple[tuple[str, ...], Any], ...] = ()
+    _parts: tuple[tuple[tuple[tuple[str, str], ...], Any], ...] = ()
 
     def __post_init__(self) -> None:
-        parts = tuple(
-            (tuple(_unescape(p) for p in pointer.split("/")[1:]), expected)
-            for pointer, expected in self.arguments
-        )
-        object.__setattr__(self, "_parts", parts)
+        parts = []
+        for pointer, expected in self.arguments:
+            raw = pointer.split("/")[1:]
+            steps = tuple(
+                (_unescape(part), "/" + "/".join(raw[: i + 1])) for i, part in enumerate(raw)
+            )
+            parts.append((steps, expected))  # (token, its pointer prefix) per level
+        object.__setattr__(self, "_parts", tuple(parts))
 
     def matches(self, arguments: dict[str, Any]) -> bool:
-        """Whether every argument predicate holds for ``arguments`` (a JSON object)."""
+        """Whether every argument predicate holds for ``arguments`` (a JSON object).
+
+        An object member the arguments omit is read as its entry in ``defaults`` (the
+        schema's default at that pointer prefix); without one the predicate fails.
+        """
         defaults = self.defaults
-        for parts, expected in self._parts:
+        for steps, expected in self._parts:  # inlined _follow: this runs on every call
             node: Any = arguments
-            if defaults and parts and parts[0] not in arguments and parts[0] in defaults:
-                node = {parts[0]: defaults[parts[0]]}
-            for part in parts:
+            for part, prefix in steps:
                 if type(node) is dict:
                     node = node.get(part, _MISSING)
+                    if node is _MISSING:
+                        node = defaults.get(prefix, _MISSING)
+                        if node is _MISSING:
+                            return False
                 elif type(node) is list and _is_index(part) and int(part) < len(node):
                     node = node[int(part)]
                 else:
                     return False
-                if node is _MISSING:
-                    return False
             if node is not expected and not json_equal(node, expected):
                 return False
         return True
+
+
+def _follow(
+    node: Any, parts: Sequence[str], prefixes: Sequence[str], defaults: Mapping[str, Any]
+) -> Any:
+    """The value at ``parts`` below ``node``, an omitted member read from ``defaults``.
+
+    ``prefixes[i]`` is the pointer (as written) of ``parts[: i + 1]``, the key of its
+    default. Returns the private sentinel (equal to nothing) when it does not resolve.
+    """
+    for part, prefix in zip(parts, prefixes, strict=True):
+        if type(node) is dict:
+            node = node.get(part, _MISSING)
+            if node is _MISSING:
+                node = defaults.get(prefix, _MISSING)
+        elif type(node) is list and _is_index(part) and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
 
 
 def rule_from_record(record: Mapping[str, Any]) -> CompiledRule:
@@ -149,8 +181,13 @@ def rule_from_record(record: Mapping[str, Any]) -> CompiledRule:
             )
     defaults = record.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise ValueError(f"rule {index}: 'defaults' must be an object of property defaults")
-    return CompiledRule(index, tuple(arguments.items()), dict(record), dict(defaults))
+        raise ValueError(f"rule {index}: 'defaults' must be an object of pointer defaults")
+    # a run recorded before nested defaults names top-level properties, not pointers
+    by_pointer = {
+        key if key.startswith("/") else "/" + key.replace("~", "~0").replace("/", "~1"): value
+        for key, value in defaults.items()
+    }
+    return CompiledRule(index, tuple(arguments.items()), dict(record), by_pointer)
 
 
 def policy_rules(policy: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -179,28 +216,36 @@ def policy_rules(policy: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def rule_defaults(predicates: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The schema defaults an argument predicate must see for absent properties.
+    """The values the predicates' pointer prefixes take when the arguments omit them.
 
     Args:
         predicates: the rule's ``{JSON Pointer (RFC 6901): value}``.
         input_schema: the tool's input schema (a JSON Schema object).
 
     Returns:
-        ``{property: default}`` for each top-level property a pointer starts in whose
-        schema states a ``default`` (what the body runs with when it is omitted) that
-        the predicate holds for; a default it does not hold for changes nothing.
+        ``{pointer prefix: value}`` over every predicate's pointer
+        (:func:`~toolproof.contract.schema_paths.pointer_defaults`): the ``default``
+        the schema states there, at any depth (through local ``$ref`` and
+        ``allOf``/``anyOf``/``oneOf``), or ``{}`` for an omitted object whose schema
+        declares properties but no default; only those from which the predicate
+        holds (a default it does not hold for changes nothing). Recorded as the
+        rule's ``defaults``.
 
     """
-    properties = input_schema.get("properties")
-    if not isinstance(properties, dict):
-        return {}
     out: dict[str, Any] = {}
     for pointer, expected in predicates.items():
-        first = _unescape(pointer.split("/")[1])
-        schema = properties.get(first)
-        if not isinstance(schema, dict) or "default" not in schema:
-            continue
-        found = resolve_pointer({first: schema["default"]}, pointer)
-        if found is not _MISSING and json_equal(found, expected):
-            out[first] = schema["default"]
+        found = pointer_defaults(pointer, input_schema)
+        raw = pointer.split("/")[1:]
+        prefixes = ["/" + "/".join(raw[: i + 1]) for i in range(len(raw))]
+        for depth, prefix in enumerate(prefixes):
+            if prefix not in found:
+                continue
+            below = _follow(
+                found[prefix],
+                [_unescape(part) for part in raw[depth + 1 :]],
+                prefixes[depth + 1 :],
+                found,
+            )
+            if below is not _MISSING and json_equal(below, expected):
+                out[prefix] = found[prefix]
     return out

@@ -22,6 +22,7 @@ from typing import Any
 
 from toolproof.errors import ConfigError, ExtensionError
 from toolproof.extensions.apply import ApplyContext, ComboElement, apply_combos
+from toolproof.extensions.approvals.policy import ApprovalPolicy, undeclared_pointers
 from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.tools.toolset import Toolset
 
@@ -116,6 +117,45 @@ def _load_modules(
             )
 
 
+def _check_global_rules(
+    toolset: Toolset, file: str, plans: list[tuple[str, list[Combo]]], approvals: Mapping[str, Any]
+) -> None:
+    """Refuse an ``[approvals]`` rule that could never gate a tool it is the policy of.
+
+    Raises:
+        ConfigError: (key ``approvals.rules[i]``) a rule whose ``when`` holds for a tool
+            gated by an ``approve`` element without its own config points at a member
+            that tool's input schema does not declare.
+
+    """
+    rules = approvals.get("rules")
+    if not rules:
+        return
+    try:
+        policy = ApprovalPolicy.model_validate(dict(approvals))
+    except ValueError:
+        return  # the [approvals] table itself is refused where it is validated
+    for tool, combos in plans:
+        gated = any(e.name == "approve" and e.config is None for combo in combos for e in combo)
+        base = toolset.get(tool) if gated else None
+        if base is None:
+            continue
+        spec = base.spec
+        for index, pointer, token in undeclared_pointers(
+            policy, spec.annotations, spec.input_schema
+        ):
+            raise ConfigError(
+                file,
+                f"approvals.rules[{index}]",
+                f"points at {pointer!r}, but tool {tool!r} (gated by tools.{tool}.extensions) "
+                f"declares no {token!r} there in its input schema: the rule could never gate "
+                f"it, and the calls it is meant to stop would run ungated (rule: a global "
+                "approval rule points into every tool it gates; give that approve element "
+                'its own policy, {name = "approve", config = {...}}, or the rule a `when` '
+                "the tool does not meet)",
+            )
+
+
 def configure_extensions(
     toolset: Toolset,
     *,
@@ -142,7 +182,8 @@ def configure_extensions(
         approver: the approver callback for the ``approve`` layers, or ``None``.
 
     Raises:
-        ConfigError: a malformed ``extensions`` value, or a tool name no source binds.
+        ConfigError: a malformed ``extensions`` value, a tool name no source binds, or
+            an ``[approvals]`` rule pointing where a tool it gates declares nothing.
 
     """
     path = Path(file)
@@ -151,6 +192,7 @@ def configure_extensions(
         (tool, normalize_combos(str(path), tool, value)) for tool, value in (tools or {}).items()
     ]
     if approvals is not None:
+        _check_global_rules(toolset, str(path), plans, approvals)
         plans = [
             (
                 tool,

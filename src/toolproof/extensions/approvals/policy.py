@@ -13,8 +13,17 @@
 
 A rule matches a call when every ``when`` hint equals the tool's annotation (as
 stated; an unstated hint never matches) and every ``arguments`` pointer resolves to
-a value equal to the given one (JSON equality: ``1`` is not ``true``). The first
-matching rule gates the call; when none matches the call runs ungated.
+a value equal to the given one (JSON equality: ``1`` is not ``true``) in the
+arguments the body will run with: a member the call omits, at any depth, is read as
+the input schema's ``default`` there (an omitted object without one as ``{}``, so its
+members' defaults apply). The first matching rule gates the call; when none matches
+the call runs ungated.
+
+A rule of the ``[approvals]`` table is global: it is the policy of every ``approve``
+layer that gives none of its own. Such a rule whose ``when`` holds for a gated tool
+must point into that tool's input schema (:func:`undeclared_pointers`); one that
+points at a member the schema does not declare could never gate the tool, so the
+load is refused (``ConfigError`` naming the rule and the tool).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from toolproof.contract.approval_rules import (
     rule_defaults,
 )
 from toolproof.contract.bounds import Seconds
+from toolproof.contract.schema_paths import undeclared_part
 from toolproof.contract.tools import ToolAnnotations
 
 __all__ = [
@@ -42,6 +52,7 @@ __all__ = [
     "compile_rules",
     "json_equal",
     "resolve_pointer",
+    "undeclared_pointers",
 ]
 
 DEFAULT_STORE = "approvals.sqlite"
@@ -122,9 +133,10 @@ def compile_rules(
     Args:
         policy: the ``[approvals]`` table.
         annotations: the tool's MCP annotations (``when``).
-        input_schema: the tool's input schema: a property a predicate points into that
-            the call omits is evaluated as its ``default`` (what the body runs with);
-            the rule records them as ``defaults``.
+        input_schema: the tool's input schema: a member a predicate points into that
+            the call omits (at any depth) is evaluated as its ``default`` (what the
+            body runs with); the rule records them as ``defaults`` (pointer prefix ->
+            value).
 
     Returns:
         ``None`` when the policy has no rules (every call is gated); else the rules whose
@@ -142,3 +154,31 @@ def compile_rules(
                 record["defaults"] = defaults
             out.append(CompiledRule(index, tuple(rule.arguments.items()), record, defaults))
     return tuple(out)
+
+
+def undeclared_pointers(
+    policy: ApprovalPolicy, annotations: ToolAnnotations, input_schema: Mapping[str, Any]
+) -> list[tuple[int, str, str]]:
+    """The rules that could gate a tool but point where its input schema declares nothing.
+
+    Args:
+        policy: the ``[approvals]`` table.
+        annotations: the tool's MCP annotations (a rule whose ``when`` does not hold
+            cannot gate the tool and is not checked).
+        input_schema: the tool's input schema.
+
+    Returns:
+        ``(rule index, pointer, token)`` for each such predicate, in order: ``token``
+        is the first member the schema declares others beside but not it
+        (:func:`~toolproof.contract.schema_paths.undeclared_part`).
+
+    """
+    out = []
+    for index, rule in enumerate(policy.rules):
+        if not _when_holds(rule.when, annotations):
+            continue
+        for pointer in rule.arguments:
+            token = undeclared_part(pointer, input_schema)
+            if token is not None:
+                out.append((index, pointer, token))
+    return out
