@@ -32,6 +32,11 @@ and relative paths are relative to the file::
     timeout_seconds = 600
     mode = "wait"               # | "defer"
 
+    [validation]                # bounds of one call's validation in a worker (isolated schemas)
+    seconds = 5
+    memory_mib = 1024
+    workers = 2
+
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
     file = "toolproof.lock"     # optional: another lock file
@@ -68,6 +73,7 @@ from toolproof.config.schema import (
     TelemetrySection,
     ToolproofConfig,
     ToolSection,
+    ValidationSection,
     load_config,
 )
 from toolproof.config.sources import (
@@ -89,6 +95,7 @@ __all__ = [
     "ToolSection",
     "ToolproofConfig",
     "ToolsetLoader",
+    "ValidationSection",
     "bind_python_source",
     "bind_retrieval_source",
     "build_toolset",

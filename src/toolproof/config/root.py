@@ -26,6 +26,7 @@ from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.runs.registries import RunRegistries
+from toolproof.schema.isolation import ValidationBounds, configure_validation
 from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
@@ -131,6 +132,11 @@ async def build_toolset(
     """
     file = Path(path)
     config, raw = load_config(file)
+    if config.validation is not None:
+        bounds = config.validation
+        configure_validation(
+            ValidationBounds(bounds.seconds, bounds.memory_mib << 20, bounds.workers)
+        )
     toolset = Toolset()
     toolset.resources[CONFIG_PATH] = str(file.resolve())
     toolset.resources[CONFIG] = config

@@ -44,6 +44,7 @@ __all__ = [
     "TelemetrySection",
     "ToolSection",
     "ToolproofConfig",
+    "ValidationSection",
     "load_config",
 ]
 
@@ -233,6 +234,22 @@ class TelemetrySection(_Closed):
         return value
 
 
+class ValidationSection(_Closed):
+    """``[validation]``: how validating one call of a schema that needs isolation is bounded.
+
+    Such a schema (an embedded ``$id``, an anchor, a dynamic reference, or more than 64
+    subschemas per value: :func:`toolproof.schema.limits.needs_isolation`) validates
+    in a worker process; ``seconds`` is the deadline of one call, ``memory_mib`` the
+    worker's address-space cap in MiB, ``workers`` the worker processes. Past a bound
+    the call is ``invalid_arguments`` naming it (:mod:`toolproof.schema.isolation`).
+    Applied process-wide when the file is loaded.
+    """
+
+    seconds: float = Field(default=5.0, gt=0, le=3600)
+    memory_mib: int = Field(default=1024, ge=64, le=1 << 20)
+    workers: int = Field(default=2, ge=1, le=64)
+
+
 class ToolproofConfig(_Closed):
     """The parsed ``toolproof.toml``."""
 
@@ -246,6 +263,7 @@ class ToolproofConfig(_Closed):
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     serve: ServeSection = Field(default_factory=ServeSection)
     approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    validation: ValidationSection | None = None
 
 
 def _key(loc: tuple[int | str, ...]) -> str:

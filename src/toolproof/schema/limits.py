@@ -40,6 +40,7 @@ __all__ = [
     "PreparedSchema",
     "SchemaLimits",
     "measure_fanout",
+    "needs_isolation",
     "prepare_schema",
 ]
 
@@ -278,3 +279,37 @@ def measure_fanout(
                 "paths multiply with the depth of the arguments)",
             )
     return max(fanout, 1)
+
+
+_ISOLATION_MARKERS = (
+    b'"$id"',
+    b'"$anchor"',
+    b'"$dynamicAnchor"',
+    b'"$recursiveAnchor"',
+    b'"$dynamicRef"',
+    b'"$recursiveRef"',
+)
+
+
+def needs_isolation(data: bytes, fanout: int) -> bool:
+    """Whether a schema validates in a bounded worker (:mod:`toolproof.schema.isolation`).
+
+    A schema is validated in the caller's process only when the walker's count is exact
+    by construction: every reference a JSON Pointer into the one resource, and at most
+    :data:`INLINE_FANOUT` subschemas applied to one value. Any embedded resource or
+    anchor (``$id``, draft-04 ``id``, ``$anchor``, ``$dynamicAnchor``,
+    ``$recursiveAnchor``), any dynamic reference (``$dynamicRef``, ``$recursiveRef``),
+    or a larger fanout sends it to the worker, whose deadline and memory cap hold however
+    the schema is built.
+
+    Args:
+        data: the schema's canonical JSON (:func:`~toolproof.identity.canonical_json`).
+        fanout: its bound of subschemas per value (:func:`measure_fanout`).
+
+    Returns:
+        True for a schema to validate in the worker pool.
+
+    """
+    if fanout > INLINE_FANOUT or any(marker in data for marker in _ISOLATION_MARKERS):
+        return True
+    return b'"id"' in data and b"draft-04" in data

@@ -9,7 +9,8 @@ from typing import Any
 from toolproof.contract.tools import StackLayer, ToolDescriptor, ToolResult, ToolSpec
 from toolproof.errors import CanonicalizationError, ToolBindError, ToolCallError
 from toolproof.identity import canonical_json
-from toolproof.schema.limits import INLINE_FANOUT, measure_fanout
+from toolproof.schema.isolation import IsolatedSchema, ValidationLimitError
+from toolproof.schema.limits import INLINE_FANOUT, measure_fanout, needs_isolation
 from toolproof.schema.refs import dialect_of
 from toolproof.schema.validation import (
     Validator,
@@ -22,6 +23,13 @@ from toolproof.schema.validation import (
 from toolproof.tools import hooks as _hooks
 from toolproof.tools.function import DirectCall, ToolOptions, bind_function
 from toolproof.tools.observe import note_failure
+from toolproof.tools.refusals import (
+    not_plain,
+    over_limit,
+    refusal,
+    result_breaks,
+    result_not_plain,
+)
 
 __all__ = ["MAX_DETAILED_WORK", "MAX_VALIDATION_WORK", "Body", "Tool"]
 
@@ -44,6 +52,12 @@ def _noted(result: ToolResult) -> ToolResult:
 
 _SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
 """Result types that are plain JSON by themselves (a float may be NaN: it is checked)."""
+
+
+def _error_limit(work: int) -> int:
+    """Errors to collect: all (8) only while the work is small (each anyOf branch is run)."""
+    return 8 if work <= MAX_DETAILED_WORK else 1
+
 
 Body = Callable[[dict[str, Any]], Awaitable[Any]]
 """An async tool body: takes the validated arguments object, returns (an awaitable of)
@@ -97,7 +111,9 @@ class Tool:
         "_descriptor",
         "_direct",
         "_fanout",
+        "_isolated",
         "_output_fanout",
+        "_output_isolated",
         "_output_validator",
         "_validator",
         "base",
@@ -139,6 +155,7 @@ class Tool:
         self.varies = tuple(varies)
         self._descriptor: ToolDescriptor | None = None
         measured: list[int] = []
+        isolated: list[IsolatedSchema | None] = []
         for field, schema, known in (
             ("input_schema", spec.input_schema, fanout),
             ("output_schema", spec.output_schema, output_fanout),
@@ -153,7 +170,10 @@ class Tool:
                 draft = dialect_of(schema, tool=spec.name, field=field)
                 known = measure_fanout(spec.name, field, schema, data, draft)
             measured.append(known or 1)
+            heavy = type(schema) is dict and needs_isolation(data, known or 1)
+            isolated.append(IsolatedSchema(schema) if heavy else None)
         self._fanout, self._output_fanout = measured
+        self._isolated, self._output_isolated = isolated
         try:
             self._validator = validator or compile_validator(spec.input_schema)
         except Exception as exc:
@@ -184,7 +204,46 @@ class Tool:
         return self._descriptor
 
     def check_arguments(self, arguments: Any) -> ToolResult | None:
-        """Validate ``arguments``; return the ``invalid_arguments`` result, or ``None`` if valid."""
+        """Validate ``arguments``; return the ``invalid_arguments`` result, or ``None`` if valid.
+
+        A tool whose schema needs isolation (:func:`~toolproof.schema.limits.needs_isolation`)
+        validates in a worker process under :func:`~toolproof.schema.isolation.validation_bounds`;
+        this synchronous form blocks its thread meanwhile (never past the bounds), while
+        :meth:`call` awaits the worker.
+        """
+        work = self._precheck(arguments)
+        if not isinstance(work, int):
+            return work
+        if self._isolated is not None:
+            try:
+                found = self._isolated.errors_blocking(arguments, _error_limit(work))
+            except (ValidationLimitError, ValueError) as exc:
+                return over_limit(self.spec.name, exc, "arguments")
+            return refusal(self.spec.name, found)
+        problem = None
+        try:
+            if self._validator.is_valid(arguments):
+                return None
+        except (ValueError, UnicodeError) as exc:  # a lone surrogate in a key
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            return not_plain(self.spec.name, problem)
+        errors = validation_errors(self._validator, arguments, _error_limit(work))
+        return refusal(self.spec.name, [(error.pointer, error.message) for error in errors])
+
+    async def _check_isolated(self, isolated: IsolatedSchema, arguments: Any) -> ToolResult | None:
+        """:meth:`check_arguments` for an isolated schema, the worker awaited."""
+        work = self._precheck(arguments)
+        if not isinstance(work, int):
+            return work
+        try:
+            found = await isolated.errors(arguments, _error_limit(work))
+        except (ValidationLimitError, ValueError) as exc:
+            return over_limit(self.spec.name, exc, "arguments")
+        return refusal(self.spec.name, found)
+
+    def _precheck(self, arguments: Any) -> ToolResult | int:
+        """Refuse non-object, non-JSON or too costly arguments; else their work (0: small)."""
         if type(arguments) is not dict:
             return ToolResult.fail(
                 "invalid_arguments",
@@ -193,9 +252,9 @@ class Tool:
                 where="arguments",
             )
         # plain JSON first: jsonschema-rs raises ValueError on a set, bytes or an object
-        plain = is_plain_json(arguments)
-        problem = None if plain else json_problem(arguments)
-        work = self._work(arguments) if plain and self._fanout > INLINE_FANOUT else 0
+        if not is_plain_json(arguments):
+            return not_plain(self.spec.name, json_problem(arguments) or "not plain JSON")
+        work = self._work(arguments) if self._fanout > INLINE_FANOUT else 0
         if work > MAX_VALIDATION_WORK:
             return ToolResult.fail(
                 "invalid_arguments",
@@ -206,28 +265,7 @@ class Tool:
                 where="arguments",
                 detail={"errors": [{"pointer": "", "message": "validation work over the limit"}]},
             )
-        if plain:
-            try:
-                if self._validator.is_valid(arguments):
-                    return None
-            except (ValueError, UnicodeError) as exc:  # a lone surrogate in a key
-                problem = f"{type(exc).__name__}: {exc}"
-        if problem is not None:
-            text = f"{problem} (arguments must be plain JSON)"
-            detail = [{"pointer": "", "message": text}]
-        else:
-            # every error is collected only while that work is small: collecting them
-            # evaluates each anyOf/oneOf branch under the failing locations
-            limit = 8 if work <= MAX_DETAILED_WORK else 1
-            errors = validation_errors(self._validator, arguments, limit)
-            text = "; ".join(error.describe() for error in errors)
-            detail = [error.to_json() for error in errors]
-        return ToolResult.fail(
-            "invalid_arguments",
-            f"invalid arguments for tool {self.spec.name!r}: {text}",
-            where="arguments",
-            detail={"errors": detail},
-        )
+        return work
 
     def _work(self, arguments: Any) -> int:
         """Subschema applications validating ``arguments`` may take, at most."""
@@ -243,7 +281,11 @@ class Tool:
             A :class:`ToolResult`; see the class docstring for the failure kinds.
 
         """
-        refused = self.check_arguments(arguments)
+        isolated = self._isolated
+        if isolated is None:
+            refused = self.check_arguments(arguments)
+        else:
+            refused = await self._check_isolated(isolated, arguments)
         if refused is not None:
             return _noted(_hooks.LAYER.refused(self, arguments, refused))
         return await self.run_validated(arguments)
@@ -291,7 +333,10 @@ class Tool:
             return self._body_failed(exc)
         if type(value) is ToolResult:
             return _noted(value) if value.failure is not None else value
-        return self._check_result(value)
+        isolated = self._output_isolated
+        if isolated is None:
+            return self._check_result(value)
+        return await self._check_result_isolated(isolated, value)
 
     def _body_failed(self, exc: Exception) -> ToolResult:
         """The failed result of a body that raised ``exc`` (noted for the observer)."""
@@ -310,21 +355,36 @@ class Tool:
         )
 
     def _check_result(self, value: Any) -> ToolResult:
+        """``value`` as the call's result: plain JSON, valid against ``output_schema``."""
+        work = self._result_precheck(value)
+        if not isinstance(work, int):
+            return work
+        validator = self._output_validator
+        if validator is None or validator.is_valid(value):
+            return ToolResult.success(value)
+        errors = validation_errors(validator, value, _error_limit(work))
+        return _noted(result_breaks(self.spec.name, [(e.pointer, e.message) for e in errors]))
+
+    async def _check_result_isolated(self, isolated: IsolatedSchema, value: Any) -> ToolResult:
+        """:meth:`_check_result` for an output schema that needs isolation, awaited."""
+        work = self._result_precheck(value)
+        if not isinstance(work, int):
+            return work
+        try:
+            found = await isolated.errors(value, _error_limit(work))
+        except (ValidationLimitError, ValueError) as exc:
+            return _noted(over_limit(self.spec.name, exc, "output"))
+        return _noted(result_breaks(self.spec.name, found)) if found else ToolResult.success(value)
+
+    def _result_precheck(self, value: Any) -> ToolResult | int:
+        """The outcome of a non-JSON, unchecked or too costly value; else its work (0: small)."""
         if (type(value) not in _SCALARS or (type(value) is str and not value.isascii())) and (
             not is_plain_json(value)
         ):
             problem = json_problem(value)
             if problem is not None:
-                return _noted(
-                    ToolResult.fail(
-                        "invalid_result",
-                        f"tool {self.spec.name!r} returned a value that is not plain JSON: "
-                        f"{problem}",
-                        where="output",
-                    )
-                )
-        validator = self._output_validator
-        if validator is None:
+                return _noted(result_not_plain(self.spec.name, problem))
+        if self._output_validator is None:
             return ToolResult.success(value)
         work = (
             self._output_fanout * count_values(value) if self._output_fanout > INLINE_FANOUT else 0
@@ -339,18 +399,7 @@ class Tool:
                     where="output",
                 )
             )
-        if not validator.is_valid(value):
-            errors = validation_errors(validator, value, 8 if work <= MAX_DETAILED_WORK else 1)
-            text = "; ".join(f"{error.pointer or '/'}: {error.message}" for error in errors)
-            return _noted(
-                ToolResult.fail(
-                    "invalid_result",
-                    f"tool {self.spec.name!r} returned a value that breaks its output schema: "
-                    f"{text}",
-                    where="output",
-                )
-            )
-        return ToolResult.success(value)
+        return work
 
     def rebind(
         self,
