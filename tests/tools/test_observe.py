@@ -10,7 +10,15 @@ import pytest
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import ToolCallError
 from toolproof.runs.calls import LiveCalls
-from toolproof.tools.observe import Observed, note_approval, note_failure, note_recovery, observe
+from toolproof.tools.observe import (
+    CallScope,
+    Observed,
+    current_call,
+    note_approval,
+    note_failure,
+    note_recovery,
+    observe,
+)
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -79,3 +87,23 @@ def test_the_live_port_returns_a_failure_a_layer_hid_with_the_result() -> None:
         ("tool_error", "tool 'inner' raised ValueError: no stock", "")
     ]
     assert not hasattr(calls, "observed")  # no side-channel getter keyed by call id
+
+
+def test_the_call_s_layers_read_who_is_calling_from_the_one_call_scope() -> None:
+    async def approver(request: Any) -> bool:
+        return True
+
+    seen: list[CallScope | None] = []
+
+    async def inner() -> ToolResult:
+        seen.append(current_call())
+        return ToolResult.success(2)
+
+    async def outer() -> ToolResult:
+        seen.append(current_call())
+        await observe(inner())  # a call made inside the call keeps who is calling
+        return ToolResult.success(1)
+
+    asyncio.run(observe(outer(), call_id="call_1", approver=approver))
+    assert seen == [CallScope("call_1", approver), CallScope("call_1", approver)]
+    assert current_call() is None  # outside an observed call

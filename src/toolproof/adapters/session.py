@@ -27,7 +27,7 @@ from typing import Any
 from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.errors import InputError, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
-from toolproof.extensions.approvals.request import Approver, approval_scope
+from toolproof.extensions.approvals.request import Approver
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE
 from toolproof.runs.live import LiveRecording
@@ -209,8 +209,8 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
-        with approval_scope(call_id, self._approver), hooks.claimed(call_id):
-            observed = await observe(tool.call(arguments))
+        with hooks.claimed(call_id):
+            observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
         try:
             return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:

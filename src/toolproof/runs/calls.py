@@ -35,7 +35,6 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.errors import ReplayRefused
-from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.matcher import Matcher, changed_arguments
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.toolset import Toolset
@@ -139,8 +138,7 @@ class LiveCalls:
                     detail={"budget": "wall_seconds"},
                 )
 
-        with approval_scope(call.id):
-            return await observe(bounded())
+        return await observe(bounded(), call_id=call.id)
 
 
 class FrozenCalls:

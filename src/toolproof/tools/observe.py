@@ -11,23 +11,35 @@ one frozen :class:`Observed`; the recorder writes it into the call's block
 (``failure_observed`` with ``recovered_by``, for the ``failure-honesty`` check).
 Outside :func:`observe` noting does nothing.
 
+The runtime also tells the call's layers who is calling: the call's id in the run and
+the session's approver, read by an ``approve`` layer with :func:`current_call`.
+
 The layers between the runtime and a body are user code that calls its inner tool
 with ``inner.call(arguments)``; a failure must reach the runtime even when such a
-layer hides it, so the notes are collected out of band, in a context variable that
-lives only while :func:`observe` awaits the call (an ``asyncio`` task started inside
-the call shares it). It only observes: it never changes what a call returns.
+layer hides it, so the call's scope (its identity and its notes) travels out of band,
+in one context variable that lives only while :func:`observe` awaits the call (an
+``asyncio`` task started inside the call shares it). It never changes what a call
+returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolproof.contract.tools import ToolFailure, ToolResult
 
-__all__ = ["Observed", "note_approval", "note_failure", "note_recovery", "observe"]
+__all__ = [
+    "CallScope",
+    "Observed",
+    "current_call",
+    "note_approval",
+    "note_failure",
+    "note_recovery",
+    "observe",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +68,27 @@ class Observed:
     relayed: tuple[dict[str, Any], ...] = ()
 
 
-class _Notes:
-    """The notes of the call :func:`observe` is awaiting (mutable while it runs)."""
+class CallScope(NamedTuple):
+    """Who is making the call :func:`observe` is awaiting, as its layers see it.
 
-    __slots__ = ("approvals", "failures", "recovered")
+    Attributes:
+        call_id: the call's id in the run (``call_<hex>``), or ``None``.
+        approver: the session's approver callback (``async (ApprovalRequest) -> bool |
+            Decision``, overriding the Toolset's), or ``None``.
 
-    def __init__(self) -> None:
+    """
+
+    call_id: str | None = None
+    approver: Callable[..., Awaitable[Any]] | None = None
+
+
+class _Call:
+    """The scope and the notes of the call :func:`observe` is awaiting (notes mutable)."""
+
+    __slots__ = ("approvals", "failures", "recovered", "scope")
+
+    def __init__(self, scope: CallScope) -> None:
+        self.scope = scope
         self.failures: list[ToolFailure] = []
         self.recovered: list[tuple[ToolFailure, str]] = []
         self.approvals: list[dict[str, Any]] = []
@@ -75,10 +102,22 @@ class _Notes:
         return Observed(result, tuple(failures), tuple(self.approvals), tuple(relayed))
 
 
-_NOTES: ContextVar[_Notes | None] = ContextVar("toolproof_failures_seen", default=None)
+_CALL: ContextVar[_Call | None] = ContextVar("toolproof_call", default=None)
 
 
-async def observe(call: Awaitable[ToolResult], relayed: Sequence[dict[str, Any]] = ()) -> Observed:
+def current_call() -> CallScope | None:
+    """The scope of the call being observed (its id and approver), or ``None`` outside one."""
+    call = _CALL.get()
+    return None if call is None else call.scope
+
+
+async def observe(
+    call: Awaitable[ToolResult],
+    relayed: Sequence[dict[str, Any]] = (),
+    *,
+    call_id: str | None = None,
+    approver: Callable[..., Awaitable[Any]] | None = None,
+) -> Observed:
     """Await ``call`` and return its result with everything its layers noted meanwhile.
 
     Args:
@@ -86,6 +125,10 @@ async def observe(call: Awaitable[ToolResult], relayed: Sequence[dict[str, Any]]
             returns the result to record).
         relayed: the list the serving face's call channel fills with the requests the
             call relays to its caller; read once the call has returned.
+        call_id: the call's id in the run, for its ``approve`` layers
+            (:func:`current_call`); ``None``: the enclosing observed call's, if any.
+        approver: the session's approver for its ``approve`` layers; ``None``: the
+            enclosing observed call's, if any (else the Toolset's own).
 
     Returns:
         The :class:`Observed` call; its ``failures`` leave out the one the result carries.
@@ -95,25 +138,29 @@ async def observe(call: Awaitable[ToolResult], relayed: Sequence[dict[str, Any]]
         notes are then dropped.
 
     """
-    notes = _Notes()
-    token = _NOTES.set(notes)
+    outer = _CALL.get()
+    if outer is not None:  # a call made inside an observed call keeps who is calling
+        call_id = call_id if call_id is not None else outer.scope.call_id
+        approver = approver if approver is not None else outer.scope.approver
+    notes = _Call(CallScope(call_id, approver))
+    token = _CALL.set(notes)
     try:
         result = await call
     finally:
-        _NOTES.reset(token)
+        _CALL.reset(token)
     return notes.observed(result, relayed)
 
 
 def note_failure(failure: ToolFailure) -> None:
     """Record ``failure`` for the runtime observing the current call (if any)."""
-    notes = _NOTES.get()
+    notes = _CALL.get()
     if notes is not None:
         notes.failures.append(failure)
 
 
 def note_recovery(failure: ToolFailure, layer: str) -> None:
     """Declare that ``layer`` handles ``failure`` (retries the call) instead of passing it on."""
-    notes = _NOTES.get()
+    notes = _CALL.get()
     if notes is not None:
         notes.recovered.append((failure, layer))
 
@@ -124,6 +171,6 @@ def note_approval(event: dict[str, Any]) -> None:
     ``event`` holds ``type`` and the event's fields except ``idx``, ``prev``, ``step``
     and ``call_id`` (the recorder fills those from the call's block).
     """
-    notes = _NOTES.get()
+    notes = _CALL.get()
     if notes is not None:
         notes.approvals.append(event)

@@ -46,7 +46,6 @@ from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
-from toolproof.extensions.approvals.request import approval_scope
 from toolproof.runs.live import Admission, LiveRecording
 from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
@@ -241,8 +240,9 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id, for approve layers
         claim = hooks.claimed(call_id) if call_id is not None else contextlib.nullcontext()
-        with approval_scope(call_id), claim:  # and for its span
-            observed = await observe(tool.call(arguments), relayed or ())
+        with claim:  # for its span
+            asked = relayed if relayed is not None else ()  # the channel's list, read after
+            observed = await observe(tool.call(arguments), asked, call_id=call_id)
         answer = mcp_result(tool, observed.result)  # answered and recorded as the client sees it
         try:
             observer.call_finished(token, replace(observed, result=answer.result), answer.data)

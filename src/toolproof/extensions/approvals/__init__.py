@@ -6,12 +6,9 @@ The ``approve`` wrapper itself is :mod:`toolproof.extensions.wrappers.approve`.
 from toolproof.extensions.approvals.policy import ApprovalPolicy, ApprovalRule, compile_rules
 from toolproof.extensions.approvals.request import (
     ApprovalRequest,
-    ApprovalScope,
     Approver,
     Decision,
-    approval_scope,
     approver_name,
-    current_scope,
 )
 from toolproof.extensions.approvals.store import ApprovalStore, StoredRequest
 
@@ -19,13 +16,10 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "ApprovalRule",
-    "ApprovalScope",
     "ApprovalStore",
     "Approver",
     "Decision",
     "StoredRequest",
-    "approval_scope",
     "approver_name",
     "compile_rules",
-    "current_scope",
 ]

@@ -5,27 +5,22 @@ given to :func:`toolproof.load_toolset` or :func:`toolproof.record_session`.
 ``True``/``False`` approve/deny the arguments as they are; a :class:`Decision` can
 also carry edited arguments (validated against the tool's input schema again) and
 a reason. The runtime that makes a call (the executor, a session) tells the gate
-the call's id and the session's approver through :func:`approval_scope`, a context
-variable read only by the ``approve`` layer of that call (as
-:func:`~toolproof.tools.observe.observe` collects what the layers report).
+the call's id and the session's approver when it makes the call
+(:func:`~toolproof.tools.observe.observe`), the ``approve`` layer reads them with
+:func:`~toolproof.tools.observe.current_call`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, TypeAlias
 
 __all__ = [
     "ApprovalRequest",
-    "ApprovalScope",
     "Approver",
     "Decision",
-    "approval_scope",
     "approver_name",
-    "current_scope",
 ]
 
 
@@ -92,55 +87,3 @@ def approver_name(approver: Any) -> str:
     module = getattr(approver, "__module__", None) or type(approver).__module__
     qualname = getattr(approver, "__qualname__", None) or type(approver).__qualname__
     return f"{module}.{qualname}"
-
-
-class ApprovalScope(NamedTuple):
-    """What the runtime making one call tells that call's ``approve`` layer.
-
-    Immutable (a named tuple: one is built for every call a runtime makes).
-
-    Attributes:
-        call_id: the call's id in the run, or ``None``.
-        approver: the session's approver callback (overrides the Toolset's), or ``None``.
-
-    """
-
-    call_id: str | None = None
-    approver: Approver | None = None
-
-
-_SCOPE: ContextVar[ApprovalScope | None] = ContextVar("toolproof_approval_scope", default=None)
-
-
-def current_scope() -> ApprovalScope | None:
-    """The scope of the call being made, or ``None`` outside a runtime."""
-    return _SCOPE.get()
-
-
-class _Scoped:
-    """The context manager :func:`approval_scope` returns (a class: no generator frame)."""
-
-    __slots__ = ("_token", "scope")
-
-    def __init__(self, scope: ApprovalScope) -> None:
-        self.scope = scope
-
-    def __enter__(self) -> ApprovalScope:
-        self._token = _SCOPE.set(self.scope)
-        return self.scope
-
-    def __exit__(self, *exc_info: object) -> None:
-        _SCOPE.reset(self._token)
-
-
-def approval_scope(
-    call_id: str | None = None, approver: Approver | None = None
-) -> AbstractContextManager[ApprovalScope]:
-    """Make ``call_id`` and ``approver`` known to the ``approve`` layers of the block's call.
-
-    Returns:
-        A context manager whose ``__enter__`` sets and gives the :class:`ApprovalScope`
-        for the block (``with approval_scope(call_id, approver):``); not reentrant.
-
-    """
-    return _Scoped(ApprovalScope(call_id, approver))

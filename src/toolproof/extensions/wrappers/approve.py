@@ -39,7 +39,6 @@ from toolproof.extensions.approvals.request import (
     Approver,
     Decision,
     approver_name,
-    current_scope,
 )
 from toolproof.extensions.approvals.store import (
     REQUEST_ID_RE,
@@ -52,7 +51,7 @@ from toolproof.extensions.schema import is_flat_object_schema
 from toolproof.extensions.wrappers.common import base_dir, wrapper_spec
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.tools import hooks
-from toolproof.tools.observe import note_approval
+from toolproof.tools.observe import current_call, note_approval
 from toolproof.tools.tool import Tool
 
 __all__ = ["APPROVE_RESERVED", "HANDLE_PARAM", "approve_factory"]
@@ -154,7 +153,7 @@ class _Gate:
         arguments = _decoded(asked)  # from here on nothing the caller holds is read
         digest_of = digest(asked)
         fingerprint = self.fingerprint()
-        scope = current_scope()
+        scope = current_call()
         call_id = scope.call_id if scope is not None else None
         approver = scope.approver if scope is not None and scope.approver else self.approver
         rule_record = dict(rule.record) if rule is not None else None
