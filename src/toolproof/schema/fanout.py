@@ -30,7 +30,7 @@ from typing import Any
 from toolproof.errors import ToolBindError
 from toolproof.schema.refs import DEFAULT_BASE_URI, RefWalker, field_path, flatten
 
-__all__ = ["MAX_STATES", "applications_per_value"]
+__all__ = ["MAX_NODES", "MAX_STATES", "applications_per_value"]
 
 MAX_STATES = 20_000
 """How many distinct sets of co-applied subschemas the exploration may visit."""
@@ -46,49 +46,99 @@ Edge = tuple[int, Any]
 ``"p*"`` (any member) or ``"i*"`` (any element)."""
 
 
+Scope = tuple[tuple[str, int], ...]
+"""Dynamic anchors in scope: ``(name, id(anchor subschema))``, the outermost of each name."""
+
+_RECURSIVE = "\x00recursive"
+"""The name ``$recursiveAnchor: true`` resources are tracked under (draft 2019-09)."""
+
+MAX_NODES = 200_000
+"""Subschemas the applicator graph may hold, each counted once per dynamic scope it is
+reached in."""
+
+
 class _Graph:
-    """The applicator graph of a schema: nodes numbered from the root (0)."""
+    """The applicator graph of a schema: nodes numbered from the root (0).
+
+    A node is a subschema *in a dynamic scope*: a ``$dynamicRef`` (``$recursiveRef``)
+    applies one subschema per evaluation, the dynamic anchor of its name in the
+    outermost schema resource in scope that has one (2020-12 section 8.2.3.2), so the
+    scope a subschema is reached in decides where its dynamic references go. Two scopes
+    are tracked, and a dynamic reference reaches the choice of each: the specification's
+    (every resource evaluation entered, the root first) and jsonschema-rs's (the
+    resources of the referrers of the references followed, outermost first: walking into
+    an embedded resource does not enter it there). A dynamic reference whose first
+    target has no dynamic anchor of that name is a plain ``$ref`` (the bookend rule).
+    """
 
     def __init__(self, walker: RefWalker) -> None:
         self.walker = walker
         self.nodes: list[Any] = []
         self.wheres: list[Any] = []
         self.edges: list[list[Edge]] = []
-        self._index: dict[int, int] = {}
+        self._index: dict[tuple[int, Scope, Scope], int] = {}
         self.again: set[int] = set()
-        self._dynamic = self._dynamic_anchors()
-
-    def _dynamic_anchors(self) -> dict[str, list[tuple[Any, str]]]:
-        found: dict[str, list[tuple[Any, str]]] = {}
-        for (base, name), node in self.walker.anchors.items():
+        scoped: dict[str, dict[str, Any]] = {}
+        for (base, name), node in walker.anchors.items():
             if type(node) is dict and node.get("$dynamicAnchor") == name:
-                found.setdefault(name, []).append((node, base))
-        for node, base in self.walker.recursive_roots():
-            found.setdefault("\x00recursive", []).append((node, base))
-        return found
+                scoped.setdefault(base, {})[name] = node
+        for node, base in walker.recursive_roots():
+            scoped.setdefault(base, {})[_RECURSIVE] = node
+        self._scoped = scoped
+        self._anchor_of: dict[int, tuple[Any, str]] = {
+            id(node): (node, base) for base, names in scoped.items() for node in names.values()
+        }
 
-    def intern(self, node: Any, base: str, where: Any, todo: list[tuple[int, str]]) -> int:
-        found = self._index.get(id(node))
+    def _enter(self, scope: Scope, base: str) -> Scope:
+        """``scope`` once the resource ``base`` is in it (outermost anchors stay)."""
+        anchors = self._scoped.get(base)
+        if not anchors:
+            return scope
+        have = dict(scope)
+        fresh = {name: id(node) for name, node in anchors.items() if name not in have}
+        if not fresh:
+            return scope
+        return tuple(sorted({**have, **fresh}.items()))
+
+    def intern(
+        self,
+        node: Any,
+        base: str,
+        where: Any,
+        todo: list[tuple[int, str, Scope, Scope]],
+        scopes: tuple[Scope, Scope] = ((), ()),
+    ) -> int:
+        key = (id(node), *scopes)
+        found = self._index.get(key)
         if found is not None:
             return found
         index = len(self.nodes)
-        self._index[id(node)] = index
+        if index >= MAX_NODES:
+            raise ToolBindError(
+                self.walker.tool,
+                self.walker.field,
+                f"the references are too intricate to bound the work of validating one "
+                f"value (rule: at most {MAX_NODES} subschemas in their dynamic scopes are "
+                "explored; simplify the $ref/$dynamicRef structure)",
+            )
+        self._index[key] = index
         self.nodes.append(node)
         self.wheres.append(where)
         self.edges.append([])
-        todo.append((index, base))
+        todo.append((index, base, *scopes))
         return index
 
     def build(self) -> None:
-        todo: list[tuple[int, str]] = []
+        todo: list[tuple[int, str, Scope, Scope]] = []
         self.intern(self.walker.schema, DEFAULT_BASE_URI, None, todo)
         while todo:
-            index, base = todo.pop()
+            index, base, spec, pushed = todo.pop()
             node = self.nodes[index]
             if type(node) is not dict:
                 continue
             if self.walker.has_ids:
                 base = self.walker.base_of(node, base)
+            spec = self._enter(spec, base)
             where = self.wheres[index]
             out = self.edges[index]
             if "unevaluatedProperties" in node or "unevaluatedItems" in node:
@@ -97,28 +147,52 @@ class _Graph:
                 self.again.add(index)
 
             def add(
-                child: Any, at: Any, label: Any, base: str = base, out: list[Edge] = out
+                child: Any,
+                at: Any,
+                label: Any,
+                base: str = base,
+                out: list[Edge] = out,
+                scopes: tuple[Scope, Scope] = (spec, pushed),
             ) -> None:
-                out.append((self.intern(child, base, at, todo), label))
+                out.append((self.intern(child, base, at, todo, scopes), label))
 
             self._applicators(node, where, add)
             for key in _REF_KEYWORDS:
                 reference = node.get(key)
-                if type(reference) is not str:
-                    continue
-                at = (where, key)
-                target, target_base = self.walker.lookup(base, reference, at)
-                out.append((self.intern(target, target_base, at, todo), None))
-                if key == "$dynamicRef" and "#" in reference:
-                    name = reference.rpartition("#")[2]
-                    candidates = self._dynamic.get(name, [])
-                elif key == "$recursiveRef":
-                    candidates = self._dynamic.get("\x00recursive", [])
-                else:
-                    candidates = []
-                for candidate, candidate_base in candidates:  # any resource in dynamic scope
-                    if candidate is not target:
-                        out.append((self.intern(candidate, candidate_base, at, todo), None))
+                if type(reference) is str:
+                    at = (where, key)
+                    self._reference(key, reference, at, base, (spec, pushed), out, todo)
+
+    def _reference(
+        self,
+        key: str,
+        reference: str,
+        at: Any,
+        base: str,
+        scopes: tuple[Scope, Scope],
+        out: list[Edge],
+        todo: list[tuple[int, str, Scope, Scope]],
+    ) -> None:
+        """Add to ``out`` the in-place edges of a reference written where the base is ``base``."""
+        spec, pushed = scopes[0], self._enter(scopes[1], base)  # the referrer's resource
+        scopes = (spec, pushed)
+        target, target_base = self.walker.lookup(base, reference, at)
+        name = None
+        if key == "$dynamicRef" and "#" in reference:
+            name = reference.rpartition("#")[2]
+            if not (type(target) is dict and target.get("$dynamicAnchor") == name):
+                name = None  # the bookend rule: a plain $ref
+        elif key == "$recursiveRef" and type(target) is dict:
+            name = _RECURSIVE if target.get("$recursiveAnchor") is True else None
+        chosen = {id(target): (target, target_base)}
+        if name is not None:
+            chosen = {}
+            for scope in (spec, pushed):
+                anchor = dict(scope).get(name)
+                pick = self._anchor_of[anchor] if anchor is not None else (target, target_base)
+                chosen[id(pick[0])] = pick
+        for candidate, candidate_base in chosen.values():
+            out.append((self.intern(candidate, candidate_base, at, todo, scopes), None))
 
     @staticmethod
     def _applicators(node: dict[str, Any], where: Any, add: Any) -> None:
