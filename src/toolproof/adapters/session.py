@@ -35,7 +35,6 @@ from toolproof.runs.recorder import ModelExchange
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
-from toolproof.tools import hooks
 from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe
 from toolproof.tools.toolset import Toolset
@@ -209,8 +208,7 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
-        with hooks.claimed(call_id):
-            observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
+        observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
         try:
             return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:

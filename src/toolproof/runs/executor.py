@@ -46,7 +46,6 @@ from toolproof.runs.outcome import ExecutionOutcome
 from toolproof.runs.recorder import ModelExchange, Recorder, call_json, failure_reason
 from toolproof.runs.spec import RefError, resolve_refs
 from toolproof.tools import hooks
-from toolproof.tools.observe import Observed
 from toolproof.verify.checks import CHECK_SEQUENCE
 
 __all__ = ["ExecutionOutcome", "Executor", "StepContext", "StepHandler"]
@@ -347,11 +346,6 @@ class Executor:
         )
         self._finish(node.id, "ok", evidence=record.id)
 
-    async def _make(self, call: ToolCall) -> Observed:
-        """Make ``call`` through the call port, claimed for its tool span (telemetry)."""
-        with hooks.claimed(call.id):
-            return await self.calls.call(call, self.clock.remaining())
-
     def _spent(self, node_id: str, limit: int, finish: bool) -> NoReturn:
         """Stop on the spent tool-call budget ``limit`` (the step failed first when ``finish``).
 
@@ -385,7 +379,7 @@ class Executor:
         plain = call_json(tool, arguments, node_id, copy=True)
         call = ToolCall.model_construct(**plain)
         self.tool_calls += 1
-        observed = await self._make(call)
+        observed = await self.calls.call(call, self.clock.remaining())
         budget = self.spec.budgets.evidence_bytes is not None
         admit = partial(self._admit, node_id) if budget else None
         recorded = self.recorder.call_block(node_id, plain, observed, admit=admit)

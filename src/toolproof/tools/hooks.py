@@ -8,8 +8,9 @@ takes the same path (``LAYER.tool_call(tool, arguments, run)``), with or without
 telemetry. The floors below ``adapters`` (``tools``, ``runs``) report through this
 layer and never import OpenTelemetry or the adapter.
 
-:func:`claimed` marks the tool call a run or a session is recording (the ``ToolCall``
-content id), so the outermost tool span can carry it (``toolproof.call_id``).
+The outermost tool span of a call a run or a session is recording carries its
+``ToolCall`` content id (``toolproof.call_id``), read from the call's scope
+(:func:`toolproof.tools.observe.current_call`).
 
 :func:`span`, :func:`carrier` and :func:`fail` are what code below ``adapters`` calls to
 trace one operation of its own (an MCP request, a backend submit, an approval wait, a
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from toolproof.contract.tools import ToolResult
@@ -36,14 +36,11 @@ __all__ = [
     "SpanKind",
     "TelemetryHook",
     "carrier",
-    "claimed",
-    "current_call_id",
     "fail",
     "flush",
     "install",
     "model_turn",
     "span",
-    "take_call_id",
 ]
 
 SpanKind = Literal["internal", "client", "server", "producer", "consumer"]
@@ -159,8 +156,6 @@ LAYER: TelemetryHook = OFF
 :func:`install` puts a hook here). Code reports through it and never asks whether
 telemetry is on: with :data:`OFF` each report is the call itself or a no-op."""
 
-_CALL_ID: ContextVar[str | None] = ContextVar("toolproof_call_id", default=None)
-
 
 def install(hook: TelemetryHook | None) -> TelemetryHook | None:
     """Install ``hook`` as :data:`LAYER` (``None``: :data:`OFF`).
@@ -173,43 +168,6 @@ def install(hook: TelemetryHook | None) -> TelemetryHook | None:
     previous = None if LAYER is OFF else LAYER
     LAYER = OFF if hook is None else hook
     return previous
-
-
-def claimed(call_id: str) -> AbstractContextManager[None]:
-    """Mark ``call_id`` (a ``ToolCall`` content id) as the call the ``with`` block makes.
-
-    The outermost tool span reads it (``toolproof.call_id``); with telemetry off nothing
-    does, and entering the block costs one context-variable set.
-    """
-    return _Claim(call_id)
-
-
-class _Claim:
-    """The context manager :func:`claimed` returns (a class: no generator frame)."""
-
-    __slots__ = ("_call_id", "_token")
-
-    def __init__(self, call_id: str) -> None:
-        self._call_id = call_id
-
-    def __enter__(self) -> None:
-        self._token = _CALL_ID.set(self._call_id)
-
-    def __exit__(self, *exc_info: object) -> None:
-        _CALL_ID.reset(self._token)
-
-
-def current_call_id() -> str | None:
-    """The call id claimed for the current call, or ``None``."""
-    return _CALL_ID.get()
-
-
-def take_call_id() -> str | None:
-    """Return the claimed call id and clear it, so nested layer calls do not claim it."""
-    call_id = _CALL_ID.get()
-    if call_id is not None:
-        _CALL_ID.set(None)
-    return call_id
 
 
 def span(

@@ -16,7 +16,6 @@ is :mod:`toolproof.adapters.mcp.content`. An unknown tool name is a JSON-RPC err
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -47,7 +46,6 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.runs.live import Admission, LiveRecording
-from toolproof.tools import hooks
 from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
@@ -238,11 +236,9 @@ def build_server(
             token = observer.call_started(tool, arguments)
         except ToolCallError as refused:
             return mcp_result(tool, _failed(refused.failure)).reply
-        call_id = getattr(token, "call_id", None)  # a recorded call's id, for approve layers
-        claim = hooks.claimed(call_id) if call_id is not None else contextlib.nullcontext()
-        with claim:  # for its span
-            asked = relayed if relayed is not None else ()  # the channel's list, read after
-            observed = await observe(tool.call(arguments), asked, call_id=call_id)
+        call_id = getattr(token, "call_id", None)  # a recorded call's id: approve layers, span
+        asked = relayed if relayed is not None else ()  # the channel's list, read after
+        observed = await observe(tool.call(arguments), asked, call_id=call_id)
         answer = mcp_result(tool, observed.result)  # answered and recorded as the client sees it
         try:
             observer.call_finished(token, replace(observed, result=answer.result), answer.data)

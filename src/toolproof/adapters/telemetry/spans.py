@@ -38,6 +38,7 @@ from toolproof.errors import CanonicalizationError, UsageError
 from toolproof.extensions.wrappers.audit import AuditConfig, redact
 from toolproof.identity import canonical_json, digest_json
 from toolproof.tools import hooks
+from toolproof.tools.observe import current_call
 
 __all__ = ["SCOPE", "OtelHook"]
 
@@ -129,7 +130,8 @@ class OtelHook:
             attributes["toolproof.layer"] = tool.stack[-1].name
             attributes["toolproof.base"] = tool.base or ""
         if outermost:
-            call_id = hooks.take_call_id()
+            scope = current_call()
+            call_id = scope.call_id if scope is not None else None
             if call_id is not None:
                 attributes["toolproof.call_id"] = call_id
             attributes["gen_ai.tool.call.id"] = call_id or "call_" + secrets.token_hex(12)
