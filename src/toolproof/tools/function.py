@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from toolproof.contract.tools import ToolAnnotations, ToolResult, ToolSpec
@@ -32,11 +32,13 @@ from toolproof.tools.content import mentions_content, rich_value
 from toolproof.tools.context import Context
 from toolproof.tools.signature import (
     CONTEXT_FIELD,
+    arguments_model,
     holds_int,
     json_native,
     json_schema_of,
     non_finite,
     parameter_fields,
+    return_adapter,
     top_level_int,
 )
 from toolproof.tools.sync_bodies import sync_bodies
@@ -224,8 +226,10 @@ def bind_function(
 
     Raises:
         ToolBindError: ``*args``/``**kwargs``, an annotation that cannot be resolved,
-            a type pydantic cannot describe, or a declared input schema that breaks a
-            limit, its metaschema, or does not fit the signature.
+            a type pydantic cannot build a model of or describe (``typing.TypedDict`` on
+            Python < 3.12: field ``parameters.<name>``, rule pydantic's message), or a
+            declared input schema that breaks a limit, its metaschema, or does not fit
+            the signature.
 
     """
     opts = options or getattr(fn, TOOL_MARK, None) or ToolOptions()
@@ -259,17 +263,13 @@ def bind_function(
             for param, field, kind in params
         ]
     else:
-        model = create_model(
-            f"{tool_name}_arguments",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            **field_types,
-        )
+        model = arguments_model(tool_name, field_types)
         input_schema = json_schema_of(model, tool_name, "parameters")
     ret = hints.get("return", inspect.Signature.empty)
     output_adapter: TypeAdapter[Any] | None = None
     output_schema = None
     if ret not in (inspect.Signature.empty, None, type(None)) and not mentions_content(ret):
-        output_adapter = TypeAdapter(ret)
+        output_adapter = return_adapter(tool_name, ret)
         output_schema = json_schema_of(output_adapter, tool_name, "return annotation")
     spec = ToolSpec(
         name=tool_name,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 from pydantic.fields import FieldInfo
 
 from toolproof.errors import ToolBindError
@@ -26,11 +26,13 @@ from toolproof.tools.context import Context
 
 __all__ = [
     "CONTEXT_FIELD",
+    "arguments_model",
     "holds_int",
     "json_native",
     "json_schema_of",
     "non_finite",
     "parameter_fields",
+    "return_adapter",
     "split_annotated",
     "top_level_int",
 ]
@@ -119,6 +121,55 @@ def parameter_fields(
         fields[field_name] = (Annotated[(base, *kept, field)], field)
         params.append((param.name, field_name, param.kind))
     return {name: spec[0] for name, spec in fields.items()}, params
+
+
+def _unbuildable(exc: PydanticUserError) -> str:
+    """Pydantic's own words, first line (its message, without the documentation link)."""
+    return str(exc).strip().splitlines()[0]
+
+
+def arguments_model(tool_name: str, field_types: dict[str, Any]) -> type[BaseModel]:
+    """The pydantic model of a function's arguments (extra arguments forbidden).
+
+    Args:
+        tool_name: the tool's name, for errors.
+        field_types: :func:`parameter_fields`' field definitions by field name.
+
+    Raises:
+        ToolBindError: pydantic refuses to build it (a ``typing.TypedDict`` parameter on
+            Python < 3.12, say); the field is ``parameters.<name>`` of the first parameter
+            pydantic refuses alone (``parameters`` when none does), the rule pydantic's
+            message. The load quarantines this one tool.
+
+    """
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+    try:
+        return create_model(f"{tool_name}_arguments", __config__=config, **field_types)
+    except PydanticUserError as exc:
+        where = "parameters"
+        for field, definition in field_types.items():
+            try:
+                create_model(f"{tool_name}_{field}", __config__=config, **{field: definition})
+            except PydanticUserError:
+                where = f"parameters.{field}"
+                break
+        rule = f"pydantic cannot build a model of it: {_unbuildable(exc)}"
+        raise ToolBindError(tool_name, where, rule) from exc
+
+
+def return_adapter(tool_name: str, annotation: Any) -> TypeAdapter[Any]:
+    """The pydantic adapter of a return annotation.
+
+    Raises:
+        ToolBindError: pydantic refuses to build it (field ``return annotation``, the
+            rule pydantic's message).
+
+    """
+    try:
+        return TypeAdapter(annotation)
+    except PydanticUserError as exc:
+        rule = f"pydantic cannot build a model of it: {_unbuildable(exc)}"
+        raise ToolBindError(tool_name, "return annotation", rule) from exc
 
 
 def json_schema_of(adapter: TypeAdapter[Any] | type[BaseModel], tool_name: str, what: str) -> Any:
