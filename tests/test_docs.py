@@ -75,6 +75,12 @@ SKIPPED = {
     ("docs/extending.md", "def test_my_agent(toolproof_cassette, real_toolset):"),
     # needs a model server; tests/runs/test_agent_llama_turns.py runs the same code on one
     ("docs/agents.md", "client = AsyncOpenAI("),
+    # records into .toolproof: tests/adapters/test_agent_replay_recipe.py runs it in a
+    # fresh folder, imports it and replays it, counting the runs
+    (
+        "docs/agents.md",
+        "# mymod.py: importing it records nothing; `python mymod.py` records one run",
+    ),
 }
 
 
@@ -399,6 +405,7 @@ def test_the_readme_combo_that_binds_nothing_is_refused(tmp_path: Path) -> None:
 
 SKIPPED_SHELL = {
     "README.md": 4,
+    "docs/agents.md": 1,
     "docs/approvals.md": 2,
     "docs/attestations.md": 2,
     "docs/backends.md": 1,
