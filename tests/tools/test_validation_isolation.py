@@ -11,6 +11,9 @@ keeps serving other calls meanwhile.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 from test_declared_uri_spellings import spelling_bomb
 
+import toolproof
 from toolproof import ConfigError, load_toolset
 from toolproof.contract.tools import ToolSpec
 from toolproof.identity import canonical_json
@@ -195,3 +199,27 @@ def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
         asyncio.run(load())
     assert info.value.fields["key"] == "validation.memory_mib"
     assert info.value.fields["rule"] == "Input should be greater than or equal to 64"
+
+
+def test_workers_import_this_toolproof_not_the_working_directory(tmp_path: Path) -> None:
+    # a user's json.py in the folder a server runs from must not replace the worker's
+    (tmp_path / "json.py").write_text("raise SystemExit('a json.py of the working directory')\n")
+    script = tmp_path / "scripts" / "check.py"
+    script.parent.mkdir()
+    script.write_text(
+        "import asyncio\n"
+        "from toolproof.schema.isolation import IsolatedSchema\n"
+        "schema = IsolatedSchema({'$id': 'urn:x', 'type': 'integer'})\n"
+        "print(asyncio.run(schema.errors('s', 8)))\n"
+    )
+    source = str(Path(toolproof.__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": source},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "[('', '\"s\" is not of type \"integer\"')]\n")

@@ -57,6 +57,9 @@ MAX_VALIDATION_SECONDS = 5.0
 MAX_VALIDATION_MEMORY = 1 << 30
 """Default address-space cap of a validation worker (``RLIMIT_AS``), bytes (1 GiB)."""
 
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The folder holding the ``toolproof`` package the workers import (the caller's copy)."""
+
 _WORKER_CACHE = 64
 """Compiled validators a worker keeps (least recently used dropped first)."""
 
@@ -132,12 +135,16 @@ class _Worker:
     """One worker process and the validators it is known to hold."""
 
     def __init__(self, bounds: ValidationBounds) -> None:
-        self.process = subprocess.Popen(  # this interpreter, this module
-            [sys.executable, "-m", "toolproof.schema.isolation", str(bounds.memory_bytes)],
+        # this interpreter and this copy of toolproof; -P: the working directory (where a
+        # user's json.py or select.py may sit) is not put on the worker's import path
+        paths = [_SOURCE_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "toolproof.schema.isolation", str(bounds.memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         )
         self.known: OrderedDict[str, None] = OrderedDict()
 
