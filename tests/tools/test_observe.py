@@ -10,6 +10,7 @@ import pytest
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
 from toolproof.errors import ToolCallError
 from toolproof.runs.calls import LiveCalls
+from toolproof.tools.context import Context
 from toolproof.tools.observe import (
     CallScope,
     Observed,
@@ -107,3 +108,38 @@ def test_the_call_s_layers_read_who_is_calling_from_the_one_call_scope() -> None
     asyncio.run(observe(outer(), call_id="call_1", approver=approver))
     assert seen == [CallScope("call_1", approver), CallScope("call_1", approver)]
     assert current_call() is None  # outside an observed call
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.progress_seen: list[tuple[float, float | None, str | None]] = []
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        raise AssertionError("not used")
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress_seen.append((progress, total, message))
+
+    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("not used")
+
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("not used")
+
+
+def test_a_body_s_context_reaches_the_channel_the_call_was_made_with() -> None:
+    channel = _Channel()
+
+    async def report(n: int, ctx: Context) -> int:
+        await ctx.report_progress(n, 2, "half")
+        return n
+
+    tool = Tool.from_function(report, description="Reports progress.")
+
+    async def served() -> Observed:
+        return await observe(tool.call({"n": 1}), channel=channel)
+
+    assert asyncio.run(served()).result == ToolResult.success(1)
+    assert channel.progress_seen == [(1, 2, "half")]
+    assert asyncio.run(tool.call({"n": 1})) == ToolResult.success(1)  # no channel: dropped
+    assert channel.progress_seen == [(1, 2, "half")]

@@ -12,24 +12,23 @@ run, a body in a ``process`` or ``celery`` worker), log messages go to the
 ``toolproof.tool`` logger, progress is dropped, and sampling and elicitation fail
 with kind ``unavailable``.
 
-The channel travels in a context variable (like ``contextvars`` carry a request in
-asyncio servers): it is information about the call, not control flow, and it reaches
-sync bodies too (``asyncio.to_thread`` copies the context).
+The channel is part of the call's scope, which the face gives when it makes the call
+(:func:`toolproof.tools.observe.observe` with ``channel=``); it is information about
+the call, not control flow, and it reaches sync bodies too (``asyncio.to_thread``
+copies the context the scope lives in).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
 
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureWhere
+from toolproof.tools.observe import CallChannel, current_call
 
-__all__ = ["LOG_LEVELS", "CallChannel", "Context", "call_channel", "current_channel"]
+__all__ = ["LOG_LEVELS", "CallChannel", "Context", "current_channel"]
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """MCP log levels (RFC 5424 severities), least severe first."""
@@ -38,48 +37,10 @@ logger = logging.getLogger("toolproof.tool")
 _PY_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40}
 
 
-class CallChannel(Protocol):
-    """Where a call's log, progress and questions go (one per served request).
-
-    Requests and results are MCP wire form (camelCase JSON): ``sample`` takes
-    ``CreateMessageRequestParams`` and returns a ``CreateMessageResult``; ``elicit``
-    takes ``ElicitRequestParams`` and returns an ``ElicitResult``. Both raise
-    :class:`~toolproof.errors.ToolCallError` when the client cannot answer.
-    """
-
-    async def log(self, level: str, data: Any, logger: str | None) -> None:
-        """Send one log message (``level`` one of :data:`LOG_LEVELS`)."""
-        ...
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """Report progress (a no-op when the caller asked for none)."""
-        ...
-
-    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Ask the caller's model (``sampling/createMessage``)."""
-        ...
-
-    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Ask the caller's user (``elicitation/create``)."""
-        ...
-
-
-_CHANNEL: ContextVar[CallChannel | None] = ContextVar("toolproof_call_channel", default=None)
-
-
-@contextmanager
-def call_channel(channel: CallChannel) -> Iterator[None]:
-    """Make ``channel`` the channel of the calls made inside the ``with`` block."""
-    token = _CHANNEL.set(channel)
-    try:
-        yield
-    finally:
-        _CHANNEL.reset(token)
-
-
 def current_channel() -> CallChannel | None:
     """The channel of the running call, or ``None`` outside a served call."""
-    return _CHANNEL.get()
+    scope = current_call()
+    return None if scope is None else scope.channel
 
 
 def _unavailable(what: str) -> ToolCallError:

@@ -11,8 +11,10 @@ one frozen :class:`Observed`; the recorder writes it into the call's block
 (``failure_observed`` with ``recovered_by``, for the ``failure-honesty`` check).
 Outside :func:`observe` noting does nothing.
 
-The runtime also tells the call's layers who is calling: the call's id in the run and
-the session's approver, read by an ``approve`` layer with :func:`current_call`.
+The runtime also tells the call's layers who is calling: the call's id in the run,
+the session's approver (read by an ``approve`` layer) and the call channel of a served
+request (read by a body's :class:`~toolproof.tools.context.Context` and an imported MCP
+server's relay), all in one :class:`CallScope` (:func:`current_call`).
 
 The layers between the runtime and a body are user code that calls its inner tool
 with ``inner.call(arguments)``; a failure must reach the runtime even when such a
@@ -27,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from toolproof.contract.tools import ToolFailure, ToolResult
 
 __all__ = [
+    "CallChannel",
     "CallScope",
     "Observed",
     "current_call",
@@ -68,6 +71,32 @@ class Observed:
     relayed: tuple[dict[str, Any], ...] = ()
 
 
+class CallChannel(Protocol):
+    """Where a call's log, progress and questions go (one per served request).
+
+    Requests and results are MCP wire form (camelCase JSON): ``sample`` takes
+    ``CreateMessageRequestParams`` and returns a ``CreateMessageResult``; ``elicit``
+    takes ``ElicitRequestParams`` and returns an ``ElicitResult``. Both raise
+    :class:`~toolproof.errors.ToolCallError` when the client cannot answer.
+    """
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send one log message (``level`` one of :data:`~toolproof.tools.context.LOG_LEVELS`)."""
+        ...
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Report progress (a no-op when the caller asked for none)."""
+        ...
+
+    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the caller's model (``sampling/createMessage``)."""
+        ...
+
+    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the caller's user (``elicitation/create``)."""
+        ...
+
+
 class CallScope(NamedTuple):
     """Who is making the call :func:`observe` is awaiting, as its layers see it.
 
@@ -75,11 +104,14 @@ class CallScope(NamedTuple):
         call_id: the call's id in the run (``call_<hex>``), or ``None``.
         approver: the session's approver callback (``async (ApprovalRequest) -> bool |
             Decision``, overriding the Toolset's), or ``None``.
+        channel: where the call's log, progress and questions go (the served MCP
+            request's), or ``None`` outside a served call.
 
     """
 
     call_id: str | None = None
     approver: Callable[..., Awaitable[Any]] | None = None
+    channel: CallChannel | None = None
 
 
 class _Call:
@@ -117,6 +149,7 @@ async def observe(
     *,
     call_id: str | None = None,
     approver: Callable[..., Awaitable[Any]] | None = None,
+    channel: CallChannel | None = None,
 ) -> Observed:
     """Await ``call`` and return its result with everything its layers noted meanwhile.
 
@@ -129,6 +162,8 @@ async def observe(
             (:func:`current_call`); ``None``: the enclosing observed call's, if any.
         approver: the session's approver for its ``approve`` layers; ``None``: the
             enclosing observed call's, if any (else the Toolset's own).
+        channel: the call channel of the served request the call answers; ``None``:
+            the enclosing observed call's, if any.
 
     Returns:
         The :class:`Observed` call; its ``failures`` leave out the one the result carries.
@@ -142,7 +177,8 @@ async def observe(
     if outer is not None:  # a call made inside an observed call keeps who is calling
         call_id = call_id if call_id is not None else outer.scope.call_id
         approver = approver if approver is not None else outer.scope.approver
-    notes = _Call(CallScope(call_id, approver))
+        channel = channel if channel is not None else outer.scope.channel
+    notes = _Call(CallScope(call_id, approver, channel))
     token = _CALL.set(notes)
     try:
         result = await call

@@ -1,7 +1,7 @@
 """The call channel of one served MCP request: log, progress, sampling and elicitation.
 
-``toolproof serve`` runs every ``tools/call`` inside :func:`toolproof.tools.context.
-call_channel` with a :class:`RequestChannel` bound to that request, so whatever the
+``toolproof serve`` makes every ``tools/call`` with a :class:`RequestChannel` bound to
+that request as its call's channel (:func:`toolproof.tools.observe.observe`), so whatever the
 call produces on the way (a Python body's :class:`~toolproof.tools.context.Context`,
 an imported server's notifications and requests) reaches **the client session that
 made the call**, on the request's own stream:

@@ -46,7 +46,6 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
 from toolproof.runs.live import Admission, LiveRecording
-from toolproof.tools.context import call_channel
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -219,26 +218,19 @@ def build_server(
         tool = served.get(params.name)
         if tool is None:
             raise _unknown_tool(toolset, params.name)
-        if observer is None:
-            with call_channel(RequestChannel(ctx, levels)):
-                return await _call(tool, params)
-        relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
-        with call_channel(RequestChannel(ctx, levels, relayed)):
-            return await _call(tool, params, relayed)
-
-    async def _call(
-        tool: Tool, params: types.CallToolRequestParams, relayed: list[dict[str, Any]] | None = None
-    ) -> types.CallToolResult:
         arguments: Any = params.arguments if params.arguments is not None else {}
         if observer is None:
-            return mcp_result(tool, await tool.call(arguments)).reply
+            channel = RequestChannel(ctx, levels)
+            observed = await observe(tool.call(arguments), channel=channel)
+            return mcp_result(tool, observed.result).reply
         try:
             token = observer.call_started(tool, arguments)
         except ToolCallError as refused:
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id: approve layers, span
-        asked = relayed if relayed is not None else ()  # the channel's list, read after
-        observed = await observe(tool.call(arguments), asked, call_id=call_id)
+        relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
+        channel = RequestChannel(ctx, levels, relayed)
+        observed = await observe(tool.call(arguments), relayed, call_id=call_id, channel=channel)
         answer = mcp_result(tool, observed.result)  # answered and recorded as the client sees it
         try:
             observer.call_finished(token, replace(observed, result=answer.result), answer.data)
