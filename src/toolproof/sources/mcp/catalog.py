@@ -19,10 +19,12 @@ from typing import Any
 from toolproof.sources.mcp.common import METHOD_NOT_FOUND, SDK_ERRORS, error_code, wire
 from toolproof.tools.catalog import Catalog, Entry
 
-__all__ = ["bind_catalog", "list_catalog"]
+__all__ = ["MAX_LIST_PAGES", "bind_catalog", "list_catalog", "list_tools"]
 
 MAX_PAGES = 1000
 """List pages followed before the listing stops (a cursor that never ends)."""
+MAX_LIST_PAGES = 1000
+"""``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
 _LISTS = {  # listing -> (capability, SDK method, result key, MCP method)
     "resources": ("resources", "list_resources", "resources", "resources/list"),
     "templates": (
@@ -33,6 +35,29 @@ _LISTS = {  # listing -> (capability, SDK method, result key, MCP method)
     ),
     "prompts": ("prompts", "list_prompts", "prompts", "prompts/list"),
 }
+
+
+async def list_tools(session: Any) -> list[dict[str, Any]]:
+    """Every tool the server lists (wire form), following ``nextCursor``.
+
+    Raises:
+        RuntimeError: the listing did not end after :data:`MAX_LIST_PAGES` pages.
+        Exception: the SDK's JSON-RPC or transport error.
+
+    """
+    types: Any = importlib.import_module("mcp.types")
+    tools: list[dict[str, Any]] = []
+    result: Any = await session.list_tools()
+    for _ in range(MAX_LIST_PAGES):
+        tools.extend(wire(tool) for tool in result.tools)
+        cursor = getattr(result, "next_cursor", getattr(result, "nextCursor", None))
+        if not cursor:
+            return tools
+        if hasattr(types, "PaginatedRequestParams"):
+            result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        else:  # 1.x
+            result = await session.list_tools(cursor)
+    raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
 
 
 async def _pages(session: Any, method: str, key: str) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from mcp.client.stdio import stdio_client
 
 from toolproof.errors import ToolCallError
 from toolproof.redaction import redact_url
-from toolproof.sources.mcp.catalog import list_catalog
+from toolproof.sources.mcp.catalog import list_catalog, list_tools
 from toolproof.sources.mcp.common import (
     CONNECTION_CLOSED,
     SDK_ERRORS,
@@ -45,9 +45,8 @@ from toolproof.sources.mcp.common import (
 )
 from toolproof.sources.mcp.stdio import (
     EXIT_WAIT_SECONDS,
-    JUNK_REPORT_SECONDS,
+    JunkReport,
     exit_description,
-    junk_line,
     read_status,
     stdio_parameters,
 )
@@ -59,8 +58,6 @@ __all__ = ["McpConnection"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-MAX_LIST_PAGES = 1000
-"""``tools/list`` pages followed before a server is refused (a cursor that never ends)."""
 _mcp_types: Any = importlib.import_module("mcp.types")
 INVALID_REQUEST = -32600
 """JSON-RPC: the request cannot be served (a relayed request with no single caller)."""
@@ -104,9 +101,7 @@ class McpConnection:
         self.skipped: list[str] = []  # optional list methods the server lacks (-32601)
         self._phase = "initialize"  # the MCP method start() is waiting for
         self._status: str | None = None  # the stdio server's exit-status file
-        self._junk_unreported = 0
-        self._junk_total = 0
-        self._junk_reported_at: float | None = None
+        self._junk = JunkReport(server.name)  # its stdout lines that are not JSON-RPC
         self.facts = SessionFacts(server)  # what its client spans share
         self._session_id_of: Callable[[], str | None] | None = None  # 1.x streamable HTTP
 
@@ -204,7 +199,7 @@ class McpConnection:
                         self.initialize = wire(await session.initialize())
                         self._note_session()
                         self._phase = "tools/list"
-                        self.tools = await self._list_tools(session)
+                        self.tools = await list_tools(session)
                         self.listings, self.skipped = await list_catalog(
                             session, self.initialize, self._enter
                         )
@@ -233,17 +228,6 @@ class McpConnection:
         if self._session_id_of is not None:
             self.facts.session_id = self._session_id_of()
 
-    async def _list_tools(self, session: ClientSession) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
-        result: Any = await session.list_tools()
-        for _ in range(MAX_LIST_PAGES):
-            tools.extend(wire(tool) for tool in result.tools)
-            cursor = getattr(result, "next_cursor", getattr(result, "nextCursor", None))
-            if not cursor:
-                return tools
-            result = await _list_page(session, cursor)
-        raise RuntimeError(f"tools/list did not end after {MAX_LIST_PAGES} pages")
-
     async def relist(self) -> list[dict[str, Any]]:
         """List the server's tools again (wire form), after a ``list_changed``.
 
@@ -261,7 +245,7 @@ class McpConnection:
             )
         try:
             with anyio.fail_after(self.server.call_timeout):
-                return await self._list_tools(session)
+                return await list_tools(session)
         except TimeoutError:
             raise McpCallError(
                 "timeout", f"MCP server {name!r} did not answer tools/list in time"
@@ -315,7 +299,7 @@ class McpConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
-            self._junk(message)
+            self._junk.note(message)
             return
         method = notification_method(message)
         if method == "notifications/tools/list_changed":
@@ -323,37 +307,6 @@ class McpConnection:
         if method in NOTICES and self._on_notice is not None:
             params = getattr(getattr(message, "root", message), "params", None)
             await self._on_notice(method, wire(params) if params is not None else {})
-
-    def _junk(self, problem: Exception) -> None:
-        """Count a stdout line that is not JSON-RPC; log at most one line per interval."""
-        self._junk_total += 1
-        now = time.monotonic()
-        if self._junk_reported_at is None:
-            self._junk_reported_at = now
-            shown = junk_line(problem)
-            logger.warning(
-                "MCP server %r wrote a line to stdout that is not JSON-RPC (ignored; further "
-                "ones are counted and summarised every %g s): %s",
-                self.server.name,
-                JUNK_REPORT_SECONDS,
-                shown,
-            )
-            return
-        self._junk_unreported += 1
-        if now - self._junk_reported_at >= JUNK_REPORT_SECONDS:
-            self._report_junk(now)
-
-    def _report_junk(self, now: float) -> None:
-        if self._junk_unreported:
-            logger.warning(
-                "MCP server %r wrote %d more lines to stdout that are not JSON-RPC (ignored; "
-                "%d in all)",
-                self.server.name,
-                self._junk_unreported,
-                self._junk_total,
-            )
-        self._junk_unreported = 0
-        self._junk_reported_at = now
 
     async def exit_status(self) -> str | None:
         """How the stdio server process ended (``exited with status 7``...), or ``None``.
@@ -516,16 +469,9 @@ class McpConnection:
     async def aclose(self) -> None:
         """End the session and stop the server (stdin closed, then SIGTERM/SIGKILL); idempotent."""
         await self._stop_task()
-        self._report_junk(time.monotonic())
+        self._junk.flush()
         if self._stderr is not None:
             self._stderr.close()
         if self._status is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._status)
-
-
-async def _list_page(session: ClientSession, cursor: str) -> Any:
-    types: Any = importlib.import_module("mcp.types")
-    if hasattr(types, "PaginatedRequestParams"):
-        return await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-    return await session.list_tools(cursor)  # type: ignore[arg-type, call-arg]  # 1.x

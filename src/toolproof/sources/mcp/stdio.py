@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import time
 
 from mcp import StdioServerParameters
 
@@ -25,12 +26,15 @@ __all__ = [
     "EXIT_WAIT_SECONDS",
     "EXIT_WATCH",
     "JUNK_REPORT_SECONDS",
+    "JunkReport",
     "exit_description",
     "junk_line",
     "limit_description",
     "read_status",
     "stdio_parameters",
 ]
+
+logger = logging.getLogger("toolproof.mcp")
 
 JUNK_REPORT_SECONDS = 5.0
 """At most one log line per server per this many seconds about stdout lines that are not
@@ -157,6 +161,51 @@ def limit_description(limit: int) -> str:
         f"was stopped: it wrote a JSON-RPC message longer than the stdio limit of {limit} "
         f"bytes ({limit_note(limit, '[[mcp]] max_message_bytes')})"
     )
+
+
+class JunkReport:
+    """A server's stdout lines that are not JSON-RPC: counted, logged at most once a while.
+
+    The first one is logged at once, quoted (:func:`junk_line`); the rest are counted and
+    summarised at most once per :data:`JUNK_REPORT_SECONDS`, and by :meth:`flush`.
+    """
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.total = 0
+        self._unreported = 0
+        self._reported_at: float | None = None
+
+    def note(self, problem: Exception) -> None:
+        """Count one line (the SDK's parse failure of it)."""
+        self.total += 1
+        now = time.monotonic()
+        if self._reported_at is None:
+            self._reported_at = now
+            logger.warning(
+                "MCP server %r wrote a line to stdout that is not JSON-RPC (ignored; further "
+                "ones are counted and summarised every %g s): %s",
+                self.server,
+                JUNK_REPORT_SECONDS,
+                junk_line(problem),
+            )
+            return
+        self._unreported += 1
+        if now - self._reported_at >= JUNK_REPORT_SECONDS:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        """Log the lines not yet reported, if any."""
+        if self._unreported:
+            logger.warning(
+                "MCP server %r wrote %d more lines to stdout that are not JSON-RPC (ignored; "
+                "%d in all)",
+                self.server,
+                self._unreported,
+                self.total,
+            )
+        self._unreported = 0
+        self._reported_at = time.monotonic() if now is None else now
 
 
 def junk_line(problem: Exception) -> str:
