@@ -1,4 +1,4 @@
-"""The import layering of DESIGN section 2 holds: import-linter's contracts in pyproject."""
+"""The import layering of DESIGN section 2 holds (import-linter's contracts in pyproject); no file is too long."""
 
 from __future__ import annotations
 
@@ -59,3 +59,15 @@ def test_the_floors_are_design_s_floors() -> None:
     named = {name.strip() for layer in layers for name in layer.split("|")}
     # every folder and top-level module of the package is on a floor
     assert (folders - {"__pycache__"}) | (modules - {"__init__", "__main__"}) == named
+
+
+MAX_LINES = 500  # issue 29 point 6: a file a reader can hold in mind
+
+
+def test_no_source_file_is_over_500_lines() -> None:
+    long = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in sorted((ROOT / "src").rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
