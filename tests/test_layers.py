@@ -1,4 +1,4 @@
-"""The import layering of DESIGN section 2 holds (import-linter's contracts in pyproject); no file is too long."""
+"""DESIGN section 2's layering holds (import-linter's contracts); no source file is too long."""
 
 from __future__ import annotations
 
