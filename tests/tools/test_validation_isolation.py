@@ -11,6 +11,7 @@ keeps serving other calls meanwhile.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from toolproof.contract.tools import ToolSpec
 from toolproof.identity import canonical_json
 from toolproof.schema.isolation import (
     DEFAULT_BOUNDS,
+    IsolatedSchema,
     ValidationBounds,
     configure_validation,
     validation_bounds,
@@ -223,3 +225,36 @@ def test_workers_import_this_toolproof_not_the_working_directory(tmp_path: Path)
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, "[('', '\"s\" is not of type \"integer\"')]\n")
+
+
+def _validate_in_child() -> None:
+    schema = IsolatedSchema({"$id": "urn:x", "type": "integer"})
+    found = asyncio.run(schema.errors("s", 8))
+    raise SystemExit(0 if found == [("", '"s" is not of type "integer"')] else 3)
+
+
+def test_a_forked_child_validates_with_a_pool_of_its_own() -> None:
+    schema = IsolatedSchema({"$id": "urn:x", "type": "integer"})
+    assert asyncio.run(schema.errors(1, 8)) == []  # the parent's pool is running
+    child = multiprocessing.get_context("fork").Process(target=_validate_in_child)
+    child.start()
+    child.join(120)  # the parent's executor threads do not exist in the child
+    child.kill()
+    assert child.exitcode == 0
+
+
+def test_reconfiguring_during_a_call_still_answers_it() -> None:
+    configure_validation(ValidationBounds(seconds=2))
+    tool = _bomb_tool()
+
+    async def main() -> Any:
+        call = asyncio.create_task(tool.call({"v": 1.5}))
+        await asyncio.sleep(0.5)
+        configure_validation(ValidationBounds(seconds=3))  # the running call keeps its 2 s
+        return await call
+
+    result = asyncio.run(main())
+    assert result.failure is not None
+    assert result.failure.detail == {
+        "errors": [{"pointer": "", "message": "validation exceeded 2 s"}]
+    }

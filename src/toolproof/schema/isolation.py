@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -165,6 +166,7 @@ class _Pool:
         self.idle: list[_Worker] = []
         self.lock = threading.Lock()
         self.closed = False
+        self.pid = os.getpid()  # a forked child makes its own pool: these threads are not its
 
     def submit(self, key: str, schema: str, instance: Any, limit: int) -> Future[list[list[str]]]:
         return self.executor.submit(self._exchange, key, schema, instance, limit)
@@ -192,7 +194,8 @@ class _Pool:
             reply = self._ask(worker, key, schema, instance, limit, deadline)
         except (ValidationLimitError, _WorkerExited):
             worker.kill()
-            self.executor.submit(self._warm)
+            with contextlib.suppress(RuntimeError):  # the pool was closed meanwhile
+                self.executor.submit(self._warm)
             raise
         self._give_back(worker)
         if "error" in reply:
@@ -306,7 +309,7 @@ def validation_bounds() -> ValidationBounds:
 def _pool() -> _Pool:
     with _STATE_LOCK:
         pool = _STATE["pool"]
-        if pool is None:
+        if pool is None or pool.pid != os.getpid():
             pool = _STATE["pool"] = _Pool(_STATE["bounds"])
         return pool  # type: ignore[no-any-return]
 
@@ -314,7 +317,7 @@ def _pool() -> _Pool:
 @atexit.register
 def _close_at_exit() -> None:
     pool = _STATE["pool"]
-    if pool is not None:
+    if pool is not None and pool.pid == os.getpid():
         pool.close()
 
 
@@ -334,7 +337,10 @@ class IsolatedSchema:
         self._key = hashlib.sha256(self._text.encode("utf-8")).hexdigest()
 
     def _submit(self, instance: Any, limit: int) -> Future[list[list[str]]]:
-        return _pool().submit(self._key, self._text, instance, limit)
+        try:
+            return _pool().submit(self._key, self._text, instance, limit)
+        except RuntimeError:  # configure_validation closed that pool meanwhile
+            return _pool().submit(self._key, self._text, instance, limit)
 
     async def errors(self, instance: Any, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` errors of ``instance`` (``[]``: valid), awaited off the event loop.
