@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolproof import ApprovalRequest, ConfigError, load_toolset
+from toolproof import ApprovalRequest, ApprovalStore, ConfigError, load_toolset
 from toolproof.adapters.session_runs import record_session
 from toolproof.contract.approval_rules import rule_from_record
 from toolproof.identity import digest_json
@@ -198,3 +199,112 @@ def test_an_approve_element_with_its_own_policy_is_not_held_to_the_global_rules(
             return toolset.names()
 
     assert {"purge_approve", "wipe_approve"} <= set(asyncio.run(main()))
+
+
+def test_approve_outside_a_process_backend_is_decided_in_the_caller(tmp_path: Path) -> None:
+    """Item 7: ``["approve", "process"]`` asks the session's approver; the worker never asks."""
+    config = write_config(
+        tmp_path,
+        f'[[python]]\nmodule = "approve_worker_tools"\npath = "{HERE}"\n\n'
+        '[tools.remove]\nextensions = [["approve", "process"]]\n\n'
+        "[approvals]\ntimeout_seconds = 20\n",
+    )
+    side = tmp_path / "side.txt"
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return request.arguments["branch"] == "feature"
+
+    async def main() -> tuple[list[Any], str]:
+        async with record_session(config, root=tmp_path / "root", task="t", approver=approver) as s:
+            tool = s.toolset["remove_approve_process"]
+            results = [
+                await tool.call({"path": str(side), "branch": "feature"}),
+                await tool.call({"path": str(side), "branch": "main"}),
+            ]
+        assert s.run_id is not None
+        return results, s.run_id
+
+    (approved, denied), run_id = asyncio.run(main())
+    assert approved.ok, approved.failure
+    assert approved.value != os.getpid()  # the body ran in a worker process
+    assert side.read_text(encoding="utf-8") == f"feature pid={approved.value}\n"
+    assert denied.failure.kind == "approval_denied"
+    assert [(r.tool, r.arguments["branch"]) for r in asked] == [
+        ("remove_approve", "feature"),
+        ("remove_approve", "main"),
+    ]
+    rows = ApprovalStore(tmp_path / "approvals.sqlite").list(status=None)
+    assert sorted((row.status, row.channel) for row in rows) == [
+        ("consumed", "callback"),
+        ("denied", "callback"),
+    ]  # two requests, both the caller's: the worker asked for none
+    run = tmp_path / "root" / "runs" / run_id
+    kinds = [
+        (e["type"], e.get("decision"))
+        for e in trace(run)
+        if e["type"] in ("approval_requested", "approval_decided", "tool_called")
+    ]
+    assert kinds == [
+        ("approval_requested", None),
+        ("approval_decided", "approve"),
+        ("tool_called", None),
+        ("approval_requested", None),
+        ("approval_decided", "deny"),
+        ("tool_called", None),
+    ]
+    assert verify_run(run).ok
+
+
+def test_every_backend_ships_only_what_is_inside_the_deepest_gate(tmp_path: Path) -> None:
+    """Item 7, any backend: the gate runs in the caller; what travels is the tool inside it."""
+    from ext_support import elements
+
+    from toolproof import Tool, Toolset
+    from toolproof.backends import LocalBackend, backend
+    from toolproof.extensions import ApplyContext, ExtensionRegistry, apply_combos
+
+    registry = ExtensionRegistry()
+    clients: list[LocalBackend] = []
+
+    @backend(name="loop", registry=registry)
+    def loop(config: Any, context: ApplyContext) -> LocalBackend:
+        assert context.toolset is not None
+        clients.append(LocalBackend(context.toolset))
+        return clients[-1]
+
+    async def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    asked: list[str] = []
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asked.append(request.tool)
+        return True
+
+    toolset = Toolset()
+    toolset.add(Tool.from_function(add))
+    context = ApplyContext(toolset=toolset, base_dir=tmp_path, approver=approver)
+    combos = [
+        elements("approve", "loop"),
+        elements(("retry", {"force": True}), "approve", "loop"),
+        elements("approve", ("retry", {"force": True}), "loop"),
+    ]
+    apply_combos(toolset, "add", combos, registry=registry, context=context)
+    names = ["add_approve_loop", "add_retry_approve_loop", "add_approve_retry_loop"]
+    stacks = [[layer.name for layer in toolset[name].stack] for name in names]
+    assert stacks == [
+        ["approve", "loop"],
+        ["retry", "approve", "loop"],
+        ["approve", "retry", "loop"],
+    ]
+
+    async def go() -> list[Any]:
+        async with toolset.seal():
+            return [(await toolset[name].call({"a": 1, "b": 2})).value for name in names]
+
+    assert asyncio.run(go()) == [3, 3, 3]
+    assert asked == ["add_approve", "add_retry_approve", "add_approve"]
+    assert [request.variant for request in clients[0].sent] == ["add", "add_retry", "add"]

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from toolproof.contract.names import TOOL_NAME_PATTERN, TOOL_NAME_RE
 from toolproof.contract.tools import StackLayer
 from toolproof.errors import ExtensionError
+from toolproof.extensions.admission import build_relocation
 from toolproof.extensions.kinds import ExtensionKind
 from toolproof.extensions.registry import Extension, ExtensionRegistry
 from toolproof.extensions.schema import first_difference, is_concrete, strip_reserved
@@ -150,7 +151,13 @@ def _check_variant(ext: Extension, inner: Tool, variant: Any, name: str) -> None
 
 
 def _layer(
-    ext: Extension, config: Any, config_digest: str, inner: Tool, name: str, context: Any
+    ext: Extension,
+    config: Any,
+    config_digest: str,
+    inner: Tool,
+    name: str,
+    context: Any,
+    registry: ExtensionRegistry,
 ) -> Tool:
     properties = inner.spec.input_schema.get("properties") or {}
     for param in ext.reserved_params:
@@ -160,7 +167,12 @@ def _layer(
                 f"{inner.name!r} (rule: a reserved param must not shadow an input parameter)"
             )
     try:
-        variant = ext.build(inner, name=name, config=config, context=context)
+        if ext.kind.relocates_execution:  # admission layers (approve) stay in this process
+            variant = build_relocation(
+                ext, inner, name=name, config=config, context=context, registry=registry
+            )
+        else:
+            variant = ext.build(inner, name=name, config=config, context=context)
     except ExtensionError as exc:
         raise ExtensionError(exc.rule) from exc
     except Exception as exc:
@@ -263,7 +275,7 @@ def _build(
                     f"variant name {name!r} is already taken (rule: an extension mints a new "
                     "name and never replaces a tool)"
                 )
-            inner = _layer(ext, config, config_digest, inner, name, context)
+            inner = _layer(ext, config, config_digest, inner, name, context, registry)
             added.append((key, inner))
             prefix.append(name)
     except ExtensionError as exc:

@@ -94,6 +94,7 @@ BUILTINS: tuple[Extension, ...] = (
         name="approve",
         config=ApprovalPolicy,
         reserved_params=APPROVE_RESERVED,
+        runs_at_admission=True,
         version=BUILTIN_VERSION,
         description="Ask a person before the body runs; the decision is bound to the arguments.",
         wants_context=True,

@@ -61,6 +61,10 @@ class Extension:
             that preserve the input schema. A sequence of names means ``{}`` schemas.
         requires_body_locality: the layer only works in the process running the body,
             so it must sit inside (before) any relocating extension of the combo.
+        runs_at_admission: the layer runs in the process that admits the call, never
+            where a relocating extension outside it ships the call (``approve``): the
+            backend ships the tool inside it, and it is rebuilt around the backend
+            (:mod:`toolproof.extensions.admission`).
         version: the extension's version, recorded in each variant's stack.
         description: one line for ``toolproof extensions list``.
         wants_context: the factory also takes ``context=`` (the Toolset, the config file,
@@ -81,6 +85,7 @@ class Extension:
         default_factory=lambda: MappingProxyType({})
     )
     requires_body_locality: bool = False
+    runs_at_admission: bool = False
     version: str = "0"
     description: str = ""
     wants_context: bool = False
