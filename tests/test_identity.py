@@ -229,6 +229,14 @@ REJECTIONS: list[tuple[Any, str, str]] = [
         '$["a b"][1][0]',
         "nan is not a JSON number (NaN and Infinity are refused)",
     ),
+    # several refusals: the first in the canonical order of the output is named
+    ({"b": NAN, "a": [1, (2,)]}, "$.a[1]", "tuple is not a JSON value (use a list)"),
+    (
+        {"\ufb33": NAN, "\U0001f600": [INF]},
+        '$["\U0001f600"][0]',
+        "inf is not a JSON number (NaN and Infinity are refused)",
+    ),
+    ({"b": {2: 1}, "a": {"x": [set()]}}, "$.a.x[0]", "set is not a JSON value"),
 ]
 
 

@@ -65,12 +65,21 @@ _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring  # C when available
 
 
-def _format_float(value: float, path: str) -> str:
+class _Refusal(Exception):
+    """A value the encoder refuses, with the rule it broke but no path (see :func:`_locate`)."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+
+
+def _format_float(value: float) -> str:
     """ECMAScript Number::toString for a finite double (RFC 8785 §3.2.2.3)."""
     if value != value or value in (math.inf, -math.inf):
-        raise CanonicalizationError(
-            path, f"{value!r} is not a JSON number (NaN and Infinity are refused)"
-        )
+        raise _Refusal(f"{value!r} is not a JSON number (NaN and Infinity are refused)")
     if value == 0.0:
         return "0"
     if value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -100,22 +109,33 @@ def _format_float(value: float, path: str) -> str:
     return sign + body
 
 
-def _big_integer(value: int, path: str) -> str:
+def _big_integer(value: int) -> str:
     """The exact decimal digits of an ``int`` (outside the double range too)."""
     if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         return str(value)
     if value.bit_length() > 14_286:  # more than 4300 digits for sure (log2(10) * 4300)
-        raise CanonicalizationError(path, f"integer of more than {MAX_INTEGER_DIGITS} digits")
+        raise _Refusal(f"integer of more than {MAX_INTEGER_DIGITS} digits")
     try:
         return str(value)
     except ValueError:  # past sys.get_int_max_str_digits()
-        raise CanonicalizationError(
-            path, f"integer of more than {MAX_INTEGER_DIGITS} digits"
-        ) from None
+        raise _Refusal(f"integer of more than {MAX_INTEGER_DIGITS} digits") from None
 
 
 def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
+
+
+def _sorted_keys(value: dict[Any, Any]) -> list[str]:
+    """An object's keys in RFC 8785 order (by UTF-16 code units); a non-``str`` key is refused."""
+    keys = list(value)
+    ascii_only = True
+    for key in keys:
+        if type(key) is not str:
+            raise _Refusal(f"object key {key!r} is {type(key).__name__}, not str")
+        if ascii_only and not key.isascii():
+            ascii_only = False
+    keys.sort(key=None if ascii_only else _utf16_key)
+    return keys
 
 
 def _child_path(path: str, key: str | int) -> str:
@@ -126,23 +146,13 @@ def _child_path(path: str, key: str | int) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-def _encode_dict(value: dict[Any, Any], out: list[str], path: str, depth: int) -> None:
+def _encode_dict(value: dict[Any, Any], out: list[str], depth: int) -> None:
     if not value:
         out.append("{}")
         return
-    keys = list(value)
-    ascii_only = True
-    for key in keys:
-        if type(key) is not str:
-            raise CanonicalizationError(
-                path, f"object key {key!r} is {type(key).__name__}, not str"
-            )
-        if ascii_only and not key.isascii():
-            ascii_only = False
-    keys.sort(key=None if ascii_only else _utf16_key)
     out.append("{")
     first = True
-    for key in keys:
+    for key in _sorted_keys(value):
         if first:
             first = False
         else:
@@ -156,11 +166,11 @@ def _encode_dict(value: dict[Any, Any], out: list[str], path: str, depth: int) -
         elif item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
             out.append(str(item))
         else:
-            _encode(item, out, _child_path(path, key), depth + 1)
+            _encode(item, out, depth + 1)
     out.append("}")
 
 
-def _encode_list(value: list[Any], out: list[str], path: str, depth: int) -> None:
+def _encode_list(value: list[Any], out: list[str], depth: int) -> None:
     if not value:
         out.append("[]")
         return
@@ -171,34 +181,41 @@ def _encode_list(value: list[Any], out: list[str], path: str, depth: int) -> Non
         if type(item) is str:
             out.append(_encode_string(item))
         else:
-            _encode(item, out, _child_path(path, index), depth + 1)
+            _encode(item, out, depth + 1)
     out.append("]")
 
 
-def _encode(value: Any, out: list[str], path: str, depth: int) -> None:
+def _encode(value: Any, out: list[str], depth: int) -> None:
+    """Append the canonical text of ``value`` (at nesting ``depth``) to ``out``.
+
+    Raises:
+        _Refusal: ``value`` has no JSON form; it carries the rule, not the path, which
+            :func:`_locate` finds only then (so no path is built for a value that encodes).
+
+    """
     kind = type(value)
     if kind is str:
         out.append(_encode_string(value))
     elif kind is dict:
         if depth >= MAX_DEPTH:
-            raise CanonicalizationError(path, f"nested deeper than {MAX_DEPTH} levels")
-        _encode_dict(value, out, path, depth)
+            raise _Refusal(_TOO_DEEP)
+        _encode_dict(value, out, depth)
     elif kind is list:
         if depth >= MAX_DEPTH:
-            raise CanonicalizationError(path, f"nested deeper than {MAX_DEPTH} levels")
-        _encode_list(value, out, path, depth)
+            raise _Refusal(_TOO_DEEP)
+        _encode_list(value, out, depth)
     elif kind is int:
-        out.append(_big_integer(value, path))
+        out.append(_big_integer(value))
     elif kind is bool:
         out.append("true" if value else "false")
     elif value is None:
         out.append("null")
     elif kind is float:
-        out.append(_format_float(value, path))
+        out.append(_format_float(value))
     elif kind is tuple:
-        raise CanonicalizationError(path, "tuple is not a JSON value (use a list)")
+        raise _Refusal("tuple is not a JSON value (use a list)")
     else:
-        raise CanonicalizationError(path, f"{kind.__name__} is not a JSON value")
+        raise _Refusal(f"{kind.__name__} is not a JSON value")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -215,17 +232,52 @@ def canonical_json(value: Any) -> bytes:
         The canonical UTF-8 bytes.
 
     Raises:
-        CanonicalizationError: a value with no JSON form; ``path`` says where it sits.
+        CanonicalizationError: a value with no JSON form; ``path`` says where it sits
+            (the first such item in the canonical order of the output).
 
     """
     out: list[str] = []
-    _encode(value, out, "$", 0)
+    try:
+        _encode(value, out, 0)
+    except _Refusal as refusal:
+        _locate(value, "$", 0)
+        raise CanonicalizationError("$", refusal.rule) from None  # pragma: no cover
     text = "".join(out)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         _find_surrogate(value, "$")
         raise  # pragma: no cover - _find_surrogate always raises first
+
+
+def _locate(value: Any, path: str, depth: int) -> None:
+    """Walk a refused value as :func:`_encode` does, naming paths; raise at the first refusal.
+
+    The encoder builds no path; this second walk runs only once it has refused, and
+    applies the encoder's own checks item by item in the same order, so the error names
+    the item the encoder stopped at.
+
+    Raises:
+        CanonicalizationError: the first item with no JSON form, at its path.
+
+    """
+    kind = type(value)
+    try:
+        if kind is dict or kind is list:
+            if depth >= MAX_DEPTH:
+                raise _Refusal(_TOO_DEEP)
+            children = (
+                [(_child_path(path, key), value[key]) for key in _sorted_keys(value)]
+                if kind is dict
+                else [(_child_path(path, index), item) for index, item in enumerate(value)]
+            )
+        else:
+            _encode(value, [], depth)
+            return
+    except _Refusal as refusal:
+        raise CanonicalizationError(path, refusal.rule) from None
+    for child_path, child in children:
+        _locate(child, child_path, depth + 1)
 
 
 def _find_surrogate(value: Any, path: str, what: str = "string") -> None:
