@@ -102,39 +102,48 @@ def test_locality_wrapper_outside_the_backend_is_refused(tmp_path: Path) -> None
             return toolset.names(), quarantined
 
     names, quarantined = run(go())
-    # The refused combo binds nothing, not even its prefix whoami_process.
+    # The refused combo binds its valid prefix whoami_process; its invalid layer is named.
     assert [name for name in names if name.startswith("whoami")] == [
         "whoami",
         "whoami_local_probe",
         "whoami_local_probe_process",
+        "whoami_process",
     ]
     assert quarantined == [
         (
             "whoami_process_local_probe",
-            "tools.whoami.extensions[0]",
+            "tools.whoami.extensions[0][1]",
             "cannot apply combo [process, local_probe] to tool 'whoami': extension "
             "'local_probe' requires body locality but is placed after (outside) relocating "
             "extension 'process' (rule: put it before 'process' in the combo so it runs "
-            "where the body runs)",
+            "where the body runs) (its valid prefix binds: whoami_process)",
         )
     ]
 
 
-def test_two_backends_in_one_combo_are_refused() -> None:
-    async def go() -> None:
-        async with load_toolset(CONFIG) as toolset:
-            with pytest.raises(ExtensionError) as caught:
-                build_combo(
-                    toolset["add"],
-                    [ComboElement("process"), ComboElement("celery")],
-                    registry=extension_registry(),
-                )
-            assert caught.value.fields["rule"] == (
-                "two backend extensions ('process' and 'celery') in one combo "
-                "(rule: backend is not multiple: at most one per combo)"
-            )
+def test_two_backends_in_one_combo_are_refused(tmp_path: Path) -> None:
+    config = copy_fixture(
+        tmp_path,
+        '[[python]]\nmodule = "backend_tools"\n\n'
+        '[tools.add]\nextensions = [["process", "celery"]]\n',
+    )
 
-    run(go())
+    async def go() -> tuple[list[str], list[tuple[str, str, str]]]:
+        async with load_toolset(config) as toolset:
+            quarantined = [(q.name, q.field, q.rule) for q in toolset.quarantined]
+            return toolset.names(), quarantined
+
+    names, quarantined = run(go())
+    assert [name for name in names if name.startswith("add")] == ["add", "add_process"]
+    assert quarantined == [
+        (
+            "add_process_celery",
+            "tools.add.extensions[0][1]",
+            "cannot apply combo [process, celery] to tool 'add': two backend extensions "
+            "('process' and 'celery') in one combo (rule: backend is not multiple: at most "
+            "one per combo) (its valid prefix binds: add_process)",
+        )
+    ]
 
 
 def test_process_needs_a_composition_root_file() -> None:
