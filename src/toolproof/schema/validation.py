@@ -190,6 +190,14 @@ def json_problem(value: Any, path: str = "$") -> str | None:
                         )
                     if not key.isascii() and (problem := utf8_problem(key)) is not None:
                         return f"{_where(path, where)}: key {problem}"
+                    child_kind = type(child)
+                    if (
+                        child_kind is int
+                        or child_kind is bool
+                        or child is None
+                        or (child_kind is str and child.isascii())
+                    ):
+                        continue  # plain JSON as it is: nothing to walk
                     stack.append((child, (where, key), depth + 1))
             else:
                 stack.extend((child, (where, index), depth + 1) for index, child in enumerate(item))
