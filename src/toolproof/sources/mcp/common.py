@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from mcp import ClientSession
+
 from toolproof.contract.bounds import STDIO_MESSAGE_BYTES
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "McpCallError",
     "McpServer",
     "McpStartError",
+    "ToolCheckedSession",
     "error_code",
     "notification_method",
     "stderr_tail",
@@ -40,6 +43,22 @@ SDK_ERRORS: tuple[type[Exception], ...] = tuple(
     getattr(_EXCEPTIONS, name) for name in ("MCPError", "McpError") if hasattr(_EXCEPTIONS, name)
 )
 """The SDK's JSON-RPC error class: ``MCPError`` (2.x) or ``McpError`` (1.x)."""
+
+
+class ToolCheckedSession(ClientSession):
+    """The SDK's client session, leaving the check of a result against ``outputSchema`` to the Tool.
+
+    The ``mcp`` 2.x client checks ``structuredContent`` with python-jsonschema inside
+    the event loop, unbounded: a server's heavy ``outputSchema`` and a large result
+    would hold every other call and client of ``toolproof serve`` meanwhile. The tool
+    bound from the server checks the same value against the same schema within its
+    limits (``MAX_VALIDATION_WORK``, and in a bounded worker when the schema needs
+    isolation: :mod:`toolproof.schema.isolation`). The 1.x client's check has no
+    public hook and stays.
+    """
+
+    async def validate_tool_result(self, name: str, result: Any) -> None:
+        """Skip the SDK's check: the Tool's bounded check of the result replaces it."""
 
 
 @dataclass(frozen=True)

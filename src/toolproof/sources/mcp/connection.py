@@ -38,6 +38,7 @@ from toolproof.sources.mcp.common import (
     McpCallError,
     McpServer,
     McpStartError,
+    ToolCheckedSession,
     error_code,
     notification_method,
     stderr_tail,
@@ -186,7 +187,7 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     read, write = await self._open(stack)
                     session = await stack.enter_async_context(
-                        ClientSession(
+                        ToolCheckedSession(
                             read,
                             write,
                             sampling_callback=self._on_sampling,
