@@ -61,6 +61,10 @@ MAX_VALIDATION_MEMORY = 1 << 30
 _SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 """The folder holding the ``toolproof`` package the workers import (the caller's copy)."""
 
+_STARTUP_SECONDS = 120.0
+"""How long a new worker may take to import and signal that it is ready (not part of
+any call's deadline: a loaded machine starts Python slowly)."""
+
 _WORKER_CACHE = 64
 """Compiled validators a worker keeps (least recently used dropped first)."""
 
@@ -148,6 +152,29 @@ class _Worker:
             env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         )
         self.known: OrderedDict[str, None] = OrderedDict()
+        self.started = False
+
+    def wait_started(self) -> None:
+        """Wait for the worker's ready signal (its imports done): the deadline starts after.
+
+        Raises:
+            _WorkerExited: it exited, or gave no signal within :data:`_STARTUP_SECONDS`.
+
+        """
+        if self.started:
+            return
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            signal = _read(stdout.fileno(), 8, time.monotonic() + _STARTUP_SECONDS)
+        except EOFError:
+            signal = None
+        if signal != bytes(8):
+            self.kill()
+            raise _WorkerExited(
+                f"the validation worker did not start (exit status {self.process.returncode})"
+            )
+        self.started = True
 
     def kill(self) -> None:
         self.process.kill()
@@ -189,8 +216,9 @@ class _Pool:
 
     def _exchange(self, key: str, schema: str, instance: Any, limit: int) -> list[list[str]]:
         worker = self._take()
-        deadline = time.monotonic() + self.bounds.seconds
         try:
+            worker.wait_started()
+            deadline = time.monotonic() + self.bounds.seconds
             reply = self._ask(worker, key, schema, instance, limit, deadline)
         except (ValidationLimitError, _WorkerExited):
             worker.kill()
@@ -255,7 +283,12 @@ class _Pool:
         with self.lock:
             if self.closed or len(self.idle) >= self.bounds.workers:
                 return
-        self._give_back(_Worker(self.bounds))
+        worker = _Worker(self.bounds)
+        try:
+            worker.wait_started()
+        except _WorkerExited:
+            return  # the next call starts one and reports why it cannot
+        self._give_back(worker)
 
     def close(self) -> None:
         with self.lock:
@@ -378,6 +411,7 @@ def _serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the worker 
     cap = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     cache: OrderedDict[str, Any] = OrderedDict()
+    os.write(out, bytes(8))  # ready: an empty message
     while True:
         header = _read_all(0, 8)
         if header is None:
