@@ -118,6 +118,7 @@ def test_a_runaway_validation_never_delays_another_call() -> None:
         finished.append(f"{tool.name}:{kind}")
 
     async def main() -> None:
+        await asyncio.gather(run(other, {}), run(other, {}))  # both workers started
         heavy = asyncio.create_task(run(bomb, {"v": 1.5}))
         await asyncio.sleep(0)  # the heavy call is in its worker
         for n in range(20):  # the event loop keeps serving: each light call completes
@@ -129,7 +130,7 @@ def test_a_runaway_validation_never_delays_another_call() -> None:
         await heavy
 
     asyncio.run(main())
-    assert finished == ["light:ok"] * 20 + ["other:ok"] * 3 + [
+    assert finished == ["other:ok"] * 2 + ["light:ok"] * 20 + ["other:ok"] * 3 + [
         "others done",
         "bomb:invalid_arguments",
     ]
