@@ -130,7 +130,14 @@ def test_missing_directories_and_unknown_runs_are_input_errors(tmp_path: Path) -
     assert nowhere.returncode == 1
     assert nowhere.stderr == (
         f"error: run '../elsewhere': no directory at ../elsewhere nor "
-        f"{tmp_path}/../elsewhere, and it is not a run id\n"
+        f"{tmp_path}/../elsewhere, and it is not a run id (run_ followed by lowercase hex)\n"
+    )
+    # with the default root ".", the path and the path in the root are one path: named once
+    typo = _cli("show", "runs/run_8f55", cwd=tmp_path)
+    assert typo.returncode == 1
+    assert typo.stderr == (
+        "error: run 'runs/run_8f55': no directory at runs/run_8f55, and it is not a run id "
+        "(run_ followed by lowercase hex)\n"
     )
     missing = _cli("verify", "run_" + "0" * 64, "--root", str(tmp_path))
     assert missing.returncode == 1

@@ -35,9 +35,11 @@ def resolve_run(root: Path, run: str) -> Path:
         if candidate.is_dir():
             return candidate.resolve()
     if not RUN_PREFIX_RE.match(run.removesuffix("…").removesuffix("...")):
-        where = " nor ".join(str(candidate) for candidate in candidates)
+        # with the default root ".", root / given is given itself: name it once
+        where = " nor ".join(dict.fromkeys(str(candidate) for candidate in candidates))
         raise InputError(
-            f"run {run!r}: no directory at {where}, and it is not a run id",
+            f"run {run!r}: no directory at {where}, and it is not a run id "
+            "(run_ followed by lowercase hex)",
             path=run,
             rule="not found",
         )
