@@ -100,12 +100,17 @@ def test_a_failure_prints_its_kind_and_message_as_json_and_exits_1(config: Path)
         ),
         (
             "[2, 3]",
-            "error: --args: expected a JSON object of arguments, got list '[2, 3]'; "
+            "error: --args: expected a JSON object of arguments, got an array '[2, 3]'; "
             "pass e.g. --args '{\"a\": 2}'",
         ),
         (
             "null",
-            "error: --args: expected a JSON object of arguments, got NoneType 'null'; "
+            "error: --args: expected a JSON object of arguments, got null; "
+            "pass e.g. --args '{\"a\": 2}'",
+        ),
+        (
+            '"x"',
+            "error: --args: expected a JSON object of arguments, got a string '\"x\"'; "
             "pass e.g. --args '{\"a\": 2}'",
         ),
     ],
@@ -124,6 +129,29 @@ def test_an_unknown_tool_is_named_with_the_close_matches(config: Path) -> None:
     assert far.stderr == (
         f"imported\nerror: no tool named 'zzz' in {config} "
         "(known: add, add_retry, explode, subtract)\n"
+    )
+
+
+def test_a_variant_of_a_combo_refused_at_its_first_layer_names_the_rule(tmp_path: Path) -> None:
+    # retry is refused on subtract (neither read-only nor idempotent): nothing of the
+    # combo binds and the quarantine entry names the whole combo, subtract_retry_timeout
+    (tmp_path / "calc.py").write_text(TOOLS, encoding="utf-8")
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        '[[python]]\nmodule = "calc"\n[tools.subtract]\n'
+        'extensions = [["retry", {name = "timeout", config = {seconds = 5}}]]\n',
+        encoding="utf-8",
+    )
+    done = _call(config, "subtract_retry", "--args", '{"a": 3, "b": 1}')
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.replace("\n", "").endswith(
+        f"error: tool 'subtract_retry' in {config} is not bound: it is a variant of the "
+        "quarantined combo 'subtract_retry_timeout': cannot apply combo [retry, timeout] to "
+        "tool 'subtract': 'retry' refused on tool 'subtract': it is marked neither read-only "
+        "nor idempotent (rule: mark the tool read-only or idempotent: "
+        "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
+        "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
+        "force = true)"
     )
 
 

@@ -83,20 +83,52 @@ def parse_arguments(text: str) -> dict[str, Any]:
         ) from exc
     if not isinstance(value, dict):
         raise InputError(
-            f"--args: expected a JSON object of arguments, got {type(value).__name__} "
-            f"{text.strip()[:40]!r}; pass e.g. --args '{{\"a\": 2}}'",
+            f"--args: expected a JSON object of arguments, got {_json_kind(value)}"
+            f"{'' if value is None else ' ' + repr(text.strip()[:40])}; "
+            f"pass e.g. --args '{{\"a\": 2}}'",
             field="--args",
             rule="JSON object",
         )
     return value
 
 
+def _json_kind(value: object) -> str:
+    """What a decoded JSON value is, in JSON's words (RFC 8259): array, string, null..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array"
+
+
 def _unknown(name: str, toolset: Toolset, config: Path) -> InputError:
-    """The error of a name no exposed tool has: its quarantine rule, or the closest names."""
+    """The error of a name no exposed tool has: its quarantine rule, or the closest names.
+
+    A quarantined name, or a variant of a quarantined combo (``t_retry`` of
+    ``t_retry_timeout`` when ``retry`` was refused), says so with the rule.
+    """
     quarantined = [item for item in toolset.quarantined if item.name == name]
     if quarantined:
         return InputError(
             f"tool {name!r} in {config} is quarantined, not bound: {quarantined[0].rule}",
+            tool=name,
+            rule="quarantined",
+        )
+    # a variant a combo did not mint because a layer at or below it was refused: the
+    # quarantine entry names the whole combo (t_retry_timeout), not t_retry
+    refused = [
+        item
+        for item in toolset.quarantined
+        if item.field.startswith("tools.") and item.name.startswith(f"{name}_")
+    ]
+    if refused:
+        return InputError(
+            f"tool {name!r} in {config} is not bound: it is a variant of the quarantined "
+            f"combo {refused[0].name!r}: {refused[0].rule}",
             tool=name,
             rule="quarantined",
         )
