@@ -332,7 +332,7 @@ PASSED = [
     "def f(x):\n    with x.__enter__():\n        return x.__wrapped__, x.__dict__\n",
     "class A:\n    __slots__ = ('_mine',)\n    def f(self):\n        return self._mine\n",
     "class A:\n    def f(self):\n        self._inner = 1\n        return self._inner\n",
-    "from toolproof.tools import hooks\nhooks._CALL_ID\n",
+    "from toolproof.tools import observe\nobserve._CALL\n",
     "def f(p):\n    return p._replace(a=1)._asdict()\n",
     "def f(e):\n    return e._value_\n",
     "import os\nos._exit(0)\n",  # listed in os.__all__
