@@ -154,7 +154,9 @@ def _counted(n: int, noun: str) -> str:
 
 def _model_server() -> str:
     try:
-        models = httpx.get(f"{BASE_URL}/models", timeout=10).json()
+        # the server answers one request at a time: another test file (the second pytest
+        # worker) may be mid-completion, so a busy server gets a generous wait
+        models = httpx.get(f"{BASE_URL}/models", timeout=180).json()
     except (httpx.HTTPError, ValueError) as exc:
         message = f"no model server at {BASE_URL} ({exc}); run .ci/services"
         if os.environ.get("CI") == "true":
