@@ -20,3 +20,29 @@ def test_bidi_controls_are_isolated_and_labelled_and_markup_is_escaped() -> None
     ) in page
     assert ".ctl{unicode-bidi:isolate}\n" in page
     assert "<b>" not in page.split("<body>", 1)[1]
+
+
+def test_a_run_without_claims_shows_its_calls() -> None:
+    calls = [
+        {"tool": "total", "arguments": {"items": ["plum"]}, "ok": True, "value": 7},
+        {
+            "tool": "explode",
+            "arguments": {},
+            "ok": False,
+            "value": None,
+            "failure": {"kind": "tool_error", "message": "<boom>"},
+        },
+    ]
+    page = render_html("run_1", [], {"ok": True, "policy": "audit", "failures": []}, calls)
+    body = page.split("</div>", 1)[1]  # after the verdict
+    assert body == (
+        "<h2>Calls (2)</h2>"
+        "<div class='claim'><div class='statement'>"
+        "1. total({&quot;items&quot;: [&quot;plum&quot;]})</div>"
+        "<div class='meta'><span class='ok'>ok</span></div><pre>7</pre></div>"
+        "<div class='claim'><div class='statement'>2. explode({})</div>"
+        "<div class='meta'><span class='bad'>failed</span> tool_error: &lt;boom&gt;</div></div>"
+        "</body></html>\n"
+    )
+    empty = render_html("run_1", [], {"ok": True, "policy": "audit", "failures": []})
+    assert empty.endswith("</div><p class='meta'>No claims.</p></body></html>\n")

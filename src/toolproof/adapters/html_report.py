@@ -6,6 +6,7 @@ Every text is HTML-escaped; cited snippets are ``<mark>``-ed between their conte
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -78,8 +79,41 @@ def _verdict(verdict: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, Any]) -> str:
+def _calls(calls: list[dict[str, Any]]) -> str:
+    """The tool calls of a run without claims: tool, arguments, and result or failure."""
+    parts = [f"<h2>Calls ({len(calls)})</h2>"]
+    for number, call in enumerate(calls, 1):
+        arguments = json.dumps(call.get("arguments"), ensure_ascii=False, sort_keys=True)
+        parts.append("<div class='claim'>")
+        parts.append(
+            f"<div class='statement'>{number}. {escape(str(call.get('tool')))}"
+            f"({escape(arguments)})</div>"
+        )
+        if call.get("ok"):
+            value = json.dumps(call.get("value"), ensure_ascii=False, sort_keys=True)
+            parts.append(
+                f"<div class='meta'><span class='ok'>ok</span></div><pre>{escape(value)}</pre>"
+            )
+        elif call.get("ok") is None:
+            parts.append("<div class='meta'><span class='bad'>no result recorded</span></div>")
+        else:
+            failure = call.get("failure") or {}
+            text = f"{failure.get('kind')}: {failure.get('message')}"
+            parts.append(f"<div class='meta'><span class='bad'>failed</span> {escape(text)}</div>")
+        parts.append("</div>")
+    return "".join(parts)
+
+
+def render_html(
+    run_id: str,
+    claims: list[dict[str, Any]],
+    verdict: dict[str, Any],
+    calls: list[dict[str, Any]] | None = None,
+) -> str:
     """Render the page: the verification verdict first, then each claim and its supports.
+
+    A run without claims (a ``toolproof call --record`` or ``serve --record`` run) shows
+    its tool calls instead, as ``toolproof show`` prints them.
 
     Args:
         run_id: the run's id, shown in the title.
@@ -87,6 +121,8 @@ def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, An
             confidence, reason, supports with file, offsets, text, context and origin).
         verdict: ``{"ok": bool, "policy": str, "failures": [str, ...]}``, the outcome of
             ``toolproof verify`` on the run.
+        calls: the call view (``show --json``'s ``calls``: tool, arguments, ok, value,
+            failure), shown when there are no claims.
 
     Returns:
         The HTML document as a string. A claim with a support whose bytes fail their
@@ -98,6 +134,8 @@ def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, An
         f"<h1>Claims</h1><p class='run'>{escape(run_id)}</p>",
         _verdict(verdict),
     ]
+    if not claims:
+        parts.append(_calls(calls) if calls else "<p class='meta'>No claims.</p>")
     for number, claim in enumerate(claims, 1):
         status = str(claim["status"])
         failing = any(not support["verified"] for support in claim["supports"])
@@ -134,7 +172,11 @@ def render_html(run_id: str, claims: list[dict[str, Any]], verdict: dict[str, An
 
 
 def write_html(
-    path: Path, run_id: str, claims: list[dict[str, Any]], verdict: dict[str, Any]
+    path: Path,
+    run_id: str,
+    claims: list[dict[str, Any]],
+    verdict: dict[str, Any],
+    calls: list[dict[str, Any]] | None = None,
 ) -> None:
     """Write :func:`render_html` to ``path`` atomically (temporary file, then rename).
 
@@ -143,6 +185,7 @@ def write_html(
         run_id: the run's id, shown under the heading.
         claims: the claim view (``show --json``'s ``claims``).
         verdict: ``{"ok", "policy", "failures"}`` of the run's verification.
+        calls: the call view, shown when there are no claims (:func:`render_html`).
 
     Raises:
         InputError: ``path`` is a folder, or its folder does not exist (nothing written).
@@ -153,7 +196,7 @@ def write_html(
         raise InputError(f"--html {path}: is a folder; give the page's file name (e.g. run.html)")
     if not path.parent.is_dir():
         raise InputError(f"--html {path}: folder {path.parent} does not exist")
-    data = render_html(run_id, claims, verdict).encode("utf-8")
+    data = render_html(run_id, claims, verdict, calls).encode("utf-8")
     handle, temp = tempfile.mkstemp(prefix=".html-", dir=path.parent or Path("."))
     try:
         with os.fdopen(handle, "wb") as out:

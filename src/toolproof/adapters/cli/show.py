@@ -270,7 +270,7 @@ def show_command(
             ),
             "failures": [str(failure) for failure in verification.failures],
         }
-        write_html(html, run_id, claims, verdict)
+        write_html(html, run_id, claims, verdict, calls)
         err_console.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
         document = {"run": run_id, "claims": claims, "calls": calls}
