@@ -206,3 +206,31 @@ def test_the_chat_provider_names_its_url_only_redacted() -> None:
         "model provider 'llm.chat': HTTP 500 from https://llm.example/v1/chat/completions"
     )
     assert "SECRET" not in json.dumps(result.failure.model_dump(mode="json"))
+
+
+def test_text_that_may_hold_no_secret_is_told_apart_without_parsing() -> None:
+    from toolproof.redaction import may_hold_secret
+
+    assert may_hold_secret(b'{"model":"m","messages":[{"role":"user","content":"5"}]}') is False
+    for data in (b'{"API_KEY":1}', b'{"u":"http://h"}', b'{"\\u0061pi_key":"k"}', b"PHPSESSID=1"):
+        assert may_hold_secret(data) is True, data
+
+
+def test_a_pydantic_ai_request_and_its_key_take_the_redacted_form() -> None:
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
+    from pydantic_ai.models import ModelRequestParameters
+
+    from toolproof.adapters.frameworks.pydantic_ai_model import request_and_key, request_value
+    from toolproof.identity import canonical_json
+
+    messages = [
+        ModelRequest.user_text_prompt("Which fruit?"),
+        ModelResponse(parts=[TextPart("A pear.")], provider_url="https://ada:PW@h.example/v1"),
+    ]
+    for settings in (None, {"extra_body": {"api_key": "k"}}):
+        value = request_value(messages, settings, ModelRequestParameters())  # type: ignore[arg-type]
+        request, key = request_and_key(messages, settings, ModelRequestParameters())  # type: ignore[arg-type]
+        assert request == canonical_json(value)
+        assert value["messages"][1]["provider_url"] == "https://h.example/v1"
+        assert b"PW" not in request and b"PW" not in key
+    assert value["model_settings"] == {"extra_body": {"api_key": _r("k")}}

@@ -33,6 +33,7 @@ that is a whole absolute URL (``scheme://...``) goes through the URL rule.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -45,6 +46,7 @@ __all__ = [
     "SECRET_NAMES",
     "SECRET_SUFFIXES",
     "is_redacted",
+    "may_hold_secret",
     "redact_body",
     "redact_form",
     "redact_headers",
@@ -106,6 +108,24 @@ SECRET_SUFFIXES = (
 """A name ending with one of these (after the ``-`` for ``_`` reading) is secret:
 ``x-goog-api-key``, ``x-auth-token``, ``aws_secret_access_key``, ``x-amz-credential``."""
 
+_NEEDLES = (
+    "auth",
+    "cookie",
+    "key",
+    "token",
+    "code",
+    "sig",
+    "secret",
+    "passw",
+    "sess",
+    "credential",
+)
+"""Every secret name and suffix holds one of these: text without any of them (and without
+``://`` or an escape) holds no secret member, and is not parsed to find one."""
+assert all(any(n in name for n in _NEEDLES) for name in (*SECRET_NAMES, *SECRET_SUFFIXES))
+_SIGNS = re.compile(b"|".join(re.escape(n.encode()) for n in (*_NEEDLES, "://", "\\u")))
+r"""What :func:`may_hold_secret` looks for in lowercased bytes (an escape as ``\u``)."""
+
 _REDACTED = re.compile(r"REDACTED:sha256:[0-9a-f]{16}")
 _TELEGRAM = re.compile(r"bot[0-9]+:[A-Za-z0-9_-]{20,}")
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s]*")
@@ -122,8 +142,24 @@ def secret_name(name: str) -> bool:
         :data:`SECRET_SUFFIXES`.
 
     """
+    return _secret_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
     normal = name.strip().lower().replace("_", "-")
     return normal in SECRET_NAMES or normal.endswith(SECRET_SUFFIXES)
+
+
+def may_hold_secret(data: bytes) -> bool:
+    r"""Whether ``data`` (JSON or form text) may hold something this policy redacts.
+
+    False only when the lowercased bytes contain no fragment every secret name holds
+    (``auth``, ``cookie``, ``key``, ``token``, ``code``, ``sig``, ``secret``,
+    ``passw``, ``sess``, ``credential``), no ``://`` and no ``\u`` escape: such
+    text has no secret member, no URL and no name spelled with escapes.
+    """
+    return _SIGNS.search(data.lower()) is not None
 
 
 def is_redacted(value: object) -> bool:
@@ -200,6 +236,8 @@ def redact_url(url: str) -> str:
         it holds none of those. A string that does not parse as a URL is returned as is.
 
     """
+    if not any(mark in url for mark in ("@", "?", ";", "#", "bot")):
+        return url  # nothing the rule could redact
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -245,32 +283,41 @@ def redact_json(value: Any, *, fields: bool = True) -> Any:
         A new value; ``value`` itself (the same object) when nothing was redacted.
 
     """
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        changed = False
+    kind = type(value)
+    if kind is str:
+        if "://" in value and _ABSOLUTE_URL.fullmatch(value):
+            shown = redact_url(value)
+            return value if shown == value else shown
+        return value
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        copy: dict[Any, Any] | None = None
         for key, item in value.items():
-            if (
-                fields
-                and isinstance(key, str)
-                and secret_name(key)
-                and isinstance(item, str | int | float)
-                and not isinstance(item, bool)
-            ):
+            if fields and isinstance(key, str) and _scalar(item) and secret_name(key):
                 new = redacted(item)
             else:
                 new = redact_json(item, fields=fields)
-            changed = changed or new is not item
-            out[key] = new
-        return out if changed else value
-    if isinstance(value, list | tuple):
-        items = [redact_json(item, fields=fields) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items
-        return value
-    if isinstance(value, str) and _ABSOLUTE_URL.fullmatch(value):
-        shown = redact_url(value)
-        return value if shown == value else shown
+            if new is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = new
+        return value if copy is None else copy
+    if kind is list or kind is tuple:
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            new = redact_json(item, fields=fields)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = new
+        return value if items is None else items
+    if isinstance(value, str):  # a str subclass (an enum member)
+        return redact_json(str(value), fields=fields) if "://" in value else value
     return value
+
+
+def _scalar(value: Any) -> bool:
+    """Whether ``value`` is a string or a number (a bool is neither here)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 def redact_body(body: bytes, media_type: str | None) -> bytes:
@@ -297,8 +344,10 @@ def redact_body(body: bytes, media_type: str | None) -> bytes:
             return body
         shown, changed = _pairs(text, "&", unquote_plus)
         return shown.encode("ascii") if changed else body
-    if not (kind.endswith("json") or kind.endswith("+json") or body.lstrip()[:1] in (b"{", b"[")):
+    if not (kind.endswith("json") or body.lstrip()[:1] in (b"{", b"[")):
         return body
+    if not may_hold_secret(body):
+        return body  # no secret name, URL or escape anywhere: nothing to parse for
     try:
         parsed = json.loads(body)
     except ValueError:

@@ -28,10 +28,10 @@ arrives at once.
 
 from __future__ import annotations
 
+import functools
 import json
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -79,6 +79,12 @@ _UNSERVED = frozenset({b"content-encoding", b"content-length", b"transfer-encodi
 was read into."""
 
 
+@functools.lru_cache(maxsize=16)
+def _wanted(allowed: tuple[str, ...]) -> frozenset[str]:
+    """The names of ``allowed`` that are not secret (:func:`~toolproof.redaction.secret_name`)."""
+    return frozenset(name for name in allowed if not secret_name(name))
+
+
 def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, str]:
     """The allow-listed headers, lowercase names, multiple values joined by ``", "``.
 
@@ -92,11 +98,13 @@ def kept_headers(headers: httpx.Headers, allowed: tuple[str, ...]) -> dict[str, 
         :func:`~toolproof.redaction.redact_headers` (a ``location`` by the URL rule).
 
     """
-    wanted = frozenset(name for name in allowed if not secret_name(name))
+    wanted = _wanted(allowed)
     out: dict[str, str] = {}
-    pairs = [(name.lower(), value) for name, value in headers.multi_items()]
-    for name, value in redact_headers(pairs):
+    for name, value in headers.multi_items():
+        name = name.lower()
         if name in wanted:
+            if name == "location":  # the one kept header the policy rewrites
+                [(name, value)] = redact_headers([(name, value)])
             out[name] = f"{out[name]}, {value}" if name in out else value
     return {name: out[name] for name in allowed if name in out}
 
@@ -110,7 +118,8 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
     """The GenAI operation and model a request names (the span of its turn).
 
     The operation comes from an OpenAI-style path (``/embeddings``, ``/completions``,
-    else ``chat``), the model from a JSON body's ``"model"`` (else the path).
+    else ``chat``), the model from a JSON body's ``"model"`` (else the path, through
+    :func:`~toolproof.redaction.redact_url`: a bot-token segment never names a span).
     """
     operation = "chat"
     if path.endswith("/embeddings"):
@@ -124,7 +133,7 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
         parsed = None
     if isinstance(parsed, dict):
         model = parsed.get("model")
-    return operation, model if isinstance(model, str) and model else path
+    return operation, model if isinstance(model, str) and model else redact_url(path)
 
 
 def _served(
@@ -199,7 +208,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             headers = recorded.detail.get("response_headers") or {}
             return _served(int(recorded.detail.get("status", 200)), headers, recorded.response)
         step = self.session.admit_turn(SOURCE)
-        operation, model = _inference(urlsplit(url).path, body)  # for the span only
+        operation, model = _inference(request.url.path, body)  # for the span only
         with hooks.model_turn(model, operation=operation) as span:
             live, answer = await self._ask(request)
             turn = self._turn(request, body, answer, live, method, url, key)

@@ -102,8 +102,13 @@ def request_and_key(
         CanonicalizationError: a value has no canonical JSON form.
 
     """
-    value = request_value(messages, model_settings, parameters)
-    return canonical_json(value), value_key(SOURCE, value)
+    value = _asked(messages, model_settings, parameters)
+    data = canonical_json(value)
+    if model_settings or b"://" in data:  # else nothing to redact: no walk, no re-encoding
+        shown = _redacted(value)
+        if shown is not value:
+            value, data = shown, canonical_json(shown)
+    return data, value_key(SOURCE, value)
 
 
 def response_bytes(response: ModelResponse) -> bytes:
@@ -145,13 +150,31 @@ def request_value(
         messages and parameters by its URL rule only (``fields=False``).
 
     """
+    return _redacted(_asked(messages, model_settings, parameters))
+
+
+def _asked(
+    messages: list[ModelMessage],
+    model_settings: ModelSettings | None,
+    parameters: ModelRequestParameters,
+) -> dict[str, Any]:
+    """The request as pydantic-ai's adapters dump it, not yet redacted."""
     return {
-        "messages": redact_json(
-            ModelMessagesTypeAdapter.dump_python(messages, mode="json"), fields=False
-        ),
-        "model_settings": redact_json(_settings(model_settings)),
-        "parameters": redact_json(_PARAMETERS.dump_python(parameters, mode="json"), fields=False),
+        "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+        "model_settings": _settings(model_settings),
+        "parameters": _PARAMETERS.dump_python(parameters, mode="json"),
     }
+
+
+def _redacted(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (from :func:`_asked`) redacted; the same object when nothing was."""
+    shown = {
+        "messages": redact_json(value["messages"], fields=False),
+        "model_settings": redact_json(value["model_settings"]),
+        "parameters": redact_json(value["parameters"], fields=False),
+    }
+    same = all(shown[name] is value[name] for name in shown)
+    return value if same else shown
 
 
 class RecordedModel(WrapperModel):
