@@ -16,7 +16,7 @@ from typing import Any
 
 from toolproof.errors import InputError
 
-__all__ = ["describe_location", "render_html", "write_html"]
+__all__ = ["approval_line", "describe_location", "render_html", "write_html"]
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -79,6 +79,28 @@ def _verdict(verdict: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def approval_line(approval: dict[str, Any]) -> str:
+    """One line for an ``approve`` gate's decision of a call (docs/approvals.md).
+
+    Args:
+        approval: ``{"decision", "who", "channel", "reason", "edited_arguments"}``, as
+            ``show --json`` gives a call's ``approval``.
+
+    Returns:
+        ``approval: approve_with_edits by ada (cli): no force; the body ran with {...}``
+        (the reason and the edited arguments only when recorded).
+    """
+    line = (
+        f"approval: {approval.get('decision')} by {approval.get('who')} ({approval.get('channel')})"
+    )
+    if approval.get("reason"):
+        line += f": {approval['reason']}"
+    if approval.get("edited_arguments") is not None:
+        edited = json.dumps(approval["edited_arguments"], ensure_ascii=False, sort_keys=True)
+        line += f"; the body ran with {edited}"
+    return line
+
+
 def _calls(calls: list[dict[str, Any]]) -> str:
     """The tool calls of a run without claims: tool, arguments, and result or failure."""
     parts = [f"<h2>Calls ({len(calls)})</h2>"]
@@ -89,6 +111,8 @@ def _calls(calls: list[dict[str, Any]]) -> str:
             f"<div class='statement'>{number}. {escape(str(call.get('tool')))}"
             f"({escape(arguments)})</div>"
         )
+        if call.get("approval"):
+            parts.append(f"<div class='meta'>{escape(approval_line(call['approval']))}</div>")
         if call.get("ok"):
             value = json.dumps(call.get("value"), ensure_ascii=False, sort_keys=True)
             parts.append(

@@ -21,7 +21,7 @@ from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.timeline import print_timeline, timeline_view
-from toolproof.adapters.html_report import describe_location, write_html
+from toolproof.adapters.html_report import approval_line, describe_location, write_html
 from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
 from toolproof.contract.layout import CLAIMS_FILE, MANIFEST_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.errors import InputError, VerificationError
@@ -65,13 +65,19 @@ def call_view(directory: Path) -> list[dict[str, Any]]:
 
     Returns:
         ``[{"call_id", "step", "tool", "arguments", "ok", "value", "failure"}]``; a call
-        without a ``tool_returned`` has ``ok`` ``None``.
+        without a ``tool_returned`` has ``ok`` ``None``. A call an ``approve`` gate
+        decided also has ``approval``: ``{"decision", "who", "channel", "reason",
+        "edited_arguments"}`` of its ``approval_decided`` event (docs/approvals.md).
 
     """
     calls: dict[str, dict[str, Any]] = {}
+    decided: dict[str, dict[str, Any]] = {}  # approval_decided comes before tool_called
     for event in _events(directory):
         call_id = str(event.get("call_id"))
-        if event.get("type") == "tool_called":
+        if event.get("type") == "approval_decided":
+            keys = ("decision", "who", "channel", "reason", "edited_arguments")
+            decided[call_id] = {key: event.get(key) for key in keys}
+        elif event.get("type") == "tool_called":
             call = event.get("call") or {}
             calls[call_id] = {
                 "call_id": call_id,
@@ -82,6 +88,8 @@ def call_view(directory: Path) -> list[dict[str, Any]]:
                 "value": None,
                 "failure": None,
             }
+            if call_id in decided:
+                calls[call_id]["approval"] = decided.pop(call_id)
         elif event.get("type") == "tool_returned" and call_id in calls:
             result = event.get("result") or {}
             calls[call_id].update(
@@ -96,6 +104,8 @@ def print_calls(calls: list[dict[str, Any]]) -> None:
     for number, call in enumerate(calls, 1):
         arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
         out_console.print(f"[bold]{number}. {escape(str(call['tool']))}[/]({escape(arguments)})")
+        if "approval" in call:
+            out_console.print(textwrap.indent(escape(approval_line(call["approval"])), "   "))
         if call["ok"]:
             value = json.dumps(call["value"], ensure_ascii=False, sort_keys=True)
             out_console.print(textwrap.indent(f"[green]ok[/] {escape(value)}", "   "))
