@@ -47,18 +47,7 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         The value, or an object that equals nothing when the pointer does not resolve.
 
     """
-    node = document
-    for raw in pointer.split("/")[1:]:
-        part = _unescape(raw)
-        if type(node) is dict:
-            node = node.get(part, _MISSING)
-        elif type(node) is list and _is_index(part) and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _MISSING
-        if node is _MISSING:
-            return _MISSING
-    return node
+    return _walk(document, _steps(pointer), {})
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -100,11 +89,7 @@ class CompiledRule:
     def __post_init__(self) -> None:
         parts = []
         for pointer, expected in self.arguments:
-            raw = pointer.split("/")[1:]
-            steps = tuple(
-                (_unescape(part), "/" + "/".join(raw[: i + 1])) for i, part in enumerate(raw)
-            )
-            parts.append((steps, expected))  # (token, its pointer prefix) per level
+            parts.append((_steps(pointer), expected))
         object.__setattr__(self, "_parts", tuple(parts))
 
     def matches(self, arguments: dict[str, Any]) -> bool:
@@ -113,43 +98,35 @@ class CompiledRule:
         An object member the arguments omit is read as its entry in ``defaults`` (the
         schema's default at that pointer prefix); without one the predicate fails.
         """
-        defaults = self.defaults
-        for steps, expected in self._parts:  # inlined _follow: this runs on every call
-            node: Any = arguments
-            for part, prefix in steps:
-                if type(node) is dict:
-                    node = node.get(part, _MISSING)
-                    if node is _MISSING:
-                        node = defaults.get(prefix, _MISSING)
-                        if node is _MISSING:
-                            return False
-                elif type(node) is list and _is_index(part) and int(part) < len(node):
-                    node = node[int(part)]
-                else:
-                    return False
+        for steps, expected in self._parts:
+            node = _walk(arguments, steps, self.defaults)
             if node is not expected and not json_equal(node, expected):
                 return False
         return True
 
 
-def _follow(
-    node: Any, parts: Sequence[str], prefixes: Sequence[str], defaults: Mapping[str, Any]
-) -> Any:
-    """The value at ``parts`` below ``node``, an omitted member read from ``defaults``.
+def _steps(pointer: str) -> tuple[tuple[str, str], ...]:
+    """``(reference token, its pointer prefix)`` per level of an RFC 6901 pointer."""
+    raw = pointer.split("/")[1:]
+    return tuple((_unescape(part), "/" + "/".join(raw[: i + 1])) for i, part in enumerate(raw))
 
-    ``prefixes[i]`` is the pointer (as written) of ``parts[: i + 1]``, the key of its
-    default. Returns the private sentinel (equal to nothing) when it does not resolve.
+
+def _walk(node: Any, steps: Sequence[tuple[str, str]], defaults: Mapping[str, Any]) -> Any:
+    """The value at ``steps`` (:func:`_steps`) below ``node``; an omitted member reads ``defaults``.
+
+    ``defaults`` maps a pointer prefix to the value an omitted member at it takes.
+    Returns the private sentinel (equal to nothing) when the pointer does not resolve.
     """
-    for part, prefix in zip(parts, prefixes, strict=True):
+    for part, prefix in steps:
         if type(node) is dict:
             node = node.get(part, _MISSING)
             if node is _MISSING:
                 node = defaults.get(prefix, _MISSING)
+                if node is _MISSING:
+                    return _MISSING
         elif type(node) is list and _is_index(part) and int(part) < len(node):
             node = node[int(part)]
         else:
-            return _MISSING
-        if node is _MISSING:
             return _MISSING
     return node
 
@@ -235,17 +212,11 @@ def rule_defaults(predicates: Mapping[str, Any], input_schema: Mapping[str, Any]
     out: dict[str, Any] = {}
     for pointer, expected in predicates.items():
         found = pointer_defaults(pointer, input_schema)
-        raw = pointer.split("/")[1:]
-        prefixes = ["/" + "/".join(raw[: i + 1]) for i in range(len(raw))]
-        for depth, prefix in enumerate(prefixes):
+        steps = _steps(pointer)
+        for depth, (_, prefix) in enumerate(steps):
             if prefix not in found:
                 continue
-            below = _follow(
-                found[prefix],
-                [_unescape(part) for part in raw[depth + 1 :]],
-                prefixes[depth + 1 :],
-                found,
-            )
+            below = _walk(found[prefix], steps[depth + 1 :], found)
             if below is not _MISSING and json_equal(below, expected):
                 out[prefix] = found[prefix]
     return out
