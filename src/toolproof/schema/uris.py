@@ -51,6 +51,21 @@ def _split(uri: str) -> tuple[str | None, str | None, str, str | None, str | Non
     return scheme, authority, path, query, fragment if hash_mark else None
 
 
+def _join(
+    scheme: str | None, authority: str | None, path: str, query: str | None, fragment: str | None
+) -> str:
+    """Recompose the five components (RFC 3986 section 5.3); ``None`` leaves one out."""
+    text = f"{scheme}:" if scheme is not None else ""
+    if authority is not None:
+        text += f"//{authority}"
+    text += path
+    if query is not None:
+        text += f"?{query}"
+    if fragment is not None:
+        text += f"#{fragment}"
+    return text
+
+
 def remove_dot_segments(path: str) -> str:
     """RFC 3986 section 5.2.4: ``/a/b/../c/./d`` -> ``/a/c/d``."""
     if "." not in path:
@@ -93,15 +108,7 @@ def resolve_uri(base: str, reference: str) -> str:
                     path = b_path[: b_path.rfind("/") + 1] + path
             authority = b_authority
     path = remove_dot_segments(path)
-    text = f"{scheme}:" if scheme is not None else ""
-    if authority is not None:
-        text += f"//{authority}"
-    text += path
-    if query is not None:
-        text += f"?{query}"
-    if fragment is not None:
-        text += f"#{fragment}"
-    return text
+    return _join(scheme, authority, path, query, fragment)
 
 
 def _percent(text: str) -> str:
@@ -149,15 +156,7 @@ def normalize_uri(uri: str) -> str:
         if query is not None and query[:1] in ("+", "="):
             query = None  # RFC 8141 section 3: r- and q-components do not count
         fragment = None
-    text = f"{scheme}:" if scheme is not None else ""
-    if authority is not None:
-        text += f"//{authority}"
-    text += path
-    if query is not None:
-        text += f"?{query}"
-    if fragment is not None:
-        text += f"#{fragment}"
-    return text
+    return _join(scheme, authority, path, query, fragment)
 
 
 def _lower(text: str) -> str:
