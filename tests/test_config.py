@@ -115,6 +115,11 @@ def test_missing_file(tmp_path: Path) -> None:
     assert (error.file, error.key, error.rule) == (str(path), "(file)", "file not found")
 
 
+def test_a_folder_given_as_the_config_is_named_as_a_folder(tmp_path: Path) -> None:
+    error = config_error(tmp_path)
+    assert str(error) == f"{tmp_path}: (file): is a folder; give the toolproof.toml file in it"
+
+
 def test_bad_toml(tmp_path: Path) -> None:
     path = write(tmp_path, "[[python]]\nmodule = \n")
     error = config_error(path)

@@ -197,3 +197,7 @@ _JSON = st.recursive(
 )
 
 
+def test_a_folder_given_as_the_spec_is_named_as_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_spec(tmp_path)
+    assert str(info.value) == f"{tmp_path}: (file): is a folder; give the spec file in it"

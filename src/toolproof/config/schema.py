@@ -339,7 +339,7 @@ def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
         The parsed config and the raw TOML table (for sections later layers normalize).
 
     Raises:
-        ConfigError: the file is missing, not TOML, or breaks the format.
+        ConfigError: the file is missing or a folder, not TOML, or breaks the format.
 
     """
     file = Path(path)
@@ -347,6 +347,10 @@ def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(str(file), "(file)", "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(
+            str(file), "(file)", "is a folder; give the toolproof.toml file in it"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(file), "(file)", f"cannot read: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:

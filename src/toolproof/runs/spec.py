@@ -87,12 +87,15 @@ def load_spec(path: str | Path) -> LoadedSpec:
     """Read a spec file: ``.json`` as JSON, anything else as TOML.
 
     Raises:
-        ConfigError: the file is missing, too large, not TOML/JSON, or not a valid spec.
+        ConfigError: the file is missing or a folder, too large, not TOML/JSON, or not a
+            valid spec.
 
     """
     file = Path(path)
     try:
         data = file.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(str(file), "(file)", "is a folder; give the spec file in it") from None
     except OSError as exc:
         raise ConfigError(str(file), "(file)", f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_SPEC_BYTES:
