@@ -19,9 +19,10 @@ Everything is measured in the same run, on the same two-integer tool
   same schema, and toolproof's own ``as_structured_tool``.
 
 Call figures are CPU time (``time.process_time``), the best of interleaved rounds.
-Targets (issue 3, issue 14 point 6): a bound contribution's call and a
-``Tool.from_function`` call each <= 1.0x pydantic-ai's; median bind time <= 0.2 ms
-per tool. The script exits 1 when a target is missed.
+Budgets (issue 29, Performance): a ``Tool.from_function`` call <= 1.0x pydantic-ai's,
+a bound contribution's (declared) call <= 0.8x; median bind time <= 0.2 ms per tool
+(issue 14 point 6). The script exits 1 when one is missed. FastMCP's path is left out
+when FastMCP is not installed.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from fastmcp.tools import FunctionTool
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, create_model
 from pydantic_ai import RunContext
@@ -44,6 +44,11 @@ from pydantic_ai.usage import RunUsage
 
 from toolproof import Tool, ToolContribution, bind_contribution
 from toolproof.adapters.frameworks.langchain import as_structured_tool
+
+try:  # compared when installed (the bench extra); the budgets are against pydantic-ai
+    from fastmcp.tools import FunctionTool
+except ImportError:  # pragma: no cover - a bench environment without FastMCP
+    FunctionTool = None
 
 ARGS = {"a": 1, "b": 2}
 ADD_SCHEMA = {
@@ -82,7 +87,7 @@ async def call_paths(calls: int, repeat: int) -> dict[str, float]:
     toolset = FunctionToolset([add])
     ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
     pai_tool = (await toolset.get_tools(ctx))["add"]
-    fastmcp_tool = FunctionTool.from_function(add)
+    fastmcp_tool = FunctionTool.from_function(add) if FunctionTool is not None else None
     langchain_tool = StructuredTool.from_function(coroutine=add)
 
     async def direct() -> Any:
@@ -99,6 +104,7 @@ async def call_paths(calls: int, repeat: int) -> dict[str, float]:
         return await toolset.call_tool("add", validated, ctx, pai_tool)
 
     async def fastmcp() -> Any:
+        assert fastmcp_tool is not None
         return await fastmcp_tool.run(ARGS)
 
     async def langchain() -> Any:
@@ -114,6 +120,8 @@ async def call_paths(calls: int, repeat: int) -> dict[str, float]:
         "FastMCP FunctionTool.run": fastmcp,
         "LangChain ainvoke": langchain,
     }
+    if fastmcp_tool is None:
+        del paths["FastMCP FunctionTool.run"]
     # Rounds interleave the paths, so a burst of load on a shared machine hits them all;
     # each path reports its best round (noise only ever adds time).
     rounds: dict[str, list[float]] = {name: [] for name in paths}
@@ -254,14 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     call_ratio = results["toolproof contribution"] / pai
     function_ratio = results["toolproof from_function"] / pai
     bind_median = statistics.median(timings["toolproof bind_contribution"])
-    ok_call = call_ratio <= 1.0 and function_ratio <= 1.0
+    ok_call = call_ratio <= 0.8 and function_ratio <= 1.0
     ok_bind = bind_median <= 0.2
     print(
-        f"target: contribution call <= 1.0x pydantic-ai: {call_ratio:.2f}x -> "
-        f"{_verdict(call_ratio <= 1.0)}"
+        f"budget: declared (contribution) call <= 0.8x pydantic-ai: {call_ratio:.2f}x -> "
+        f"{_verdict(call_ratio <= 0.8)}"
     )
     print(
-        f"target: from_function call <= 1.0x pydantic-ai: {function_ratio:.2f}x -> "
+        f"budget: from_function call <= 1.0x pydantic-ai: {function_ratio:.2f}x -> "
         f"{_verdict(function_ratio <= 1.0)}"
     )
     print(f"target: median bind <= 0.2 ms/tool: {bind_median:.3f} ms -> {_verdict(ok_bind)}")

@@ -2,13 +2,13 @@
 
 One command: ``python benchmarks/bench_session.py [--calls N] [--rounds R] [--dir DIR]``.
 
-1. Per tool call (issue 15, Performance: median <= 25 us + hashing). The same call of
+1. Per tool call (issue 29, Performance: median <= 40 us over the unrecorded call). The same call of
    a trivial async tool, ``N`` times through ``Session.call`` of a live session (admit,
    the call, the call step written to the OS before it returns) and ``N`` times
    unrecorded (``await tool.call(args)``), interleaved call by call. Printed: the
    median paired difference beside the hashing anchor (SHA-256 of the result bytes,
    same run), for group commit (the default) and with an fsync per call.
-2. Per model turn (median <= 50 us + hashing). ``session.pydantic_ai_model(m)`` vs
+2. Per model turn (issue 29: median <= 250 us + hashing). ``session.pydantic_ai_model(m)`` vs
    ``m`` itself (a pydantic-ai ``FunctionModel``) answering the same request, and
    ``session.httpx_transport(inner)`` vs ``inner`` (an ``httpx.MockTransport``
    answering a chat completion in memory: the network would drown the figure),
@@ -187,11 +187,16 @@ def _rounds(rounds: int, base: Path, work: Any, *args: Any) -> list[Any]:
     return out
 
 
-def _line(label: str, overhead: float, hashing: float, budget: float, cpu: float) -> str:
-    verdict = "ok" if overhead <= budget + hashing else "OVER"
+def _line(
+    label: str, overhead: float, hashing: float, budget: float, cpu: float, *, hashed: bool
+) -> str:
+    """One figure against its issue 29 budget (plus the hashing anchor when ``hashed``)."""
+    limit = budget + hashing if hashed else budget
+    verdict = "met" if overhead <= limit else "OVER"
+    plus = " + hashing" if hashed else ""
     return (
         f"  {label:24s}: median {overhead * 1e6:7.1f} us (hashing {hashing * 1e6:.1f} us; "
-        f"target <= {budget * 1e6:.0f} us + hashing: {verdict}); thread CPU {cpu * 1e6:.1f} us"
+        f"budget <= {budget * 1e6:.0f} us{plus}: {verdict}); thread CPU {cpu * 1e6:.1f} us"
     )
 
 
@@ -211,7 +216,7 @@ def main() -> None:
         overhead = statistics.median(f[0] for f in figures)
         hashing = statistics.median(f[1] for f in figures)
         cpu = statistics.median(f[5] for f in figures)
-        print(_line(label, overhead, hashing, 25e-6, cpu))
+        print(_line(label, overhead, hashing, 40e-6, cpu, hashed=False))
     syncs = statistics.median(f[2] for f in group)
     ran = statistics.median(f[3] for f in group)
     closed = statistics.median(f[4] for f in group)
@@ -229,7 +234,7 @@ def main() -> None:
         overhead = statistics.median(f[0] for f in figures)
         hashing = statistics.median(f[1] for f in figures)
         cpu = statistics.median(f[2] for f in figures)
-        print(_line(label, overhead, hashing, 50e-6, cpu))
+        print(_line(label, overhead, hashing, 250e-6, cpu, hashed=True))
     bench_run(args.calls, args.dir, args.rounds)
 
 
