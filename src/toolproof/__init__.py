@@ -23,7 +23,8 @@ from toolproof.version import __version__
 if TYPE_CHECKING:
     from toolproof.adapters.session import Session
     from toolproof.adapters.session_runs import record_session, replay_session
-    from toolproof.adapters.telemetry.instrument import instrument
+    from toolproof.adapters.telemetry.check import check_spans
+    from toolproof.adapters.telemetry.instrument import instrument, uninstrument
     from toolproof.config import load_toolset
     from toolproof.contract.runs import Report, RunSpec
     from toolproof.contract.tools import (
@@ -120,6 +121,7 @@ __all__ = [
     "__version__",
     "bind_contribution",
     "canonical_json",
+    "check_spans",
     "content_id",
     "declarable_field",
     "digest",
@@ -135,6 +137,7 @@ __all__ = [
     "resource",
     "tool",
     "transformer",
+    "uninstrument",
     "verify_run",
     "wrapper",
 ]
@@ -144,6 +147,8 @@ _HOMES: dict[str, str] = {
     "record_session": "toolproof.adapters.session_runs",
     "replay_session": "toolproof.adapters.session_runs",
     "instrument": "toolproof.adapters.telemetry.instrument",
+    "uninstrument": "toolproof.adapters.telemetry.instrument",
+    "check_spans": "toolproof.adapters.telemetry.check",
     "load_toolset": "toolproof.config",
     "Report": "toolproof.contract.runs",
     "RunSpec": "toolproof.contract.runs",
