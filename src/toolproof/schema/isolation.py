@@ -299,16 +299,21 @@ class _Pool:
         self.executor.shutdown(wait=False)
 
 
-def _read(fd: int, size: int, deadline: float) -> bytes | None:
-    """``size`` bytes from ``fd``; ``None`` at the deadline; EOFError when it closes."""
+def _read(fd: int, size: int, deadline: float | None = None) -> bytes | None:
+    """``size`` bytes from ``fd``, or ``None`` once ``deadline`` passes.
+
+    ``deadline`` is ``time.monotonic()`` seconds; ``None`` waits as long as it takes.
+    Raises EOFError when ``fd`` closes first.
+    """
     chunks: list[bytes] = []
     while size:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            return None
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                return None
         chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
             raise EOFError
@@ -413,10 +418,12 @@ def _serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the worker 
     cache: OrderedDict[str, Any] = OrderedDict()
     os.write(out, bytes(8))  # ready: an empty message
     while True:
-        header = _read_all(0, 8)
-        if header is None:
+        try:
+            header = _read(0, 8)
+            body = _read(0, int.from_bytes(header or b"", "big"))
+        except EOFError:  # the parent closed the pipe: this worker's end
             return
-        request = json.loads(_read_all(0, int.from_bytes(header, "big")) or b"{}")
+        request = json.loads(body or b"{}")
         reply: dict[str, Any]
         try:
             key = request["key"]
@@ -444,17 +451,6 @@ def _serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the worker 
         view = memoryview(len(data).to_bytes(8, "big") + data)
         while view:
             view = view[os.write(out, view) :]
-
-
-def _read_all(fd: int, size: int) -> bytes | None:  # pragma: no cover - in the worker
-    chunks: list[bytes] = []
-    while size:
-        chunk = os.read(fd, min(size, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker's entry point
