@@ -37,6 +37,7 @@ from toolproof.adapters.session_runs import record_session
 from toolproof.config import load_toolset
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError, ToolCallError
+from toolproof.extensions.wrappers.audit import json_kind
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -83,7 +84,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
         ) from exc
     if not isinstance(value, dict):
         raise InputError(
-            f"--args: expected a JSON object of arguments, got {_json_kind(value)}"
+            f"--args: expected a JSON object of arguments, got {_a_kind(value)}"
             f"{'' if value is None else ' ' + repr(text.strip()[:40])}; "
             f"pass e.g. --args '{{\"a\": 2}}'",
             field="--args",
@@ -92,17 +93,12 @@ def parse_arguments(text: str) -> dict[str, Any]:
     return value
 
 
-def _json_kind(value: object) -> str:
-    """What a decoded JSON value is, in JSON's words (RFC 8259): array, string, null..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array"
+def _a_kind(value: object) -> str:
+    """The JSON kind of ``value`` (:func:`json_kind`) with its article: ``an array``, ``null``."""
+    kind = json_kind(value)
+    if kind == "null":
+        return kind
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def _unknown(name: str, toolset: Toolset, config: Path) -> InputError:
