@@ -22,7 +22,7 @@ from mcp_support import FIXTURE, alive, descendants, fixture_entry, servers
 from toolproof import load_toolset
 from toolproof.contract.tools import ToolAnnotations
 from toolproof.redaction import redacted
-from toolproof.sources.mcp.common import McpCallError, McpServer
+from toolproof.sources.mcp.common import CONNECTION_CLOSED, McpCallError, McpServer
 from toolproof.sources.mcp.connection import McpConnection
 from toolproof.tools.resources import MCP_LIVE, MCP_SERVERS
 from toolproof.tools.toolset import Toolset
@@ -500,5 +500,24 @@ def test_parallel_calls_share_one_session(tmp_path: Path) -> None:
             echo = toolset["fixture_echo"]
             results = await asyncio.gather(*(echo.call({"a": n}) for n in range(20)))
             assert [result.value for result in results] == [f'{{"a": {n}}}' for n in range(20)]
+
+    asyncio.run(main())
+
+
+def test_a_server_dying_mid_request_is_a_transport_error_as_for_a_call(tmp_path: Path) -> None:
+    """resources/read, prompts/get and the rest map the SDK's errors as tools/call does."""
+
+    async def main() -> None:
+        config = write(tmp_path, fixture_entry("fixture", "--die-on-read"))
+        async with load_toolset(config) as toolset:
+            entry = toolset.catalog.resource_for("fixture://die")
+            assert entry is not None
+            with pytest.raises(McpCallError) as caught:
+                await entry.answer("fixture://die")
+            assert (caught.value.kind, caught.value.code) == ("transport", CONNECTION_CLOSED)
+            assert str(caught.value) == (
+                "MCP server 'fixture' closed the connection during resources/read: "
+                "Connection closed; the server process exited with status 7"
+            )
 
     asyncio.run(main())

@@ -21,7 +21,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import IO, Any
 
@@ -244,25 +244,9 @@ class McpConnection:
             raise McpCallError(
                 "transport", f"MCP server {name!r} is not connected; tools/list not sent"
             )
-        try:
-            with anyio.fail_after(self.server.call_timeout):
-                return await list_tools(session)
-        except TimeoutError:
-            raise McpCallError(
-                "timeout", f"MCP server {name!r} did not answer tools/list in time"
-            ) from None
-        except SDK_ERRORS as exc:
-            code = error_code(exc)
-            kind = "transport" if code == CONNECTION_CLOSED else "protocol"
-            raise McpCallError(
-                kind, f"MCP server {name!r} answered tools/list with error {code}: {exc}", code
-            ) from exc
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            raise McpCallError(
-                "transport",
-                f"MCP server {name!r} connection broke during tools/list: "
-                f"{type(exc).__name__}: {exc}",
-            ) from exc
+        async with self._answering("tools/list"):
+            tools = await list_tools(session)
+        return tools
 
     def _caller(self) -> CallChannel | None:
         """The channel of the one call in flight; ``None`` when there are none or several."""
@@ -369,40 +353,14 @@ class McpConnection:
             raise McpCallError(
                 "transport", f"MCP server {name!r} is not connected; tools/call not sent"
             )
-        timeout = self.server.call_timeout
         channel = current_channel()
         progress = channel.progress if channel else None
         extra: dict[str, Any] = {"meta": meta} if meta else {}
         try:
-            with anyio.fail_after(timeout):
+            async with self._answering("tools/call"):
                 result = await session.call_tool(
                     tool, arguments, progress_callback=progress, **extra
                 )
-        except TimeoutError:
-            raise McpCallError(
-                "timeout", f"MCP server {name!r} did not answer tools/call within {timeout:g} s"
-            ) from None
-        except SDK_ERRORS as exc:
-            code = error_code(exc)
-            if code == CONNECTION_CLOSED:
-                ended = await self.exit_status()
-                how = f"; the server process {ended}" if ended else ""
-                raise McpCallError(
-                    "transport",
-                    f"MCP server {name!r} closed the connection during tools/call: {exc}{how}",
-                    code,
-                ) from exc
-            raise McpCallError(
-                "protocol",
-                f"MCP server {name!r} answered tools/call with error {code}: {exc}",
-                code,
-            ) from exc
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            raise McpCallError(
-                "transport",
-                f"MCP server {name!r} connection broke during tools/call: "
-                f"{type(exc).__name__}: {exc}",
-            ) from exc
         except RuntimeError as exc:  # the SDK's own outputSchema check
             raise McpCallError(
                 "invalid_result", f"MCP client refused the tools/call result: {exc}"
@@ -429,28 +387,51 @@ class McpConnection:
             )
 
         async def once(meta: dict[str, str]) -> dict[str, Any]:
-            try:
-                with anyio.fail_after(self.server.call_timeout):
-                    return wire(await send(session))
-            except TimeoutError:
-                raise McpCallError(
-                    "timeout", f"MCP server {name!r} did not answer {method} in time"
-                ) from None
-            except SDK_ERRORS as exc:
-                code = error_code(exc)
-                raise McpCallError(
-                    "protocol",
-                    f"MCP server {name!r} answered {method} with error {code}: {exc}",
-                    code,
-                ) from exc
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-                raise McpCallError(
-                    "transport",
-                    f"MCP server {name!r} connection broke during {method}: "
-                    f"{type(exc).__name__}: {exc}",
-                ) from exc
+            async with self._answering(method):
+                answer = await send(session)
+            return wire(answer)
 
         return await traced(self.facts, method, None, once)
+
+    @contextlib.asynccontextmanager
+    async def _answering(self, method: str) -> AsyncIterator[None]:
+        """Wait at most ``call_timeout`` for ``method``'s answer; map the SDK's errors, once.
+
+        The one mapping of every request this client sends (``tools/list``,
+        ``tools/call``, ``resources/read``, ``prompts/get``, ...) to an
+        :class:`McpCallError`: ``timeout`` past ``call_timeout`` seconds; ``transport``
+        when the connection closed (JSON-RPC ``-32000``, with how the server process
+        ended) or broke (a closed stream, an ``OSError``); ``protocol`` for any other
+        JSON-RPC error, with its code.
+        """
+        name = self.server.name
+        timeout = self.server.call_timeout
+        try:
+            with anyio.fail_after(timeout):
+                yield
+        except TimeoutError:
+            raise McpCallError(
+                "timeout", f"MCP server {name!r} did not answer {method} within {timeout:g} s"
+            ) from None
+        except SDK_ERRORS as exc:
+            code = error_code(exc)
+            if code == CONNECTION_CLOSED:
+                ended = await self.exit_status()
+                how = f"; the server process {ended}" if ended else ""
+                raise McpCallError(
+                    "transport",
+                    f"MCP server {name!r} closed the connection during {method}: {exc}{how}",
+                    code,
+                ) from exc
+            raise McpCallError(
+                "protocol", f"MCP server {name!r} answered {method} with error {code}: {exc}", code
+            ) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise McpCallError(
+                "transport",
+                f"MCP server {name!r} connection broke during {method}: "
+                f"{type(exc).__name__}: {exc}",
+            ) from exc
 
     def stderr(self) -> str:
         """The tail of the server's stderr so far (stdio servers; ``""`` otherwise)."""
