@@ -5,8 +5,9 @@ One command: ``python benchmarks/bench_scale.py [--calls N ...] [--root DIR]``
 temporary directory under /tmp, removed at the end; each N's run is removed before
 the next N).
 
-For each N, each step runs in its own child process, and its peak RSS is that
-child's ``ru_maxrss`` (``os.wait4``):
+For each N, each step runs in its own child process, timed in wall seconds and in CPU
+seconds (user + system of the process and its threads, from ``os.wait4``: steadier than
+wall time on a loaded machine); its peak RSS is that child's ``ru_maxrss``:
 
 1. record: ``toolproof.record_session`` over a Toolset of one async tool, ``fetch(i)``,
    which returns a distinct 1,200-byte string; N calls ``session.call("fetch",
@@ -58,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 RSS_TARGET = 256 * 2**20
 DEFAULT_ALLOCATED_PER_CALL = 8_000
 MB = 1e6
+HASH_ALL = 'find "$1" -type f -print0 | xargs -0 sha256sum'
 VALUE = "trace:tool_returned value"
 ANCHORS = ("sha256sum", "toolproof --version")  # no target: the disk anchor, the CLI's start
 
@@ -100,15 +102,15 @@ async def _record(root: Path, calls: int) -> dict[str, Any]:
     tenth = max(calls // 10, 1)
     marks: dict[int, float] = {}
     async with toolproof.record_session(toolset, root=root, task="scale") as session:
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         for i in range(calls):
             if i in (tenth, calls - tenth):
                 marks[i] = time.perf_counter()
             await session.call("fetch", {"i": i})
-        ended = time.perf_counter()
+        ended, ended_cpu = time.perf_counter(), time.process_time()
         record_peak = _hwm()
         reset = _reset_hwm()
-    finalized = time.perf_counter()
+    finalized, finalized_cpu = time.perf_counter(), time.process_time()
     return {
         "run_id": session.run_id,
         "record_s": ended - began,
@@ -116,6 +118,8 @@ async def _record(root: Path, calls: int) -> dict[str, Any]:
         "last_s": ended - marks.get(calls - tenth, began),
         "tenth": tenth,
         "finalize_s": finalized - ended,
+        "record_cpu": ended_cpu - began_cpu,
+        "finalize_cpu": finalized_cpu - ended_cpu,
         "record_peak": record_peak,
         "finalize_peak": _hwm() if reset else None,
     }
@@ -123,8 +127,12 @@ async def _record(root: Path, calls: int) -> dict[str, Any]:
 
 def _child(
     argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> tuple[float, int, bytes]:
-    """Run ``argv``: its seconds, peak RSS in bytes (``ru_maxrss``), stdout; exit if it fails."""
+) -> tuple[float, float, int, bytes]:
+    """Run ``argv``: its wall and CPU seconds, peak RSS in bytes, stdout; exit if it fails.
+
+    CPU is user + system time of the child and the children it waited for (``os.wait4``);
+    the peak is its ``ru_maxrss``.
+    """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err)
@@ -137,14 +145,15 @@ def _child(
             tail = err.read().decode(errors="replace").strip().splitlines()[-5:]
             command = " ".join(argv[1:4])
             raise SystemExit(f"bench_scale: {command} ... exited {process.returncode}: {tail}")
-        return seconds, usage.ru_maxrss * 1024, out.read()
+        cpu = usage.ru_utime + usage.ru_stime
+        return seconds, cpu, usage.ru_maxrss * 1024, out.read()
 
 
 def _toolproof(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> tuple[float, int]:
-    seconds, peak, _ = _child([sys.executable, "-m", "toolproof", *args], cwd=cwd, env=env)
-    return seconds, peak
+) -> tuple[float, float, int]:
+    seconds, cpu, peak, _ = _child([sys.executable, "-m", "toolproof", *args], cwd=cwd, env=env)
+    return seconds, cpu, peak
 
 
 def breakdown(run: Path) -> tuple[Counter[str], int, int]:
@@ -230,26 +239,33 @@ def measure(root: Path, calls: int) -> dict[str, Any]:
     """Every figure for one N (the run is removed afterwards)."""
     base = root / f"calls-{calls}"
     base.mkdir()
-    _, peak, out = _child([sys.executable, __file__, "--record-child", str(calls), str(base)])
+    _, _, peak, out = _child([sys.executable, __file__, "--record-child", str(calls), str(base)])
     rec = json.loads(out)
     run = base / "runs" / rec["run_id"]
-    peaks = {"record": rec["record_peak"] or peak, "finalize": rec["finalize_peak"] or peak}
     times = {"record": rec["record_s"], "finalize": rec["finalize_s"]}
-    times["toolproof --version"], peaks["toolproof --version"] = _toolproof("--version")
-    times["sha256sum"], peaks["sha256sum"], _ = _child(
-        ["bash", "-c", 'find "$1" -type f -print0 | xargs -0 sha256sum', "-", str(run)]
-    )
-    times["verify"], peaks["verify"] = _toolproof("verify", str(run))
-    times["replay"], peaks["replay"] = _toolproof("replay", str(run))
+    cpus = {"record": rec["record_cpu"], "finalize": rec["finalize_cpu"]}
+    peaks = {"record": rec["record_peak"] or peak, "finalize": rec["finalize_peak"] or peak}
     env = {**os.environ, CALLS_ENV: str(calls)}
-    agent_args = ("replay", str(run), "--agent", "bench_scale:agent")
-    times["replay --agent"], peaks["replay --agent"] = _toolproof(*agent_args, cwd=HERE, env=env)
-    times["show"], peaks["show"] = _toolproof("show", str(run))
+    steps: dict[str, tuple[str, ...]] = {
+        "toolproof --version": ("--version",),
+        "sha256sum": (),
+        "verify": ("verify", str(run)),
+        "replay": ("replay", str(run)),
+        "replay --agent": ("replay", str(run), "--agent", "bench_scale:agent"),
+        "show": ("show", str(run)),
+    }
+    for step, args in steps.items():
+        if step == "sha256sum":
+            hashing = ["bash", "-c", HASH_ALL, "-", str(run)]
+            times[step], cpus[step], peaks[step], _ = _child(hashing)
+        else:
+            times[step], cpus[step], peaks[step] = _toolproof(*args, cwd=HERE, env=env)
     parts, allocated, files = breakdown(run)
     shutil.rmtree(base)
     return {
         "calls": calls,
         "times": times,
+        "cpus": cpus,
         "peaks": peaks,
         "first_us": rec["first_s"] / rec["tenth"] * 1e6,
         "last_us": rec["last_s"] / rec["tenth"] * 1e6,
@@ -265,26 +281,27 @@ def _verdict(ok: bool) -> str:
 
 def report(m: dict[str, Any]) -> None:
     """Print one N's figures beside the issue 31 targets."""
-    n, times, peaks = m["calls"], m["times"], m["peaks"]
+    n, times, cpus, peaks = m["calls"], m["times"], m["cpus"], m["peaks"]
     parts: Counter[str] = m["parts"]
     total = _total(parts)
     print(f"\n{n} calls: run {total / MB:.1f} MB in {m['files']} files")
-    print(f"  {'step':16s} {'seconds':>9s} {'peak RSS':>10s}   target")
+    print(f"  {'step':19s} {'wall s':>8s} {'CPU s':>8s} {'peak RSS':>10s}   target")
     for step, seconds in times.items():
         peak = peaks[step]
         rss = f"{peak / MB:7.0f} MB"
         target = "" if step in ANCHORS else f"RSS < 256 MB: {_verdict(peak < RSS_TARGET)}"
-        print(f"  {step:16s} {seconds:9.2f} {rss:>10s}   {target}")
+        print(f"  {step:19s} {seconds:8.2f} {cpus[step]:8.2f} {rss:>10s}   {target}")
     per_call = times["record"] / n * 1e6
     flat = m["last_us"] / m["first_us"]
     print(
         f"  record per call: {per_call:.1f} us; first 10% {m['first_us']:.1f} us, last 10% "
         f"{m['last_us']:.1f} us ({flat:.2f}x; flat within 20%: {_verdict(abs(flat - 1) <= 0.2)})"
     )
-    ratio = times["verify"] / times["sha256sum"]
-    print(f"  verify / sha256sum  : {ratio:6.1f}x (target <= 2x: {_verdict(ratio <= 2)})")
-    ratio = times["finalize"] / times["verify"]
-    print(f"  finalize / verify   : {ratio:6.1f}x (target <= 2x: {_verdict(ratio <= 2)})")
+    for a, b in (("verify", "sha256sum"), ("finalize", "verify")):
+        ratio, cpu = times[a] / times[b], cpus[a] / cpus[b]
+        print(
+            f"  {a} / {b}: {ratio:.1f}x wall, {cpu:.1f}x CPU (target <= 2x: {_verdict(ratio <= 2)})"
+        )
     evidence = parts["evidence"]
     print(
         f"  bytes per call: {total / n:,.0f} ({m['allocated'] / n:,.0f} allocated on disk); "
@@ -320,20 +337,22 @@ def summary(done: list[dict[str, Any]]) -> None:
     )
     for step in done[0]["times"]:
         row(
-            f"{step}: s (peak RSS)",
-            [f"{m['times'][step]:.2f} s ({m['peaks'][step] / MB:.0f} MB)" for m in done],
+            f"{step}: wall s / CPU s (peak RSS)",
+            [
+                f"{m['times'][step]:.2f} / {m['cpus'][step]:.2f} ({m['peaks'][step] / MB:.0f} MB)"
+                for m in done
+            ],
             "" if step in ANCHORS else "RSS < 256 MB",
         )
-    row(
-        "verify / sha256sum",
-        [f"{m['times']['verify'] / m['times']['sha256sum']:.1f}x" for m in done],
-        "<= 2x",
-    )
-    row(
-        "finalize / verify",
-        [f"{m['times']['finalize'] / m['times']['verify']:.1f}x" for m in done],
-        "<= 2x",
-    )
+    for a, b in (("verify", "sha256sum"), ("finalize", "verify")):
+        row(
+            f"{a} / {b}, wall (CPU)",
+            [
+                f"{m['times'][a] / m['times'][b]:.1f}x ({m['cpus'][a] / m['cpus'][b]:.1f}x)"
+                for m in done
+            ],
+            "<= 2x",
+        )
     row(
         "run bytes per call (allocated)",
         [
@@ -364,6 +383,7 @@ def main() -> None:
         parser.error("--calls must be at least 10 (the first and last 10% are timed)")
     root = args.root or Path(tempfile.mkdtemp(prefix="bench-scale-", dir="/tmp"))
     root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()  # the CLI steps run in this folder (``--agent bench_scale:agent``)
     print(f"bench_scale: runs under {root}; python {sys.version.split()[0]}")
     done: list[dict[str, Any]] = []
     refused = None
