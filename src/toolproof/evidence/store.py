@@ -171,6 +171,33 @@ class EvidenceStore:
             "source": source,
         }
 
+    def stored_files(self) -> dict[str, tuple[int, str]]:
+        """Size and ``sha256:`` digest of every file the store wrote, by run-relative path.
+
+        A file rewritten after it was stored (:meth:`touched`) is hashed again as it is
+        now (one missing or no longer a regular file is left out: the manifest sees
+        what is there). Empty with a pack (a live session's pack is not a run's file).
+
+        Raises:
+            OSError: a rewritten file cannot be read.
+
+        """
+        if self.pack is not None:
+            return {}
+        files = {
+            evidence_path_for(key): (size, digest_of_hex(key.removeprefix("evidence_")))
+            for key, size in self._sizes.items()
+        }
+        for evidence_id in self.touched():
+            rel = evidence_path_for(evidence_id)
+            path = self.run_dir / rel
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                files[rel] = (len(data), digest(data))
+            else:
+                del files[rel]
+        return files
+
     def take_created(self) -> list[str]:
         """The paths of the evidence files created since the last call (none with a pack)."""
         created, self.created = self.created, []

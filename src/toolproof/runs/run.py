@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from toolproof.bundle.rundir import RUNS_DIR, CommittedRun, RunDirectoryWriter, write_file
-from toolproof.contract.evidence import evidence_path_for
 from toolproof.contract.layout import (
     CLAIMS_FILE,
     PLAN_FILE,
@@ -30,7 +29,7 @@ from toolproof.contract.runs import ExecutionRuntime, Plan, Report, RunSpec, Tim
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import RecordingError
 from toolproof.evidence.reasoners import Reasoner
-from toolproof.identity import canonical_json, digest
+from toolproof.identity import canonical_json
 from toolproof.plugins.registry import REGISTERED
 from toolproof.runs.calls import CallPort, Clock, LiveCalls, LiveClock
 from toolproof.runs.executor import ExecutionOutcome, Executor, StepHandler
@@ -145,13 +144,7 @@ async def record_run(
         outcome = await executor.run()
     finally:
         known[TRACE_FILE] = recorder.close(sync=durable)
-    for record in executor.evidence:
-        known[record.path] = (record.size, record.digest)
-    for evidence_id in store.touched():  # rewritten after it was recorded: hash what is there
-        path = directory / evidence_path_for(evidence_id)
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            known[evidence_path_for(evidence_id)] = (len(data), digest(data))
+    known.update(store.stored_files())  # a file rewritten after it was stored is hashed again
     claims = canonical_json([claim.to_json() for claim in outcome.claims])
     known[CLAIMS_FILE] = write_file(directory / CLAIMS_FILE, claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
 from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
@@ -194,10 +195,10 @@ class RecordedTurns:
 
     Args:
         events: the recorded trace.
-        directory: the directory holding the recorded ``evidence/`` (a run or a live
-            session).
+        directory: the directory holding the recorded evidence (a run, read through
+            :class:`~toolproof.bundle.evidence.RunEvidence`, or a live session).
         pack: a live session's evidence pack as read (its items are served from it;
-            the others from ``directory``'s ``evidence/`` files).
+            the others from ``directory``'s evidence, as a run's).
 
     """
 
@@ -206,6 +207,7 @@ class RecordedTurns:
     ) -> None:
         self.directory = Path(directory)
         self.pack = pack
+        self.stored = RunEvidence.open(self.directory)
         registered: dict[tuple[str, str], EvidenceRecord] = {}
         turns: list[tuple[str, int, tuple[ModelTurn, EvidenceRecord, EvidenceRecord], str]] = []
         for event in events:
@@ -228,19 +230,24 @@ class RecordedTurns:
         hex_digest = record.digest.removeprefix("sha256:")
         if self.pack is not None and hex_digest in self.pack.items:
             return self.pack.read(hex_digest)  # its digest was checked when it was read
-        path = self.directory / record.path
+        where = str(self.directory / record.path)
         try:
-            data = path.read_bytes()
+            data = self.stored.read(record.id)
+        except KeyError:
+            raise InputError(
+                f"model turn evidence {record.path} cannot be read: it is not stored",
+                path=where,
+            ) from None
         except OSError as exc:
             raise InputError(
                 f"model turn evidence {record.path} cannot be read: {exc.strerror or exc}",
-                path=str(path),
+                path=where,
             ) from None
         if digest(data) != record.digest:
             raise InputError(
                 f"model turn evidence {record.path} does not match its recorded digest "
                 f"{record.digest}",
-                path=str(path),
+                path=where,
             )
         return data
 

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.manifest import check_manifest
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolResult, ToolSpec
@@ -161,21 +162,21 @@ class Cassette:
             elif isinstance(event, ModelTurn):
                 request = registered[(event.step, event.request)]
                 response = registered[(event.step, event.response)]
-                self._load_turn(run_dir, event, request, response, turns)
+                self._load_turn(view.evidence, event, request, response, turns)
         # repeated identical calls and turns are served in the order they were asked
         self.recorded = Matcher(results, asked_order=admission_sorted)
         self.turns = Matcher(turns, asked_order=admission_sorted)
 
     def _load_turn(
         self,
-        run_dir: Path,
+        evidence: RunEvidence,
         event: ModelTurn,
         request: EvidenceRecord,
         response: EvidenceRecord,
         turns: list[tuple[tuple[str, bytes], int, ServedTurn, str]],
     ) -> None:
-        asked = (run_dir / request.path).read_bytes()  # the manifest vouches for the bytes
-        answered = (run_dir / response.path).read_bytes()
+        asked = evidence.read(request.id)  # the manifest vouches for the bytes
+        answered = evidence.read(response.id)
         detail = dict(event.detail)
         key = (event.source, exchange_key(event.source, asked, detail))
         turns.append((key, event.idx, ServedTurn(answered, detail), event.step))

@@ -15,10 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
 from toolproof.contract.trace import (
-    EvidenceRegistered,
     ModelTurn,
     PromptGot,
     ResourceRead,
@@ -102,7 +100,6 @@ class FrozenSession:
         calls: list[tuple[CallKey, int, ToolResult, str]] = []
         turns: list[tuple[TurnKey, int, RecordedTurn, str]] = []
         reads: list[tuple[bytes, int, dict[str, Any], str]] = []
-        registered: dict[str, EvidenceRecord] = {}
         for event in events:
             if isinstance(event, ToolCalled):
                 called[event.call_id] = event
@@ -110,11 +107,9 @@ class FrozenSession:
                 asked = called[event.call_id]
                 key = (asked.call.tool, canonical_json(dict(asked.call.arguments)))
                 calls.append((key, asked.idx, event.result, asked.step))
-            elif isinstance(event, EvidenceRegistered):
-                registered[event.evidence.id] = event.evidence
             elif isinstance(event, ModelTurn):
-                request = (directory / registered[event.request].path).read_bytes()
-                response = (directory / registered[event.response].path).read_bytes()
+                request = view.evidence.read(event.request)
+                response = view.evidence.read(event.response)
                 turn_key = (event.source, exchange_key(event.source, request, dict(event.detail)))
                 turn = RecordedTurn(response, dict(event.detail))
                 turns.append((turn_key, event.idx, turn, event.step))

@@ -12,7 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from toolproof.contract.evidence import ClaimStatus, evidence_path_for
+from toolproof.bundle.evidence import RunEvidence
+from toolproof.contract.evidence import ClaimStatus
 from toolproof.contract.layout import MANIFEST_FILE, TRACE_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.contract.tools import ToolsetDescriptor
@@ -115,8 +116,8 @@ def assert_supports_exact(run_dir: Path) -> int:
                 "INV-DERIVED-GROUNDED", f"claim {number} is validated without supports"
             )
         for support in claim.supports:
-            rel = evidence_path_for(support.evidence)
-            data = view.read_bytes(rel)[support.start : support.end]
+            rel = view.evidence.path_of(support.evidence)
+            data = view.evidence.read(support.evidence, support.start, support.end)
             if digest(data) != support.sha256:
                 raise ConformanceError(
                     "INV-SUPPORT-SPAN",
@@ -126,8 +127,7 @@ def assert_supports_exact(run_dir: Path) -> int:
             checked += 1
         for citation in claim.citations:
             support = claim.supports[citation.support]
-            rel = evidence_path_for(support.evidence)
-            data = view.read_bytes(rel)[support.start : support.end]
+            data = view.evidence.read(support.evidence, support.start, support.end)
             if citation.text.encode("utf-8") != data:
                 raise ConformanceError(
                     "INV-DERIVED-GROUNDED",
@@ -136,9 +136,7 @@ def assert_supports_exact(run_dir: Path) -> int:
     return checked
 
 
-def assert_frozen_replay(
-    run_dir: Path, *, registries: RunRegistries | None = None
-) -> ReplayResult:
+def assert_frozen_replay(run_dir: Path, *, registries: RunRegistries | None = None) -> ReplayResult:
     """Replay ``run_dir`` frozen: identical trace and report, no live call.
 
     Args:
@@ -192,8 +190,7 @@ def assert_replay_refuses(run_dir: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="toolproof-kit-") as tmp:
         copy = Path(tmp) / "runs" / run_dir.name
         shutil.copytree(run_dir, copy)
-        view = RunView(copy)
-        target = (view.evidence_files() or [TRACE_FILE])[0]
+        target = next(RunEvidence.open(copy).stored_files(), TRACE_FILE)
         data = bytearray((copy / target).read_bytes())
         data[0] ^= 0x01
         (copy / target).write_bytes(bytes(data))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from toolproof.contract.evidence import ClaimStatus, ClaimType, EvidenceRecord, evidence_path_for
-from toolproof.contract.layout import CLAIMS_FILE, EVIDENCE_DIR, TRACE_FILE
+from toolproof.contract.evidence import ClaimStatus, ClaimType, EvidenceRecord
+from toolproof.contract.layout import CLAIMS_FILE, TRACE_FILE
 from toolproof.contract.runs import Finding, Severity, StepKind
 from toolproof.contract.trace import (
     EvidenceRegistered,
@@ -33,11 +33,9 @@ _CRIT = Severity.CRITICAL
 
 
 def _span(view: RunView, evidence: str, start: int, end: int) -> bytes | None:
-    rel = evidence_path_for(evidence)
-    path = view.directory / rel
-    if not path.is_file():
+    if evidence not in view.evidence:
         return None
-    return view.read_span(rel, start, end)
+    return view.evidence.read(evidence, start, end)
 
 
 def check_grounding(view: RunView) -> list[Finding] | None:
@@ -135,14 +133,15 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
     out: list[Finding] = []
     results = {e.call_id: e.result for e in view.events if isinstance(e, ToolReturned)}
     reads = {e.step: e for e in view.events if isinstance(e, ResourceRead)}
-    on_disk = set(view.evidence_files())
+    stored = set(view.evidence.names())
     registered: set[str] = set()
     for event in view.events:
         if not isinstance(event, EvidenceRegistered):
             continue
         record = event.evidence
-        registered.add(record.path)
-        if record.path not in on_disk:
+        name = record.digest.removeprefix("sha256:")
+        registered.add(name)
+        if name not in stored:
             out.append(
                 finding(
                     _CRIT,
@@ -152,7 +151,7 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                 )
             )
             continue
-        size, file_digest = view.size_and_digest(record.path)
+        size, file_digest = view.evidence.size_and_digest(name)
         if (size, file_digest) != (record.size, record.digest):
             out.append(
                 finding(
@@ -193,9 +192,10 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                         event=event.idx,
                     )
                 )
-    for rel in sorted(on_disk - registered):
-        size, file_digest = view.size_and_digest(rel)
-        name_ok = file_digest == digest_of_hex(rel.removeprefix(EVIDENCE_DIR + "/"))
+    for name in sorted(stored - registered):
+        rel = view.evidence.path_of(name)
+        size, file_digest = view.evidence.size_and_digest(name)
+        name_ok = file_digest == digest_of_hex(name)
         why = "" if name_ok else " and its name is not its SHA-256"
         out.append(finding(_CRIT, rel, f"{rel} is not registered in the trace{why}"))
     return out[:MAX_FINDINGS]
@@ -208,8 +208,8 @@ def check_support_spans(view: RunView) -> list[Finding] | None:
     out: list[Finding] = []
     for claim in view.claims:
         for number, support in enumerate(claim.supports):
-            rel = evidence_path_for(support.evidence)
-            if not (view.directory / rel).is_file():
+            rel = view.evidence.path_of(support.evidence)
+            if support.evidence not in view.evidence:
                 out.append(
                     finding(
                         _CRIT,
@@ -218,7 +218,7 @@ def check_support_spans(view: RunView) -> list[Finding] | None:
                     )
                 )
                 continue
-            size, _ = view.size_and_digest(rel)
+            size = view.evidence.size(support.evidence)
             if support.end > size:
                 out.append(
                     finding(
@@ -230,7 +230,7 @@ def check_support_spans(view: RunView) -> list[Finding] | None:
                     )
                 )
                 continue
-            data = view.read_span(rel, support.start, support.end)
+            data = view.evidence.read(support.evidence, support.start, support.end)
             if digest(data) != support.sha256:
                 out.append(
                     finding(

@@ -7,17 +7,15 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from toolproof.bundle.manifest import hash_file
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.evidence import Claim
 from toolproof.contract.layout import (
     CLAIMS_FILE,
-    EVIDENCE_DIR,
     PLAN_FILE,
     RUNTIME_FILE,
     SPEC_FILE,
     TRACE_FILE,
-    evidence_path,
 )
 from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
 from toolproof.contract.trace import TraceEvent
@@ -45,6 +43,8 @@ class RunView:
         claims: the parsed ``claims.json``, or ``None``.
         trace: every line of ``trace.jsonl``; ``events`` is the list of events when
             every line parsed (``None`` otherwise).
+        evidence: the run's evidence items, whatever its layout (the one seam every
+            check reads evidence bytes through).
 
     Args:
         directory: the run directory.
@@ -60,9 +60,7 @@ class RunView:
         sizes: dict[str, int] | None = None,
     ) -> None:
         self.directory = Path(directory)
-        self._known = dict(digests or {})
-        self._sizes = dict(sizes or {})
-        self._digests: dict[str, tuple[int, str]] = {}
+        self.evidence = RunEvidence.open(self.directory, dict(digests or {}), dict(sizes or {}))
         self.problems: dict[str, str] = {}
         self.spec: RunSpec | None = self._model(SPEC_FILE, RunSpec)
         self.plan: Plan | None = self._model(PLAN_FILE, Plan)
@@ -127,43 +125,3 @@ class RunView:
             )
         if problem is None and not bad:
             self.events = [line.event for line in self.trace if line.event is not None]
-
-    def evidence_files(self) -> list[str]:
-        """Relative paths of the regular files under ``evidence/``, sorted."""
-        folder = self.directory / EVIDENCE_DIR
-        if not folder.is_dir():
-            return []
-        return sorted(
-            evidence_path(entry.name)
-            for entry in folder.iterdir()
-            if entry.is_file() and not entry.is_symlink()
-        )
-
-    def size_and_digest(self, rel: str) -> tuple[int, str]:
-        """Size in bytes and digest of a file; hashed at most once per view.
-
-        Raises:
-            OSError: the file cannot be read.
-
-        """
-        known = self._digests.get(rel)
-        if known is None:
-            if rel in self._known:
-                size = self._sizes.get(rel)
-                if size is None:
-                    size = (self.directory / rel).stat().st_size
-                known = (size, self._known[rel])
-            else:
-                known = hash_file(self.directory / rel)
-            self._digests[rel] = known
-        return known
-
-    def read_span(self, rel: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)`` of a file (fewer when the file is shorter)."""
-        with (self.directory / rel).open("rb") as file:
-            file.seek(start)
-            return file.read(end - start)
-
-    def read_bytes(self, rel: str) -> bytes:
-        """The whole file."""
-        return (self.directory / rel).read_bytes()

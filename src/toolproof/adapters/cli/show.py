@@ -22,7 +22,8 @@ from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.timeline import print_timeline, timeline_view
 from toolproof.adapters.html_report import approval_line, describe_location, write_html
-from toolproof.contract.evidence import Claim, SupportRef, evidence_path_for
+from toolproof.bundle.evidence import RunEvidence
+from toolproof.contract.evidence import Claim, SupportRef
 from toolproof.contract.layout import CLAIMS_FILE, MANIFEST_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest
@@ -145,16 +146,17 @@ def _origin(source: dict[str, Any] | None, start: int, end: int) -> dict[str, An
 
 
 def _support_view(
-    directory: Path, support: SupportRef, source: dict[str, Any] | None = None
+    evidence: RunEvidence, support: SupportRef, source: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    rel = evidence_path_for(support.evidence)
-    path = directory / rel
-    present = path.is_file() and not path.is_symlink()
-    data = path.read_bytes() if present else b""
-    snippet = data[support.start : support.end]
-    verified = support.end <= len(data) and digest(snippet) == support.sha256
-    before = data[max(0, support.start - CONTEXT_BYTES) : support.start]
-    after = data[support.end : support.end + CONTEXT_BYTES]
+    rel = evidence.path_of(support.evidence)
+    present = support.evidence in evidence
+    size = evidence.size(support.evidence) if present else 0
+    low = max(0, support.start - CONTEXT_BYTES)  # only the snippet and its context are read
+    window = evidence.read(support.evidence, low, support.end + CONTEXT_BYTES) if present else b""
+    snippet = window[support.start - low : support.end - low]
+    verified = support.end <= size and digest(snippet) == support.sha256
+    before = window[: support.start - low]
+    after = window[support.end - low :]
     if not present:
         problem = f"{rel} is missing"
     elif not verified:
@@ -164,7 +166,7 @@ def _support_view(
     return {
         "problem": problem,
         "more_before": support.start - CONTEXT_BYTES > 0,
-        "more_after": support.end + CONTEXT_BYTES < len(data),
+        "more_after": support.end + CONTEXT_BYTES < size,
         "evidence": support.evidence,
         "file": rel,
         "start": support.start,
@@ -194,6 +196,7 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
             file=CLAIMS_FILE,
         ) from None
     sources = _sources(directory)
+    evidence = RunEvidence.open(directory)
     return [
         {
             "id": claim.id,
@@ -203,7 +206,7 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
             "confidence": claim.confidence,
             "reason": claim.reason,
             "supports": [
-                _support_view(directory, support, sources.get(support.evidence))
+                _support_view(evidence, support, sources.get(support.evidence))
                 for support in claim.supports
             ],
         }

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from toolproof.adapters.cli.app import out_console
 from toolproof.adapters.cli.summary import count
+from toolproof.bundle.evidence import RunEvidence
 
 __all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
 
@@ -100,13 +101,11 @@ def turn_summary(source: str, response: bytes) -> str:
     return _short(json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
-def _read(directory: Path, record: dict[str, Any] | None) -> bytes:
-    if not record:
-        return b""
-    path = directory / str(record.get("path", ""))
+def _read(evidence: RunEvidence, record: dict[str, Any] | None) -> bytes:
+    key = str((record or {}).get("id", ""))
     try:
-        return path.read_bytes() if path.is_file() and not path.is_symlink() else b""
-    except OSError:
+        return evidence.read(key) if key in evidence else b""
+    except (OSError, KeyError):
         return b""
 
 
@@ -116,11 +115,11 @@ def _call_label(step: str) -> str:
 
 
 def _turn_entry(
-    directory: Path, event: dict[str, Any], evidence: dict[str, dict[str, Any]]
+    stored: RunEvidence, event: dict[str, Any], evidence: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     request = evidence.get(str(event.get("request")))
     response = evidence.get(str(event.get("response")))
-    data = _read(directory, response)
+    data = _read(stored, response)
     return {
         "kind": "model_turn",
         "step": event.get("step"),
@@ -151,12 +150,13 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
     evidence: dict[str, dict[str, Any]] = {}
     entries: list[dict[str, Any]] = []
     calls: dict[str, dict[str, Any]] = {}
+    stored = RunEvidence.open(directory)
     for event in events:
         kind = event.get("type")
         if kind == "evidence_registered" and isinstance(event.get("evidence"), dict):
             evidence[str(event["evidence"].get("id"))] = event["evidence"]
         elif kind == "model_turn":
-            entries.append(_turn_entry(directory, event, evidence))
+            entries.append(_turn_entry(stored, event, evidence))
         elif kind == "tool_called":
             call = event.get("call") or {}
             entry = {
