@@ -30,8 +30,8 @@ from toolproof.evidence.answer import QuoteCitation
 from toolproof.extensions.approvals.request import Approver
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE
-from toolproof.runs.live import LiveRecording
 from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.segments import SegmentedRecording
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
@@ -89,7 +89,10 @@ class Session:
     (:mod:`toolproof.adapters.session_runs`); pass it to the agent code.
 
     Attributes:
-        run_id: the committed run's id, once the ``record_session`` block has ended.
+        run_id: the committed run's id, once the ``record_session`` block has ended; for
+            a session sealed into segments, the last segment's (the chain's head).
+        run_ids: every segment's run id, in order, once the block has ended (one for a
+            session shorter than a segment).
         live_calls: tool bodies run (always 0 when frozen).
         live_turns: model turns asked of a live model (always 0 when frozen).
 
@@ -98,7 +101,7 @@ class Session:
     def __init__(
         self,
         toolset: Toolset | None,
-        live: LiveRecording | None,
+        live: SegmentedRecording | None,
         frozen: FrozenSession | None = None,
         approver: Approver | None = None,
     ) -> None:
@@ -107,6 +110,7 @@ class Session:
         self._live = live
         self._frozen = frozen
         self.run_id: str | None = None
+        self.run_ids: list[str] = []
         self.live_calls = 0
         self.live_turns = 0
         self.answered: dict[str, Any] | None = None
@@ -208,7 +212,11 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
-        observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
+        try:
+            observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
+        except BaseException:  # cancelled before its answer: never recorded
+            self._live.abandon(admission)
+            raise
         try:
             return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:

@@ -26,9 +26,8 @@ from toolproof.adapters.session import Session
 from toolproof.config import load_toolset
 from toolproof.errors import ReplayRefused
 from toolproof.extensions.approvals.request import Approver
-from toolproof.runs.finalize import finalize_session
-from toolproof.runs.live import discard_recording, open_recording
 from toolproof.runs.replay import describe_descriptor_change
+from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.tools.toolset import Toolset
 
@@ -52,8 +51,14 @@ async def record_session(
     root: str | Path,
     task: str,
     approver: Approver | None = None,
+    segment_calls: int = DEFAULT_SEGMENT_CALLS,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
+
+    A session longer than ``segment_calls`` steps (tool calls, model turns, reads and
+    prompt gets) is sealed into consecutive runs, each linked to its predecessor by
+    digest, while it records (:mod:`toolproof.runs.segments`, docs/runs.md "Segments"),
+    so memory stays bounded however long it runs.
 
     Args:
         source: a sealed Toolset, or the path of a ``toolproof.toml``.
@@ -63,28 +68,33 @@ async def record_session(
             session's calls (``async approver(request) -> bool | Decision``, see
             docs/approvals.md); it takes precedence over ``load_toolset(approver=)``.
             ``None``: the Toolset's callback, or decisions from the store.
+        segment_calls: steps per segment (default
+            :data:`~toolproof.runs.segments.DEFAULT_SEGMENT_CALLS`); ``0``: one run,
+            however long.
 
     Yields:
-        The live :class:`Session`; after the block, :attr:`Session.run_id` is set.
+        The live :class:`Session`; after the block, :attr:`Session.run_ids` lists every
+        segment's run in order and :attr:`Session.run_id` is the last one (the chain's
+        head; the only one for a session shorter than a segment).
 
     Raises:
-        InputError: a bad root.
-        RecordingError: the session or its run cannot be written.
+        InputError: a bad root, or ``segment_calls`` is not a whole number >= 0.
+        RecordingError: the session or one of its runs cannot be written (that
+            segment and every later one are kept live for ``toolproof verify
+            --recover``).
 
     """
     async with toolset_of(source) as toolset:
-        live = open_recording(Path(root), toolset, task=task)
+        live = SegmentedRecording(Path(root), toolset, task=task, segment_calls=segment_calls)
         session = Session(toolset, live, approver=approver)
         try:
             yield session
         except BaseException:
-            live.close()
-            if live.calls == 0:
-                discard_recording(live.directory)
+            await live.abort()
             raise
-        live.close()
-        outcome = await finalize_session(live.directory, Path(root))
-        session.run_id = outcome.run_id
+        outcomes = await live.finish()
+        session.run_ids = [outcome.run_id for outcome in outcomes]
+        session.run_id = session.run_ids[-1]
 
 
 @dataclass(frozen=True)

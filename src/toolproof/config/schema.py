@@ -25,7 +25,13 @@ from pydantic import (
     model_validator,
 )
 
-from toolproof.contract.bounds import STDIO_MESSAGE_BYTES, MessageBytes, Seconds
+from toolproof.contract.bounds import (
+    DEFAULT_SEGMENT_CALLS,
+    MAX_COUNT,
+    STDIO_MESSAGE_BYTES,
+    MessageBytes,
+    Seconds,
+)
 from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.policy import ApprovalPolicy
@@ -197,11 +203,14 @@ class ServeSection(_Closed):
     ``expose``). Each glob must match a tool of the file (see
     :mod:`toolproof.tools.exposure`). ``max_message_bytes``: the longest JSON-RPC
     message ``toolproof serve`` reads from a stdio client (one line, bytes).
+    ``segment_calls``: ``serve --record`` seals the session into a run every this many
+    steps (``0``: one run, at the end; docs/runs.md "Segments").
     """
 
     expose: list[str] = Field(default_factory=list)
     hide: list[str] = Field(default_factory=list)
     max_message_bytes: MessageBytes = STDIO_MESSAGE_BYTES
+    segment_calls: int = Field(default=DEFAULT_SEGMENT_CALLS, ge=0, le=MAX_COUNT, strict=True)
 
     @field_validator("expose", "hide")
     @classmethod

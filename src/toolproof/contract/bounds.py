@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 __all__ = [
+    "DEFAULT_SEGMENT_CALLS",
     "MAX_COUNT",
     "MAX_MESSAGE_BYTES",
     "MAX_RATE",
@@ -37,6 +38,10 @@ MAX_RATE = 1_000_000.0
 STDIO_MESSAGE_BYTES = 32 * 1024 * 1024
 """The default longest JSON-RPC message on an MCP stdio stream: 33554432 bytes (32 MiB),
 one line without its newline (``[[mcp]] max_message_bytes``, ``[serve] max_message_bytes``)."""
+DEFAULT_SEGMENT_CALLS = 2000
+"""Steps per segment of a recorded session unless told otherwise (``[serve]
+segment_calls``, ``record_session(segment_calls=)``; ``0``: one run), chosen so one
+segment's finalize stays well under 256 MB (docs/runs.md "Segments")."""
 MIN_MESSAGE_BYTES = 1024
 """The smallest message limit a key accepts (1 KiB)."""
 MAX_MESSAGE_BYTES = 1024 * 1024 * 1024

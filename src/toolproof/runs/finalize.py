@@ -82,6 +82,7 @@ from toolproof.runs.turns import RecordedTurns, turn_providers
 
 __all__ = [
     "RECOVERY_FILE",
+    "SEGMENT_FILE",
     "SessionOutcome",
     "finalize_session",
     "is_live_session",
@@ -92,6 +93,10 @@ ANSWER_FILE = "answer.json"
 """The live session file of an agent's answer (``{"answer", "citations"}``), if any."""
 RECOVERY_FILE = "recovery.json"
 """The file a recovered session's run carries: what recovery kept and dropped."""
+SEGMENT_FILE = "segment.json"
+"""The file a segment of a sealed session carries, in its live directory and its run:
+``{"session", "index", "previous": {"run_id", "files_digest"} | null}``
+(:mod:`toolproof.runs.segments`)."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +258,9 @@ async def _commit(
     task = str(header.get("task", SESSION_TASK))
     if dropped is not None:
         task = f"{task} (recovered after an unclean stop)"
+    segment = _segment(live)
+    if segment is not None:
+        task = f"{task} (segment {segment['index']} of session {segment['session']})"
     reasoner = ReasonerSpec()
     answer_path = live / ANSWER_FILE
     if answer_path.is_file():  # an agent's answer: its quotes become the claim
@@ -280,7 +288,17 @@ async def _commit(
     live_lines = (live / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
     try:
         committed, recorded = await _write_run(
-            live, root, spec, runtime, events, live_lines, header, dropped, len(calls), pack
+            live,
+            root,
+            spec,
+            runtime,
+            events,
+            live_lines,
+            header,
+            dropped,
+            len(calls),
+            pack,
+            segment,
         )
     except OSError as exc:
         raise RecordingError(
@@ -299,6 +317,15 @@ async def _commit(
         list(dropped or []),
         reads=reads,
     )
+
+
+def _segment(live: Path) -> dict[str, Any] | None:
+    """The live session's ``segment.json`` (a segment of a sealed session), or ``None``."""
+    path = live / SEGMENT_FILE
+    if not path.is_file():
+        return None
+    value = json.loads(path.read_bytes())
+    return value if isinstance(value, dict) else None
 
 
 def _steps(events: list[TraceEvent]) -> list[StepSpec]:
@@ -331,6 +358,7 @@ async def _write_run(
     dropped: list[str] | None,
     calls: int,
     pack: PackContents | None,
+    segment: dict[str, Any] | None = None,
 ) -> tuple[CommittedRun, RecordedRun]:
     turns = RecordedTurns(events, live, pack=pack)
     handlers = {**default_handlers(events=events), "model": turns}
@@ -362,6 +390,8 @@ async def _write_run(
                 RECOVERY_FILE,
                 {"session": live.name, "kept_calls": calls, "dropped": dropped},
             )
+        if segment is not None:
+            writer.write_json(SEGMENT_FILE, segment)
         started_at, seconds = _started(header)
         writer.write_json(TIMINGS_FILE, Timings(started_at=started_at, wall_seconds=seconds))
         return writer.commit(), recorded

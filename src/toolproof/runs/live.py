@@ -435,6 +435,7 @@ def open_recording(
     *,
     task: str = SESSION_TASK,
     durability: Durability = Durability.GROUP,
+    name: str = "",
 ) -> LiveRecording:
     """Open a live recording under ``root/sessions/`` for the calls made to ``toolset``.
 
@@ -443,6 +444,7 @@ def open_recording(
         toolset: the Toolset whose calls are recorded; its descriptor is the runtime.
         task: the task of the run the session becomes.
         durability: when recorded calls become durable (default group commit).
+        name: the directory's name under ``sessions/`` (default ``<stamp>-<pid>``).
 
     Raises:
         InputError: ``root`` exists and is not a directory.
@@ -454,7 +456,7 @@ def open_recording(
     if root.exists() and not root.is_dir():
         raise InputError(f"--record {str(root)!r}: not a directory", path=str(root))
     now = datetime.now(UTC)
-    name = f"{now.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    name = name or f"{now.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     directory = root / SESSIONS_DIR / name
     started_at = now.isoformat(timespec="milliseconds")
     config = toolset.resources.get(CONFIG_PATH)

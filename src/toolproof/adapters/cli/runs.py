@@ -30,6 +30,7 @@ from toolproof.adapters.cli.app import (
     out_console,
     run_async,
 )
+from toolproof.adapters.cli.chain import chain_command, print_link, with_link
 from toolproof.adapters.cli.corpus_change import document_changes
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.lock import run_lock
@@ -46,6 +47,7 @@ from toolproof.contract.runs import Plan, Policy
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
 from toolproof.errors import InputError, ReplayRefused, VerificationError
+from toolproof.runs.chain import check_link
 from toolproof.runs.diff import diff_runs
 from toolproof.runs.listing import list_runs
 from toolproof.runs.replay import ReplayResult, replay_run
@@ -179,15 +181,19 @@ def _verify(
         "--otel-spans",
         help="Also check an OTLP JSON span export: its spans must match the recorded calls.",
     ),
+    chain: bool = typer.Option(
+        False, "--chain", help="A session's segment: verify it and every segment before it."
+    ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
     directory = resolve_run(root, run)
-    if recover:
+    if recover or chain:
         from toolproof.adapters.cli.serve import recover_command
 
-        recover_command(directory, as_json)
+        (recover_command if recover else chain_command)(directory, as_json)
         return
     verification = verify_run(directory, policy=policy, checks=run_registries().checks)
+    link = check_link(directory)
     signatures = signature_check(directory, signers, attestations, require_signature)
     signed_ok = signatures is None or signatures.ok
     # a span that disagrees with the run: VerificationError, exit 2
@@ -199,7 +205,7 @@ def _verify(
         if signatures is not None:
             document["attestations"] = signatures.to_json()
             document["ok"] = verification.ok and signed_ok
-        emit_json(document)
+        emit_json(with_link(document, link))
     else:
         report = verification.report
         if report is not None:
@@ -231,9 +237,10 @@ def _verify(
             print_signatures(signatures)
         if spans is not None:
             out_console.print(f"otel spans: {spans.describe()}")
-        ok = verification.ok and signed_ok
+        print_link(link)
+        ok = verification.ok and signed_ok and link.ok
         out_console.print("verified" if ok else "verification FAILED")
-    if not verification.ok or not signed_ok:
+    if not verification.ok or not signed_ok or not link.ok:
         raise exit_for(VerificationError)
 
 

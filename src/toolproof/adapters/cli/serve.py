@@ -34,7 +34,7 @@ from toolproof.version import install_hint
 if TYPE_CHECKING:
     from toolproof.adapters.mcp.server import StdioWire
     from toolproof.runs.finalize import SessionOutcome
-    from toolproof.runs.live import LiveRecording
+    from toolproof.runs.segments import SegmentedRecording
     from toolproof.tools.toolset import Toolset
 
 __all__ = ["MCP_TOKEN_ENV", "parse_address", "recover_command", "register"]
@@ -101,7 +101,11 @@ def _mcp_token(host: str, token_file: Path | None) -> str | None:
 
 
 async def _serve_mcp(
-    config: Path, http: str | None, record: Path | None, token_file: Path | None = None
+    config: Path,
+    http: str | None,
+    record: Path | None,
+    token_file: Path | None = None,
+    segment_calls: int | None = None,
 ) -> None:
     try:
         from toolproof.adapters.mcp.server import StdioWire
@@ -117,7 +121,7 @@ async def _serve_mcp(
     # stdio: fd 1 carries JSON-RPC only, from before the first user module is imported
     wire = StdioWire() if address is None else None
     try:
-        clean = await _serve_loaded(config, address, token, record, stop, wire)
+        clean = await _serve_loaded(config, address, token, record, stop, wire, segment_calls)
     finally:
         if wire is not None:
             wire.release()
@@ -136,6 +140,7 @@ async def _serve_loaded(
     record: Path | None,
     stop: asyncio.Event,
     wire: StdioWire | None,
+    segment_calls: int | None = None,
 ) -> bool:
     """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
     from toolproof.adapters.mcp.server import (
@@ -144,12 +149,18 @@ async def _serve_loaded(
         serve_http,
         serve_stdio,
     )
-    from toolproof.runs.live import open_recording
+    from toolproof.runs.segments import SegmentedRecording
 
     clean = True
     async with load_toolset(config) as toolset:
         print_quarantine(toolset)
-        recording = open_recording(record, toolset) if record is not None else None
+        if segment_calls is None:
+            segment_calls = toolset.resources[CONFIG].serve.segment_calls
+        recording = (
+            SegmentedRecording(record, toolset, segment_calls=segment_calls)
+            if record is not None
+            else None
+        )
         failed = True
         stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)
         try:
@@ -191,25 +202,31 @@ def _count(toolset: Toolset) -> str:
     return shown
 
 
-async def _end_recording(recording: LiveRecording, *, discard: bool) -> None:
-    """Finalize a live recording into a run; a server that failed before any call leaves none.
+async def _end_recording(recording: SegmentedRecording, *, discard: bool) -> None:
+    """Seal a live recording's last segment; a server that failed before any call leaves none.
 
     Raises:
-        RecordingError: the recording or its run cannot be written (the live recording is
-            kept for ``toolproof verify --recover``).
+        RecordingError: the recording or one of its runs cannot be written (that segment
+            and every later one are kept live for ``toolproof verify --recover``).
 
     """
-    from toolproof.runs.finalize import finalize_session
-    from toolproof.runs.live import discard_recording
-
-    recording.close()
     if discard:
-        discard_recording(recording.directory)
+        await recording.abort()
         return
-    done = await finalize_session(recording.directory, recording.root)
+    outcomes = await recording.finish()
+    done = outcomes[-1]
+    if len(outcomes) == 1:
+        err_console.print(
+            f"toolproof: recorded {_kept(done)} in {done.path} "
+            f"(verify: toolproof verify {done.path.name} --root {recording.root})"
+        )
+        return
+    calls = sum(outcome.calls for outcome in outcomes)
+    reads = sum(outcome.reads for outcome in outcomes)
+    kept = count(calls, "call") + (f" and {count(reads, 'read')}" if reads else "")
     err_console.print(
-        f"toolproof: recorded {_kept(done)} in {done.path} "
-        f"(verify: toolproof verify {done.path.name} --root {recording.root})"
+        f"toolproof: recorded {kept} in {len(outcomes)} segments; the last is {done.path} "
+        f"(verify all: toolproof verify {done.path.name} --chain --root {recording.root})"
     )
 
 
@@ -241,9 +258,17 @@ def register(app: typer.Typer) -> None:
             help="With --http: require this bearer token (the file's first line; "
             "default $TOOLPROOF_MCP_TOKEN). Required off loopback.",
         ),
+        segment_calls: int | None = typer.Option(
+            None,
+            "--segment-calls",
+            min=0,
+            help="With --record: seal the session into a run every N steps (0: one run; "
+            "default \\[serve] segment_calls, 2000).",
+            metavar="N",
+        ),
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
-        run_async(_serve_mcp(config, http, record, token_file))
+        run_async(_serve_mcp(config, http, record, token_file, segment_calls))
 
     @app.command("serve-api", cls=ToolproofCommand, epilog=docs_epilog("serve.md"))
     def serve_api(

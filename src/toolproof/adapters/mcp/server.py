@@ -45,7 +45,8 @@ from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
 from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
-from toolproof.runs.live import Admission, LiveRecording
+from toolproof.runs.live import Admission
+from toolproof.runs.segments import SegmentedRecording
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -74,13 +75,17 @@ class CallObserver(Protocol):
     ``call_started`` runs after the tool is found and before it is called, and returns
     a token handed back to ``call_finished``; it may raise :class:`ToolCallError` to
     refuse the call (the client gets that failure, the tool is not called). A call
-    cancelled in between never reaches ``call_finished``, which may raise
-    :class:`ToolCallError` too (the call ran but cannot be recorded): the client gets
-    that failure instead of the result.
+    cancelled in between reaches ``call_abandoned`` instead of ``call_finished``, which
+    may raise :class:`ToolCallError` too (the call ran but cannot be recorded): the
+    client gets that failure instead of the result.
     """
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Any:
         """Note a call of ``tool`` with ``arguments`` (the caller's object); return a token."""
+        ...
+
+    def call_abandoned(self, token: Any) -> None:
+        """Note that the call of ``token`` was cancelled before its answer: no outcome comes."""
         ...
 
     def call_finished(self, token: Any, observed: Observed, reply: bytes) -> None:
@@ -102,11 +107,12 @@ class RecordingObserver:
     """The :class:`CallObserver` of ``serve --record``: every served call into a live recording.
 
     Args:
-        recording: the live recording (:func:`toolproof.runs.live.open_recording`).
+        recording: the live recording, sealed into segments
+            (:class:`~toolproof.runs.segments.SegmentedRecording`).
 
     """
 
-    def __init__(self, recording: LiveRecording) -> None:
+    def __init__(self, recording: SegmentedRecording) -> None:
         self.recording = recording
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Admission:
@@ -117,6 +123,10 @@ class RecordingObserver:
 
         """
         return self.recording.admit(tool.name, arguments)
+
+    def call_abandoned(self, token: Admission) -> None:
+        """Forget a call cancelled before its answer (its segment may be sealed without it)."""
+        self.recording.abandon(token)
 
     def call_finished(self, token: Admission, observed: Observed, reply: bytes) -> None:
         """Record the call's block before it is answered.
@@ -230,7 +240,13 @@ def build_server(
         call_id = getattr(token, "call_id", None)  # a recorded call's id: approve layers, span
         relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
         channel = RequestChannel(ctx, levels, relayed)
-        observed = await observe(tool.call(arguments), relayed, call_id=call_id, channel=channel)
+        try:
+            observed = await observe(
+                tool.call(arguments), relayed, call_id=call_id, channel=channel
+            )
+        except BaseException:  # cancelled before its answer: never recorded
+            observer.call_abandoned(token)
+            raise
         answer = mcp_result(tool, observed.result)  # answered and recorded as the client sees it
         try:
             observer.call_finished(token, replace(observed, result=answer.result), answer.data)
