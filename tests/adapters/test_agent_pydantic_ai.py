@@ -284,8 +284,10 @@ def test_the_cli_replays_an_agent_run_and_refuses_a_changed_agent(tmp_path: Path
         import my_agent  # type: ignore[import-not-found]
 
         async def go() -> str:
+            # the answer quotes one word ("count"): checked at level quote, as this
+            # test is about replay (docs/grounding.md)
             async with toolproof.record_session(
-                _toolset([]), root=tmp_path / "root", task="What is it?"
+                _toolset([]), root=tmp_path / "root", task="What is it?", grounding="quote"
             ) as session:
                 await my_agent.agent(session)
             assert session.run_id is not None

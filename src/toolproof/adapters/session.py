@@ -27,6 +27,7 @@ from typing import Any
 from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.errors import InputError, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
+from toolproof.evidence.grounding import Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.identity import canonical_json
 from toolproof.runs.finalize import ANSWER_FILE
@@ -104,8 +105,10 @@ class Session:
         live: SegmentedRecording | None,
         frozen: FrozenSession | None = None,
         approver: Approver | None = None,
+        grounding: Grounding | None = None,
     ) -> None:
         self._approver = approver
+        self._grounding = grounding or Grounding()
         self._toolset = toolset
         self._live = live
         self._frozen = frozen
@@ -418,6 +421,10 @@ class Session:
     def answer(self, text: str, citations: list[dict[str, Any]] | None = None) -> None:
         """Give the agent's final answer; its quotes become the run's claim.
 
+        The claim is checked at the session's grounding level (``record_session(...,
+        grounding=)``, else the ``toolproof.toml``'s ``[grounding]``, else ``details``:
+        docs/grounding.md).
+
         Args:
             text: the answer. Without ``citations``, quotes are read from it in the
                 syntax ``"quote" [call_N]`` (N: the N-th recorded call, from 1).
@@ -435,8 +442,8 @@ class Session:
         except ValueError as exc:
             raise InputError(f"bad citation: {exc}", rule="citation") from None
         self.answered = {"answer": text, "citations": checked}
-        if self._live is not None:
-            data = canonical_json(self.answered)
+        if self._live is not None:  # the run's spec keeps the grounding it is checked at
+            data = canonical_json({**self.answered, "grounding": self._grounding.to_params()})
             (self._live.directory / ANSWER_FILE).write_bytes(data)
 
     def langchain_tools(self) -> list[Any]:

@@ -20,15 +20,17 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from toolproof.adapters.session import Session
 from toolproof.config import load_toolset
 from toolproof.errors import ReplayRefused
+from toolproof.evidence.grounding import DEFAULT_MIN_QUOTE_WORDS, Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
+from toolproof.tools.resources import RAW_CONFIG
 from toolproof.tools.toolset import Toolset
 
 __all__ = ["AgentReplay", "record_session", "replay_session", "toolset_of"]
@@ -44,6 +46,17 @@ async def toolset_of(source: Toolset | str | Path) -> AsyncIterator[Toolset]:
         yield toolset
 
 
+def _grounding(toolset: Toolset, level: str | None, words: int | None) -> Grounding:
+    """The grounding of a session: the arguments, else the toml's ``[grounding]``."""
+    table = (toolset.resources.get(RAW_CONFIG) or {}).get("grounding") or {}
+    return Grounding(
+        level=cast(Any, table.get("level", "details") if level is None else level),
+        min_quote_words=(
+            table.get("min_quote_words", DEFAULT_MIN_QUOTE_WORDS) if words is None else words
+        ),
+    )
+
+
 @asynccontextmanager
 async def record_session(
     source: Toolset | str | Path,
@@ -52,6 +65,8 @@ async def record_session(
     task: str,
     approver: Approver | None = None,
     segment_calls: int = DEFAULT_SEGMENT_CALLS,
+    grounding: Literal["quote", "details"] | None = None,
+    min_quote_words: int | None = None,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
 
@@ -71,6 +86,11 @@ async def record_session(
         segment_calls: steps per segment (default
             :data:`~toolproof.runs.segments.DEFAULT_SEGMENT_CALLS`); ``0``: one run,
             however long.
+        grounding: how far the answer's claim is checked (docs/grounding.md):
+            ``"details"`` or ``"quote"``; ``None``: the ``toolproof.toml``'s
+            ``[grounding] level``, else ``"details"``.
+        min_quote_words: at level ``details``, the fewest words a quote that validates
+            on its own has (1 to 100); ``None``: ``[grounding] min_quote_words``, else 3.
 
     Yields:
         The live :class:`Session`; after the block, :attr:`Session.run_ids` lists every
@@ -78,15 +98,17 @@ async def record_session(
         head; the only one for a session shorter than a segment).
 
     Raises:
-        InputError: a bad root, or ``segment_calls`` is not a whole number >= 0.
+        InputError: a bad root, ``segment_calls`` is not a whole number >= 0, an
+            unknown grounding level or a bad minimum.
         RecordingError: the session or one of its runs cannot be written (that
             segment and every later one are kept live for ``toolproof verify
             --recover``).
 
     """
     async with toolset_of(source) as toolset:
+        chosen = _grounding(toolset, grounding, min_quote_words)
         live = SegmentedRecording(Path(root), toolset, task=task, segment_calls=segment_calls)
-        session = Session(toolset, live, approver=approver)
+        session = Session(toolset, live, approver=approver, grounding=chosen)
         try:
             yield session
         except BaseException:

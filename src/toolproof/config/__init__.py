@@ -37,6 +37,10 @@ and relative paths are relative to the file::
     memory_mib = 1024
     workers = 2
 
+    [grounding]                 # how far an agent's answer is checked (docs/grounding.md)
+    level = "details"           # | "quote"
+    min_quote_words = 3         # a shorter quote supports nothing on its own
+
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
     file = "toolproof.lock"     # optional: another lock file
@@ -65,6 +69,7 @@ from toolproof.config.root import (
 )
 from toolproof.config.schema import (
     ExtensionsSection,
+    GroundingSection,
     LockSection,
     McpSource,
     PythonSource,
@@ -86,6 +91,7 @@ __all__ = [
     "CONFIG",
     "EXTENSIONS",
     "ExtensionsSection",
+    "GroundingSection",
     "LockSection",
     "McpSource",
     "PythonSource",

@@ -14,7 +14,7 @@ import tomllib
 import typing
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
 
 __all__ = [
     "ExtensionsSection",
+    "GroundingSection",
     "LockSection",
     "McpSource",
     "PythonSource",
@@ -259,6 +260,20 @@ class ValidationSection(_Closed):
     workers: int = Field(default=2, ge=1, le=64)
 
 
+class GroundingSection(_Closed):
+    """``[grounding]``: how far an agent's answer is checked against what it cites.
+
+    ``level``: ``details`` (the default: each quote must occur in the result it cites,
+    a quote of fewer than ``min_quote_words`` words supports nothing on its own, and
+    every number with its unit, date, percentage and money amount of a sentence that
+    carries a citation must occur in a result it cites) or ``quote`` (the quotes
+    only). docs/grounding.md; :mod:`toolproof.evidence.grounding`.
+    """
+
+    level: Literal["quote", "details"] = "details"
+    min_quote_words: int = Field(default=3, ge=1, le=100)
+
+
 class ToolproofConfig(_Closed):
     """The parsed ``toolproof.toml``."""
 
@@ -273,6 +288,7 @@ class ToolproofConfig(_Closed):
     serve: ServeSection = Field(default_factory=ServeSection)
     approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
     validation: ValidationSection | None = None
+    grounding: GroundingSection = Field(default_factory=GroundingSection)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:

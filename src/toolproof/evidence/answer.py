@@ -25,6 +25,17 @@ A quote found only where the result repeats its call's own arguments (an echo) d
 not validate, and a quote shorter than four characters validates nothing on its own
 (:mod:`toolproof.evidence.echoes`): the claim is then ``derived`` and ``unvalidated``,
 its reason naming the quote, the call and the rule.
+
+The ``grounding`` parameter (:class:`~toolproof.evidence.grounding.Grounding`) sets
+how far the claim is checked. At level ``details`` (what an agent session records
+by default) a quote of fewer than ``min_quote_words`` words is short too, and every
+detail (number with its unit, date, percentage, money amount, version) of a
+sentence that carries a citation must occur in a result it cites
+(:func:`~toolproof.evidence.grounding.check_details`): each found detail becomes a
+support and a citation of its bytes, after the quotes' own; each missing one makes
+the claim ``derived`` and ``unvalidated``, its reason naming the detail, the
+sentence and the call. Without the parameter (a run recorded before grounding
+levels) the level is ``quote``: the quotes only, as described above.
 """
 
 from __future__ import annotations
@@ -35,13 +46,29 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolproof.bundle.steps import numbered_step
-from toolproof.contract.evidence import Citation, Claim, ClaimStatus, ClaimType, SupportRef
+from toolproof.contract.evidence import (
+    Citation,
+    Claim,
+    ClaimStatus,
+    ClaimType,
+    EvidenceRecord,
+    SupportRef,
+)
 from toolproof.errors import InputError
 from toolproof.evidence.echoes import is_short, quote_problem
+from toolproof.evidence.grounding import Cited, Grounding, check_details
 from toolproof.evidence.quotes import locate_quote
 from toolproof.evidence.reasoners import Reasoner, ReasonerRequest
 
-__all__ = ["CITATION_RE", "AnswerReasoner", "QuoteCitation", "parse_citations", "step_of"]
+__all__ = [
+    "CITATION_RE",
+    "AnswerReasoner",
+    "QuoteCitation",
+    "citation_step",
+    "inline_spans",
+    "parse_citations",
+    "step_of",
+]
 
 CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[(call|read)_([1-9][0-9]*)\]')
 """``"quote" [call_N]`` (or ``[read_N]``) in an answer's text."""
@@ -92,12 +119,51 @@ def parse_citations(text: str) -> list[QuoteCitation]:
     ]
 
 
+def inline_spans(text: str) -> list[tuple[int, int]]:
+    """The ``[start, end)`` character spans of the inline citations of ``text``.
+
+    In the order (and number) of :func:`parse_citations`: from the opening quote
+    mark to the closing bracket of ``[call_N]``.
+    """
+    return [found.span() for found in CITATION_RE.finditer(text)]
+
+
+def citation_label(citation: QuoteCitation) -> str:
+    """How a reason names what ``citation`` cites: ``call_2``, ``read_1`` or ``tool#2``."""
+    return citation.read or citation.call or f"{citation.tool}#{citation.occurrence}"
+
+
+def citation_step(citation: QuoteCitation, calls: list[str]) -> str | None:
+    """The step ``citation`` cites, or ``None`` when its tool has no such occurrence.
+
+    Args:
+        citation: one quote's citation.
+        calls: the tool name of each recorded call, in order (for ``tool`` citations).
+
+    Raises:
+        InputError: a malformed ``call_N`` or ``read_N``.
+
+    """
+    if citation.read is not None:
+        return step_of(citation.read, "read")
+    if citation.call is not None:
+        return step_of(citation.call)
+    seen = 0
+    for number, tool in enumerate(calls, start=1):
+        if tool == citation.tool:
+            seen += 1
+            if seen == citation.occurrence:
+                return numbered_step("call", number)
+    return None
+
+
 class AnswerReasoner(Reasoner):
     """``answer``: the claim of an agent's final answer, its quotes checked byte-exact.
 
     Params: ``answer`` (the text) and ``citations`` (a list of :class:`QuoteCitation`
     objects as JSON; empty: taken from the text's inline syntax). ``tool`` citations
     are resolved against ``calls``, the tool name of each recorded call in order.
+    ``grounding``: ``{"level", "min_quote_words"}`` (absent: level ``quote``).
     """
 
     name = "answer"
@@ -110,31 +176,19 @@ class AnswerReasoner(Reasoner):
             InputError: a missing or malformed parameter.
 
         """
-        unknown = sorted(set(params) - {"answer", "citations", "calls"})
+        unknown = sorted(set(params) - {"answer", "citations", "calls", "grounding"})
         if unknown or not isinstance(params.get("answer"), str):
             raise InputError(
-                f"reasoner 'answer' takes answer (a string), citations and calls (got "
-                f"{sorted(params)})",
+                f"reasoner 'answer' takes answer (a string), citations, calls and grounding "
+                f"(got {sorted(params)})",
                 reasoner=self.name,
             )
+        self.grounding = Grounding.from_params(params.get("grounding"))
         try:
             self.citations = [QuoteCitation.model_validate(c) for c in params.get("citations", [])]
         except ValidationError as exc:
             raise InputError(f"reasoner 'answer': bad citation: {exc}", reasoner=self.name) from exc
         self.calls = [str(name) for name in params.get("calls", [])]
-
-    def _step(self, citation: QuoteCitation) -> str | None:
-        if citation.read is not None:
-            return step_of(citation.read, "read")
-        if citation.call is not None:
-            return step_of(citation.call)
-        seen = 0
-        for number, tool in enumerate(self.calls, start=1):
-            if tool == citation.tool:
-                seen += 1
-                if seen == citation.occurrence:
-                    return numbered_step("call", number)
-        return None
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:
         """One claim for the answer; see the module docstring."""
@@ -156,9 +210,8 @@ class AnswerReasoner(Reasoner):
         short: list[str] = []
         full = 0
         for citation in citations:
-            label = citation.read or citation.call or f"{citation.tool}#{citation.occurrence}"
-            step = self._step(citation)
-            output = request.outputs.get(step or "")
+            label = citation_label(citation)
+            output = request.outputs.get(citation_step(citation, self.calls) or "")
             if output is None or not output.ok or not output.evidence:
                 missing.append(f"quote {citation.quote!r}: {label} returned no result to quote")
                 continue
@@ -178,6 +231,7 @@ class AnswerReasoner(Reasoner):
             if problem is not None and not is_short(original):  # an echo: no support at all
                 missing.append(f"quote {citation.quote!r} in the result of {label}: {problem}")
                 continue
+            problem = problem or self.grounding.quote_problem(original)
             if problem is not None:
                 short.append(f"quote {citation.quote!r} in the result of {label}: {problem}")
             else:
@@ -186,6 +240,8 @@ class AnswerReasoner(Reasoner):
             supports.append(request.store.support(record.id, match.start, match.end))
         if not missing and not full:  # only short quotes: none validates on its own
             missing = short
+        if self.grounding.level == "details":
+            missing += self._details(text, citations, request, supports, quoted)
         if missing:
             return [
                 Claim(
@@ -208,3 +264,45 @@ class AnswerReasoner(Reasoner):
                 reasoner=self.name,
             )
         ]
+
+    def _details(
+        self,
+        text: str,
+        citations: list[QuoteCitation],
+        request: ReasonerRequest,
+        supports: list[SupportRef],
+        quoted: list[Citation],
+    ) -> list[str]:
+        """Check the details of the cited sentences; add a support per found one.
+
+        Returns:
+            The reason of each detail not found, in the text's order.
+
+        """
+        inline = not self.citations
+        places: list[int | None] = (
+            [start for start, _ in inline_spans(text)] if inline else [None] * len(citations)
+        )
+        cited = []
+        for citation, at in zip(citations, places, strict=True):
+            output = request.outputs.get(citation_step(citation, self.calls) or "")
+            records: tuple[EvidenceRecord, ...] = ()
+            if output is not None and output.ok and output.evidence:
+                records = output.evidence if citation.read is not None else output.evidence[:1]
+            evidence = tuple((record.id, request.store.read(record.id)) for record in records)
+            cited.append(Cited(citation_label(citation), at, evidence))
+        problems: list[str] = []
+        spans = {(s.evidence, s.start, s.end) for s in supports}
+        protected = inline_spans(text) if inline else []
+        for check in check_details(text, cited, protected):
+            if check.found is None or check.evidence is None:
+                problems.append(str(check.problem))
+                continue
+            span = (check.evidence, check.found.start, check.found.end)
+            if span in spans:
+                continue
+            spans.add(span)
+            data = request.store.read(check.evidence)[check.found.start : check.found.end]
+            quoted.append(Citation(support=len(supports), text=data.decode("utf-8")))
+            supports.append(request.store.support(*span))
+        return problems
