@@ -40,6 +40,8 @@ and relative paths are relative to the file::
     [grounding]                 # how far an agent's answer is checked (docs/grounding.md)
     level = "details"           # | "quote"
     min_quote_words = 3         # a shorter quote supports nothing on its own
+    [lint]                      # tool-description lint at load (see docs/lint.md)
+    fail_on = "high"            # | "medium" | "low" | "never"
 
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
@@ -70,6 +72,7 @@ from toolproof.config.root import (
 from toolproof.config.schema import (
     ExtensionsSection,
     GroundingSection,
+    LintSection,
     LockSection,
     McpSource,
     PythonSource,
@@ -92,6 +95,7 @@ __all__ = [
     "EXTENSIONS",
     "ExtensionsSection",
     "GroundingSection",
+    "LintSection",
     "LockSection",
     "McpSource",
     "PythonSource",

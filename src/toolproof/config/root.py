@@ -29,6 +29,7 @@ from toolproof.runs.registries import RunRegistries
 from toolproof.schema.isolation import ValidationBounds, configure_validation
 from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.exposure import Exposure
+from toolproof.tools.lint_toolset import apply_lint
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
 from toolproof.tools.toolset import Toolset
@@ -113,7 +114,9 @@ async def build_toolset(
     """Build and seal the Toolset of a ``toolproof.toml``.
 
     Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
-    the base tools are checked against the lock (when one exists); extensions apply,
+    the base tools are linted (a tool with a finding at or above ``[lint] fail_on`` is
+    quarantined, :func:`toolproof.tools.lint_toolset.apply_lint`) and checked against
+    the lock (when one exists); extensions apply,
     and their variants are checked against the same lock. On any error every resource
     already opened (MCP sessions) is closed.
 
@@ -163,6 +166,7 @@ async def build_toolset(
                 first[entry.name] = position
             servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
+        apply_lint(toolset, config.lint.fail_on)
         lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
         locked = lock is not False and (isinstance(lock, Path) or lock_file.is_file())
         if locked:

@@ -35,6 +35,7 @@ from toolproof.contract.bounds import (
 from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.policy import ApprovalPolicy
+from toolproof.tools.lint import FailOn
 from toolproof.tools.lock import LOCK_FILE, OnDrift
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
 __all__ = [
     "ExtensionsSection",
     "GroundingSection",
+    "LintSection",
     "LockSection",
     "McpSource",
     "PythonSource",
@@ -196,6 +198,16 @@ class LockSection(_Closed):
     file: str = LOCK_FILE
 
 
+class LintSection(_Closed):
+    """``[lint]``: the tool-description lint at load (docs/lint.md).
+
+    ``fail_on``: the least severity that quarantines a tool, ``high`` (default),
+    ``medium``, ``low`` or ``never`` (see :class:`toolproof.tools.lint.FailOn`).
+    """
+
+    fail_on: FailOn = FailOn.HIGH
+
+
 class ServeSection(_Closed):
     """``[serve]``: which tools the outward faces (MCP, sessions, run specs) expose.
 
@@ -284,6 +296,7 @@ class ToolproofConfig(_Closed):
     tools: dict[str, ToolSection] = Field(default_factory=dict)
     backends: dict[str, dict[str, Any]] = Field(default_factory=dict)
     lock: LockSection = Field(default_factory=LockSection)
+    lint: LintSection = Field(default_factory=LintSection)
     telemetry: TelemetrySection = Field(default_factory=TelemetrySection)
     serve: ServeSection = Field(default_factory=ServeSection)
     approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)

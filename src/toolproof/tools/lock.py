@@ -7,13 +7,17 @@ The lock lists every bound tool and variant, sorted by name::
                 "tool": "git_status", "server": {"name": "mcp-git", "version": "1.2"}},
                 "spec": {"name": ..., "version": ..., "title": ..., "description": ...,
                          "inputSchema": {...}, "outputSchema": {...}, "annotations": {...}},
-                "spec_digest": "sha256:...", "fingerprint": "sha256:...", "base": null}, ...]}
+                "spec_digest": "sha256:...", "fingerprint": "sha256:...", "base": null,
+                "lint": [{"rule", "severity", "field", "key", "offset", "byte_offset",
+                          "text"}, ...]}, ...]}
 
 written as canonical JSON (RFC 8785), so the same inventory gives the same bytes; the
 lock's digest is ``sha256`` of those bytes. A variant (``base`` set) is pinned by its
 fingerprint only; a base tool by its full spec (with an MCP tool's ``_meta`` and
 ``icons`` as the server listed them), so a change is reported field by field: a JSON
-pointer (RFC 6901), the old value and the new one. Loading checks the base tools
+pointer (RFC 6901), the old value and the new one. A base tool's lint findings
+(:mod:`toolproof.tools.lint`) are pinned too, so a new finding (a description that now
+names another server's tool) is drift at ``/lint``. Loading checks the base tools
 before extensions apply (:func:`check_toolset_lock`) and the variants after
 (:func:`check_variant_lock`).
 """
@@ -30,9 +34,10 @@ from typing import Any
 from pydantic import Field, JsonValue, ValidationError
 
 from toolproof.contract.base import CanonicalModel
-from toolproof.contract.tools import ToolSpec
 from toolproof.errors import ConfigError, validation_problem
 from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.tools.definition import locked_spec
+from toolproof.tools.lint_toolset import toolset_findings
 from toolproof.tools.resources import LOCK_DIGEST, LOCK_DRIFT, LOCK_PATH, MCP_SERVERS
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -82,6 +87,9 @@ class LockedTool(CanonicalModel):
         spec_digest: ``sha256`` of the canonical JSON of ``spec``.
         fingerprint: the tool's descriptor fingerprint.
         base: the base tool of a variant; ``None`` for a base tool.
+        lint: a base tool's lint findings (``Finding.locked()`` each, ``[]`` when
+            clean); ``None`` (left out of the file) for a variant and in a lock written
+            before the lint existed, which then compares no findings.
 
     """
 
@@ -91,6 +99,7 @@ class LockedTool(CanonicalModel):
     spec_digest: str | None = None
     fingerprint: str
     base: str | None = None
+    lint: list[dict[str, JsonValue]] | None = None
 
 
 class Lockfile(CanonicalModel):
@@ -102,6 +111,17 @@ class Lockfile(CanonicalModel):
         """The entries by tool name."""
         return {entry.name: entry for entry in self.tools}
 
+    def to_json(self) -> dict[str, Any]:
+        """The file as JSON: an entry's ``lint`` is left out when ``None``.
+
+        So a lock written before the lint existed reads back to the same bytes.
+        """
+        out = super().to_json()
+        for entry in out["tools"]:
+            if entry.get("lint") is None:
+                entry.pop("lint", None)
+        return out
+
     def canonical_bytes(self) -> bytes:
         """The file's bytes: canonical JSON (RFC 8785)."""
         return canonical_json(self.to_json())
@@ -110,27 +130,6 @@ class Lockfile(CanonicalModel):
     def digest(self) -> str:
         """``sha256:<hex>`` of :meth:`canonical_bytes`: the lock digest runs record."""
         return digest(self.canonical_bytes())
-
-
-def locked_spec(spec: ToolSpec) -> dict[str, Any]:
-    """The spec as the lock pins it: MCP field names, ``title`` out of the annotations."""
-    annotations = spec.annotations.model_dump(
-        mode="json", exclude_none=True, exclude={"schema_version"}
-    )
-    title = annotations.pop("title", None)
-    pinned: dict[str, Any] = {
-        "name": spec.name,
-        "version": spec.version,
-        "description": spec.description,
-        "inputSchema": spec.input_schema,
-    }
-    if title is not None:
-        pinned["title"] = title
-    if spec.output_schema is not None:
-        pinned["outputSchema"] = spec.output_schema
-    if annotations:
-        pinned["annotations"] = annotations
-    return pinned
 
 
 def _source(toolset: Toolset, tool: Tool) -> dict[str, Any]:
@@ -157,8 +156,13 @@ def _extras(toolset: Toolset, tool: Tool) -> dict[str, Any]:
 
 
 def build_lock(toolset: Toolset) -> Lockfile:
-    """The lock of every tool and variant ``toolset`` binds now."""
+    """The lock of every tool and variant ``toolset`` binds now.
+
+    A base tool's ``lint`` is its findings at bind (``resources[LINT_FINDINGS]``), or
+    linted now for a Toolset built without a config.
+    """
     entries = []
+    findings = toolset_findings(toolset)
     for tool in toolset:
         descriptor = tool.descriptor()
         if tool.base is None:
@@ -170,6 +174,7 @@ def build_lock(toolset: Toolset) -> Lockfile:
                     spec=spec,
                     spec_digest=digest_json(spec),
                     fingerprint=descriptor.fingerprint,
+                    lint=[finding.locked() for finding in findings.get(tool.name, ())],
                 )
             )
         else:
@@ -333,6 +338,8 @@ def _entry_changes(old: LockedTool, new: LockedTool) -> list[Change]:
     if old.base is None and new.base is None:
         changes = diff_json(old.spec, new.spec)
         changes += diff_json(old.source, new.source, "/source")
+        if old.lint is not None and new.lint is not None:  # an old lock pins no findings
+            changes += diff_json(old.lint, new.lint, "/lint")
         return changes
     if old.base != new.base:
         return [Change("/base", old=old.base, new=new.base)]
@@ -384,7 +391,9 @@ def check_toolset_lock(
     tool and records every vanished one (field ``lock``, the diff in ``drift``), so
     their variants are quarantined too and every other tool still binds; ``refuse``
     raises; ``warn`` binds everything. The drifts go into
-    ``toolset.resources[LOCK_DRIFT]`` either way.
+    ``toolset.resources[LOCK_DRIFT]`` either way. A locked tool that is already
+    quarantined (by the lint, or by its source) is not acted on as vanished: its own
+    record says why it is not bound.
 
     Returns:
         The drifts, by tool name.
@@ -399,7 +408,11 @@ def check_toolset_lock(
     toolset.resources[LOCK_PATH] = str(lock_path)
     drifts = diff_locks(lock, build_lock(toolset), bases_only=True)
     toolset.resources[LOCK_DRIFT] = [drift.to_json() for drift in drifts]
-    return _act(toolset, lock_path, on_drift, drifts)
+    # a tool quarantined already (by the lint, say) did not vanish: its record says why
+    quarantined = {item.name for item in toolset.quarantined}
+    acted = [d for d in drifts if not (d.kind == "vanished" and d.name in quarantined)]
+    _act(toolset, lock_path, on_drift, acted)
+    return drifts
 
 
 def check_variant_lock(

@@ -1,4 +1,4 @@
-"""``toolproof tools list|show``: what a composition root binds."""
+"""``toolproof tools list|show|lint``: what a composition root binds, and its lint."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from toolproof.adapters.cli.app import (
     out_console,
     run_async,
 )
+from toolproof.adapters.cli.lint import lint_tools
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import load_toolset
 from toolproof.errors import ConfigError, InputError
@@ -41,6 +42,9 @@ tools_app = typer.Typer(
 def register(app: typer.Typer) -> None:
     """Add the ``tools`` command group to ``app``."""
     app.add_typer(tools_app, name="tools")
+
+
+tools_app.command("lint", cls=ToolproofCommand, epilog=docs_epilog("lint.md"))(lint_tools)
 
 
 def _stack_text(tool_json: dict[str, Any]) -> str:
