@@ -40,6 +40,7 @@ and relative paths are relative to the file::
     [grounding]                 # how far an agent's answer is checked (docs/grounding.md)
     level = "details"           # | "quote"
     min_quote_words = 3         # a shorter quote supports nothing on its own
+
     [lint]                      # tool-description lint at load (see docs/lint.md)
     fail_on = "high"            # | "medium" | "low" | "never"
 
