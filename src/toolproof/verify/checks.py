@@ -78,7 +78,8 @@ CHECKS: tuple[Check, ...] = (
         "INV-DERIVED-GROUNDED",
         _E,
         "a validated claim is derived, has min_supports supports, and every citation quotes "
-        "its support's bytes exactly",
+        "its support's bytes exactly; an answer's details (grounding level details) are "
+        "re-derived from the stored bytes",
         check_grounding,
     ),
     Check(

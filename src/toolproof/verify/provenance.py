@@ -17,6 +17,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import encode_value, read_contents
 from toolproof.identity import digest, digest_of_hex
+from toolproof.verify.answers import check_answer_details
 from toolproof.verify.base import MAX_FINDINGS, finding
 from toolproof.verify.view import RunView
 
@@ -39,7 +40,11 @@ def _span(view: RunView, evidence: str, start: int, end: int) -> bytes | None:
 
 
 def check_grounding(view: RunView) -> list[Finding] | None:
-    """A validated claim is derived, has ``min_supports`` supports, and quotes them exactly."""
+    """A validated claim is derived, has ``min_supports`` supports, and quotes them exactly.
+
+    An agent's answer at grounding level ``details`` is also derived again from the
+    spec and the stored bytes (:mod:`toolproof.verify.answers`).
+    """
     if view.claims is None or view.spec is None:
         return None
     out: list[Finding] = []
@@ -107,6 +112,7 @@ def check_grounding(view: RunView) -> list[Finding] | None:
                         f"support #{citation.support} does not match the cited bytes",
                     )
                 )
+    out.extend(check_answer_details(view))  # level details: an answer's details, again
     return out[:MAX_FINDINGS]
 
 

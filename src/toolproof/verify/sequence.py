@@ -45,6 +45,7 @@ CHECK_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 CheckFactory = Callable[[dict[str, Any]], Check]
 """Builds a check from the spec's ``params`` (raise :class:`InputError` on bad ones)."""
 
+
 class CheckRegistry(Registry[Check | CheckFactory]):
     """Additional checks by name: those registered in code, then ``toolproof.checks`` entry points.
 

@@ -172,9 +172,7 @@ def verify_run(
     own = view.spec.policy if view.spec is not None else Policy.STRICT
     sequence, problems = _sequence(view, checks if checks is not None else CheckRegistry())
     stored_policy_report = run_checks(view, own, sequence)
-    report = (
-        stored_policy_report if policy in (None, own) else run_checks(view, policy, sequence)
-    )
+    report = stored_policy_report if policy in (None, own) else run_checks(view, policy, sequence)
     failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
     failures += [
         VerificationFailure("checks", Finding(severity=Severity.CRITICAL, file=file, message=text))
