@@ -293,10 +293,12 @@ def test_shadowing_names_another_sources_tool_by_bound_or_reported_name() -> Non
 
 
 def test_a_plain_word_tool_name_shadows_only_when_quoted_or_called_a_tool() -> None:
-    found = _lint("Add the numbers; add them. Then call `add`, or the add tool.", others=(ADD,))
+    text = "Add the numbers; add them. Then call `add`, or the add tool, or tool add; x.add."
+    found = _lint(text, others=(ADD,))
     assert [(f["rule"], f["offset"], f["text"]) for f in found] == [
         ("shadowing", 38, "add"),
         ("shadowing", 51, "add"),
+        ("shadowing", 69, "add"),
     ]
 
 

@@ -310,13 +310,47 @@ class OtherTool:
     aliases: tuple[str, ...] = ()
 
 
-def _mention_pattern(name: str) -> re.Pattern[str]:
-    quoted = re.escape(name)
-    if re.fullmatch(r"[A-Za-z]+", name):  # a plain word: only where code-like or "tool"
-        return re.compile(
-            rf"(?<=[`'\"]){quoted}(?=[`'\"])|\b{quoted}(?=\s+tool\b)|(?<=\btool\s){quoted}\b"
-        )
-    return re.compile(rf"(?<![A-Za-z0-9_.\-]){quoted}(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])")
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
+_PLAIN = re.compile(r"[A-Za-z]+")
+_AFTER_TOOL = re.compile(r"\s+tool\b")
+_QUOTES = "`'\""
+
+
+def _names(others: Sequence[OtherTool], owner: str, tool: str) -> dict[str, list[OtherTool]]:
+    """The tools of other owners by every name they go by."""
+    index: dict[str, list[OtherTool]] = {}
+    for other in others:
+        if other.owner != owner and other.name != tool:
+            for name in dict.fromkeys((other.name, *other.aliases)):
+                index.setdefault(name, []).append(other)
+    return index
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _mentioned(text: str, start: int, end: int) -> bool:
+    """Whether the name token ``text[start:end]`` is a mention of a tool.
+
+    A name with a ``_``, ``-``, ``.`` or digit is one as a whole token; a plain word
+    only between quotes or backticks, or right before or after the word ``tool``.
+    """
+    if start and text[start - 1] == ".":
+        return False
+    if _PLAIN.fullmatch(text, start, end) is None:
+        return True
+    before, after = text[start - 1 : start], text[end : end + 1]
+    if before and after and before in _QUOTES and after in _QUOTES:
+        return True
+    if _AFTER_TOOL.match(text, end):
+        return True
+    return (
+        start >= 5
+        and text[start - 5 : start - 1] == "tool"
+        and text[start - 1].isspace()
+        and (start == 5 or not _is_word(text[start - 6]))
+    )
 
 
 class _Projection:
@@ -324,10 +358,15 @@ class _Projection:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.kept = [i for i in range(len(text)) if _char_rule(text, i) is None]
-        self.visible = "".join(text[i] for i in self.kept)
+        self.kept: list[int] | None = None  # None: nothing was taken out (ASCII)
+        self.visible = text
+        if not text.isascii():
+            self.kept = [i for i in range(len(text)) if _char_rule(text, i) is None]
+            self.visible = "".join(text[i] for i in self.kept)
 
     def span(self, start: int, end: int) -> tuple[int, int]:
+        if self.kept is None:
+            return start, end
         return self.kept[start], self.kept[end - 1] + 1
 
 
@@ -377,6 +416,8 @@ class _Collector:
 
 def _unicode(out: _Collector) -> None:
     text, index = out.text, 0
+    if text.isascii():
+        return  # every rule's characters are beyond ASCII
     while index < len(text):
         hit = _char_rule(text, index)
         if hit is None:
@@ -405,13 +446,12 @@ def _model(out: _Collector, projection: _Projection) -> None:
 
 
 def _shadowing(
-    out: _Collector, projection: _Projection, owner: str, others: Sequence[OtherTool]
+    out: _Collector, projection: _Projection, owner: str, names: dict[str, list[OtherTool]]
 ) -> None:
-    for other in others:
-        if other.owner == owner or other.name == out.tool:
-            continue
-        for name in dict.fromkeys((other.name, *other.aliases)):
-            for match in _mention_pattern(name).finditer(projection.visible):
+    text = projection.visible
+    for match in _TOKEN.finditer(text):
+        for other in names.get(match.group(), ()):
+            if _mentioned(text, match.start(), match.end()):
                 start, end = projection.span(match.start(), match.end())
                 out.add(
                     "shadowing",
@@ -444,12 +484,13 @@ def lint_definition(
 
     """
     findings: list[Finding] = []
+    names = _names(others, owner, tool)
     for pointer, key, text in _strings(definition):
         out = _Collector(tool, pointer, key, text)
         _unicode(out)
         if not key and pointer != "/name":
             projection = _Projection(text)
             _model(out, projection)
-            _shadowing(out, projection, owner, others)
+            _shadowing(out, projection, owner, names)
         findings += sorted(out.found, key=lambda f: (f.offset, -f.severity.rank, f.rule))
     return findings
