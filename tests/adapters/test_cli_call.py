@@ -148,10 +148,11 @@ def test_a_variant_of_a_combo_refused_at_its_first_layer_names_the_rule(tmp_path
         f"error: tool 'subtract_retry' in {config} is not bound: it is a variant of the "
         "quarantined combo 'subtract_retry_timeout': cannot apply combo [retry, timeout] to "
         "tool 'subtract': 'retry' refused on tool 'subtract': it is marked neither read-only "
-        "nor idempotent (rule: mark the tool read-only or idempotent: "
-        "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
-        "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
-        "force = true)"
+        "nor idempotent, nor does it honour the idempotency key (rule: mark the tool "
+        'read_only, idempotent or idempotency = "key": @toolproof.tool(read_only=True), '
+        '@toolproof.tool(idempotent=True) or @toolproof.tool(idempotency="key") on a Python '
+        "function; readOnlyHint or idempotentHint on a declared or MCP tool, or idempotency = "
+        '"key" in its [tools.NAME] table; or set config force = true)'
     )
 
 

@@ -66,14 +66,21 @@ def test_backoff_with_seeded_jitter_is_deterministic(monkeypatch: pytest.MonkeyP
     assert waits == pytest.approx(expected)
 
 
+REFUSED = (
+    "it is marked neither read-only nor idempotent, nor does it honour the idempotency key "
+    '(rule: mark the tool read_only, idempotent or idempotency = "key": '
+    "@toolproof.tool(read_only=True), @toolproof.tool(idempotent=True) or "
+    '@toolproof.tool(idempotency="key") on a Python function; readOnlyHint or idempotentHint '
+    'on a declared or MCP tool, or idempotency = "key" in its [tools.NAME] table; or set '
+    "config force = true)"
+)
+"""The rule of a ``retry`` refused on a tool with none of the three options (issue 34)."""
+
+
 def test_retry_refused_on_a_tool_neither_read_only_nor_idempotent() -> None:
     base = make_tool("put", read_only=None)
     assert refusal(base, "retry") == (
-        "cannot apply combo [retry] to tool 'put': 'retry' refused on tool 'put': it is marked "
-        "neither read-only nor idempotent (rule: mark the tool read-only or idempotent: "
-        "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
-        "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
-        "force = true)"
+        "cannot apply combo [retry] to tool 'put': 'retry' refused on tool 'put': " + REFUSED
     )
     assert variant(base, ("retry", {"force": True})).name == "put_retry"
     assert variant(make_tool("set", read_only=None, idempotent=True), "retry").name == "set_retry"

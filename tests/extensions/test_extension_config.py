@@ -147,9 +147,11 @@ def test_load_toolset_binds_variants_and_quarantines_the_rest(tmp_path: Path) ->
     assert by_name["add_nope"]["field"] == "tools.add.extensions[2][0]"
     assert by_name["write_note_retry"]["rule"] == (
         "cannot apply combo [retry] to tool 'write_note': 'retry' refused on tool 'write_note': "
-        "it is marked neither read-only nor idempotent (rule: mark the tool read-only or "
-        "idempotent: @toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a "
-        "Python function, readOnlyHint or idempotentHint on a declared or MCP tool; or set "
+        "it is marked neither read-only nor idempotent, nor does it honour the idempotency key "
+        '(rule: mark the tool read_only, idempotent or idempotency = "key": '
+        "@toolproof.tool(read_only=True), @toolproof.tool(idempotent=True) or "
+        '@toolproof.tool(idempotency="key") on a Python function; readOnlyHint or idempotentHint '
+        'on a declared or MCP tool, or idempotency = "key" in its [tools.NAME] table; or set '
         "config force = true)"
     )
     assert by_name["write_note_retry_audit"]["rule"] == (

@@ -64,7 +64,8 @@ async def record(root: Path, steps: int) -> Path:
 
     """
     tools = toolset()
-    session = open_recording(root, tools, task="evidence pack")
+    # a fixed session id: the calls' idempotency keys, and so the run id, do not vary
+    session = open_recording(root, tools, task="evidence pack", session_id="evidence-pack")
     for n in range(1, steps + 1):
         await step(session, tools, n)
     session.close()

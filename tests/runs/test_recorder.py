@@ -44,6 +44,7 @@ from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.live import LiveRecording, open_recording
 from toolproof.runs.recorder import Durability, Recorder, call_json
+from toolproof.tools.idempotency import idempotency_key
 from toolproof.tools.observe import Observed, note_failure, note_recovery, observe
 from toolproof.tools.toolset import Toolset
 
@@ -370,6 +371,10 @@ def test_an_admitted_call_is_recorded_as_admitted_whatever_the_body_does(
     lines = (session.directory / "trace.jsonl").read_bytes().splitlines()
     called = json.loads(lines[1])
     assert called["call"] == expected
+    digest_ = digest(canonical_json(arguments))  # the key names the session and the call
+    fingerprint = session.keys.fingerprints["echo"]
+    key = idempotency_key(session.directory.name, "echo", fingerprint, digest_, 1)
+    assert called["idempotency_key"] == admission.idempotency_key == key
     assert lines[1] == canonical_json(
         ToolCalled(
             idx=1,
@@ -377,6 +382,7 @@ def test_an_admitted_call_is_recorded_as_admitted_whatever_the_body_does(
             step="call-00000001",
             call_id=expected["id"],
             call=ToolCall.model_validate(expected),
+            idempotency_key=admission.idempotency_key,
         ).to_json()
     )
 

@@ -216,7 +216,12 @@ class Session:
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
         try:
-            observed = await observe(tool.call(arguments), call_id=call_id, approver=self._approver)
+            observed = await observe(
+                tool.call(arguments),
+                call_id=call_id,
+                approver=self._approver,
+                idempotency_key=admission.idempotency_key or None,
+            )
         except BaseException:  # cancelled before its answer: never recorded
             self._live.abandon(admission)
             raise

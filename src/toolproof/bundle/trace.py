@@ -34,6 +34,8 @@ def _head(cls: type[EventBase]) -> dict[str, Any]:
     if head is None:
         head = {}
         for name, info in cls.model_fields.items():
+            if name in cls.OMITTED_WHEN_NONE and info.get_default() is None:
+                continue  # absent from the JSON until given (EventBase.OMITTED_WHEN_NONE)
             if name not in ("idx", "prev") and not info.is_required():
                 head[name] = info.get_default(call_default_factory=True)
         _HEADS[cls] = head

@@ -19,6 +19,7 @@ and relative paths are relative to the file::
 
     [tools.add]
     extensions = [["retry", {name = "timeout", config = {seconds = 2}}], ["process"]]
+    idempotency = "key"         # optional: the tool honours the call's idempotency key
 
     [backends.celery]
     broker = "redis://127.0.0.1:6379/0"

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from toolproof.backends import register_backends
-from toolproof.config.schema import ServeSection, ToolproofConfig, load_config
+from toolproof.config.schema import ServeSection, ToolproofConfig, ToolSection, load_config
 from toolproof.config.sources import (
     bind_python_source,
     bind_retrieval_source,
@@ -70,6 +70,29 @@ def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
     toolset.set_exposure(exposure)
 
 
+def _declare_idempotency(toolset: Toolset, tools: dict[str, ToolSection], file: Path) -> None:
+    """Give each bound tool its ``[tools.NAME] idempotency`` (a ConfigError for an unknown NAME).
+
+    A NAME that was quarantined is left alone (its quarantine says why it is missing).
+    """
+    quarantined = {item.name for item in toolset.quarantined}
+    for name, section in tools.items():
+        if section.idempotency is None or name in quarantined:
+            continue
+        tool = toolset.get(name)
+        if tool is None:
+            raise ConfigError(
+                str(file),
+                f"tools.{name}.idempotency",
+                f"no tool {name!r} is bound (tools: {', '.join(toolset.names()) or 'none'}; "
+                "rule: idempotency declares what a bound tool's body does)",
+            )
+        if tool.spec.idempotency != section.idempotency:
+            spec = tool.spec.model_copy(update={"idempotency": section.idempotency})
+            stack, config = tool.stack, tool.config
+            toolset.replace(tool.rebind(spec, base=tool.base, stack=stack, config=config))
+
+
 def extension_registry() -> ExtensionRegistry:
     """The registry a ``toolproof.toml`` binds its combos from.
 
@@ -113,7 +136,8 @@ async def build_toolset(
 ) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
-    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; then
+    Sources bind in this order: ``[[python]]``, ``[[retrieval]]``, ``[[mcp]]``; each
+    ``[tools.NAME] idempotency`` is given to its tool; then
     the base tools are linted (a tool with a finding at or above ``[lint] fail_on`` is
     quarantined, :func:`toolproof.tools.lint_toolset.apply_lint`) and checked against
     the lock (when one exists); extensions apply,
@@ -166,6 +190,7 @@ async def build_toolset(
                 first[entry.name] = position
             servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
+        _declare_idempotency(toolset, config.tools, file)
         apply_lint(toolset, config.lint.fail_on)
         lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
         locked = lock is not False and (isinstance(lock, Path) or lock_file.is_file())

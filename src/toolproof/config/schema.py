@@ -181,9 +181,15 @@ class ExtensionsSection(_Closed):
 
 
 class ToolSection(_Closed):
-    """``[tools.NAME]``: per-tool settings; ``extensions`` is one combo or a list of combos."""
+    """``[tools.NAME]``: per-tool settings.
+
+    ``extensions`` is one combo or a list of combos; ``idempotency = "key"`` declares
+    that the bound tool NAME (a declared or MCP tool, typically) honours the call's
+    idempotency key (``ToolSpec.idempotency``; docs/durability.md).
+    """
 
     extensions: Any = None
+    idempotency: Literal["key"] | None = None
 
 
 class LockSection(_Closed):

@@ -8,7 +8,7 @@ from its toolset tool.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     Field,
@@ -87,6 +87,10 @@ class ToolSpec(CanonicalModel):
             single source of truth for what a call may carry.
         output_schema: the JSON Schema of a successful result value, or ``None``.
         annotations: MCP tool annotations.
+        idempotency: ``"key"`` when the body honours the call's idempotency key (acts
+            at most once per key: docs/durability.md), so running a call again is
+            harmless; ``None`` (absent from the JSON, so the fingerprint of a tool that
+            does not declare it is unchanged): not stated.
 
     """
 
@@ -96,6 +100,19 @@ class ToolSpec(CanonicalModel):
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
     annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
+    idempotency: Literal["key"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_idempotency(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("idempotency") is None:
+            data.pop("idempotency", None)
+        return data
+
+    @property
+    def honours_key(self) -> bool:
+        """Whether the tool declares it acts at most once per idempotency key."""
+        return self.idempotency == "key"
 
 
 class ToolFailure(CanonicalModel):

@@ -8,9 +8,15 @@ the first. The canonical JSON of an event is exactly its line in ``trace.jsonl``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, JsonValue, TypeAdapter
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 from toolproof.contract.base import CanonicalModel
 from toolproof.contract.evidence import Claim, EvidenceRecord
@@ -48,6 +54,10 @@ class EventBase(CanonicalModel):
 
     """
 
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+    """Fields left out of the event's JSON while ``None`` (added after events of the
+    kind were first written, so an event without them keeps its bytes)."""
+
     idx: int = Field(ge=0)
     prev: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
     step: str
@@ -61,11 +71,27 @@ class StepStarted(EventBase):
 
 
 class ToolCalled(EventBase):
-    """A tool call was made; ``call_id`` is the content id of ``call``."""
+    """A tool call was made; ``call_id`` is the content id of ``call``.
+
+    ``idempotency_key`` is the call's key (``idem_<64 hex>``,
+    :mod:`toolproof.tools.idempotency`) when it had one (a recording session's call),
+    kept outside ``call`` so the call's content id does not depend on it; absent from
+    the JSON otherwise.
+    """
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("idempotency_key",)
 
     type: Literal["tool_called"] = "tool_called"
     call_id: str
     call: ToolCall
+    idempotency_key: str | None = Field(default=None, pattern=r"^idem_[0-9a-f]{64}$")
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_key(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("idempotency_key") is None:
+            data.pop("idempotency_key", None)
+        return data
 
 
 class ToolReturned(EventBase):

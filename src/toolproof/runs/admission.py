@@ -95,6 +95,9 @@ class Admission(NamedTuple):
             its decision to it).
         recorded_id: the call id when :meth:`LiveRecording.admit` computed it for
             ``step``, else ``""`` (computed from the fields then).
+        idempotency_key: the call's idempotency key (``idem_<hex>``,
+            :mod:`toolproof.tools.idempotency`), else ``""``; the caller runs the call
+            with it (``observe(..., idempotency_key=)``) and the record carries it.
 
     """
 
@@ -102,6 +105,7 @@ class Admission(NamedTuple):
     arguments: dict[str, Any]
     step: str = ""
     recorded_id: str = ""
+    idempotency_key: str = ""
 
     @property
     def call_id(self) -> str:

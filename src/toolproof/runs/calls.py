@@ -7,7 +7,7 @@
   live, collected by :func:`~toolproof.tools.observe.observe`; frozen, read back from
   the recorded ``failure_observed``, approval and ``request_relayed`` events.
 * :class:`FrozenCalls` serves recorded results by call id (the one replay matcher,
-  :mod:`toolproof.runs.matcher`) and never touches a tool:
+  :mod:`toolproof.runs.matcher`), with the recorded idempotency key, and never touches a tool:
   an unrecorded call (new arguments, another tool) refuses the replay, naming the
   step and what changed.
 * Clocks decide where a wall-clock budget stops the run: :class:`LiveClock` by the
@@ -163,6 +163,7 @@ class FrozenCalls:
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         self._approvals: dict[str, list[dict[str, Any]]] = {}
         self._relayed: dict[str, list[dict[str, Any]]] = {}
+        self._keys: dict[str, str] = {}  # the recorded idempotency keys, by call id
         results: list[tuple[str, int, ToolResult, str]] = []
         made: list[tuple[str, int, ToolCall, str]] = []
         for event in events:
@@ -170,6 +171,8 @@ class FrozenCalls:
                 self._approvals.setdefault(event.call_id, []).append(approval_record(event))
             elif isinstance(event, ToolCalled):
                 made.append((event.step, event.idx, event.call, ""))
+                if event.idempotency_key is not None:
+                    self._keys[event.call_id] = event.idempotency_key
             elif isinstance(event, ToolReturned):
                 results.append((event.call_id, event.idx, event.result, ""))
             elif isinstance(event, FailureObserved):
@@ -206,6 +209,7 @@ class FrozenCalls:
                 tuple(self._observed.get(call.id, ())),
                 tuple(self._approvals.get(call.id, ())),
                 tuple(self._relayed.get(call.id, ())),
+                self._keys.get(call.id),
             )
         before = self._made.at(step, occurrence)
         if before is None:

@@ -40,7 +40,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,7 @@ from toolproof.runs.recorder import (
 )
 from toolproof.runs.spec import iter_refs
 from toolproof.runs.turns import turn_step_id
+from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.observe import Observed
 from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
@@ -124,6 +125,8 @@ class LiveRecording:
         prompts: prompt gets recorded so far.
         closed: no more calls are recorded.
         broken: the write error that stopped the recording, or ``None``.
+        keys: its calls' idempotency keys (:mod:`toolproof.tools.idempotency`), counted
+            in admission order; the segments of one session share them.
 
     """
 
@@ -131,6 +134,7 @@ class LiveRecording:
     directory: Path
     started_at: str
     recorder: Recorder
+    keys: SessionKeys
     calls: int = 0
     admitted: int = 0
     turns: int = 0
@@ -165,7 +169,7 @@ class LiveRecording:
             arguments: the caller's arguments object.
 
         Returns:
-            The :class:`Admission` to hand to :meth:`record`.
+            The :class:`Admission` to hand to :meth:`record`, with the call's key (``keys``).
 
         Raises:
             ToolCallError: refused, nothing runs (kind ``unrecordable``): the arguments
@@ -227,7 +231,7 @@ class LiveRecording:
         self.admitted += 1
         step = step_id(self.admitted)
         call_id = call_json(tool, snapshot, step)["id"]
-        return Admission(tool, snapshot, step, call_id)
+        return Admission(tool, snapshot, step, call_id, self.keys.key(tool, encoded))
 
     def record(self, admission: Admission, observed: Observed) -> CallRecord:
         """Record one finished call as the next step, written before it is answered.
@@ -261,6 +265,7 @@ class LiveRecording:
             }
         else:
             call = call_json(admission.tool, admission.arguments, step)
+        observed = replace(observed, idempotency_key=admission.idempotency_key or None)
         try:
             recorded = self.recorder.call_step(step, call, observed)
             self.recorder.commit()
@@ -436,6 +441,7 @@ def open_recording(
     task: str = SESSION_TASK,
     durability: Durability = Durability.GROUP,
     name: str = "",
+    session_id: str | None = None,
 ) -> LiveRecording:
     """Open a live recording under ``root/sessions/`` for the calls made to ``toolset``.
 
@@ -445,6 +451,7 @@ def open_recording(
         task: the task of the run the session becomes.
         durability: when recorded calls become durable (default group commit).
         name: the directory's name under ``sessions/`` (default ``<stamp>-<pid>``).
+        session_id: the id its calls' idempotency keys name (``None``: the directory's name).
 
     Raises:
         InputError: ``root`` exists and is not a directory.
@@ -484,7 +491,8 @@ def open_recording(
             f"{exc.strerror or exc} ({exc.filename or directory})",
             path=str(exc.filename or directory),
         ) from exc
-    return LiveRecording(root, directory, started_at, recorder)
+    keys = SessionKeys(session_id or name, {t.name: t.fingerprint for t in runtime.toolset.tools})
+    return LiveRecording(root, directory, started_at, recorder, keys)
 
 
 def discard_recording(directory: Path) -> None:

@@ -7,6 +7,9 @@ The *call block* is, in this order::
     (approval_requested approval_decided? | approval_skipped)? · tool_called · tool_returned ·
     failure_observed* · evidence_registered (a value)
 
+``tool_called`` carries the call's idempotency key (``idempotency_key``, outside
+``call``) when :attr:`~toolproof.tools.observe.Observed.idempotency_key` holds one.
+
 ``approval_*`` are what an ``approve`` layer reported
 (:func:`~toolproof.tools.observe.note_approval`); ``failure_observed`` is one event per
 other failure a layer reported (:attr:`~toolproof.tools.observe.Observed.failures`): both
@@ -237,7 +240,11 @@ class Recorder:
         for approval in observed.approvals:
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
-        self.emit(ToolCalled, step=step, call_id=call_id, call=call)
+        key = observed.idempotency_key
+        if key is None:
+            self.emit(ToolCalled, step=step, call_id=call_id, call=call)
+        else:  # outside ``call``: the call's content id does not depend on it
+            self.emit(ToolCalled, step=step, call_id=call_id, call=call, idempotency_key=key)
         self.emit(ToolReturned, step=step, call_id=call_id, result=result)
         for failure, recovered_by in observed.failures:
             fields = {"failure": failure, "recovered_by": recovered_by}

@@ -228,6 +228,7 @@ class SegmentedRecording:
             name=f"{self.session}.{self.index}",
         )
         new.admitted, new.turns_admitted = old.admitted, old.turns_admitted
+        new.keys = old.keys  # one session: its calls' keys name it, occurrences go on counting
         self._base = old.admitted + old.turns_admitted
         self._indexes[new.directory] = self.index
         self._write_segment(new, self.index, None)

@@ -283,7 +283,8 @@ class Cassette:
             admission = self._live.admit(tool, arguments)
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
-        observed = await observe(base[tool].call(arguments))
+        key = admission.idempotency_key or None
+        observed = await observe(base[tool].call(arguments), idempotency_key=key)
         try:
             recorded = self._live.record(admission, observed)
         except ToolCallError as unrecorded:

@@ -57,8 +57,24 @@ def _unavailable(what: str) -> ToolCallError:
 class Context:
     """What a tool body asks for by type to log, report progress and ask the caller.
 
-    Every method is async and reads the running call's channel when it is called.
+    Every method is async and reads the running call's channel when it is called;
+    :attr:`idempotency_key` reads the running call's key.
     """
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The running call's idempotency key (``idem_<64 hex>``), or ``None``.
+
+        Recording sessions (``record_session``, ``serve --record``) give every call one,
+        the same for each attempt a ``retry`` layer makes and, for the same session id
+        and occurrence, across processes: the formula is in
+        :mod:`toolproof.tools.idempotency` (docs/durability.md). A body with a side
+        effect passes it on (an ``Idempotency-Key`` HTTP header) so it acts once per
+        key. ``None`` outside a recording session, and in a ``process`` or ``celery``
+        worker.
+        """
+        scope = current_call()
+        return None if scope is None else scope.idempotency_key
 
     async def log(self, data: Any, level: str = "info", logger_name: str | None = None) -> None:
         """Send a log message to the caller (MCP ``notifications/message``).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -57,6 +57,8 @@ class ToolContribution:
         source: where it came from (``mcp:git``, ``plugin:pkg``), for descriptors and errors.
         deterministic: False when identical calls may give different results.
         varies: what varies when not deterministic.
+        idempotency: ``"key"`` when ``invoke`` honours the call's idempotency key (acts
+            at most once per key: docs/durability.md), else ``None``.
     """
 
     name: str
@@ -69,6 +71,7 @@ class ToolContribution:
     source: str = ""
     deterministic: bool = True
     varies: tuple[str, ...] = field(default=())
+    idempotency: Literal["key"] | None = None
 
 
 def _body_for(name: str, invoke: Any) -> Body:
@@ -129,6 +132,7 @@ def bind_contribution(
             input_schema=prepared.schema,
             output_schema=output,
             annotations=contribution.annotations or ToolAnnotations(),
+            idempotency=contribution.idempotency,
         )
     except ValidationError as exc:
         first = validation_problem(exc, empty="declaration")

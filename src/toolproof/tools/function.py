@@ -18,7 +18,7 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import docstring_parser
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -67,6 +67,9 @@ class ToolOptions:
         input_schema: the tool's own declared input schema (JSON Schema, ``$schema``
             and ``$defs`` kept as given) instead of the one derived from the
             signature; ``None``: derived. See :mod:`toolproof.schema.own_schema`.
+        idempotency: ``"key"``: the body honours the call's idempotency key (acts at
+            most once per ``context.idempotency_key``), so ``retry`` may run it again
+            (``ToolSpec.idempotency``; docs/durability.md).
 
     """
 
@@ -81,6 +84,14 @@ class ToolOptions:
     deterministic: bool = True
     varies: tuple[str, ...] = ()
     input_schema: Mapping[str, Any] | None = None
+    idempotency: Literal["key"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.idempotency not in (None, "key"):
+            raise ValueError(
+                f"idempotency={self.idempotency!r} is not an option (rule: 'key', the body "
+                "honours the call's idempotency key, or None)"
+            )
 
     def annotations(self) -> ToolAnnotations:
         """The MCP :class:`ToolAnnotations` these options state."""
@@ -114,6 +125,7 @@ def tool(
     deterministic: bool = True,
     varies: tuple[str, ...] = (),
     input_schema: Mapping[str, Any] | None = None,
+    idempotency: Literal["key"] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -278,6 +290,7 @@ def bind_function(
         input_schema=input_schema,
         output_schema=copy.deepcopy(output_schema),
         annotations=opts.annotations(),
+        idempotency=opts.idempotency,
     )
     # int parameters take int(1.0) on the direct path; an int inside a container (list[int],
     # dict[str, int], a Literal) needs pydantic's conversion: no direct path then

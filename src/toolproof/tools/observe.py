@@ -12,9 +12,10 @@ one frozen :class:`Observed`; the recorder writes it into the call's block
 Outside :func:`observe` noting does nothing.
 
 The runtime also tells the call's layers who is calling: the call's id in the run,
-the session's approver (read by an ``approve`` layer) and the call channel of a served
+the session's approver (read by an ``approve`` layer), the call channel of a served
 request (read by a body's :class:`~toolproof.tools.context.Context` and an imported MCP
-server's relay), all in one :class:`CallScope` (:func:`current_call`).
+server's relay) and the call's idempotency key (:mod:`toolproof.tools.idempotency`),
+all in one :class:`CallScope` (:func:`current_call`).
 
 The layers between the runtime and a body are user code that calls its inner tool
 with ``inner.call(arguments)``; a failure must reach the runtime even when such a
@@ -62,6 +63,9 @@ class Observed:
             order, as ``{"method", "request", "answer", "error"}`` (wire-form JSON;
             ``answer`` ``None`` and ``error`` ``"<kind>: <message>"`` when it failed),
             filled by the serving face's call channel.
+        idempotency_key: the call's idempotency key
+            (:mod:`toolproof.tools.idempotency`), or ``None`` when it had none; the
+            recorder writes it in the call's ``tool_called`` event.
 
     """
 
@@ -69,6 +73,7 @@ class Observed:
     failures: tuple[tuple[ToolFailure, str], ...] = ()
     approvals: tuple[dict[str, Any], ...] = ()
     relayed: tuple[dict[str, Any], ...] = ()
+    idempotency_key: str | None = None
 
 
 class CallChannel(Protocol):
@@ -106,12 +111,15 @@ class CallScope(NamedTuple):
             Decision``, overriding the Toolset's), or ``None``.
         channel: where the call's log, progress and questions go (the served MCP
             request's), or ``None`` outside a served call.
+        idempotency_key: the call's idempotency key (the same for every attempt a
+            ``retry`` layer makes; :mod:`toolproof.tools.idempotency`), or ``None``.
 
     """
 
     call_id: str | None = None
     approver: Callable[..., Awaitable[Any]] | None = None
     channel: CallChannel | None = None
+    idempotency_key: str | None = None
 
 
 class _Call:
@@ -131,7 +139,13 @@ class _Call:
             by = next((layer for seen, layer in self.recovered if seen == failure), "")
             if failure != result.failure and (failure, by) not in failures:
                 failures.append((failure, by))
-        return Observed(result, tuple(failures), tuple(self.approvals), tuple(relayed))
+        return Observed(
+            result,
+            tuple(failures),
+            tuple(self.approvals),
+            tuple(relayed),
+            self.scope.idempotency_key,
+        )
 
 
 _CALL: ContextVar[_Call | None] = ContextVar("toolproof_call", default=None)
@@ -150,6 +164,7 @@ async def observe(
     call_id: str | None = None,
     approver: Callable[..., Awaitable[Any]] | None = None,
     channel: CallChannel | None = None,
+    idempotency_key: str | None = None,
 ) -> Observed:
     """Await ``call`` and return its result with everything its layers noted meanwhile.
 
@@ -164,9 +179,13 @@ async def observe(
             enclosing observed call's, if any (else the Toolset's own).
         channel: the call channel of the served request the call answers; ``None``:
             the enclosing observed call's, if any.
+        idempotency_key: the call's idempotency key, read by its body
+            (:func:`toolproof.tools.idempotency.current_idempotency_key`); ``None``:
+            the enclosing observed call's, if any.
 
     Returns:
-        The :class:`Observed` call; its ``failures`` leave out the one the result carries.
+        The :class:`Observed` call; its ``failures`` leave out the one the result
+        carries, its ``idempotency_key`` is the call's.
 
     Raises:
         Whatever awaiting ``call`` raises (``asyncio.CancelledError`` included); the
@@ -178,7 +197,9 @@ async def observe(
         call_id = call_id if call_id is not None else outer.scope.call_id
         approver = approver if approver is not None else outer.scope.approver
         channel = channel if channel is not None else outer.scope.channel
-    notes = _Call(CallScope(call_id, approver, channel))
+        if idempotency_key is None:
+            idempotency_key = outer.scope.idempotency_key
+    notes = _Call(CallScope(call_id, approver, channel, idempotency_key))
     token = _CALL.set(notes)
     try:
         result = await call

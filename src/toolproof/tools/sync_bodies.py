@@ -14,6 +14,7 @@ really stop belong in the ``process`` backend, which kills the worker.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -101,7 +102,10 @@ class SyncBodies:
                     if state["abandoned"]:
                         self._abandoned -= 1
 
-        future = asyncio.get_running_loop().run_in_executor(self._executor, call)
+        # in the caller's context, as asyncio.to_thread: the call's scope (its idempotency
+        # key, its channel) reaches the body
+        context = contextvars.copy_context()
+        future = asyncio.get_running_loop().run_in_executor(self._executor, context.run, call)
         try:
             return await future
         except asyncio.CancelledError:

@@ -126,6 +126,24 @@ class Toolset:
         self._owners[tool.name] = owner
         return tool
 
+    def replace(self, tool: Tool) -> Tool:
+        """Put ``tool`` in place of the bound tool of the same name (same owner); return it.
+
+        The composition root uses it to give a bound tool what ``toolproof.toml``
+        declares about it (``[tools.NAME] idempotency``).
+
+        Raises:
+            ToolsetSealedError: the Toolset is sealed.
+            KeyError: no tool of that name is bound.
+
+        """
+        if self._sealed:
+            raise ToolsetSealedError(tool.name)
+        if tool.name not in self._tools:
+            raise KeyError(tool.name)
+        self._tools[tool.name] = tool
+        return tool
+
     def quarantine(self, name: str, field: str, rule: str, *, owner: str = "") -> None:
         """Record an item that could not be bound; the rest of the Toolset still binds.
 

@@ -238,11 +238,12 @@ def build_server(
         except ToolCallError as refused:
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id: approve layers, span
+        key = getattr(token, "idempotency_key", None) or None  # what the body reads
         relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
         channel = RequestChannel(ctx, levels, relayed)
         try:
             observed = await observe(
-                tool.call(arguments), relayed, call_id=call_id, channel=channel
+                tool.call(arguments), relayed, call_id=call_id, channel=channel, idempotency_key=key
             )
         except BaseException:  # cancelled before its answer: never recorded
             observer.call_abandoned(token)

@@ -32,24 +32,38 @@ def wrapper_spec(
     return inner.spec.model_copy(update=update)
 
 
-def require_repeatable(inner: Tool, extension: str, force: bool) -> None:
+def require_repeatable(inner: Tool, extension: str, force: bool, *, keyed: bool = False) -> None:
     """Refuse ``extension`` on a tool marked neither read-only nor idempotent, unless forced.
 
     MCP's ``readOnlyHint``/``idempotentHint`` (``ToolAnnotations.is_idempotent``) tell
-    whether running a call twice, or not at all, is harmless.
+    whether running a call twice, or not at all, is harmless. With ``keyed`` (``retry``:
+    it runs the *same* call again, with the same idempotency key) a tool that honours
+    the key (``ToolSpec.idempotency == "key"``) is allowed too; ``cache`` is not keyed
+    (a cached answer would swallow a second, deliberate occurrence).
 
     Raises:
         ExtensionError: the tool is not marked; ``rule`` says how to proceed.
 
     """
-    if force or inner.spec.annotations.is_idempotent:
+    if force or inner.spec.annotations.is_idempotent or (keyed and inner.spec.honours_key):
         return
-    rule = (
-        f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
-        "idempotent (rule: mark the tool read-only or idempotent: @toolproof.tool(read_only=True) "
-        "or @toolproof.tool(idempotent=True) on a Python function, readOnlyHint or "
-        "idempotentHint on a declared or MCP tool; or set config force = true)"
-    )
+    if keyed:
+        rule = (
+            f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
+            "idempotent, nor does it honour the idempotency key (rule: mark the tool "
+            'read_only, idempotent or idempotency = "key": @toolproof.tool(read_only=True), '
+            '@toolproof.tool(idempotent=True) or @toolproof.tool(idempotency="key") on a '
+            "Python function; readOnlyHint or idempotentHint on a declared or MCP tool, or "
+            'idempotency = "key" in its [tools.NAME] table; or set config force = true)'
+        )
+    else:
+        rule = (
+            f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
+            "idempotent (rule: mark the tool read-only or idempotent: "
+            "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
+            "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
+            "force = true)"
+        )
     raise ExtensionError(rule)
 
 

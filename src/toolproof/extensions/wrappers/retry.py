@@ -34,7 +34,8 @@ class RetryConfig(StrictConfig):
         jitter: each wait is scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``.
         seed: seed of the jitter's random generator (deterministic waits); ``None``: random.
         retry_on: failure kinds that are retried.
-        force: allow the wrapper on a tool marked neither read-only nor idempotent.
+        force: allow the wrapper on a tool marked neither read-only nor idempotent and
+            not honouring the idempotency key.
 
     """
 
@@ -66,14 +67,16 @@ def retry_factory(inner: Tool, *, name: str, config: Any) -> Tool:
     """Build the ``retry`` variant of ``inner``; see :class:`RetryConfig`.
 
     A failure of a listed kind is retried until ``attempts`` are spent; the last
-    failure is returned with ``detail.attempts``. Cancellation is never retried.
+    failure is returned with ``detail.attempts``. Cancellation is never retried. Every
+    attempt runs inside the same call, so it reads the same idempotency key.
 
     Raises:
-        ExtensionError: the tool is neither read-only nor idempotent and ``force`` is off.
+        ExtensionError: the tool is neither read-only nor idempotent nor honours the
+            idempotency key (``idempotency="key"``), and ``force`` is off.
 
     """
     cfg: RetryConfig = config
-    require_repeatable(inner, "retry", cfg.force)
+    require_repeatable(inner, "retry", cfg.force, keyed=True)
     run = inner.run_validated
     rng = random.Random(cfg.seed)
     retry_on = frozenset(cfg.retry_on)

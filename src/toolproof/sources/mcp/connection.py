@@ -54,6 +54,7 @@ from toolproof.sources.mcp.stdio import (
 from toolproof.sources.mcp.trace import Outbox, SessionFacts, traced
 from toolproof.tools.catalog import NOTICES
 from toolproof.tools.context import CallChannel, current_channel
+from toolproof.tools.idempotency import IDEMPOTENCY_META_KEY, current_idempotency_key
 
 __all__ = ["McpConnection"]
 
@@ -343,6 +344,9 @@ class McpConnection:
     ) -> dict[str, Any]:
         """One ``tools/call`` with ``meta`` as ``params._meta``; its result, wire form.
 
+        The running call's idempotency key, when it has one, joins ``meta`` as
+        ``io.toolproof/idempotency-key`` (:mod:`toolproof.tools.idempotency`).
+
         Raises:
             McpCallError: see :meth:`call_tool`.
 
@@ -355,6 +359,9 @@ class McpConnection:
             )
         channel = current_channel()
         progress = channel.progress if channel else None
+        key = current_idempotency_key()
+        if key is not None:  # the call's key, for a server that acts once per key
+            meta = {**meta, IDEMPOTENCY_META_KEY: key}
         extra: dict[str, Any] = {"meta": meta} if meta else {}
         try:
             async with self._answering("tools/call"):

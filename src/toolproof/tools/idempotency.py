@@ -1,0 +1,155 @@
+"""Idempotency keys: one key per call of a session, the same for every attempt at it.
+
+A tool that charges a card or sends a mail must not act twice when a call is retried
+(the ``retry`` wrapper) or, later, when a session resumes after a crash. Each call a
+recording session admits gets a key that names *that* call and nothing else::
+
+    idem_ + hex(sha256(canonical_json({
+        "session": SESSION,              # the session's id (its directory name)
+        "tool": NAME,                    # the tool or variant called
+        "fingerprint": FINGERPRINT,      # its descriptor's fingerprint, "sha256:<hex>"
+        "arguments_digest": DIGEST,      # "sha256:<hex>" of the arguments' canonical JSON
+        "occurrence": N,                 # 1 for the first call of NAME with these
+    })))                                 #   arguments in the session, 2 for the second...
+
+``canonical_json`` is RFC 8785 (:func:`toolproof.identity.canonical_json`), the hash is
+:mod:`hashlib`'s SHA-256. Nothing in it is random or read from a clock, so the same
+session id and the same occurrence of the same call give the same key in any process:
+a retry inside the call reuses it (the wrapper runs inside the call's scope), and a
+session resumed under the same id gives each re-made call the key it had. An agent
+that makes the same call again makes a new occurrence, with a new key.
+
+A body reads the key of the call it runs for from its
+:class:`~toolproof.tools.context.Context` (``context.idempotency_key``) or from
+:func:`current_idempotency_key`; an imported MCP tool sends it to its server in the
+request's ``params._meta`` under :data:`IDEMPOTENCY_META_KEY`. Outside a recording
+session (a bare ``tool.call``, a plan run, ``serve`` without ``--record``) there is no
+key: ``None``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from toolproof.identity import canonical_json, digest
+from toolproof.tools.observe import current_call
+
+__all__ = [
+    "IDEMPOTENCY_META_KEY",
+    "IDEMPOTENCY_OPTIONS",
+    "KEY_PREFIX",
+    "Idempotency",
+    "Occurrences",
+    "SessionKeys",
+    "arguments_digest",
+    "current_idempotency_key",
+    "idempotency_key",
+]
+
+IDEMPOTENCY_META_KEY = "io.toolproof/idempotency-key"
+"""The ``params._meta`` key an imported MCP tool's ``tools/call`` carries the key under."""
+
+KEY_PREFIX = "idem_"
+"""What every key starts with; 64 lowercase hex digits follow."""
+
+Idempotency = Literal["key"]
+"""What a tool declares about idempotency keys: ``"key"``, its body honours the key
+(acts at most once per key)."""
+
+IDEMPOTENCY_OPTIONS: tuple[str, ...] = ("key",)
+"""The values of :data:`Idempotency`."""
+
+
+def idempotency_key(
+    session: str, tool: str, fingerprint: str, arguments_digest: str, occurrence: int
+) -> str:
+    """The idempotency key of one call (the formula of the module docstring).
+
+    Args:
+        session: the session's id.
+        tool: the name of the tool or variant called.
+        fingerprint: its descriptor's fingerprint (``sha256:<hex>``).
+        arguments_digest: ``sha256:<hex>`` of the arguments' canonical JSON
+            (:func:`toolproof.identity.digest_json` of the arguments object).
+        occurrence: which call of ``tool`` with these arguments in the session it is,
+            from 1.
+
+    Returns:
+        ``idem_`` followed by 64 lowercase hex digits.
+
+    Raises:
+        ValueError: ``occurrence`` is not an ``int`` of at least 1.
+
+    """
+    if type(occurrence) is not int or occurrence < 1:
+        raise ValueError(f"occurrence {occurrence!r} is not a count (rule: an int >= 1)")
+    data = canonical_json(
+        {
+            "session": session,
+            "tool": tool,
+            "fingerprint": fingerprint,
+            "arguments_digest": arguments_digest,
+            "occurrence": occurrence,
+        }
+    )
+    return KEY_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+class Occurrences:
+    """Counts the calls of a session by tool, fingerprint and arguments: their occurrence.
+
+    :meth:`next` is called once per admitted call, in admission order; the n-th call of
+    the same tool (same fingerprint) with the same canonical arguments gets ``n``.
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], int] = {}
+
+    def next(self, tool: str, fingerprint: str, arguments_digest: str) -> int:
+        """Count one more call of ``tool`` with these arguments; return its occurrence (from 1)."""
+        key = (tool, fingerprint, arguments_digest)
+        count = self._seen.get(key, 0) + 1
+        self._seen[key] = count
+        return count
+
+
+def arguments_digest(encoded: bytes) -> str:
+    """``sha256:<hex>`` of an arguments object's canonical JSON ``encoded``."""
+    return digest(encoded)
+
+
+class SessionKeys:
+    """The keys of one session's calls: its id, its tools' fingerprints, the occurrences.
+
+    Args:
+        session: the session's id.
+        fingerprints: each tool's (and variant's) descriptor fingerprint, by name; a
+            name not in it is keyed with the fingerprint ``""``.
+
+    """
+
+    __slots__ = ("_occurrences", "fingerprints", "session")
+
+    def __init__(self, session: str, fingerprints: dict[str, str]) -> None:
+        self.session = session
+        self.fingerprints = fingerprints
+        self._occurrences = Occurrences()
+
+    def key(self, tool: str, encoded: bytes) -> str:
+        """The key of the next admitted call of ``tool``, arguments' canonical JSON ``encoded``.
+
+        Call it once per admitted call, in admission order (it counts the occurrence).
+        """
+        fingerprint = self.fingerprints.get(tool, "")
+        digest_ = arguments_digest(encoded)
+        occurrence = self._occurrences.next(tool, fingerprint, digest_)
+        return idempotency_key(self.session, tool, fingerprint, digest_, occurrence)
+
+
+def current_idempotency_key() -> str | None:
+    """The idempotency key of the call running now, or ``None`` (no recording session)."""
+    scope = current_call()
+    return None if scope is None else scope.idempotency_key
