@@ -9,6 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from toolproof.adapters.cli.app import app, out_console
+from toolproof.adapters.cli.lint import lint_document
+from toolproof.tools.lint import FailOn, lint_definition
 
 TOOLS = '''
 import toolproof
@@ -82,6 +84,23 @@ def test_json_output_is_one_document_with_exact_offsets(config: Path) -> None:
         ("bidi-control", "weather", "/description", 27, 27, "\\u202e"),
         ("shadowing", "weather", "/description", 34, 36, "send_mail"),
     ]
+
+
+def test_a_property_name_finding_is_escaped_in_the_json_field_too(config: Path) -> None:
+    document = {
+        "name": "keyed",
+        "description": "Keyed.",
+        "inputSchema": {"type": "object", "properties": {"a\u202eb": {"type": "string"}}},
+    }
+    findings = tuple(lint_definition(document, tool="keyed"))
+    assert findings[0].field == "/inputSchema/properties/a\u202eb"  # exact in Python
+    [item] = lint_document(config, {"keyed": findings}, FailOn.HIGH)["findings"]
+    assert (item["field"], item["key"], item["offset"], item["text"]) == (
+        "/inputSchema/properties/a\\u202eb",
+        True,
+        1,
+        "\\u202e",
+    )
 
 
 def test_fail_on_never_exits_0_and_medium_counts_the_shadowing(config: Path) -> None:

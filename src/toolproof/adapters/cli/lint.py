@@ -33,7 +33,9 @@ def lint_document(
     Returns:
         ``{"config", "fail_on", "tools" (how many were linted), "counts": {"high",
         "medium", "low"}, "failing": [tool names with a finding at or above fail_on],
-        "findings": [Finding.to_json()...]}``, findings by tool, then field, then offset.
+        "findings": [Finding.to_json()...]}``, findings by tool, then field, then offset;
+        each ``field`` escaped as its ``text`` is (:func:`escape_text`), so a pointer to a
+        property name holding an invisible character never renders either.
 
     """
     findings = [finding for name in sorted(report) for finding in report[name]]
@@ -46,14 +48,16 @@ def lint_document(
             level.value: sum(1 for f in findings if f.severity is level) for level in Severity
         },
         "failing": failing,
-        "findings": [finding.to_json() for finding in findings],
+        "findings": [
+            {**finding.to_json(), "field": escape_text(finding.field)} for finding in findings
+        ],
     }
 
 
 def _print(document: dict[str, Any]) -> None:
     for item in document["findings"]:
         part = " (member name)" if item["key"] else ""
-        where = f"{escape_text(item['field']) or '/'}{part}"
+        where = f"{item['field'] or '/'}{part}"
         offsets = f"char {item['offset']} (byte {item['byte_offset']})"
         head = f"{item['severity'].upper():6}  {item['rule']}  {item['tool']}"
         out_console.print(Text(f"{head}  {where}  {offsets}"))
