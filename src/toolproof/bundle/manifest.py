@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from toolproof.bundle.paths import path_problem
 from toolproof.contract.layout import MANIFEST_FILE
@@ -23,16 +25,29 @@ from toolproof.identity import canonical_json, hash_digest
 
 __all__ = [
     "BLOCK_BYTES",
+    "MAX_MANIFEST_BYTES",
+    "MAX_MANIFEST_ENTRIES",
     "build_manifest",
     "check_manifest",
+    "entry_finding",
     "hash_file",
     "list_files",
 ]
 
 BLOCK_BYTES = 4 * 1024 * 1024
 """Bytes read per block when hashing a file (4 MiB)."""
+MAX_MANIFEST_ENTRIES = 100_000
+"""The most files a manifest read may list; validation stops at the first entry past it."""
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+"""The largest ``manifest.json`` read (64 MiB); a larger one is refused by its size, unread."""
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 """Files listed larger than this (8 MiB) are hashed on a thread pool, one file per thread."""
+
+
+class _BoundedManifest(Manifest):
+    """:class:`Manifest` as read: at most :data:`MAX_MANIFEST_ENTRIES` files, first error stops."""
+
+    files: Annotated[list[ManifestEntry], Field(max_length=MAX_MANIFEST_ENTRIES, fail_fast=True)]
 
 
 def hash_file(path: Path) -> tuple[int, str]:
@@ -124,7 +139,11 @@ def build_manifest(directory: Path, known: dict[str, tuple[int, str]] | None = N
     return Manifest(run_id=run_id_for(entries), files=entries)
 
 
-def _hash_all(directory: Path, entries: list[ManifestEntry]) -> list[tuple[int, str]]:
+def _hash_all(
+    directory: Path,
+    entries: list[ManifestEntry],
+    progress: Callable[[int], None] | None = None,
+) -> list[tuple[int, str]]:
     """Size and digest of each entry's file, in order; each file is read exactly once.
 
     Large files go to a thread pool (reads and hashlib release the GIL).
@@ -136,7 +155,13 @@ def _hash_all(directory: Path, entries: list[ManifestEntry]) -> list[tuple[int, 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             hashed = pool.map(lambda entry: hash_file(directory / entry.path), large)
             results = {entry.path: pair for entry, pair in zip(large, hashed, strict=True)}
-    return [results.get(entry.path) or hash_file(directory / entry.path) for entry in entries]
+    out = []
+    for entry in entries:
+        pair = results.get(entry.path) or hash_file(directory / entry.path)
+        if progress is not None:
+            progress(pair[0])
+        out.append(pair)
+    return out
 
 
 def _finding(file: str, message: str, **detail: str | int) -> Finding:
@@ -157,10 +182,27 @@ def _read_manifest(directory: Path) -> tuple[Manifest | None, list[Finding]]:
         return None, [
             _finding(MANIFEST_FILE, "manifest.json is missing: the run cannot be trusted")
         ]
+    if (size := path.stat().st_size) > MAX_MANIFEST_BYTES:
+        message = (
+            f"manifest.json is {size} bytes, over the limit of {MAX_MANIFEST_BYTES} bytes; "
+            "refused by its size, not read"
+        )
+        return None, [_finding(MANIFEST_FILE, message)]
     raw = path.read_bytes()
     try:
-        manifest = Manifest.model_validate_json(raw)
+        bounded = _BoundedManifest.model_validate_json(raw)
+        # validated as the subclass (its limit), handed on as the contract's own class
+        manifest = Manifest.model_construct(
+            bounded.model_fields_set,
+            **{name: getattr(bounded, name) for name in Manifest.model_fields},
+        )
     except ValidationError as exc:
+        if exc.errors()[0]["type"] == "too_long":
+            message = (
+                f"manifest.json lists more than {MAX_MANIFEST_ENTRIES} files (entry "
+                f"{MAX_MANIFEST_ENTRIES} is past the limit); refused at that entry"
+            )
+            return None, [_finding(MANIFEST_FILE, message)]
         first = validation_problem(exc, empty="(document)")
         where = first.where
         return None, [
@@ -171,7 +213,31 @@ def _read_manifest(directory: Path) -> tuple[Manifest | None, list[Finding]]:
     return manifest, []
 
 
-def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], list[Finding]]:
+def entry_finding(entry: ManifestEntry, size: int, digest: str) -> Finding | None:
+    """The finding for a listed file read whole as ``size`` bytes hashing to ``digest``.
+
+    Returns:
+        ``None`` when both are the listed ones; else a critical finding naming the
+        file, what differs and what it means.
+
+    """
+    if size != entry.size:
+        return _size_finding(entry, size, "its size changed while it was read")
+    if digest != entry.digest:
+        return _finding(
+            entry.path,
+            f"{entry.path} has digest {digest}, the manifest says {entry.digest} "
+            "(its bytes were changed)",
+        )
+    return None
+
+
+def check_manifest(
+    directory: Path,
+    *,
+    defer: Collection[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Manifest | None, dict[str, str], list[Finding]]:
     """Check a run directory against its manifest (the first thing verify and replay do).
 
     Every listed file must exist as a regular file with the listed size and digest,
@@ -180,11 +246,21 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
     content, so a moved or renamed run directory still verifies (as its own run id).
     Sizes are compared first, from ``lstat``: a file whose size differs from the listed
     one is refused without reading a byte of it (a 20 GB sparse file costs no hashing);
-    only files of the listed size are hashed.
+    only files of the listed size are hashed. ``manifest.json`` itself is refused
+    unread past :data:`MAX_MANIFEST_BYTES`, and at its entry
+    :data:`MAX_MANIFEST_ENTRIES` (zero-based) when it lists more files.
+
+    Args:
+        directory: the run directory.
+        defer: listed paths whose size is checked but whose bytes are left to the
+            caller, which reads them anyway (``verify`` hashes ``trace.jsonl`` in the
+            pass that parses it) and checks them with :func:`entry_finding`.
+        progress: called as ``(bytes, total)`` with the size of each file once it is
+            hashed, ``total`` being the size of every listed file (first with ``0``).
 
     Returns:
-        The manifest (``None`` when unreadable), the verified digests by path, and the
-        findings (all ``critical``), in path order.
+        The manifest (``None`` when unreadable), the verified digests by path (not
+        those deferred), and the findings (all ``critical``), in path order.
 
     """
     manifest, findings = _read_manifest(directory)
@@ -206,19 +282,21 @@ def check_manifest(directory: Path) -> tuple[Manifest | None, dict[str, str], li
             findings.append(_finding(entry.path, f"{entry.path} is listed but missing"))
         elif (size := os.lstat(directory / entry.path).st_size) != entry.size:
             findings.append(_size_finding(entry, size, "refused by size, not read"))
-        else:
+        elif entry.path not in defer:
             to_hash.append(entry)
-    for entry, (size, digest) in zip(to_hash, _hash_all(directory, to_hash), strict=True):
-        if size != entry.size:
-            findings.append(_size_finding(entry, size, "its size changed while it was read"))
-        elif digest != entry.digest:
-            findings.append(
-                _finding(
-                    entry.path,
-                    f"{entry.path} has digest {digest}, the manifest says {entry.digest} "
-                    "(its bytes were changed)",
-                )
-            )
+    tick = None
+    if progress is not None:
+        report, total = progress, sum(entry.size for entry in manifest.files)
+        report(0, total)
+
+        def tick(count: int) -> None:
+            report(count, total)
+
+    hashed = _hash_all(directory, to_hash, tick)
+    for entry, (size, digest) in zip(to_hash, hashed, strict=True):
+        found = entry_finding(entry, size, digest)
+        if found is not None:
+            findings.append(found)
         else:
             digests[entry.path] = digest
     listed = {entry.path for entry in manifest.files} | {MANIFEST_FILE}

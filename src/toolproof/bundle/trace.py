@@ -11,6 +11,7 @@ import hashlib
 import os
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,25 @@ from toolproof.contract.trace import TRACE_EVENT_ADAPTER, EventBase, TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json, digest, hash_digest
 
-__all__ = ["TraceLine", "TraceWriter", "event_json", "read_trace"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "READ_BLOCK_BYTES",
+    "RawLine",
+    "TraceLine",
+    "TraceReader",
+    "TraceWriter",
+    "event_json",
+    "parse_event",
+    "read_trace",
+]
+
+MAX_LINE_BYTES = 256 * 1024 * 1024
+"""The longest trace line a reader accepts (256 MiB, the largest frame a process backend
+carries, so any result a tool can return fits); a longer line is refused without being
+held in memory."""
+
+READ_BLOCK_BYTES = 1024 * 1024
+"""Bytes a :class:`TraceReader` reads at a time (1 MiB)."""
 
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
 """Field values an event holds as they are; anything else is a model (``to_json()``)."""
@@ -290,6 +309,7 @@ class TraceLine:
         digest: ``sha256:<hex>`` of the line's bytes without the newline.
         event: the parsed event, or ``None`` when the line is not a valid event.
         problem: why it is not (``None`` when it is); includes non-canonical bytes.
+        offset: the byte offset of the line's first byte in the file.
 
     """
 
@@ -297,9 +317,17 @@ class TraceLine:
     digest: str
     event: TraceEvent | None
     problem: str | None
+    offset: int = 0
 
 
-def _parse(raw: bytes) -> tuple[TraceEvent | None, str | None]:
+def parse_event(raw: bytes) -> tuple[TraceEvent | None, str | None]:
+    """Parse one trace line (without its newline) as a canonical trace event.
+
+    Returns:
+        The event and ``None``, or ``None`` and why the line is not a valid event
+        in canonical JSON form (RFC 8785) holding nothing the model does not.
+
+    """
     try:
         event = TRACE_EVENT_ADAPTER.validate_json(raw)
     except ValidationError as exc:
@@ -314,7 +342,9 @@ def _parse(raw: bytes) -> tuple[TraceEvent | None, str | None]:
 
 
 def read_trace(data: bytes) -> tuple[list[TraceLine], str | None]:
-    """Split and parse the bytes of a ``trace.jsonl``.
+    """Split and parse the bytes of a ``trace.jsonl`` held in memory.
+
+    :class:`TraceReader` reads a trace file in bounded memory instead.
 
     Args:
         data: the whole file.
@@ -331,7 +361,108 @@ def read_trace(data: bytes) -> tuple[list[TraceLine], str | None]:
     if raws and raws[-1] == b"":
         raws.pop()
     lines = []
+    offset = 0
     for position, raw in enumerate(raws):
-        event, line_problem = _parse(raw)
-        lines.append(TraceLine(position, digest(raw), event, line_problem))
+        event, line_problem = parse_event(raw)
+        lines.append(TraceLine(position, digest(raw), event, line_problem, offset))
+        offset += len(raw) + 1
     return lines, problem
+
+
+@dataclass(frozen=True)
+class RawLine:
+    """One line of a trace file as a :class:`TraceReader` read it.
+
+    Attributes:
+        position: the line's position (from 0).
+        offset: the byte offset of its first byte.
+        data: its bytes without the newline, or ``None`` when it is longer than the
+            reader's limit (it was not kept).
+        length: its length in bytes without the newline.
+
+    """
+
+    position: int
+    offset: int
+    data: bytes | None
+    length: int
+
+
+class TraceReader:
+    """Reads a trace file once, in blocks: its lines in order, in bounded memory.
+
+    Memory is one block (:data:`READ_BLOCK_BYTES`) plus the line being assembled,
+    which never exceeds ``max_line_bytes``: a longer line is yielded without its bytes
+    (``data is None``) and skipped to its newline. Never ``readline()``: a 1 GB line
+    costs one block of memory. Every byte read goes into :attr:`sha` and
+    :attr:`size`, so the file is hashed by the same read that splits it.
+
+    Args:
+        path: the trace file.
+        max_line_bytes: the longest line kept (default :data:`MAX_LINE_BYTES`).
+        block_bytes: bytes per read.
+        progress: called with the number of bytes of each block read.
+
+    Attributes:
+        size: bytes read so far.
+        sha: the running SHA-256 (``hashlib``) of those bytes.
+        ends_with_newline: after the last line, whether the file ended with a newline
+            (an empty file does).
+
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        block_bytes: int = READ_BLOCK_BYTES,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.max_line_bytes = max_line_bytes
+        self.block_bytes = block_bytes
+        self.progress = progress
+        self.size = 0
+        self.sha = hashlib.sha256()
+        self.ends_with_newline = True
+
+    def lines(self) -> Iterator[RawLine]:
+        """The file's lines in order (the last one too when no newline ends it).
+
+        Raises:
+            OSError: the file cannot be read.
+
+        """
+        limit = self.max_line_bytes
+        position = offset = pending = 0
+        parts: list[bytes] = []
+        with self.path.open("rb", buffering=0) as file:
+            while block := file.read(self.block_bytes):
+                self.sha.update(block)
+                self.size += len(block)
+                if self.progress is not None:
+                    self.progress(len(block))
+                start = 0
+                while (end := block.find(b"\n", start)) >= 0:
+                    length = pending + end - start
+                    if length > limit:
+                        yield RawLine(position, offset, None, length)
+                    else:
+                        data = block[start:end]
+                        yield RawLine(position, offset, b"".join((*parts, data)), length)
+                    parts.clear()
+                    offset += length + 1
+                    pending = 0
+                    position += 1
+                    start = end + 1
+                tail = len(block) - start
+                if tail and pending + tail <= limit:
+                    parts.append(block[start:])
+                else:
+                    parts.clear()  # past the limit: only its length is kept
+                pending += tail
+        if pending:
+            self.ends_with_newline = False
+            data = b"".join(parts) if pending <= limit else None
+            yield RawLine(position, offset, data, pending)

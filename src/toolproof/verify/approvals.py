@@ -33,8 +33,10 @@ held for the tool is the skip's word.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.approval_rules import policy_rules, rule_from_record
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
@@ -46,11 +48,11 @@ from toolproof.contract.trace import (
     ToolCalled,
     ToolReturned,
 )
-from toolproof.identity import digest_json
-from toolproof.verify.base import MAX_FINDINGS, finding
+from toolproof.identity import canonical_json, digest_json
+from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.view import RunView
 
-__all__ = ["HANDLE_PARAM", "check_approvals"]
+__all__ = ["HANDLE_PARAM", "STREAMS", "check_approvals"]
 
 HANDLE_PARAM = "approval_handle"
 """The reserved param of ``approve``, not part of the approved arguments."""
@@ -64,6 +66,11 @@ _ANSWERS_WITHOUT_INNER = frozenset({"cache"})
 """Layers that may answer a call without calling their inner tool (a cache hit)."""
 
 _Approval = ApprovalRequested | ApprovalDecided | ApprovalSkipped
+
+_NO_RECORD = (
+    "it ran with no approval record (approval_requested or approval_skipped), "
+    "although it is an approve variant: every call of one records one"
+)
 
 
 def _always_gated(stack: list[str]) -> bool:
@@ -230,10 +237,7 @@ def _judge(
     decisions = [e for e in events if isinstance(e, ApprovalDecided)]
     skips = [e for e in events if isinstance(e, ApprovalSkipped)]
     if not events and call.call.tool in gated and _ran(returned):
-        return [
-            "it ran with no approval record (approval_requested or approval_skipped), "
-            "although it is an approve variant: every call of one records one"
-        ]
+        return [_NO_RECORD]
     for event in events:
         if event.call_id != call.call_id:
             problems.append(
@@ -268,80 +272,157 @@ def _judge(
     return problems
 
 
+class _Approvals:
+    """``approvals`` over one pass of the trace.
+
+    Keeps the approval events of open call blocks (until their call returns), the first
+    skip's rules per variant, and, for what only a later event can decide, the first
+    :data:`MAX_FINDINGS` candidates of each kind: a request whose variant has no skip
+    yet (per variant and rule), and a call with no approval record whose tool no event
+    has named yet (per tool). A candidate past the first :data:`MAX_FINDINGS` of its
+    kind could never be among the findings kept, as all of its kind share one verdict.
+    """
+
+    def __init__(self, view: RunView) -> None:
+        self.fingerprints: dict[str, str] | None = None
+        self.layers: dict[str, str] = {}
+        self.runtime_tools: frozenset[str] | None = None
+        self.always: frozenset[str] = frozenset()
+        if view.runtime is not None:
+            tools = view.runtime.toolset.tools
+            self.fingerprints = {tool.name: tool.fingerprint for tool in tools}
+            self.runtime_tools = frozenset(tool.name for tool in tools)
+            self.always = frozenset(
+                tool.name for tool in tools if _always_gated([layer.name for layer in tool.stack])
+            )
+            self.layers = {
+                tool.name: tool.stack[-1].config_digest
+                for tool in tools
+                if tool.stack and tool.stack[-1].name == _GATE_LAYER
+            }
+        self.named: set[str] = set()
+        self.skip_rules = Findings()
+        self.request_rules: list[tuple[int, Finding]] = []
+        self.judged_now = 0
+        self.policies = Findings()
+        self.main: list[tuple[int, Finding]] = []
+        self.order = 0
+        self.rules: dict[str, tuple[int, list[Any]]] = {}
+        self.requests: dict[tuple[str, str], list[tuple[int, ApprovalRequested]]] = {}
+        self.unnamed: dict[str, list[tuple[int, int, str]]] = {}
+        self.waiting: dict[str, list[_Approval]] = {}
+        self.calls: dict[str, tuple[ToolCalled, list[_Approval]]] = {}
+
+    def bad(self, idx: int, message: str) -> None:
+        if len(self.main) < MAX_FINDINGS:
+            self.main.append((self.order, finding(_CRIT, TRACE_FILE, message, event=idx)))
+        self.order += 1
+
+    def gated(self, tool: str) -> bool:
+        if self.runtime_tools is None:
+            return tool in self.named
+        return tool in self.always or (tool in self.runtime_tools and tool in self.named)
+
+    def feed(self, line: TraceLine) -> None:
+        event = line.event
+        if isinstance(event, _Approval):
+            if isinstance(event, ApprovalRequested | ApprovalSkipped):
+                self._named(event, line.position)
+                _check_policies([event], self.layers, self._policy_bad)
+            self.waiting.setdefault(event.step, []).append(event)
+        elif isinstance(event, ToolCalled):
+            self.calls[event.call_id] = (event, self.waiting.pop(event.step, []))
+        elif isinstance(event, ToolReturned) and event.call_id in self.calls:
+            call, events = self.calls.pop(event.call_id)
+            tool = call.call.tool
+            if not events and _ran(event) and not self.gated(tool):
+                may_be = self.runtime_tools is None or tool in self.runtime_tools
+                waiting = self.unnamed.setdefault(tool, []) if may_be else None
+                if waiting is not None and len(waiting) < MAX_FINDINGS:
+                    waiting.append((self.order, call.idx, call.call_id))
+                self.order += 1
+                return
+            problems = _judge(
+                call, event, events, self.fingerprints, frozenset({tool}), self.layers
+            )
+            for problem in problems:
+                self.bad(call.idx, f"call {call.call_id} ({tool!r}): {problem}")
+        elif isinstance(event, StepStarted):
+            for stale in self.waiting.pop(event.step, []):
+                self.bad(stale.idx, _orphan(stale))
+
+    def _policy_bad(self, idx: int, message: str) -> None:
+        self.policies.add(finding(_CRIT, TRACE_FILE, message, event=idx))
+
+    def _named(self, event: ApprovalRequested | ApprovalSkipped, position: int) -> None:
+        self.named.add(event.tool)
+        if isinstance(event, ApprovalSkipped):
+            first = self.rules.get(event.tool)
+            if first is None:
+                self.rules[event.tool] = (event.idx, event.rules)
+            elif first[1] != event.rules:
+                self.skip_rules.add(
+                    finding(
+                        _CRIT,
+                        TRACE_FILE,
+                        f"approval_skipped at event {event.idx} for call {event.call_id} "
+                        f"records other rules for {event.tool!r} than approval_skipped at "
+                        f"event {first[0]}",
+                        event=event.idx,
+                    )
+                )
+        elif event.tool in self.rules:
+            self._judge_request(position, event)
+        else:
+            key = (event.tool, canonical_json(event.rule).decode())
+            group = self.requests.setdefault(key, [])
+            if len(group) < MAX_FINDINGS:
+                group.append((position, event))
+
+    def _judge_request(self, position: int, event: ApprovalRequested, now: bool = True) -> None:
+        idx, recorded = self.rules[event.tool]
+        if now and self.judged_now >= MAX_FINDINGS:
+            return  # 50 earlier requests judged when they came are findings already
+        if event.rule is None or event.rule not in recorded:
+            self.judged_now += now
+            message = (
+                f"approval_requested at event {event.idx} for call {event.call_id} names "
+                f"rule {event.rule!r}, which is not among the rules approval_skipped at "
+                f"event {idx} records for {event.tool!r}"
+            )
+            self.request_rules.append(
+                (position, finding(_CRIT, TRACE_FILE, message, event=event.idx))
+            )
+
+    def finish(self) -> list[Finding]:
+        for events in self.waiting.values():
+            for stale in events:
+                self.bad(stale.idx, _orphan(stale))
+        for (tool, _), group in self.requests.items():
+            if tool in self.rules:
+                for position, event in group:
+                    self._judge_request(position, event, now=False)
+        main = list(self.main)
+        for tool, candidates in self.unnamed.items():
+            if self.gated(tool):
+                main += [
+                    (
+                        order,
+                        finding(
+                            _CRIT, TRACE_FILE, f"call {call_id} ({tool!r}): {_NO_RECORD}", event=idx
+                        ),
+                    )
+                    for order, idx, call_id in candidates
+                ]
+        requests = [item for _, item in sorted(self.request_rules, key=lambda pair: pair[0])]
+        out = [*self.skip_rules, *requests, *self.policies]
+        out += [item for _, item in sorted(main, key=lambda pair: pair[0])]
+        return out[:MAX_FINDINGS]
+
+
 def check_approvals(view: RunView) -> list[Finding] | None:
     """Every executed gated call has an approving decision bound to it; denied calls never ran."""
-    if view.events is None:
-        return None
-    fingerprints = None
-    layers: dict[str, str] = {}
-    named = frozenset(
-        event.tool
-        for event in view.events
-        if isinstance(event, ApprovalRequested | ApprovalSkipped)
-    )
-    gated = named
-    if view.runtime is not None:
-        tools = view.runtime.toolset.tools
-        fingerprints = {tool.name: tool.fingerprint for tool in tools}
-        gated = frozenset(
-            tool.name
-            for tool in tools
-            if _always_gated([layer.name for layer in tool.stack]) or tool.name in named
-        )
-        layers = {
-            tool.name: tool.stack[-1].config_digest
-            for tool in tools
-            if tool.stack and tool.stack[-1].name == _GATE_LAYER
-        }
-    out: list[Finding] = []
-    waiting: dict[str, list[_Approval]] = {}
-    calls: dict[str, tuple[ToolCalled, list[_Approval]]] = {}
-
-    def bad(idx: int, message: str) -> None:
-        out.append(finding(_CRIT, TRACE_FILE, message, event=idx))
-
-    _check_rules_agree(view.events, bad)
-    _check_policies(view.events, layers, bad)
-    for event in view.events:
-        if isinstance(event, _Approval):
-            waiting.setdefault(event.step, []).append(event)
-        elif isinstance(event, ToolCalled):
-            calls[event.call_id] = (event, waiting.pop(event.step, []))
-        elif isinstance(event, ToolReturned) and event.call_id in calls:
-            call, events = calls.pop(event.call_id)
-            for problem in _judge(call, event, events, fingerprints, gated, layers):
-                bad(call.idx, f"call {call.call_id} ({call.call.tool!r}): {problem}")
-        elif isinstance(event, StepStarted):
-            for stale in waiting.pop(event.step, []):
-                bad(stale.idx, _orphan(stale))
-    for events in waiting.values():
-        for stale in events:
-            bad(stale.idx, _orphan(stale))
-    return out[:MAX_FINDINGS]
-
-
-def _check_rules_agree(events: Any, bad: Any) -> None:
-    """Every skip of a variant records the same rules, and every request's rule is one."""
-    rules: dict[str, tuple[int, list[Any]]] = {}
-    for event in events:
-        if isinstance(event, ApprovalSkipped):
-            first = rules.setdefault(event.tool, (event.idx, event.rules))
-            if first[1] != event.rules:
-                bad(
-                    event.idx,
-                    f"approval_skipped at event {event.idx} for call {event.call_id} records "
-                    f"other rules for {event.tool!r} than approval_skipped at event {first[0]}",
-                )
-    for event in events:
-        if isinstance(event, ApprovalRequested) and event.tool in rules:
-            idx, recorded = rules[event.tool]
-            if event.rule is None or event.rule not in recorded:
-                bad(
-                    event.idx,
-                    f"approval_requested at event {event.idx} for call {event.call_id} names "
-                    f"rule {event.rule!r}, which is not among the rules approval_skipped at "
-                    f"event {idx} records for {event.tool!r}",
-                )
+    return stream_check(view, _Approvals)
 
 
 def _check_policies(events: Any, layers: dict[str, str], bad: Any) -> None:
@@ -391,3 +472,7 @@ def _orphan(event: Any) -> str:
         f"{event.type} at event {event.idx} for call {event.call_id} is followed by no "
         "tool_called in its step (it must come before the call it approves)"
     )
+
+
+STREAMS: dict[str, Callable[[RunView], TraceState | None]] = {"approvals": _Approvals}
+"""The trace state of this module's check, by check id."""

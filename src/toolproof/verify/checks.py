@@ -7,10 +7,16 @@ report identity.
 
 from __future__ import annotations
 
-from toolproof.contract.runs import CheckResult, Policy, Report, Severity
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from toolproof.contract.runs import CheckResult, Finding, Policy, Report, Severity
+from toolproof.verify.approvals import STREAMS as APPROVAL_STREAMS
 from toolproof.verify.approvals import check_approvals
-from toolproof.verify.base import Check
+from toolproof.verify.base import Check, TraceState
+from toolproof.verify.failures import STREAMS as FAILURE_STREAMS
 from toolproof.verify.failures import check_failure_honesty
+from toolproof.verify.provenance import STREAMS as PROVENANCE_STREAMS
 from toolproof.verify.provenance import (
     check_budget,
     check_evidence_digests,
@@ -19,6 +25,7 @@ from toolproof.verify.provenance import (
     check_required_steps,
     check_support_spans,
 )
+from toolproof.verify.structure import STREAMS as STRUCTURE_STREAMS
 from toolproof.verify.structure import (
     check_call_linkage,
     check_links,
@@ -28,11 +35,11 @@ from toolproof.verify.structure import (
 )
 from toolproof.verify.view import RunView
 
-__all__ = ["CHECKS", "CHECK_SEQUENCE", "run_checks"]
+__all__ = ["CHECKS", "CHECK_SEQUENCE", "check_findings", "report_of", "run_checks"]
 
 _C, _E = Severity.CRITICAL, Severity.ERROR
 
-CHECKS: tuple[Check, ...] = (
+_BUILT_IN: tuple[Check, ...] = (
     Check(
         "schema",
         "INV-SCHEMA",
@@ -136,10 +143,97 @@ CHECKS: tuple[Check, ...] = (
         check_approvals,
     ),
 )
-"""The built-in checks, in the order they run."""
+
+_STREAMS: dict[str, Callable[[RunView], TraceState | None]] = {
+    **STRUCTURE_STREAMS,
+    **PROVENANCE_STREAMS,
+    **FAILURE_STREAMS,
+    **APPROVAL_STREAMS,
+}
+
+CHECKS: tuple[Check, ...] = tuple(
+    dataclasses.replace(check, stream=_STREAMS.get(check.id)) for check in _BUILT_IN
+)
+"""The built-in checks, in the order they run (those that read the trace stream it)."""
 
 CHECK_SEQUENCE: tuple[str, ...] = tuple(check.id for check in CHECKS)
 """The check ids in order (recorded by the plan's ``verify`` node and in every report)."""
+
+
+def check_findings(
+    view: RunView,
+    checks: Sequence[Check] = CHECKS,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Finding] | None]:
+    """Run ``checks`` over a run directory: one pass over the trace, then each in order.
+
+    Every check with a ``stream`` gets its state fed each line of ``trace.jsonl`` in
+    that single pass (:meth:`RunView.scan`); the others run on the view afterwards.
+
+    Args:
+        view: the parsed run directory (its trace not read yet).
+        checks: the sequence.
+        progress: called with the number of bytes of each block of the trace read.
+
+    Returns:
+        Each check's findings, in order; ``None`` for a check that could not run (an
+        input it needs did not parse, or, for a streaming check, a trace line).
+
+    """
+    states: dict[str, TraceState | None] = {
+        check.id: check.stream(view) for check in checks if check.stream is not None
+    }
+    view.scan([state.feed for state in states.values() if state is not None], progress=progress)
+    results: list[list[Finding] | None] = []
+    for check in checks:
+        if check.stream is None:
+            results.append(check.run(view))
+            continue
+        state = states[check.id]
+        results.append(state.finish() if state is not None and view.trace_ok else None)
+    return results
+
+
+def report_of(
+    checks: Sequence[Check], findings: Sequence[list[Finding] | None], policy: Policy
+) -> Report:
+    """The report of ``checks`` given each one's findings (``None``: skipped), under ``policy``.
+
+    Returns:
+        The :class:`Report`; ``outcome`` is ``failed`` when any finding's severity
+        fails under ``policy``.
+
+    """
+    results = []
+    failed = False
+    for check, found in zip(checks, findings, strict=True):
+        if found is None:
+            results.append(
+                CheckResult(
+                    check=check.id,
+                    invariant=check.invariant,
+                    severity=check.severity,
+                    status="skipped",
+                )
+            )
+            continue
+        failed = failed or any(policy.fails(item.severity) for item in found)
+        results.append(
+            CheckResult(
+                check=check.id,
+                invariant=check.invariant,
+                severity=check.severity,
+                status="failed" if found else "passed",
+                findings=found,
+            )
+        )
+    return Report(
+        policy=policy,
+        sequence=[check.id for check in checks],
+        results=results,
+        outcome="failed" if failed else "passed",
+    )
 
 
 def run_checks(view: RunView, policy: Policy, checks: tuple[Check, ...] = CHECKS) -> Report:
@@ -155,33 +249,4 @@ def run_checks(view: RunView, policy: Policy, checks: tuple[Check, ...] = CHECKS
         fails under ``policy``.
 
     """
-    results = []
-    failed = False
-    for check in checks:
-        findings = check.run(view)
-        if findings is None:
-            results.append(
-                CheckResult(
-                    check=check.id,
-                    invariant=check.invariant,
-                    severity=check.severity,
-                    status="skipped",
-                )
-            )
-            continue
-        failed = failed or any(policy.fails(item.severity) for item in findings)
-        results.append(
-            CheckResult(
-                check=check.id,
-                invariant=check.invariant,
-                severity=check.severity,
-                status="failed" if findings else "passed",
-                findings=findings,
-            )
-        )
-    return Report(
-        policy=policy,
-        sequence=[check.id for check in checks],
-        results=results,
-        outcome="failed" if failed else "passed",
-    )
+    return report_of(checks, check_findings(view, checks), policy)

@@ -13,36 +13,43 @@ compares them with what was returned and how the step finished:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import FailureObserved, StepFinished, ToolCalled, ToolReturned
-from toolproof.verify.base import MAX_FINDINGS, finding
+from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.view import RunView
 
-__all__ = ["check_failure_honesty"]
+__all__ = ["STREAMS", "check_failure_honesty"]
 
 
-def check_failure_honesty(view: RunView) -> list[Finding] | None:
-    """Compare the failures the runtime observed with the results and step statuses."""
-    if view.events is None:
-        return None
-    out: list[Finding] = []
-    tools: dict[str, str] = {}
-    returned: dict[str, ToolReturned] = {}
-    failed_steps: dict[str, str] = {}
-    for event in view.events:
+class _FailureHonesty:
+    """``failure-honesty``: per call, its tool and whether its last result was a value.
+
+    And per step with a failed call, that call.
+    """
+
+    def __init__(self, view: RunView) -> None:
+        self.out = Findings()
+        self.tools: dict[str, str] = {}
+        self.returned_ok: dict[str, bool] = {}
+        self.failed_steps: dict[str, str] = {}
+
+    def feed(self, line: TraceLine) -> None:
+        event = line.event
         if isinstance(event, ToolCalled):
-            tools[event.call_id] = event.call.tool
+            self.tools[event.call_id] = event.call.tool
         elif isinstance(event, ToolReturned):
-            returned[event.call_id] = event
+            self.returned_ok[event.call_id] = event.result.ok
             if event.result.failure is not None:
-                failed_steps.setdefault(event.step, event.call_id)
+                self.failed_steps.setdefault(event.step, event.call_id)
         elif isinstance(event, FailureObserved):
-            result = returned.get(event.call_id)
             honest = event.failure.retryable or event.recovered_by
-            if result is not None and result.result.ok and not honest:
-                tool = tools.get(event.call_id, "?")
-                out.append(
+            if self.returned_ok.get(event.call_id) and not honest:
+                tool = self.tools.get(event.call_id, "?")
+                self.out.add(
                     finding(
                         Severity.ERROR,
                         TRACE_FILE,
@@ -56,9 +63,9 @@ def check_failure_honesty(view: RunView) -> list[Finding] | None:
                     )
                 )
         elif isinstance(event, StepFinished) and event.status == "ok":
-            call_id = failed_steps.get(event.step)
+            call_id = self.failed_steps.get(event.step)
             if call_id is not None:
-                out.append(
+                self.out.add(
                     finding(
                         Severity.ERROR,
                         TRACE_FILE,
@@ -68,4 +75,15 @@ def check_failure_honesty(view: RunView) -> list[Finding] | None:
                         call=call_id,
                     )
                 )
-    return out[:MAX_FINDINGS]
+
+    def finish(self) -> list[Finding]:
+        return self.out[:MAX_FINDINGS]
+
+
+def check_failure_honesty(view: RunView) -> list[Finding] | None:
+    """Compare the failures the runtime observed with the results and step statuses."""
+    return stream_check(view, _FailureHonesty)
+
+
+STREAMS: dict[str, Callable[[RunView], TraceState | None]] = {"failure-honesty": _FailureHonesty}
+"""The trace state of this module's check, by check id."""

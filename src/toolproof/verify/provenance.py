@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.evidence import ClaimStatus, ClaimType, EvidenceRecord
 from toolproof.contract.layout import CLAIMS_FILE, TRACE_FILE
 from toolproof.contract.runs import Finding, Severity, StepKind
+from toolproof.contract.tools import ToolResult
 from toolproof.contract.trace import (
     EvidenceRegistered,
     ResourceRead,
@@ -13,15 +17,17 @@ from toolproof.contract.trace import (
     StepStarted,
     ToolCalled,
     ToolReturned,
+    TraceEvent,
 )
 from toolproof.errors import InputError
 from toolproof.evidence.encoding import encode_value, read_contents
 from toolproof.identity import digest, digest_of_hex
 from toolproof.verify.answers import check_answer_details
-from toolproof.verify.base import MAX_FINDINGS, finding
+from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.view import RunView
 
 __all__ = [
+    "STREAMS",
     "check_budget",
     "check_evidence_digests",
     "check_finalize",
@@ -116,39 +122,72 @@ def check_grounding(view: RunView) -> list[Finding] | None:
     return out[:MAX_FINDINGS]
 
 
-def _holds_read(record: EvidenceRecord, reads: dict[str, ResourceRead]) -> bool:
-    """Whether ``record`` (kind ``resource``) holds its content item of its step's read."""
-    read = reads.get(record.source.step)
-    index = record.source.detail.get("index")
-    if read is None or type(index) is not int:
-        return False
+def _read_items(read: ResourceRead) -> list[tuple[str, str]] | None:
+    """The digest and media type of each content item of a resource read (``None``: bad)."""
     try:
         contents = read_contents(dict(read.result))
     except InputError:
-        return False
-    if not 0 <= index < len(contents):
-        return False
-    data, media_type, _ = contents[index]
-    return digest(data) == record.digest and media_type == record.media_type
-
-
-def check_evidence_digests(view: RunView) -> list[Finding] | None:
-    """Each evidence file is registered, named by its SHA-256, sized and hashed as recorded."""
-    if view.events is None:
         return None
-    out: list[Finding] = []
-    results = {e.call_id: e.result for e in view.events if isinstance(e, ToolReturned)}
-    reads = {e.step: e for e in view.events if isinstance(e, ResourceRead)}
-    stored = set(view.evidence.names())
-    registered: set[str] = set()
-    for event in view.events:
-        if not isinstance(event, EvidenceRegistered):
-            continue
-        record = event.evidence
+    return [(digest(data), media_type) for data, media_type, _ in contents]
+
+
+def _holds_read(record: EvidenceRecord, items: list[tuple[str, str]] | None) -> bool:
+    """Whether ``record`` (kind ``resource``) holds its content item of its step's read."""
+    index = record.source.detail.get("index")
+    if items is None or type(index) is not int:
+        return False
+    if not 0 <= index < len(items):
+        return False
+    return items[index] == (record.digest, record.media_type)
+
+
+def _value_of(result: ToolResult) -> tuple[str, str]:
+    """The digest and media type of the evidence bytes of a returned value."""
+    try:
+        expected, media_type = encode_value(result.value)
+    except InputError:
+        expected, media_type = b"", ""
+    return digest(expected), media_type
+
+
+class _EvidenceDigests:
+    """``evidence-digests``: every registered file against the manifest's digests.
+
+    Keeps, per returned call, the digest and media type of its value's evidence bytes;
+    per resource read, its items' digests; and the evidence names registered. Evidence that
+    names a call (or a read) before it returns is judged when the result comes (or at
+    the end, against nothing, as before).
+    """
+
+    def __init__(self, view: RunView) -> None:
+        self.view = view
+        self.out = Findings()
+        self.stored = set(view.evidence.names())
+        self.registered: set[str] = set()
+        self.values: dict[str, tuple[str, str]] = {}
+        self.reads: dict[str, list[tuple[str, str]] | None] = {}
+        self.early: dict[str, list[EvidenceRegistered]] = {}
+        self.early_reads: dict[str, list[EvidenceRegistered]] = {}
+
+    def feed(self, line: TraceLine) -> None:
+        event = line.event
+        if isinstance(event, ToolReturned):
+            value = self.values[event.call_id] = _value_of(event.result)
+            for waiting in self.early.pop(event.call_id, ()):
+                self._compare_value(waiting, value)
+        elif isinstance(event, ResourceRead):
+            items = self.reads[event.step] = _read_items(event)
+            for waiting in self.early_reads.pop(event.step, ()):
+                self._compare_read(waiting, items)
+        elif isinstance(event, EvidenceRegistered):
+            self._registered(event)
+
+    def _registered(self, event: EvidenceRegistered) -> None:
+        record, out = event.evidence, self.out
         name = record.digest.removeprefix("sha256:")
-        registered.add(name)
-        if name not in stored:
-            out.append(
+        self.registered.add(name)
+        if name not in self.stored:
+            out.add(
                 finding(
                     _CRIT,
                     record.path,
@@ -156,10 +195,10 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                     event=event.idx,
                 )
             )
-            continue
-        size, file_digest = view.evidence.size_and_digest(name)
+            return
+        size, file_digest = self.view.evidence.size_and_digest(name)
         if (size, file_digest) != (record.size, record.digest):
-            out.append(
+            out.add(
                 finding(
                     _CRIT,
                     record.path,
@@ -169,9 +208,24 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                     event=event.idx,
                 )
             )
-            continue
-        if record.source.kind == "resource" and not _holds_read(record, reads):
-            out.append(
+            return
+        source = record.source
+        if source.kind == "resource":
+            if source.step in self.reads:
+                self._compare_read(event, self.reads[source.step])
+            else:
+                self.early_reads.setdefault(source.step, []).append(event)
+        if source.kind == "tool_result":
+            call = source.call or ""
+            if call in self.values:
+                self._compare_value(event, self.values[call])
+            else:
+                self.early.setdefault(call, []).append(event)
+
+    def _compare_read(self, event: EvidenceRegistered, items: list[tuple[str, str]] | None) -> None:
+        record = event.evidence
+        if not _holds_read(record, items):
+            self.out.add(
                 finding(
                     _CRIT,
                     record.path,
@@ -181,30 +235,38 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
                     event=event.idx,
                 )
             )
-        result = results.get(record.source.call or "")
-        if record.source.kind == "tool_result" and result is not None:
-            try:
-                expected, media_type = encode_value(result.value)
-            except InputError:
-                expected, media_type = b"", ""
-            # the file's digest equals record.digest (checked above): compare digests,
-            # so the file is not read again
-            if digest(expected) != record.digest or media_type != record.media_type:
-                out.append(
-                    finding(
-                        _CRIT,
-                        record.path,
-                        f"{record.path} does not hold the value returned by {record.source.call}",
-                        event=event.idx,
-                    )
+
+    def _compare_value(self, event: EvidenceRegistered, value: tuple[str, str]) -> None:
+        # the file's digest equals record.digest (checked before): compare digests,
+        # so the file is not read again
+        record = event.evidence
+        if value != (record.digest, record.media_type):
+            self.out.add(
+                finding(
+                    _CRIT,
+                    record.path,
+                    f"{record.path} does not hold the value returned by {record.source.call}",
+                    event=event.idx,
                 )
-    for name in sorted(stored - registered):
-        rel = view.evidence.path_of(name)
-        size, file_digest = view.evidence.size_and_digest(name)
-        name_ok = file_digest == digest_of_hex(name)
-        why = "" if name_ok else " and its name is not its SHA-256"
-        out.append(finding(_CRIT, rel, f"{rel} is not registered in the trace{why}"))
-    return out[:MAX_FINDINGS]
+            )
+
+    def finish(self) -> list[Finding]:
+        for events in self.early_reads.values():
+            for event in events:
+                self._compare_read(event, None)
+        out = self.out
+        for name in sorted(self.stored - self.registered):
+            rel = self.view.evidence.path_of(name)
+            _, file_digest = self.view.evidence.size_and_digest(name)
+            name_ok = file_digest == digest_of_hex(name)
+            why = "" if name_ok else " and its name is not its SHA-256"
+            out.add(finding(_CRIT, rel, f"{rel} is not registered in the trace{why}"))
+        return out[:MAX_FINDINGS]
+
+
+def check_evidence_digests(view: RunView) -> list[Finding] | None:
+    """Each evidence file is registered, named by its SHA-256, sized and hashed as recorded."""
+    return stream_check(view, _EvidenceDigests)
 
 
 def check_support_spans(view: RunView) -> list[Finding] | None:
@@ -250,99 +312,133 @@ def check_support_spans(view: RunView) -> list[Finding] | None:
     return out[:MAX_FINDINGS]
 
 
+class _RequiredSteps:
+    """``required-steps``: the last ``step_finished`` of each plan node.
+
+    One byte per node, plus the event of each node whose last finish was not ``ok``.
+    """
+
+    def __init__(self, view: RunView) -> None:
+        assert view.plan is not None
+        self.nodes = view.plan.nodes
+        self.index = {node.id: number for number, node in enumerate(self.nodes)}
+        self.state = bytearray(len(self.nodes))  # 0: never finished, 1: ok, 2: not ok
+        self.not_ok: dict[int, StepFinished] = {}
+
+    def feed(self, line: TraceLine) -> None:
+        event = line.event
+        if isinstance(event, StepFinished):
+            number = self.index.get(event.step)
+            if number is None:
+                return
+            if event.status == "ok":
+                self.state[number] = 1
+                self.not_ok.pop(number, None)
+            else:
+                self.state[number] = 2
+                self.not_ok[number] = event
+
+    def finish(self) -> list[Finding]:
+        out = Findings()
+        for node in self.nodes:
+            if node.kind == StepKind.FINALIZE:
+                continue
+            number = self.index[node.id]  # a node id listed twice shares one slot
+            state = self.state[number]
+            if state == 0:
+                out.add(
+                    finding(
+                        Severity.ERROR,
+                        TRACE_FILE,
+                        f"plan step {node.id!r} never "
+                        "finished; the run stopped early or the trace lost events",
+                    )
+                )
+            elif state == 2:
+                event = self.not_ok[number]
+                why = event.detail.get("reason") or event.detail.get("failure") or "no reason"
+                out.add(
+                    finding(
+                        Severity.WARNING,
+                        TRACE_FILE,
+                        f"step {node.id!r} {event.status}: {why}",
+                        event=event.idx,
+                    )
+                )
+        return out[:MAX_FINDINGS]
+
+
+def _required(view: RunView) -> _RequiredSteps | None:
+    return _RequiredSteps(view) if view.plan is not None else None
+
+
 def check_required_steps(view: RunView) -> list[Finding] | None:
     """Every plan node ran and finished; failed or skipped steps are reported with why."""
-    if view.plan is None or view.events is None:
-        return None
-    out: list[Finding] = []
-    finished = {e.step: e for e in view.events if isinstance(e, StepFinished)}
-    for node in view.plan.nodes:
-        if node.kind == StepKind.FINALIZE:
-            continue
-        event = finished.get(node.id)
-        if event is None:
-            out.append(
+    return stream_check(view, _required)
+
+
+class _Finalize:
+    """``finalize``: keeps the last two events."""
+
+    def __init__(self, view: RunView) -> None:
+        self.last: list[TraceEvent] = []
+
+    def feed(self, line: TraceLine) -> None:
+        assert line.event is not None
+        self.last = [*self.last[-1:], line.event]
+
+    def finish(self) -> list[Finding]:
+        events = self.last
+        if (
+            len(events) < 2
+            or not isinstance(events[-2], StepStarted)
+            or not isinstance(events[-1], StepFinished)
+            or events[-1].step != "finalize"
+            or events[-2].step != "finalize"
+        ):
+            return [
                 finding(
                     Severity.ERROR,
                     TRACE_FILE,
-                    f"plan step {node.id!r} never "
-                    "finished; the run stopped early or the trace lost events",
+                    "the trace does not end with the "
+                    "finalize step: the run did not complete or events were removed",
                 )
-            )
-        elif event.status != "ok":
-            why = event.detail.get("reason") or event.detail.get("failure") or "no reason"
-            out.append(
+            ]
+        if events[-1].status != "ok":
+            return [
                 finding(
-                    Severity.WARNING,
+                    Severity.ERROR,
                     TRACE_FILE,
-                    f"step {node.id!r} {event.status}: {why}",
-                    event=event.idx,
+                    f"the run finalized as {events[-1].status}: "
+                    f"{events[-1].detail.get('reason', '')}",
                 )
-            )
-    return out[:MAX_FINDINGS]
+            ]
+        return []
 
 
 def check_finalize(view: RunView) -> list[Finding] | None:
     """The trace ends with the finalize node, finished ok."""
-    if view.events is None:
-        return None
-    events = view.events
-    if (
-        len(events) < 2
-        or not isinstance(events[-2], StepStarted)
-        or not isinstance(events[-1], StepFinished)
-        or events[-1].step != "finalize"
-        or events[-2].step != "finalize"
-    ):
-        return [
-            finding(
-                Severity.ERROR,
-                TRACE_FILE,
-                "the trace does not end with the "
-                "finalize step: the run did not complete or events were removed",
-            )
-        ]
-    if events[-1].status != "ok":
-        return [
-            finding(
-                Severity.ERROR,
-                TRACE_FILE,
-                f"the run finalized as {events[-1].status}: {events[-1].detail.get('reason', '')}",
-            )
-        ]
-    return []
+    return stream_check(view, _Finalize)
 
 
-def check_budget(view: RunView) -> list[Finding] | None:
-    """Tool calls and evidence bytes stayed within the budgets; no budget stop recorded."""
-    if view.spec is None or view.events is None:
-        return None
-    out: list[Finding] = []
-    budgets = view.spec.budgets
-    calls = sum(isinstance(e, ToolCalled) for e in view.events)
-    sizes = {
-        e.evidence.id: e.evidence.size for e in view.events if isinstance(e, EvidenceRegistered)
-    }
-    if budgets.tool_calls is not None and calls > budgets.tool_calls:
-        out.append(
-            finding(
-                Severity.ERROR,
-                TRACE_FILE,
-                f"{calls} tool calls exceed the budget of {budgets.tool_calls}",
-            )
-        )
-    total = sum(sizes.values())
-    if budgets.evidence_bytes is not None and total > budgets.evidence_bytes:
-        out.append(
-            finding(
-                Severity.ERROR,
-                TRACE_FILE,
-                f"{total} evidence bytes exceed the budget of {budgets.evidence_bytes}",
-            )
-        )
-    for event in view.events:
-        if isinstance(event, RunFailed):
-            out.append(
+class _Budget:
+    """``budget``: counts calls; keeps each evidence id's size (the last registered)."""
+
+    def __init__(self, view: RunView) -> None:
+        assert view.spec is not None
+        self.budgets = view.spec.budgets
+        self.calls = 0
+        self.sizes: dict[str, int] = {}
+        self.stops: list[Finding] = []
+
+    def feed(self, line: TraceLine) -> None:
+        event = line.event
+        if isinstance(event, ToolCalled):
+            self.calls += 1
+        elif isinstance(event, EvidenceRegistered):
+            self.sizes[event.evidence.id] = event.evidence.size
+        elif isinstance(event, RunFailed):
+            self.stops.append(
                 finding(
                     Severity.ERROR,
                     TRACE_FILE,
@@ -350,4 +446,43 @@ def check_budget(view: RunView) -> list[Finding] | None:
                     event=event.idx,
                 )
             )
-    return out
+
+    def finish(self) -> list[Finding]:
+        out: list[Finding] = []
+        budgets, calls = self.budgets, self.calls
+        if budgets.tool_calls is not None and calls > budgets.tool_calls:
+            out.append(
+                finding(
+                    Severity.ERROR,
+                    TRACE_FILE,
+                    f"{calls} tool calls exceed the budget of {budgets.tool_calls}",
+                )
+            )
+        total = sum(self.sizes.values())
+        if budgets.evidence_bytes is not None and total > budgets.evidence_bytes:
+            out.append(
+                finding(
+                    Severity.ERROR,
+                    TRACE_FILE,
+                    f"{total} evidence bytes exceed the budget of {budgets.evidence_bytes}",
+                )
+            )
+        return out + self.stops
+
+
+def _budget(view: RunView) -> _Budget | None:
+    return _Budget(view) if view.spec is not None else None
+
+
+def check_budget(view: RunView) -> list[Finding] | None:
+    """Tool calls and evidence bytes stayed within the budgets; no budget stop recorded."""
+    return stream_check(view, _budget)
+
+
+STREAMS: dict[str, Callable[[RunView], TraceState | None]] = {
+    "evidence-digests": _EvidenceDigests,
+    "required-steps": _required,
+    "finalize": _Finalize,
+    "budget": _budget,
+}
+"""The trace states of this module's checks, by check id."""

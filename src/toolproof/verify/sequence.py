@@ -118,7 +118,7 @@ def _guarded(check: Check, origin: str) -> Check:
         )
         return [finding(Severity.CRITICAL, "", message, rule="check-result")]
 
-    return dataclasses.replace(check, run=run)
+    return dataclasses.replace(check, run=run, stream=None)  # foreign code runs guarded
 
 
 def _build(spec: CheckSpec, item: object, origin: str) -> Check:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import CLAIMS_FILE, PLAN_FILE, RUN_FILES, RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, Finding, Severity, StepKind
 from toolproof.contract.trace import (
@@ -14,12 +15,20 @@ from toolproof.contract.trace import (
     StepStarted,
     ToolCalled,
     ToolReturned,
+    TraceEvent,
 )
 from toolproof.identity import canonical_json
-from toolproof.verify.base import MAX_FINDINGS, finding
+from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.view import RunView
 
-__all__ = ["check_call_linkage", "check_links", "check_plan", "check_schema", "check_trace_chain"]
+__all__ = [
+    "STREAMS",
+    "check_call_linkage",
+    "check_links",
+    "check_plan",
+    "check_schema",
+    "check_trace_chain",
+]
 
 _CRIT = Severity.CRITICAL
 
@@ -100,81 +109,29 @@ def check_plan(view: RunView) -> list[Finding] | None:
     return out[:MAX_FINDINGS]
 
 
-def _lifecycle(view: RunView, out: list[Finding]) -> None:
-    order = {node.id: index for index, node in enumerate(view.plan.nodes)} if view.plan else None
-    open_node: str | None = None
-    started: set[str] = set()
-    last_index = -1
-    for event in view.events or []:
-        where = {"event": event.idx}
-        if order is not None and event.step not in order:
-            out.append(
-                finding(
-                    _CRIT,
-                    TRACE_FILE,
-                    f"event {event.idx} names unknown step {event.step!r} (not a plan node)",
-                    **where,
-                )
-            )
-        if isinstance(event, StepStarted):
-            if open_node is not None or event.step in started:
-                out.append(
-                    finding(
-                        _CRIT,
-                        TRACE_FILE,
-                        f"event {event.idx} starts step "
-                        f"{event.step!r} while {open_node!r} is open or it ran before",
-                        **where,
-                    )
-                )
-            index = order.get(event.step, last_index) if order else last_index + 1
-            if index <= last_index:
-                out.append(
-                    finding(
-                        _CRIT,
-                        TRACE_FILE,
-                        f"event {event.idx}: step {event.step!r} starts out of plan order",
-                        **where,
-                    )
-                )
-            last_index = max(last_index, index)
-            started.add(event.step)
-            open_node = event.step
-        elif isinstance(event, RunFailed):
-            if open_node is not None:
-                out.append(
-                    finding(
-                        _CRIT,
-                        TRACE_FILE,
-                        f"event {event.idx}: run_failed while step {open_node!r} is open",
-                        **where,
-                    )
-                )
-        elif event.step != open_node:
-            out.append(
-                finding(
-                    _CRIT,
-                    TRACE_FILE,
-                    f"event {event.idx} ({event.type}) belongs "
-                    f"to step {event.step!r} but step {open_node!r} is open",
-                    **where,
-                )
-            )
-        if isinstance(event, StepFinished) and event.step == open_node:
-            open_node = None
+class _TraceChain:
+    """``trace-chain``: per line, idx and prev; per step, started once and in plan order.
 
+    Keeps the previous line's digest, the open step, the plan's node order and the set
+    of steps started so far (one entry per started step).
+    """
 
-def check_trace_chain(view: RunView) -> list[Finding] | None:
-    """``idx`` equals the position, ``prev`` is the digest of the line before, steps nest."""
-    if view.events is None:
-        return None
-    out: list[Finding] = []
-    previous: str | None = None
-    for line in view.trace:
+    def __init__(self, view: RunView) -> None:
+        self.order = (
+            {node.id: index for index, node in enumerate(view.plan.nodes)} if view.plan else None
+        )
+        self.chain = Findings()
+        self.life = Findings()
+        self.previous: str | None = None
+        self.open_node: str | None = None
+        self.started: set[str] = set()
+        self.last_index = -1
+
+    def feed(self, line: TraceLine) -> None:
         event = line.event
-        assert event is not None  # events is set only when every line parsed
+        assert event is not None
         if event.idx != line.position:
-            out.append(
+            self.chain.add(
                 finding(
                     _CRIT,
                     TRACE_FILE,
@@ -184,80 +141,165 @@ def check_trace_chain(view: RunView) -> list[Finding] | None:
                     event=line.position,
                 )
             )
-        if event.prev != previous:
-            out.append(
+        if event.prev != self.previous:
+            self.chain.add(
                 finding(
                     _CRIT,
                     TRACE_FILE,
                     f"event {line.position} has prev "
-                    f"{event.prev}, but the event before hashes to {previous} "
+                    f"{event.prev}, but the event before hashes to {self.previous} "
                     "(the hash chain is broken)",
                     event=line.position,
                 )
             )
-        previous = line.digest
-    _lifecycle(view, out)
-    return out[:MAX_FINDINGS]
+        self.previous = line.digest
+        self._lifecycle(event)
+
+    def _lifecycle(self, event: TraceEvent) -> None:
+        order, out, open_node = self.order, self.life, self.open_node
+        where = {"event": event.idx}
+        if order is not None and event.step not in order:
+            out.add(
+                finding(
+                    _CRIT,
+                    TRACE_FILE,
+                    f"event {event.idx} names unknown step {event.step!r} (not a plan node)",
+                    **where,
+                )
+            )
+        if isinstance(event, StepStarted):
+            if open_node is not None or event.step in self.started:
+                out.add(
+                    finding(
+                        _CRIT,
+                        TRACE_FILE,
+                        f"event {event.idx} starts step "
+                        f"{event.step!r} while {open_node!r} is open or it ran before",
+                        **where,
+                    )
+                )
+            last_index = self.last_index
+            index = order.get(event.step, last_index) if order else last_index + 1
+            if index <= last_index:
+                out.add(
+                    finding(
+                        _CRIT,
+                        TRACE_FILE,
+                        f"event {event.idx}: step {event.step!r} starts out of plan order",
+                        **where,
+                    )
+                )
+            self.last_index = max(last_index, index)
+            self.started.add(event.step)
+            self.open_node = event.step
+        elif isinstance(event, RunFailed):
+            if open_node is not None:
+                out.add(
+                    finding(
+                        _CRIT,
+                        TRACE_FILE,
+                        f"event {event.idx}: run_failed while step {open_node!r} is open",
+                        **where,
+                    )
+                )
+        elif event.step != open_node:
+            out.add(
+                finding(
+                    _CRIT,
+                    TRACE_FILE,
+                    f"event {event.idx} ({event.type}) belongs "
+                    f"to step {event.step!r} but step {open_node!r} is open",
+                    **where,
+                )
+            )
+        if isinstance(event, StepFinished) and event.step == self.open_node:
+            self.open_node = None
+
+    def finish(self) -> list[Finding]:
+        return (self.chain + self.life)[:MAX_FINDINGS]
 
 
-def check_call_linkage(view: RunView) -> list[Finding] | None:
-    """Each call id is its call's content id, and each call returns exactly once, next."""
-    if view.events is None:
-        return None
-    out: list[Finding] = []
-    tools = None
-    if view.runtime is not None:
-        tools = {tool.name for tool in view.runtime.toolset.tools}
-        tools |= {p.name for p in view.runtime.providers if p.kind == MODEL_PROVIDER_KIND}
-    pending: ToolCalled | None = None
-    called: set[str] = set()
+def check_trace_chain(view: RunView) -> list[Finding] | None:
+    """``idx`` equals the position, ``prev`` is the digest of the line before, steps nest."""
+    return stream_check(view, _TraceChain)
 
-    def bad(idx: int, message: str) -> None:
-        out.append(finding(_CRIT, TRACE_FILE, f"event {idx}: {message}", event=idx))
 
-    for event in view.events:
+class _CallLinkage:
+    """``call-linkage``: keeps the call awaiting its result and every call id seen."""
+
+    def __init__(self, view: RunView) -> None:
+        self.tools = None
+        if view.runtime is not None:
+            tools = {tool.name for tool in view.runtime.toolset.tools}
+            tools |= {p.name for p in view.runtime.providers if p.kind == MODEL_PROVIDER_KIND}
+            self.tools = tools
+        self.out = Findings()
+        self.pending: ToolCalled | None = None
+        self.called: set[str] = set()
+
+    def bad(self, idx: int, message: str) -> None:
+        self.out.add(finding(_CRIT, TRACE_FILE, f"event {idx}: {message}", event=idx))
+
+    def feed(self, line: TraceLine) -> None:
+        event, pending, bad = line.event, self.pending, self.bad
         if pending is not None and not (
             isinstance(event, ToolReturned) and event.call_id == pending.call_id
         ):
             bad(pending.idx, f"call {pending.call_id} has no tool_returned right after it")
-            pending = None
+            pending = self.pending = None
         if isinstance(event, ToolCalled):
             if event.call_id != event.call.id:
                 bad(event.idx, f"call_id {event.call_id} is not the call's id {event.call.id}")
             if event.call.step != event.step:
                 bad(event.idx, f"the call names step {event.call.step!r}, not {event.step!r}")
-            if tools is not None and event.call.tool not in tools:
+            if self.tools is not None and event.call.tool not in self.tools:
                 bad(event.idx, f"tool {event.call.tool!r} is not in the runtime's toolset")
-            if event.call_id in called:
+            if event.call_id in self.called:
                 bad(event.idx, f"call {event.call_id} is made twice")
-            called.add(event.call_id)
-            pending = event
+            self.called.add(event.call_id)
+            self.pending = event
         elif isinstance(event, ToolReturned):
             if pending is None:
                 bad(event.idx, f"tool_returned for {event.call_id} without a matching call")
             elif event.step != pending.step:
                 bad(event.idx, "the result is recorded under another step than its call")
-            pending = None
-    if pending is not None:
-        bad(pending.idx, f"call {pending.call_id} never returned")
-    return out[:MAX_FINDINGS]
+            self.pending = None
+
+    def finish(self) -> list[Finding]:
+        if self.pending is not None:
+            self.bad(self.pending.idx, f"call {self.pending.call_id} never returned")
+        return self.out[:MAX_FINDINGS]
 
 
-def check_links(view: RunView) -> list[Finding] | None:
-    """Evidence names its call; claims cite registered evidence; claims.json is the trace's."""
-    if view.events is None or view.claims is None:
-        return None
-    out: list[Finding] = []
-    ok_calls: set[str] = set()
-    registered: set[str] = set()
-    emitted = []
-    for event in view.events:
+def check_call_linkage(view: RunView) -> list[Finding] | None:
+    """Each call id is its call's content id, and each call returns exactly once, next."""
+    return stream_check(view, _CallLinkage)
+
+
+class _Links:
+    """``support-links``: keeps the ids of calls that returned a value and of evidence.
+
+    The emitted claims are compared with ``claims.json`` one by one as they come, so
+    they are not kept.
+    """
+
+    def __init__(self, view: RunView) -> None:
+        assert view.claims is not None
+        self.stored = view.claims
+        self.out = Findings()
+        self.ok_calls: set[str] = set()
+        self.registered: set[str] = set()
+        self.emitted = 0
+        self.same = True
+
+    def feed(self, line: TraceLine) -> None:
+        event, out = line.event, self.out
         if isinstance(event, ToolReturned) and event.result.ok:
-            ok_calls.add(event.call_id)
+            self.ok_calls.add(event.call_id)
         elif isinstance(event, EvidenceRegistered):
             source = event.evidence.source
             if source.step != event.step:
-                out.append(
+                out.add(
                     finding(
                         _CRIT,
                         TRACE_FILE,
@@ -266,8 +308,8 @@ def check_links(view: RunView) -> list[Finding] | None:
                         event=event.idx,
                     )
                 )
-            if source.kind == "tool_result" and source.call not in ok_calls:
-                out.append(
+            if source.kind == "tool_result" and source.call not in self.ok_calls:
+                out.add(
                     finding(
                         _CRIT,
                         TRACE_FILE,
@@ -276,12 +318,19 @@ def check_links(view: RunView) -> list[Finding] | None:
                         event=event.idx,
                     )
                 )
-            registered.add(event.evidence.id)
+            self.registered.add(event.evidence.id)
         elif isinstance(event, ClaimEmitted):
-            emitted.append(event.claim)
+            number = self.emitted
+            self.emitted += 1
+            if self.same and (
+                number >= len(self.stored)
+                or canonical_json(self.stored[number].to_json())
+                != canonical_json(event.claim.to_json())
+            ):
+                self.same = False
             for support in event.claim.supports:
-                if support.evidence not in registered:
-                    out.append(
+                if support.evidence not in self.registered:
+                    out.add(
                         finding(
                             _CRIT,
                             TRACE_FILE,
@@ -291,14 +340,33 @@ def check_links(view: RunView) -> list[Finding] | None:
                             event=event.idx,
                         )
                     )
-    stored = canonical_json([claim.to_json() for claim in view.claims])
-    if stored != canonical_json([claim.to_json() for claim in emitted]):
-        out.append(
-            finding(
-                _CRIT,
-                CLAIMS_FILE,
-                "claims.json differs from the claims emitted "
-                "in trace.jsonl; one of them was altered",
+
+    def finish(self) -> list[Finding]:
+        out = self.out[:]
+        if not self.same or self.emitted != len(self.stored):
+            out.append(
+                finding(
+                    _CRIT,
+                    CLAIMS_FILE,
+                    "claims.json differs from the claims emitted "
+                    "in trace.jsonl; one of them was altered",
+                )
             )
-        )
-    return out[:MAX_FINDINGS]
+        return out[:MAX_FINDINGS]
+
+
+def _links(view: RunView) -> _Links | None:
+    return _Links(view) if view.claims is not None else None
+
+
+def check_links(view: RunView) -> list[Finding] | None:
+    """Evidence names its call; claims cite registered evidence; claims.json is the trace's."""
+    return stream_check(view, _links)
+
+
+STREAMS: dict[str, Callable[[RunView], TraceState | None]] = {
+    "trace-chain": _TraceChain,
+    "call-linkage": _CallLinkage,
+    "support-links": _links,
+}
+"""The trace states of this module's checks, by check id."""

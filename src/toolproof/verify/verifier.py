@@ -14,23 +14,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.manifest import check_manifest
-from toolproof.contract.layout import REPORT_FILE, RUNTIME_FILE, SPEC_FILE, TIMINGS_FILE
-from toolproof.contract.runs import Finding, Policy, Report, Severity, Timings
+from toolproof.bundle.manifest import check_manifest, entry_finding
+from toolproof.bundle.trace import MAX_LINE_BYTES
+from toolproof.contract.layout import (
+    REPORT_FILE,
+    RUNTIME_FILE,
+    SPEC_FILE,
+    TIMINGS_FILE,
+    TRACE_FILE,
+)
+from toolproof.contract.runs import Finding, Manifest, Policy, Report, Severity, Timings
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json
 from toolproof.verify.base import Check
-from toolproof.verify.checks import CHECKS, run_checks
+from toolproof.verify.checks import CHECKS, check_findings, report_of
 from toolproof.verify.sequence import CheckRegistry, check_sequence
 from toolproof.verify.view import RunView
 
-__all__ = ["OUTER_CHECKS", "Verification", "VerificationFailure", "verify_run"]
+__all__ = ["OUTER_CHECKS", "Progress", "Verification", "VerificationFailure", "verify_run"]
+
+Progress = Callable[[int, int], None]
+"""Called as verification reads: ``(bytes read since the last call, total bytes to read)``."""
 
 OUTER_CHECKS = (
     ("manifest", "INV-MANIFEST", "every file listed with size and digest; nothing else"),
@@ -146,16 +157,35 @@ def _sequence(
     return checks, []
 
 
+def _trace_entry(manifest: Manifest) -> Any:
+    return next((entry for entry in manifest.files if entry.path == TRACE_FILE), None)
+
+
 def verify_run(
-    directory: Path, *, policy: Policy | None = None, checks: CheckRegistry | None = None
+    directory: Path,
+    *,
+    policy: Policy | None = None,
+    checks: CheckRegistry | None = None,
+    progress: Progress | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Verification:
-    """Verify a run directory.
+    """Verify a run directory, reading each of its bytes once.
+
+    The evidence and small files are hashed by the manifest check; ``trace.jsonl`` is
+    read once, in blocks, by the pass that parses its lines and feeds every check's
+    state (:func:`~toolproof.verify.checks.check_findings`), and hashed by that same
+    read: when its bytes are not the manifest's, the manifest check fails and the
+    checks' findings are dropped, as if nothing else had run. Memory stays bounded by
+    one block, the longest line and the checks' per-call sets, not by the trace.
 
     Args:
         directory: the run directory (``<root>/runs/<run_id>``).
         policy: the policy to judge by; default the spec's own policy.
         checks: where the spec's additional checks resolve (default: a new
             :class:`CheckRegistry`, which finds the installed entry points).
+        progress: called as bytes are read (see :data:`Progress`).
+        max_line_bytes: the longest trace line accepted
+            (:data:`~toolproof.bundle.trace.MAX_LINE_BYTES`).
 
     Returns:
         The :class:`Verification`; ``ok`` is False when any check fails.
@@ -163,16 +193,36 @@ def verify_run(
     """
     directory = Path(directory)
     policy = Policy(policy) if policy is not None else None
-    manifest, digests, findings = check_manifest(directory)
+    manifest, digests, findings = check_manifest(directory, defer=(TRACE_FILE,), progress=progress)
     if findings:
         failures = [VerificationFailure("manifest", item) for item in findings]
         return Verification(directory, manifest.run_id if manifest else None, None, failures)
     assert manifest is not None
-    view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
+    view = RunView(
+        directory,
+        digests,
+        {entry.path: entry.size for entry in manifest.files},
+        max_line_bytes=max_line_bytes,
+    )
     own = view.spec.policy if view.spec is not None else Policy.STRICT
     sequence, problems = _sequence(view, checks if checks is not None else CheckRegistry())
-    stored_policy_report = run_checks(view, own, sequence)
-    report = stored_policy_report if policy in (None, own) else run_checks(view, policy, sequence)
+    tick = None
+    if progress is not None:
+        advance, total = progress, sum(entry.size for entry in manifest.files)
+
+        def tick(count: int) -> None:
+            advance(count, total)
+
+    found = check_findings(view, sequence, progress=tick)
+    trace = _trace_entry(manifest)
+    if trace is not None and view.trace_size is not None and view.trace_digest is not None:
+        changed = entry_finding(trace, view.trace_size, view.trace_digest)
+        if changed is not None:
+            return Verification(
+                directory, manifest.run_id, None, [VerificationFailure("manifest", changed)]
+            )
+    stored_policy_report = report_of(sequence, found, own)
+    report = stored_policy_report if policy in (None, own) else report_of(sequence, found, policy)
     failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
     failures += [
         VerificationFailure("checks", Finding(severity=Severity.CRITICAL, file=file, message=text))

@@ -1,14 +1,27 @@
-"""A read-only view of a run directory: each file parsed once, problems kept, not raised."""
+"""A read-only view of a run directory: each file parsed once, problems kept, not raised.
+
+The small files (spec, plan, runtime, claims) are parsed when the view is built. The
+trace is read by :meth:`RunView.scan`: one pass over ``trace.jsonl`` in bounded memory
+(:class:`~toolproof.bundle.trace.TraceReader`), each line parsed and handed to the
+consumers, then dropped. :attr:`RunView.events` holds every event in memory instead; it
+is read on first use, for callers (plugin checks, replay) that want the whole list.
+
+Limits (each refusal is a one-line problem naming the file, where and the rule):
+:data:`MAX_CLAIMS` claims and :data:`MAX_CLAIMS_BYTES` bytes in ``claims.json``;
+:data:`~toolproof.bundle.trace.MAX_LINE_BYTES` bytes per trace line.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from toolproof.bundle.evidence import RunEvidence
-from toolproof.bundle.trace import TraceLine, read_trace
+from toolproof.bundle.trace import MAX_LINE_BYTES, TraceLine, TraceReader, parse_event
 from toolproof.contract.evidence import Claim
 from toolproof.contract.layout import (
     CLAIMS_FILE,
@@ -20,11 +33,25 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest
 
-__all__ = ["RunView"]
+__all__ = ["MAX_CLAIMS", "MAX_CLAIMS_BYTES", "RunView"]
 
-_CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
+MAX_CLAIMS = 100_000
+"""The most claims ``claims.json`` may hold; validation stops at the first one past it."""
+
+MAX_CLAIMS_BYTES = 64 * 1024 * 1024
+"""The largest ``claims.json`` read (64 MiB); a larger one is refused by its size, unread."""
+
+
+@functools.cache
+def _claims_adapter(limit: int) -> TypeAdapter[list[Claim]]:
+    """Claims as read: at most ``limit`` of them, validation stopping at the first error."""
+    return TypeAdapter(Annotated[list[Claim], Field(max_length=limit, fail_fast=True)])
+
+
+LineConsumer = Callable[[TraceLine], None]
+"""Called with each valid line of the trace, in order, during :meth:`RunView.scan`."""
 
 
 def _problem_of(exc: ValidationError) -> str:
@@ -38,11 +65,12 @@ class RunView:
 
     Attributes:
         directory: the run directory.
-        problems: why a file could not be read as its model, by relative path.
         spec, plan, runtime: the parsed models, or ``None``.
         claims: the parsed ``claims.json``, or ``None``.
-        trace: every line of ``trace.jsonl``; ``events`` is the list of events when
-            every line parsed (``None`` otherwise).
+        trace_ok: after a scan, whether every trace line parsed and the file ends with
+            a newline (the checks that read events run only then).
+        trace_size, trace_digest: after a scan, the size and SHA-256 of every byte
+            of ``trace.jsonl`` the scan read (``None`` when it is missing).
         evidence: the run's evidence items, whatever its layout (the one seam every
             check reads evidence bytes through).
 
@@ -50,6 +78,8 @@ class RunView:
         directory: the run directory.
         digests: digests already verified (by the manifest check), by relative path.
         sizes: the sizes that go with them (read from the files when not given).
+        max_line_bytes: the longest trace line accepted.
+        max_claims: the most claims ``claims.json`` may hold.
 
     """
 
@@ -58,22 +88,58 @@ class RunView:
         directory: Path,
         digests: dict[str, str] | None = None,
         sizes: dict[str, int] | None = None,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_claims: int = MAX_CLAIMS,
     ) -> None:
         self.directory = Path(directory)
         self.evidence = RunEvidence.open(self.directory, dict(digests or {}), dict(sizes or {}))
-        self.problems: dict[str, str] = {}
+        self._problems: dict[str, str] = {}
+        self.max_line_bytes = max_line_bytes
+        self.max_claims = max_claims
         self.spec: RunSpec | None = self._model(SPEC_FILE, RunSpec)
         self.plan: Plan | None = self._model(PLAN_FILE, Plan)
         self.runtime: ExecutionRuntime | None = self._model(RUNTIME_FILE, ExecutionRuntime)
         self.claims: list[Claim] | None = self._claims()
-        self.trace: list[TraceLine] = []
-        self.events: list[TraceEvent] | None = None
-        self._trace()
+        self._scanned = False
+        self._events: list[TraceEvent] | None = None
+        self.trace_ok = False
+        self.trace_size: int | None = None
+        self.trace_digest: str | None = None
 
-    def _read(self, rel: str) -> bytes | None:
+    @property
+    def problems(self) -> dict[str, str]:
+        """Why a file could not be read as its model, by relative path (scans the trace)."""
+        if not self._scanned:
+            self._collect()
+        return self._problems
+
+    @property
+    def events(self) -> list[TraceEvent] | None:
+        """Every event of the trace, in memory, when every line parsed (``None`` otherwise).
+
+        Read on first use (a second pass when :meth:`scan` already ran); memory grows
+        with the trace. Checks that stream take their events from :meth:`scan` instead.
+        """
+        if self._events is None and (not self._scanned or self.trace_ok):
+            self._collect()
+        return self._events
+
+    def _collect(self) -> None:
+        events: list[TraceEvent] = []
+        self.scan([lambda line: events.append(line.event)])  # type: ignore[arg-type]
+        self._events = events if self.trace_ok else None
+
+    def _read(self, rel: str, limit: int | None = None) -> bytes | None:
         path = self.directory / rel
         if path.is_symlink() or not path.is_file():
-            self.problems[rel] = f"{rel} is missing"
+            self._problems[rel] = f"{rel} is missing"
+            return None
+        if limit is not None and (size := path.stat().st_size) > limit:
+            self._problems[rel] = (
+                f"{rel} is {size} bytes, over the limit of {limit} bytes; refused by its "
+                "size, not read"
+            )
             return None
         return path.read_bytes()
 
@@ -84,44 +150,97 @@ class RunView:
         try:
             model = cls.model_validate_json(raw)
         except ValidationError as exc:
-            self.problems[rel] = f"{rel} is not a valid {cls.__name__}: {_problem_of(exc)}"
+            self._problems[rel] = f"{rel} is not a valid {cls.__name__}: {_problem_of(exc)}"
             return None
         except InputError as exc:
-            self.problems[rel] = f"{rel} is not a valid {cls.__name__}: {exc.message}"
+            self._problems[rel] = f"{rel} is not a valid {cls.__name__}: {exc.message}"
             return None
         if canonical_json(model.to_json()) != raw:
-            self.problems[rel] = f"{rel} is not in canonical JSON form (RFC 8785)"
+            self._problems[rel] = f"{rel} is not in canonical JSON form (RFC 8785)"
             return None
         return model
 
     def _claims(self) -> list[Claim] | None:
-        raw = self._read(CLAIMS_FILE)
+        raw = self._read(CLAIMS_FILE, MAX_CLAIMS_BYTES)
         if raw is None:
             return None
         try:
-            claims = _CLAIMS.validate_json(raw)
+            claims = _claims_adapter(self.max_claims).validate_json(raw)
         except ValidationError as exc:
-            self.problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {_problem_of(exc)}"
+            if exc.errors()[0]["type"] == "too_long":
+                limit = self.max_claims
+                self._problems[CLAIMS_FILE] = (
+                    f"claims.json holds more than {limit} claims (entry {limit} is past the "
+                    "limit); refused at that entry"
+                )
+                return None
+            self._problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {_problem_of(exc)}"
             return None
         except InputError as exc:
-            self.problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {exc.message}"
+            self._problems[CLAIMS_FILE] = f"claims.json is not a list of claims: {exc.message}"
             return None
         if canonical_json([claim.to_json() for claim in claims]) != raw:
-            self.problems[CLAIMS_FILE] = "claims.json is not in canonical JSON form (RFC 8785)"
+            self._problems[CLAIMS_FILE] = "claims.json is not in canonical JSON form (RFC 8785)"
             return None
         return claims
 
-    def _trace(self) -> None:
-        raw = self._read(TRACE_FILE)
-        if raw is None:
+    def scan(
+        self,
+        consumers: Sequence[LineConsumer] = (),
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        """Read ``trace.jsonl`` once, in order, handing each valid line to ``consumers``.
+
+        Memory is bounded by one read block and the longest line
+        (:attr:`max_line_bytes`): a line is parsed, handed on and dropped. After the
+        first line that is not a valid canonical event, nothing more is parsed (the
+        rest is still read, for :attr:`trace_digest`), and :attr:`trace_ok` is False.
+        The trace's problem, if any, goes into :attr:`problems` (naming the line and
+        its byte offset, or the missing final newline).
+
+        Args:
+            consumers: called with each valid :class:`TraceLine`, in order.
+            progress: called with the number of bytes of each block read.
+
+        Raises:
+            OSError: the trace cannot be read.
+
+        """
+        self._scanned = True
+        self._problems.pop(TRACE_FILE, None)
+        path = self.directory / TRACE_FILE
+        if path.is_symlink() or not path.is_file():
+            self._problems[TRACE_FILE] = f"{TRACE_FILE} is missing"
+            self.trace_ok = False
             return
-        self.trace, problem = read_trace(raw)
-        if problem is not None:
-            self.problems[TRACE_FILE] = f"trace.jsonl {problem}"
-        bad = [line for line in self.trace if line.event is None]
-        if bad:
-            self.problems.setdefault(
-                TRACE_FILE, f"trace.jsonl line {bad[0].position + 1} {bad[0].problem}"
+        reader = TraceReader(path, max_line_bytes=self.max_line_bytes, progress=progress)
+        bad: str | None = None
+        last_offset = 0
+        for raw in reader.lines():
+            last_offset = raw.offset
+            if bad is not None:
+                continue  # read on: every byte goes into the digest
+            where = f"trace.jsonl line {raw.position + 1} (byte offset {raw.offset})"
+            if raw.data is None:
+                bad = (
+                    f"{where} is longer than {self.max_line_bytes} bytes, the limit on a "
+                    "trace line; refused unread"
+                )
+                continue
+            event, problem = parse_event(raw.data)
+            if problem is not None:
+                bad = f"{where} {problem}"
+                continue
+            line = TraceLine(raw.position, digest(raw.data), event, None, raw.offset)
+            for consume in consumers:
+                consume(line)
+        self.trace_size, self.trace_digest = reader.size, "sha256:" + reader.sha.hexdigest()
+        if not reader.ends_with_newline:
+            self._problems[TRACE_FILE] = (
+                f"trace.jsonl does not end with a newline (truncated?): its last line starts "
+                f"at byte offset {last_offset}"
             )
-        if problem is None and not bad:
-            self.events = [line.event for line in self.trace if line.event is not None]
+        elif bad is not None:
+            self._problems[TRACE_FILE] = bad
+        self.trace_ok = TRACE_FILE not in self._problems

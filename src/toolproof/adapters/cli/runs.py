@@ -35,6 +35,7 @@ from toolproof.adapters.cli.corpus_change import document_changes
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.lock import run_lock
 from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, RootOption
+from toolproof.adapters.cli.progress import byte_progress
 from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
@@ -192,7 +193,10 @@ def _verify(
 
         (recover_command if recover else chain_command)(directory, as_json)
         return
-    verification = verify_run(directory, policy=policy, checks=run_registries().checks)
+    with byte_progress(err_console, f"verify {directory.name}", enabled=not as_json) as progress:
+        verification = verify_run(
+            directory, policy=policy, checks=run_registries().checks, progress=progress
+        )
     link = check_link(directory)
     signatures = signature_check(directory, signers, attestations, require_signature)
     signed_ok = signatures is None or signatures.ok
