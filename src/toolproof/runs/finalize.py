@@ -285,7 +285,6 @@ async def _commit(
         policy=Policy.AUDIT,
         reasoner=reasoner,
     )
-    live_lines = (live / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
     try:
         committed, recorded = await _write_run(
             live,
@@ -293,7 +292,6 @@ async def _commit(
             spec,
             runtime,
             events,
-            live_lines,
             header,
             dropped,
             len(calls),
@@ -317,6 +315,18 @@ async def _commit(
         list(dropped or []),
         reads=reads,
     )
+
+
+def _first_difference(live: Path, replayed: Path, lines: int) -> int | None:
+    """The first of the first ``lines`` lines where two traces differ, or ``None``.
+
+    Both files are read a line at a time (not held: a segment's trace is megabytes).
+    """
+    with live.open("rb") as kept, replayed.open("rb") as written:
+        for index in range(lines):
+            if kept.readline().rstrip(b"\n") != written.readline().rstrip(b"\n"):
+                return index
+    return None
 
 
 def _segment(live: Path) -> dict[str, Any] | None:
@@ -353,7 +363,6 @@ async def _write_run(
     spec: RunSpec,
     runtime: ExecutionRuntime,
     events: list[TraceEvent],
-    live_lines: list[bytes],
     header: dict[str, Any],
     dropped: list[str] | None,
     calls: int,
@@ -374,10 +383,8 @@ async def _write_run(
             reasoner=reasoner_registry().create(spec.reasoner),
             handlers=handlers,
         )
-        replayed = (writer.temp / TRACE_FILE).read_bytes().split(b"\n")[: len(events)]
-        if replayed != live_lines:
-            pairs = enumerate(zip(replayed, live_lines, strict=False))
-            first = next((i for i, (a, b) in pairs if a != b), min(len(replayed), len(live_lines)))
+        first = _first_difference(live / TRACE_FILE, writer.temp / TRACE_FILE, len(events))
+        if first is not None:
             raise VerificationError(
                 f"session {live}: the frozen re-execution differs from the live trace at event "
                 f"{first}; the live session is kept for inspection",
@@ -435,6 +442,7 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
             "run `toolproof verify --recover` on it",
             path=str(live),
         )
+    del lines  # the events are kept; the lines' digests and wrappers are not needed
     return await _commit(live, root, events, header, None, evidence.pack)
 
 
@@ -460,4 +468,5 @@ async def recover_session(live: Path) -> SessionOutcome:
             path=str(live),
         )
     events, dropped = _damage(lines, evidence)
+    del lines
     return await _commit(live, live.parent.parent, events, header, dropped, evidence.pack)

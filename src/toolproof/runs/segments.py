@@ -16,7 +16,7 @@ and the full one is *sealed*: closed, then finalized into an ordinary run
   ended); reads and prompt gets are numbered per segment.
 * Segments are sealed one at a time, in order: sealing segment *k* waits for segment
   *k-1*'s run, writes the link into segment *k*'s ``segment.json``, then finalizes it
-  in a worker thread (:func:`asyncio.to_thread`), so the event loop is blocked only
+  in the recording's one worker thread, so the event loop is blocked only
   by opening a segment and closing the full one (a few file operations and one
   fsync), never by a finalize; peak memory is the recording's plus one segment's
   finalize.
@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,8 @@ class SegmentedRecording:
         self._pending: dict[str, LiveRecording] = {}  # admitted, unrecorded: step -> segment
         self._draining: list[LiveRecording] = []
         self._last_seal: asyncio.Future[SessionOutcome] | None = None
+        # one worker thread for every seal: one at a time, in one malloc arena
+        self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolproof-seal")
         self._recorded = 0
 
     # --- what the session and the server read ------------------------------------------
@@ -272,9 +275,11 @@ class SegmentedRecording:
         before = await previous if previous is not None else None
         if error is not None:
             raise error
+        loop = asyncio.get_running_loop()
         if before is not None:
-            self._write_segment(live, index, await asyncio.to_thread(_link, before))
-        outcome = await asyncio.to_thread(_finalize_now, live.directory, self.root)
+            link = await loop.run_in_executor(self._sealer, _link, before)
+            self._write_segment(live, index, link)
+        outcome = await loop.run_in_executor(self._sealer, _finalize_now, live.directory, self.root)
         self.outcomes.append(outcome)
         return outcome
 
@@ -304,8 +309,11 @@ class SegmentedRecording:
             discard_recording(current.directory)
         else:
             self._schedule(current)
-        if self._last_seal is not None:
-            await self._last_seal
+        try:
+            if self._last_seal is not None:
+                await self._last_seal
+        finally:
+            self._sealer.shutdown(wait=False)
         return list(self.outcomes)
 
     async def abort(self) -> None:
@@ -327,3 +335,4 @@ class SegmentedRecording:
             if self._last_seal is not None:
                 with contextlib.suppress(Exception):
                     await self._last_seal
+            self._sealer.shutdown(wait=False)
