@@ -15,6 +15,8 @@ reasoner, or edited and re-sealed, cannot pass:
   one of its found details; anything else is a forged support.
 
 A run at level ``quote`` (or recorded before grounding levels) is checked as before.
+The evidence each citation points at is read from the trace in one more pass that
+keeps only the cited steps' evidence ids (bounded memory, like the streaming checks).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.evidence import Claim, ClaimStatus
 from toolproof.contract.layout import CLAIMS_FILE, SPEC_FILE
 from toolproof.contract.runs import Finding, Severity
@@ -45,20 +48,30 @@ __all__ = ["check_answer_details"]
 _Span = tuple[str, int, int]
 
 
-def _results(view: RunView) -> dict[str, list[str]]:
-    """Each step's result evidence ids, in registration order (a call's value; a read's items)."""
+def _results(view: RunView, steps: set[str]) -> dict[str, list[str]] | None:
+    """The result evidence ids of each of ``steps``, in registration order.
+
+    One pass over the trace that keeps only those ids (a call's value; a read's
+    items), so memory does not grow with the trace; ``None`` when a trace line is not
+    a valid event (the ``schema`` check reports it).
+    """
     out: dict[str, list[str]] = {}
-    for event in view.events or []:
-        if isinstance(event, EvidenceRegistered):
-            source = event.evidence.source
-            if source.kind in ("tool_result", "resource"):
-                out.setdefault(source.step, []).append(event.evidence.id)
-    return out
+
+    def take(line: TraceLine) -> None:
+        event = line.event
+        if not isinstance(event, EvidenceRegistered):
+            return
+        source = event.evidence.source
+        if source.step in steps and source.kind in ("tool_result", "resource"):
+            out.setdefault(source.step, []).append(event.evidence.id)
+
+    view.scan([take])
+    return out if view.trace_ok else None
 
 
 def _cited(
     view: RunView, params: dict[str, Any]
-) -> tuple[str, list[QuoteCitation], list[Cited], list[tuple[int, int]]]:
+) -> tuple[str, list[QuoteCitation], list[Cited], list[tuple[int, int]]] | None:
     """The answer, its citations, each with the bytes it points at, and the inline spans."""
     text = str(params.get("answer", ""))
     explicit = [QuoteCitation.model_validate(c) for c in params.get("citations") or []]
@@ -66,10 +79,13 @@ def _cited(
     protected = [] if explicit else inline_spans(text)
     places: list[int | None] = [None] * len(citations) if explicit else [a for a, _ in protected]
     calls = [str(name) for name in params.get("calls") or []]
-    results = _results(view)
+    steps = [citation_step(citation, calls) or "" for citation in citations]
+    results = _results(view, set(steps)) if citations else {}
+    if results is None:
+        return None
     cited = []
-    for citation, at in zip(citations, places, strict=True):
-        ids = results.get(citation_step(citation, calls) or "", [])
+    for citation, at, step in zip(citations, places, steps, strict=True):
+        ids = results.get(step, [])
         ids = ids if citation.read is not None else ids[:1]
         stored = tuple((key, view.evidence.read(key)) for key in ids if key in view.evidence)
         cited.append(Cited(citation_label(citation), at, stored))
@@ -137,10 +153,13 @@ def check_answer_details(view: RunView) -> list[Finding]:
         grounding = Grounding.from_params(params.get("grounding"))
         if grounding.level != "details":
             return []
-        text, citations, cited, protected = _cited(view, params)
+        derived = _cited(view, params)
     except (InputError, ValidationError) as exc:
         message = f"the answer reasoner's parameters cannot be re-checked: {exc}"
         return [finding(Severity.ERROR, SPEC_FILE, message)]
+    if derived is None:
+        return []
+    text, citations, cited, protected = derived
     checks = check_details(text, cited, protected)
     quotes = _quote_spans(citations, cited)
     out: list[Finding] = []
