@@ -15,6 +15,7 @@ bytes it was recorded against.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,11 +128,8 @@ class RunEvidence:
         """
         if not self._folder.is_dir():
             return []
-        return sorted(
-            entry.name
-            for entry in self._folder.iterdir()
-            if entry.is_file() and not entry.is_symlink()
-        )
+        with os.scandir(self._folder) as entries:  # the directory's own types: no stat per file
+            return sorted(entry.name for entry in entries if entry.is_file(follow_symlinks=False))
 
     def stored_files(self) -> Iterator[str]:
         """The run-relative paths of the files that hold the items, in name order."""
@@ -159,16 +157,22 @@ class RunEvidence:
             OSError: it cannot be read.
 
         """
-        if key not in self:
-            raise KeyError(key)
         rel = self.path_of(key)
         known = self._known.get(rel)
-        if known is None:
-            if rel in self._digests:
-                known = (self.size(key), self._digests[rel])
-            else:
-                known = hash_file(self._file(key))
-            self._known[rel] = known
+        if known is not None:
+            return known
+        verified, size = self._digests.get(rel), self._sizes.get(rel)
+        if verified is not None and size is not None:
+            # the manifest check found a regular file of this size with this digest: no
+            # stat again (a verify of N items would cost N more)
+            known = (size, verified)
+        elif key not in self:
+            raise KeyError(key)
+        elif verified is not None:
+            known = (self.size(key), verified)
+        else:
+            known = hash_file(self._file(key))
+        self._known[rel] = known
         return known
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
