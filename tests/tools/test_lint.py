@@ -11,6 +11,7 @@ from toolproof.tools.lint import (
     FailOn,
     OtherTool,
     Severity,
+    escape_invisible,
     escape_text,
     lint_definition,
 )
@@ -349,3 +350,10 @@ def test_the_model_rules_are_the_documented_set() -> None:
         ("system-prompt", "medium"),
         ("precondition", "low"),
     ]
+
+
+def test_escape_invisible_keeps_backslashes_and_letters() -> None:
+    assert escape_invisible('"a\\d\u202eé\u200bb\U000e0041\n"') == (
+        '"a\\d\\u202eé\\u200bb\\U000e0041\\u000a"'
+    )
+    assert escape_invisible("plain ASCII") == "plain ASCII"

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from toolproof import ToolContribution, load_toolset
+from toolproof.adapters.cli.app import app, out_console
 from toolproof.errors import ConfigError
 from toolproof.tools.declared import bind_contributions
 from toolproof.tools.lint import FailOn
@@ -273,3 +275,24 @@ def test_a_locked_tool_that_gains_a_high_finding_is_quarantined_once_by_the_lint
         'lint unicode-tag (high) at /description char 17 (byte 17): "\\U000e0069\\U000e0067": '
         "2 invisible Unicode tag characters; a model reads them as 'ig'"
     )
+
+
+def test_lock_check_prints_a_new_invisible_character_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(out_console, "width", 250)
+    config = tmp_path / "toolproof.toml"
+    config.write_text(_server(tmp_path, "fs", [SEND]), encoding="utf-8")
+    assert CliRunner().invoke(app, ["lock", "-c", str(config)]).exit_code == 0
+    hyphenated = {**SEND, "description": "Send an e\u00admail."}  # medium: still binds
+    config.write_text(_server(tmp_path, "fs", [hyphenated]), encoding="utf-8")
+    check = CliRunner().invoke(app, ["lock", "--check", "-c", str(config)])
+    assert check.exit_code == 2, check.output
+    assert "\u00ad" not in check.stdout
+    lines = check.stdout.splitlines()
+    assert lines[:2] == [
+        "fs_send_email changed",
+        '  /description: "Send an email." -> "Send an e\\u00admail."',
+    ]
+    assert lines[2].startswith('  /lint: [] -> [{"byte_offset":9,"field":"/description"')
+    assert lines[3].startswith("1 tools drifted from ")

@@ -40,6 +40,7 @@ __all__ = [
     "ModelRule",
     "OtherTool",
     "Severity",
+    "escape_invisible",
     "escape_text",
     "lint_definition",
 ]
@@ -95,6 +96,29 @@ def escape_text(text: str) -> str:
             out.append(f"\\u{code:04x}")
         else:
             out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def escape_invisible(text: str) -> str:
+    r"""``text`` with only its controls, format characters and line separators escaped.
+
+    For a line whose backslashes are escaped already (the canonical JSON of a value):
+    every character of category Cc, Cf, Zl or Zp, and every code point the lint
+    reports as invisible (tags, zero-width, bidi controls, Hangul fillers, variation
+    selectors 17-256), is written ``\uXXXX`` (``\U000XXXXX`` beyond the BMP);
+    everything else, ``\`` included, is kept.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    out = []
+    for index, char in enumerate(text):
+        code = ord(char)
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") or (
+            code > 0x7F and _char_rule(text, index) is not None
+        ):
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(char)
     return "".join(out)
 
 

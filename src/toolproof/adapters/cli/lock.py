@@ -28,6 +28,7 @@ from toolproof.config import CONFIG, ToolproofConfig, load_toolset, lock_path_of
 from toolproof.contract.layout import RUNTIME_FILE
 from toolproof.contract.runs import ExecutionRuntime
 from toolproof.errors import InputError, VerificationError
+from toolproof.tools.lint import escape_invisible
 from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
 
 __all__ = ["print_drifts", "register", "run_lock"]
@@ -43,11 +44,16 @@ def run_lock(directory: Path) -> str | None:
 
 
 def print_drifts(drifts: list[Drift]) -> None:
-    """Print each drift and its field-level diff, for people."""
+    """Print each drift and its field-level diff, for people.
+
+    Invisible and direction-changing characters in a value are printed escaped
+    (:func:`~toolproof.tools.lint.escape_invisible`), so a description that gained a
+    U+202E shows it instead of rendering it.
+    """
     for drift in drifts:
         out_console.print(f"[bold]{escape(drift.name)}[/] {drift.kind}")
         for change in drift.changes:
-            out_console.print(f"  {escape(str(change))}")
+            out_console.print(f"  {escape(escape_invisible(str(change)))}")
 
 
 async def _current(config: Path) -> tuple[Lockfile, Path]:

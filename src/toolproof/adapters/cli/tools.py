@@ -26,6 +26,7 @@ from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import load_toolset
 from toolproof.errors import ConfigError, InputError
 from toolproof.identity import canonical_json
+from toolproof.tools.lint import escape_invisible
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 
@@ -114,7 +115,7 @@ def _print_listing(config: Path, listing: dict[str, Any]) -> None:
             item["name"],
             _stack_text(item),
             item["owner"],
-            first_line[0] if first_line else "",
+            escape_invisible(first_line[0]) if first_line else "",
         )
         table.add_row(*(Text(cell) for cell in cells))  # Text: user text is never markup
     out_console.print(table)
