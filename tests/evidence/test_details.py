@@ -238,3 +238,37 @@ def test_normal_number_refuses_what_is_no_number() -> None:
         normal_number("1e3")
     with pytest.raises(ValueError, match=r"scale 'zillion'"):
         normal_number("1", "zillion")
+
+
+_PIECES = st.sampled_from(
+    [
+        "1,200",
+        "$5",
+        "€7",
+        "12%",
+        "5 km",
+        "2024-03-01",
+        "1 March 2024",
+        "3.12.1",
+        "-4",
+        "é",
+        "Ø",
+        "\n",
+    ]
+)
+
+
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=8)), max_size=12))
+def test_byte_offsets_always_slice_the_detail_as_written(parts: list[str]) -> None:
+    text = " ".join(parts)
+    data = text.encode("utf-8", "surrogatepass")
+    for detail in details_in_bytes(data):
+        assert data[detail.start : detail.end] == detail.text.encode("utf-8", "surrogatepass")
+    for detail in extract_details(text):
+        assert text[detail.start : detail.end] == detail.text
+
+
+@given(st.binary(max_size=64))
+def test_any_bytes_are_read_without_error(data: bytes) -> None:
+    for detail in details_in_bytes(data):
+        assert 0 <= detail.start < detail.end <= len(data)
