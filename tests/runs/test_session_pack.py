@@ -22,11 +22,11 @@ from toolproof.runs.live import open_recording
 from toolproof.verify.verifier import verify_run
 
 SUPPORT = Path(__file__).with_name("pack_support.py")
-RUN_ID = "run_30d8fc357142bb969094f0f320b9a67806c0fc3322c637c1fcfae06935d1f0c6"
+RUN_ID = "run_f191f9cc5a9d19829fa6c1816534dc5817ccc4313aebe2dcd3e94ad9af7a7492"
 """The run of ``record(root, 6)`` finalized, as main wrote it with a file per evidence item
 (before the pack, at 6ea6c71: ``run_af3016329813...``), its ``tool_called`` events now
-carrying the calls' idempotency keys (issue 34 point 1): the pack must not change a
-committed byte."""
+carrying the calls' idempotency keys and its runtime naming the session (issue 34 point
+1): the pack must not change a committed byte."""
 
 
 def _events(directory: Path) -> list[dict[str, Any]]:

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from toolproof.contract.base import CanonicalModel, ContentModel
 from toolproof.contract.layout import TIMINGS_FILE
@@ -320,6 +327,9 @@ class ExecutionRuntime(ContentModel):
         seed: the seed.
         checks: the identity of every additional check, in the order it runs.
         providers: other plugged-in parts (a runtime plugin), sorted by kind and name.
+        session: the id of the recording session the run was recorded in (the id its
+            calls' idempotency keys name: :mod:`toolproof.tools.idempotency`), or
+            ``None`` (a plan run; absent from the JSON, so such runtimes keep their id).
 
     """
 
@@ -332,6 +342,14 @@ class ExecutionRuntime(ContentModel):
     seed: int = 0
     checks: list[PluginDescriptor] = Field(default_factory=list)
     providers: list[PluginDescriptor] = Field(default_factory=list)
+    session: str | None = Field(default=None, min_length=1)
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_session(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("session") is None:
+            data.pop("session", None)
+        return data
 
 
 CheckStatus = Literal["passed", "failed", "skipped"]

@@ -477,7 +477,7 @@ def open_recording(
         header["task"] = task
     reasoner = ToolResultReasoner(ReasonerSpec())
     runtime = ExecutionRuntime(
-        mode="live", toolset=toolset.descriptor(), reasoner=reasoner.descriptor(), seed=0
+        toolset=toolset.descriptor(), reasoner=reasoner.descriptor(), session=session_id or name
     )
     try:
         directory.mkdir(parents=True)
@@ -491,7 +491,7 @@ def open_recording(
             f"{exc.strerror or exc} ({exc.filename or directory})",
             path=str(exc.filename or directory),
         ) from exc
-    keys = SessionKeys(session_id or name, {t.name: t.fingerprint for t in runtime.toolset.tools})
+    keys = SessionKeys.of(session_id or name, runtime.toolset)
     return LiveRecording(root, directory, started_at, recorder, keys)
 
 

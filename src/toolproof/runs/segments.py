@@ -229,6 +229,7 @@ class SegmentedRecording:
             task=self._task,
             durability=self._durability,
             name=f"{self.session}.{self.index}",
+            session_id=self.session,  # the runtime names the session, as its keys do
         )
         new.admitted, new.turns_admitted = old.admitted, old.turns_admitted
         new.keys = old.keys  # one session: its calls' keys name it, occurrences go on counting

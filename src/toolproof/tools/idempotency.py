@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
+from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.identity import canonical_json, digest
 from toolproof.tools.observe import current_call
 
@@ -137,6 +138,11 @@ class SessionKeys:
         self.session = session
         self.fingerprints = fingerprints
         self._occurrences = Occurrences()
+
+    @classmethod
+    def of(cls, session: str, toolset: ToolsetDescriptor) -> SessionKeys:
+        """The keys of session ``session`` over the tools (and variants) of ``toolset``."""
+        return cls(session, {tool.name: tool.fingerprint for tool in toolset.tools})
 
     def key(self, tool: str, encoded: bytes) -> str:
         """The key of the next admitted call of ``tool``, arguments' canonical JSON ``encoded``.

@@ -19,6 +19,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.identity import canonical_json
 from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
+from toolproof.verify.keys import KeyLedger
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -225,9 +226,14 @@ def check_trace_chain(view: RunView) -> list[Finding] | None:
 
 
 class _CallLinkage:
-    """``call-linkage``: keeps the call awaiting its result and every call id seen."""
+    """``call-linkage``: keeps the call awaiting its result and every call id seen.
+
+    Each recorded idempotency key names one call and, when recomputable, is its
+    formula's (:class:`~toolproof.verify.keys.KeyLedger`, a few strings per keyed call).
+    """
 
     def __init__(self, view: RunView) -> None:
+        self.keys = KeyLedger(view.runtime, view.directory)
         self.tools = None
         if view.runtime is not None:
             tools = {tool.name for tool in view.runtime.toolset.tools}
@@ -257,6 +263,7 @@ class _CallLinkage:
             if event.call_id in self.called:
                 bad(event.idx, f"call {event.call_id} is made twice")
             self.called.add(event.call_id)
+            self.keys.note(event)
             self.pending = event
         elif isinstance(event, ToolReturned):
             if pending is None:
@@ -268,6 +275,8 @@ class _CallLinkage:
     def finish(self) -> list[Finding]:
         if self.pending is not None:
             self.bad(self.pending.idx, f"call {self.pending.call_id} never returned")
+        for found in self.keys.findings():
+            self.out.add(found)
         return self.out[:MAX_FINDINGS]
 
 

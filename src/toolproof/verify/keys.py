@@ -1,0 +1,101 @@
+"""The recorded idempotency keys of a run, checked against their formula (``call-linkage``).
+
+A recording session writes each call's key in its ``tool_called`` event
+(:mod:`toolproof.tools.idempotency`). :class:`KeyLedger` keeps, per call, what the
+formula needs (its step, tool, arguments digest and key: a few strings per call) and,
+once the trace is read, finds:
+
+* two calls recording the same key (one key names one call);
+* when the key is recomputable: a key that is not the formula's for the runtime's
+  ``session``, the tool's fingerprint in the runtime's Toolset, the arguments' digest
+  and the call's occurrence, counted in admission order (the order of the session's
+  step numbers, ``call-00000001`` and up).
+
+A key is recomputable when the runtime names its session and the run holds the
+session from its first call: a later segment of a sealed session (``segment.json``
+with ``index`` above 1) counts occurrences its predecessors began, so only the first
+rule applies to it. A run recorded before keys existed has none, and nothing is found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toolproof.contract.layout import TRACE_FILE
+from toolproof.contract.runs import ExecutionRuntime, Finding, Severity
+from toolproof.contract.trace import ToolCalled
+from toolproof.identity import digest_json
+from toolproof.tools.idempotency import Occurrences, idempotency_key
+from toolproof.verify.base import Findings, finding
+
+__all__ = ["SEGMENT_FILE", "KeyLedger"]
+
+SEGMENT_FILE = "segment.json"
+"""The file of a sealed session's segment (``{"session", "index", "previous"}``)."""
+
+
+def _later_segment(directory: Path) -> bool:
+    """Whether ``directory`` is segment 2 or later of a sealed session."""
+    try:
+        value = json.loads((directory / SEGMENT_FILE).read_bytes())
+    except (OSError, ValueError):
+        return False
+    index = value.get("index") if isinstance(value, dict) else None
+    return isinstance(index, int) and index > 1
+
+
+class KeyLedger:
+    """What the ``call-linkage`` check keeps of the calls' idempotency keys.
+
+    Args:
+        runtime: the run's runtime (``None`` when it did not parse: nothing is recomputed).
+        directory: the run directory (for ``segment.json``).
+
+    """
+
+    def __init__(self, runtime: ExecutionRuntime | None, directory: Path) -> None:
+        self.session = runtime.session if runtime is not None else None
+        self.fingerprints = (
+            {tool.name: tool.fingerprint for tool in runtime.toolset.tools}
+            if runtime is not None
+            else {}
+        )
+        self.recomputable = self.session is not None and not _later_segment(directory)
+        self._calls: list[tuple[str, int, str, str, str]] = []
+        self._seen: dict[str, int] = {}
+        self.duplicates = Findings()
+
+    def note(self, event: ToolCalled) -> None:
+        """Keep what the checks need of one ``tool_called`` event (nothing without a key)."""
+        key = event.idempotency_key
+        if key is None:
+            return
+        first = self._seen.setdefault(key, event.idx)
+        if first != event.idx:
+            message = (
+                f"event {event.idx}: idempotency key {key} was already recorded for the call at "
+                f"event {first} (rule: one key names one call)"
+            )
+            self.duplicates.add(finding(Severity.CRITICAL, TRACE_FILE, message, event=event.idx))
+        if self.recomputable:
+            digest = digest_json(event.call.arguments)
+            self._calls.append((event.step, event.idx, event.call.tool, digest, key))
+
+    def findings(self) -> list[Finding]:
+        """The duplicates, then every key that is not its formula's, in admission order."""
+        out = list(self.duplicates)
+        occurrences = Occurrences()
+        for _, idx, tool, digest, key in sorted(self._calls):
+            fingerprint = self.fingerprints.get(tool, "")
+            occurrence = occurrences.next(tool, fingerprint, digest)
+            assert self.session is not None
+            expected = idempotency_key(self.session, tool, fingerprint, digest, occurrence)
+            if key != expected:
+                message = (
+                    f"event {idx}: idempotency key {key} of the call to {tool!r} is not the "
+                    f"formula's {expected} (session {self.session!r}, occurrence {occurrence} "
+                    "of these arguments; rule: docs/durability.md)"
+                )
+                out.append(finding(Severity.CRITICAL, TRACE_FILE, message, event=idx))
+        return out
