@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import toolproof
-from toolproof.errors import InputError
+from toolproof.config import load_config
+from toolproof.errors import ConfigError, InputError
 from toolproof.evidence.grounding import DETAIL_RULE, Grounding, sentence_spans, words_rule
 from toolproof.verify.verifier import verify_run
 
@@ -249,3 +251,32 @@ def test_bad_grounding_values_are_refused() -> None:
 def test_sentences(text: str, sentences: list[str]) -> None:
     protected = [(text.find('"'), text.find("]") + 1)] if "[call_1]" in text else []
     assert [text[a:b] for a, b in sentence_spans(text, protected)] == sentences
+
+
+def test_a_false_fact_beside_a_one_word_quote(tmp_path: Path) -> None:
+    """What validated before grounding levels: a 4-byte quote and an invented year."""
+    text = 'Oslo has been the capital since 1299 "Oslo" [call_1].'
+    claim, _ = answered(tmp_path / "quote", text, grounding="quote")
+    assert claim["status"] == "validated"
+    claim, run = answered(tmp_path / "details", text)
+    assert claim["status"] == "unvalidated"
+    assert claim["reason"] == (
+        f"quote 'Oslo' in the result of call_1: it is 1 word (rule: {words_rule(3)}); "
+        f"detail '1299' (1299) of the sentence {text!r} is not in the result of call_1 "
+        f"(rule: {DETAIL_RULE})"
+    )
+    assert not verify_run(run).ok
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('level = "strict"', "grounding.level: Input should be 'quote' or 'details'"),
+        ("min_quote_word = 2", "did you mean 'min_quote_words'?"),
+        ("min_quote_words = 0", "grounding.min_quote_words: Input should be greater than or"),
+    ],
+)
+def test_the_toml_grounding_table_is_checked(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "toolproof.toml").write_text(f"[grounding]\n{toml}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(tmp_path / "toolproof.toml")
