@@ -503,3 +503,22 @@ def test_a_skip_under_a_policy_without_rules_fails(
 
 if str(FIXTURES) not in sys.path:  # the fixture tools module, for a worker rebuilding it
     sys.path.insert(0, str(FIXTURES))
+
+
+def test_a_request_before_its_variants_first_skip_is_judged_by_that_skips_rules(
+    ruled: tuple[Path, Approver], tmp_path: Path
+) -> None:
+    """The single pass keeps the request until the skip it is judged against comes."""
+    run_dir, _ = ruled
+    events = _events(run_dir)
+    b1, b2 = _of(events, "b1", "approval_requested"), _of(events, "b2", "approval_skipped")
+    assert b1["idx"] < b2["idx"]
+    other = {"arguments": {"/force": False}, "index": 0, "when": {}}  # as read back: sorted
+    forged = _forge(
+        run_dir, tmp_path, lambda ev: _of(ev, "b1", "approval_requested").update(rule=other)
+    )
+    assert _approvals(forged)[0] == (
+        f"approval_requested at event {b1['idx']} for call {b1['call_id']} names rule "
+        f"{other!r}, which is not among the rules approval_skipped at event {b2['idx']} "
+        f"records for '{GATED}'"
+    )
