@@ -8,6 +8,8 @@ import pytest
 
 from toolproof.tools.lint import (
     MODEL_RULES,
+    RULE_IDS,
+    Allow,
     FailOn,
     OtherTool,
     Severity,
@@ -357,3 +359,12 @@ def test_escape_invisible_keeps_backslashes_and_letters() -> None:
         '"a\\d\\u202eé\\u200bb\\U000e0041\\u000a"'
     )
     assert escape_invisible("plain ASCII") == "plain ASCII"
+
+
+def test_an_allow_entry_matches_its_rule_on_tools_its_glob_names() -> None:
+    [finding] = lint_definition({"description": "\u202e"}, tool="keys_add")
+    assert Allow("keys_*", "bidi-control").allows(finding)
+    assert not Allow("keys_*", "zero-width").allows(finding)
+    assert not Allow("key_*", "bidi-control").allows(finding)
+    assert RULE_IDS[:4] == ("unicode-tag", "zero-width", "bidi-control", "invisible-char")
+    assert RULE_IDS[-1] == "shadowing"

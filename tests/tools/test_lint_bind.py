@@ -296,3 +296,44 @@ def test_lock_check_prints_a_new_invisible_character_escaped(
     ]
     assert lines[2].startswith('  /lint: [] -> [{"byte_offset":9,"field":"/description"')
     assert lines[3].startswith("1 tools drifted from ")
+
+
+ALLOW_CALC = (
+    '[[lint.allow]]\ntool = "calc_*"\nrule = "read-secret"\n'
+    'reason = "reviewed: the sidenote is a test fixture"\n\n'
+    '[[lint.allow]]\ntool = "calc_*"\nrule = "conceal-from-user"\n\n'
+    '[[lint.allow]]\ntool = "fs_*"\nrule = "unicode-tag"\n'
+)
+
+
+def test_lint_allow_lets_reviewed_findings_pass_and_warns_of_a_stale_entry(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="toolproof.config"):
+        toolset = _load(_config(tmp_path, ALLOW_CALC))
+    assert toolset.names() == ["calc_add", "fs_read_file", "mail_send_email"]
+    assert toolset.quarantined == ()
+    assert [f.rule for f in toolset.resources[LINT_FINDINGS]["calc_add"]][2:4] == [
+        "read-secret",
+        "conceal-from-user",
+    ]  # still reported, and pinned by the lock
+    assert "lint: [[lint.allow]] tool = 'fs_*', rule = 'unicode-tag' lets no finding pass" in (
+        caplog.text
+    )
+    lint = CliRunner().invoke(app, ["tools", "lint", "-c", str(tmp_path / "toolproof.toml")])
+    assert lint.exit_code == 0, lint.output
+    assert "HIGH    read-secret  calc_add  /inputSchema/properties/sidenote/description  " in (
+        lint.stdout
+    )
+    assert lint.stdout.count("(allowed by [[lint.allow]])") == 2
+
+
+def test_a_lint_allow_naming_no_rule_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _load(_config(tmp_path, '[[lint.allow]]\ntool = "x"\nrule = "read-secrets"\n'))
+    assert caught.value.message.endswith(
+        "lint.allow[0].rule: 'read-secrets' is not a lint rule (unicode-tag, zero-width, "
+        "bidi-control, invisible-char, override-instructions, conceal-from-user, read-secret, "
+        "secret-path, model-markup, system-prompt, precondition, shadowing); did you mean "
+        "'read-secret'?"
+    )

@@ -44,6 +44,7 @@ and relative paths are relative to the file::
 
     [lint]                      # tool-description lint at load (see docs/lint.md)
     fail_on = "high"            # | "medium" | "low" | "never"
+    allow = [{tool = "keys_*", rule = "secret-path", reason = "manages SSH keys"}]
 
     [lock]                      # toolproof.lock beside the file (see docs/lock.md)
     on_drift = "quarantine"     # | "refuse" | "warn"
@@ -74,6 +75,7 @@ from toolproof.config.root import (
 from toolproof.config.schema import (
     ExtensionsSection,
     GroundingSection,
+    LintAllow,
     LintSection,
     LockSection,
     McpSource,
@@ -97,6 +99,7 @@ __all__ = [
     "EXTENSIONS",
     "ExtensionsSection",
     "GroundingSection",
+    "LintAllow",
     "LintSection",
     "LockSection",
     "McpSource",

@@ -191,7 +191,7 @@ async def build_toolset(
             servers = [entry.server(file.parent) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
         _declare_idempotency(toolset, config.tools, file)
-        apply_lint(toolset, config.lint.fail_on)
+        apply_lint(toolset, config.lint.fail_on, [entry.allow() for entry in config.lint.allow])
         lock_file = lock if isinstance(lock, Path) else lock_path_of(file, config)
         locked = lock is not False and (isinstance(lock, Path) or lock_file.is_file())
         if locked:

@@ -35,7 +35,7 @@ from toolproof.contract.bounds import (
 from toolproof.contract.names import TOOL_NAME_PATTERN
 from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.policy import ApprovalPolicy
-from toolproof.tools.lint import FailOn
+from toolproof.tools.lint import RULE_IDS, Allow, FailOn
 from toolproof.tools.lock import LOCK_FILE, OnDrift
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
 __all__ = [
     "ExtensionsSection",
     "GroundingSection",
+    "LintAllow",
     "LintSection",
     "LockSection",
     "McpSource",
@@ -204,14 +205,40 @@ class LockSection(_Closed):
     file: str = LOCK_FILE
 
 
+class LintAllow(_Closed):
+    """A ``[[lint.allow]]`` entry: ``tool`` (a glob over tool names) and ``rule`` (a rule id).
+
+    ``reason`` says why, for the next reviewer. See :class:`toolproof.tools.lint.Allow`.
+    """
+
+    tool: str = Field(min_length=1)
+    rule: str
+    reason: str = ""
+
+    @field_validator("rule")
+    @classmethod
+    def _known_rule(cls, value: str) -> str:
+        if value not in RULE_IDS:
+            close = difflib.get_close_matches(value, RULE_IDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{value!r} is not a lint rule ({', '.join(RULE_IDS)}){hint}")
+        return value
+
+    def allow(self) -> Allow:
+        """The entry as the lint applies it."""
+        return Allow(self.tool, self.rule)
+
+
 class LintSection(_Closed):
     """``[lint]``: the tool-description lint at load (docs/lint.md).
 
     ``fail_on``: the least severity that quarantines a tool, ``high`` (default),
-    ``medium``, ``low`` or ``never`` (see :class:`toolproof.tools.lint.FailOn`).
+    ``medium``, ``low`` or ``never`` (see :class:`toolproof.tools.lint.FailOn`);
+    ``allow``: ``[[lint.allow]]`` entries whose findings never quarantine.
     """
 
     fail_on: FailOn = FailOn.HIGH
+    allow: list[LintAllow] = Field(default_factory=list)
 
 
 class ServeSection(_Closed):

@@ -14,13 +14,21 @@ records each bound tool's findings (:func:`toolset_findings`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from toolproof.tools.definition import locked_spec
-from toolproof.tools.lint import FailOn, Finding, OtherTool, escape_text, lint_definition
+from toolproof.tools.lint import Allow, FailOn, Finding, OtherTool, escape_text, lint_definition
 from toolproof.tools.resources import MCP_SERVERS, ResourceKey
 from toolproof.tools.toolset import Toolset
 
-__all__ = ["LINT_FINDINGS", "apply_lint", "lint_toolset", "other_tools", "toolset_findings"]
+__all__ = [
+    "LINT_FINDINGS",
+    "apply_lint",
+    "failing_findings",
+    "lint_toolset",
+    "other_tools",
+    "toolset_findings",
+]
 
 logger = logging.getLogger("toolproof.config")
 
@@ -71,12 +79,28 @@ def toolset_findings(toolset: Toolset) -> dict[str, tuple[Finding, ...]]:
     return kept if kept is not None else lint_toolset(toolset)
 
 
-def apply_lint(toolset: Toolset, fail_on: FailOn) -> dict[str, tuple[Finding, ...]]:
+def failing_findings(
+    findings: Sequence[Finding], fail_on: FailOn, allow: Sequence[Allow] = ()
+) -> list[Finding]:
+    """The findings at or above ``fail_on`` that no ``allow`` entry lets pass."""
+    return [
+        finding
+        for finding in findings
+        if fail_on.fails(finding.severity) and not any(a.allows(finding) for a in allow)
+    ]
+
+
+def apply_lint(
+    toolset: Toolset, fail_on: FailOn, allow: Sequence[Allow] = ()
+) -> dict[str, tuple[Finding, ...]]:
     """Lint the (unsealed) base tools and quarantine each with a finding at or above ``fail_on``.
 
     Args:
         toolset: the Toolset being built (sources bound, extensions not applied).
         fail_on: ``[lint] fail_on``; ``never`` quarantines nothing.
+        allow: ``[[lint.allow]]``: findings these let pass never quarantine; an
+            entry that lets no finding pass is logged (WARNING), so a stale or
+            misspelt one is noticed.
 
     Returns:
         Every base tool's findings, by name (also stored as
@@ -87,8 +111,15 @@ def apply_lint(toolset: Toolset, fail_on: FailOn) -> dict[str, tuple[Finding, ..
 
     """
     report = toolset.resources[LINT_FINDINGS] = lint_toolset(toolset)
+    for entry in allow:
+        if not any(entry.allows(f) for findings in report.values() for f in findings):
+            logger.warning(
+                "lint: [[lint.allow]] tool = %r, rule = %r lets no finding pass",
+                entry.tool,
+                entry.rule,
+            )
     for name, findings in report.items():
-        failing = [finding for finding in findings if fail_on.fails(finding.severity)]
+        failing = failing_findings(findings, fail_on, allow)
         if failing:
             first = failing[0]
             more = f"; {len(failing) - 1} more at or above fail_on" if len(failing) > 1 else ""
@@ -101,7 +132,7 @@ def apply_lint(toolset: Toolset, fail_on: FailOn) -> dict[str, tuple[Finding, ..
             )
         elif findings:
             logger.warning(
-                "lint: tool %s has %d findings below [lint] fail_on = %r, the first: %s",
+                "lint: tool %s has %d findings below [lint] fail_on = %r or allowed, the first: %s",
                 name,
                 len(findings),
                 fail_on.value,

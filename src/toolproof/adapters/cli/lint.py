@@ -9,6 +9,7 @@ wrong (docs/runs.md). See ``docs/lint.md``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +20,31 @@ from toolproof.adapters.cli.app import emit_json, exit_for, out_console, run_asy
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
 from toolproof.config import CONFIG, ToolproofConfig, load_toolset
 from toolproof.errors import InputError, VerificationError
-from toolproof.tools.lint import FailOn, Finding, Severity, escape_text
-from toolproof.tools.lint_toolset import LINT_FINDINGS
+from toolproof.tools.lint import Allow, FailOn, Finding, Severity, escape_text
+from toolproof.tools.lint_toolset import LINT_FINDINGS, failing_findings
 
 __all__ = ["lint_document", "lint_tools"]
 
 
 def lint_document(
-    config: Path, report: dict[str, tuple[Finding, ...]], fail_on: FailOn
+    config: Path,
+    report: dict[str, tuple[Finding, ...]],
+    fail_on: FailOn,
+    allow: Sequence[Allow] = (),
 ) -> dict[str, Any]:
     """The ``--json`` document of a lint report.
 
     Returns:
         ``{"config", "fail_on", "tools" (how many were linted), "counts": {"high",
         "medium", "low"}, "failing": [tool names with a finding at or above fail_on],
-        "findings": [Finding.to_json()...]}``, findings by tool, then field, then offset;
+        "findings": [Finding.to_json() + "allowed"...]}``, findings by tool, then field,
+        then offset (``allowed``: a ``[[lint.allow]]`` entry lets it pass);
         each ``field`` escaped as its ``text`` is (:func:`escape_text`), so a pointer to a
         property name holding an invisible character never renders either.
 
     """
     findings = [finding for name in sorted(report) for finding in report[name]]
-    failing = sorted({f.tool for f in findings if fail_on.fails(f.severity)})
+    failing = sorted({f.tool for f in failing_findings(findings, fail_on, allow)})
     return {
         "config": str(config),
         "fail_on": fail_on.value,
@@ -49,7 +54,12 @@ def lint_document(
         },
         "failing": failing,
         "findings": [
-            {**finding.to_json(), "field": escape_text(finding.field)} for finding in findings
+            {
+                **finding.to_json(),
+                "field": escape_text(finding.field),
+                "allowed": any(entry.allows(finding) for entry in allow),
+            }
+            for finding in findings
         ],
     }
 
@@ -60,6 +70,7 @@ def _print(document: dict[str, Any]) -> None:
         where = f"{item['field'] or '/'}{part}"
         offsets = f"char {item['offset']} (byte {item['byte_offset']})"
         head = f"{item['severity'].upper():6}  {item['rule']}  {item['tool']}"
+        offsets += "  (allowed by [[lint.allow]])" if item["allowed"] else ""
         out_console.print(Text(f"{head}  {where}  {offsets}"))
         out_console.print(Text(f'        "{item["text"]}": {item["message"]}'))
     counts = document["counts"]
@@ -97,13 +108,14 @@ def lint_tools(
             choices = ", ".join(level.value for level in FailOn)
             raise InputError(f"--fail-on {fail_on!r} is not one of {choices}") from None
 
-    async def load() -> tuple[dict[str, tuple[Finding, ...]], FailOn]:
+    async def load() -> tuple[dict[str, tuple[Finding, ...]], FailOn, list[Allow]]:
         async with load_toolset(config, lock=False) as toolset:
             parsed: ToolproofConfig = toolset.resources[CONFIG]
-            return toolset.resources[LINT_FINDINGS], threshold or parsed.lint.fail_on
+            allow = [entry.allow() for entry in parsed.lint.allow]
+            return toolset.resources[LINT_FINDINGS], threshold or parsed.lint.fail_on, allow
 
-    report, level = run_async(load())
-    document = lint_document(config, report, level)
+    report, level, allow = run_async(load())
+    document = lint_document(config, report, level, allow)
     if as_json:
         emit_json(document)
     else:
