@@ -4,7 +4,7 @@ A backend never ships a callable. It sends a **request**, the RFC 8785 canonical
 JSON of::
 
     {"protocol": 1, "variant": "add", "arguments": {...}, "descriptor": "sha256:...",
-     "trace": {"traceparent": "00-...", "tracestate": "..."}}
+     "trace": {"traceparent": "00-...", "tracestate": "..."}, "idempotency_key": "idem_..."}
 
 ``variant`` names the tool *inside* the backend, ``arguments`` are the arguments the
 caller already validated against it, and ``descriptor`` is the digest of that
@@ -18,6 +18,9 @@ only code its own composition root bound.
 
 ``trace`` (present only with telemetry on, :mod:`toolproof.tools.hooks`) is the W3C
 Trace Context of the caller's submit span; the worker's span continues that trace.
+``idempotency_key`` (present only when the call has one: a recording session's call,
+:mod:`toolproof.tools.idempotency`) is the call's key; the body reads it in the worker
+as it would in the caller's process.
 
 In the caller's process the same request is a :class:`BackendRequest`, and every
 backend (the ``process`` pool, the ``celery`` client, the in-process
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +50,8 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import ProtocolError, validation_problem
 from toolproof.identity import canonical_json, digest_json
 from toolproof.tools import hooks
+from toolproof.tools.idempotency import current_idempotency_key
+from toolproof.tools.observe import observe
 from toolproof.tools.resources import ResourceKey
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -105,9 +111,12 @@ class BackendRequest:
         trace: the caller's W3C Trace Context (``traceparent``, ``tracestate``), or
             empty; on the caller's side it is read from the current span when the
             request is encoded.
+        idempotency_key: the call's idempotency key, or ``""``; on the caller's side it
+            is read from the running call when the request is encoded.
 
-    Only ``variant``, ``arguments``, ``descriptor`` and ``trace`` cross the wire
-    (:func:`encode_request`); a decoded request has no timeout and no options.
+    Only ``variant``, ``arguments``, ``descriptor``, ``trace`` and ``idempotency_key``
+    cross the wire (:func:`encode_request`); a decoded request has no timeout and no
+    options.
     """
 
     variant: str
@@ -116,6 +125,7 @@ class BackendRequest:
     timeout: float | None = None
     options: Mapping[str, Any] = field(default_factory=_no_options)
     trace: Mapping[str, str] = field(default_factory=_no_options)
+    idempotency_key: str = ""
 
 
 @runtime_checkable
@@ -142,6 +152,7 @@ class Backend(Protocol):
         ...
 
 
+_KEY = re.compile(r"idem_[0-9a-f]{64}")
 _TRACE_KEYS = frozenset({"traceparent", "tracestate"})
 _TRACE_MAX = 1024
 """The longest ``traceparent``/``tracestate`` value (characters) a worker accepts."""
@@ -157,6 +168,7 @@ def encode_request(
     arguments: dict[str, Any],
     descriptor: str,
     trace: Mapping[str, str] | None = None,
+    idempotency_key: str | None = None,
 ) -> bytes:
     """The canonical JSON bytes of a request.
 
@@ -167,6 +179,9 @@ def encode_request(
         trace: the W3C Trace Context to send; ``None``: the current span's
             (:func:`toolproof.tools.hooks.carrier`, empty with telemetry off). An empty
             context adds no ``trace`` field.
+        idempotency_key: the key to send; ``None``: the running call's
+            (:func:`~toolproof.tools.idempotency.current_idempotency_key`); no key (or
+            ``""``) adds no ``idempotency_key`` field.
 
     Raises:
         CanonicalizationError: an argument has no JSON form.
@@ -181,6 +196,9 @@ def encode_request(
     carried = hooks.carrier() if trace is None else trace
     if carried:
         message["trace"] = dict(carried)
+    key = current_idempotency_key() if idempotency_key is None else idempotency_key
+    if key:
+        message["idempotency_key"] = key
     return canonical_json(message)
 
 
@@ -229,7 +247,10 @@ def decode_request(data: bytes | str) -> BackendRequest:
     if not isinstance(descriptor, str):
         raise ProtocolError("request field 'descriptor' must be a string")
     trace = _trace_of(message.get("trace"))
-    return BackendRequest(variant, arguments, descriptor, trace=trace)
+    key = message.get("idempotency_key", "")
+    if not isinstance(key, str) or (key and not _KEY.fullmatch(key)):
+        raise ProtocolError("request field 'idempotency_key' must be 'idem_' and 64 hex digits")
+    return BackendRequest(variant, arguments, descriptor, trace=trace, idempotency_key=key)
 
 
 def encode_result(result: ToolResult) -> bytes:
@@ -304,7 +325,10 @@ async def _run_request(toolset: Toolset, request: BackendRequest) -> ToolResult:
             where="worker",
             detail={"caller_descriptor": request.descriptor, "worker_descriptor": mine},
         )
-    return await tool.call(request.arguments)
+    key = request.idempotency_key
+    if key and current_idempotency_key() != key:  # a worker: the body reads the caller's key
+        return (await observe(tool.call(request.arguments), idempotency_key=key)).result
+    return await tool.call(request.arguments)  # in the caller's call (local): its scope
 
 
 def frame(payload: bytes) -> bytes:

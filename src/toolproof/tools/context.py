@@ -70,8 +70,8 @@ class Context:
         and occurrence, across processes: the formula is in
         :mod:`toolproof.tools.idempotency` (docs/durability.md). A body with a side
         effect passes it on (an ``Idempotency-Key`` HTTP header) so it acts once per
-        key. ``None`` outside a recording session, and in a ``process`` or ``celery``
-        worker.
+        key. ``None`` outside a recording session; a body relocated to a ``process`` or
+        ``celery`` worker reads the caller's (the request carries it).
         """
         scope = current_call()
         return None if scope is None else scope.idempotency_key

@@ -24,7 +24,8 @@ A body reads the key of the call it runs for from its
 :func:`current_idempotency_key`; an imported MCP tool sends it to its server in the
 request's ``params._meta`` under :data:`IDEMPOTENCY_META_KEY`. Outside a recording
 session (a bare ``tool.call``, a plan run, ``serve`` without ``--record``) there is no
-key: ``None``.
+key: ``None``. A relocated call carries it to its worker
+(:mod:`toolproof.backends.protocol`).
 """
 
 from __future__ import annotations
