@@ -280,3 +280,12 @@ def test_the_toml_grounding_table_is_checked(tmp_path: Path, toml: str, message:
     (tmp_path / "toolproof.toml").write_text(f"[grounding]\n{toml}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(tmp_path / "toolproof.toml")
+
+
+def test_a_citation_standing_alone_cites_the_sentence_before_it(tmp_path: Path) -> None:
+    text = 'Oslo became the capital in 1299. "Oslo has been the capital" [call_1].'
+    claim, _ = answered(tmp_path, text)
+    assert claim["reason"] == (
+        f"detail '1299' (1299) of the sentence {text!r} is not in the result of call_1 "
+        f"(rule: {DETAIL_RULE})"
+    )

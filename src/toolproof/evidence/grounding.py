@@ -14,7 +14,8 @@ supports nothing on its own. Level ``quote`` checks the quotes only.
   at a blank line; and before a line that starts a list item (``-``, ``*``, ``•``,
   ``1.``). An inline citation (``"quote" [call_N]``) is never split.
 * **Which citation a sentence carries.** An inline citation belongs to the sentence
-  it stands in; explicit citations (``session.answer(text, citations=[...])``)
+  it stands in (a sentence that is nothing but citations belongs to the one before
+  it); explicit citations (``session.answer(text, citations=[...])``)
   name no place in the text, so every sentence carries all of them.
 * **Where a detail must be.** In the stored bytes of any result the sentence
   cites (a call's value; each content item of a read), found there by the same
@@ -69,6 +70,7 @@ _BOUNDARY = regex.compile(
 )
 _MARKER = regex.compile(r"\[(?:call|read)_[0-9]+\]")
 _WORD = regex.compile(r"\S+")
+_WORDY = regex.compile(r"[\p{L}\p{N}]")
 
 
 def words_rule(minimum: int) -> str:
@@ -237,6 +239,21 @@ def _masked(text: str, protected: Sequence[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+def _claims_of(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` with each sentence that is only citations joined to the one before it.
+
+    ``Oslo became the capital in 1299. "Oslo has been the capital" [call_1].``: the
+    citation stands alone, and cites the sentence before it.
+    """
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and not _WORDY.search(masked, start, end):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def check_details(
     text: str,
     cited: Sequence[Cited],
@@ -261,7 +278,7 @@ def check_details(
     masked = _masked(text, protected)
     cache: dict[str, list[Detail]] = {}
     out: list[DetailCheck] = []
-    for start, end in sentence_spans(text, protected):
+    for start, end in _claims_of(masked, sentence_spans(text, protected)):
         carried = [c for c in cited if c.at is None or start <= c.at < end]
         if not carried:
             continue

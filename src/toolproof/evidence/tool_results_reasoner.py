@@ -32,8 +32,6 @@ class _ToolResultParams(BaseModel):
     claims: list[_ClaimTemplate] = []
 
 
-
-
 def _text_of(value: Any) -> str:
     return value if type(value) is str else canonical_json(value).decode("utf-8")
 
