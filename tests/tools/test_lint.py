@@ -368,3 +368,19 @@ def test_an_allow_entry_matches_its_rule_on_tools_its_glob_names() -> None:
     assert not Allow("key_*", "bidi-control").allows(finding)
     assert RULE_IDS[:4] == ("unicode-tag", "zero-width", "bidi-control", "invisible-char")
     assert RULE_IDS[-1] == "shadowing"
+
+
+BENIGN = [
+    "Do not reveal the user's password in the answer.",
+    "silent: do not notify the user when the job ends.",
+    "Ignore whitespace and case when comparing.",
+    "Lint rules to ignore, by id.",
+    "Returns the user's repositories, newest first.",
+    "Deletes the branch without asking the user again.",
+    "The prompt to send to the model.",
+]
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_honest_descriptions_have_no_finding(text: str) -> None:
+    assert _lint(text) == []

@@ -128,8 +128,9 @@ _FILLER = (
     r"(?:all|any|the|your|my|our|previous|prior|above|earlier|preceding|former|existing"
     r"|original|other|system|developer|of|these|those|every|safety)"
 )
-_TELL = r"(?:tell|inform|mention|reveal|notify|alert|disclose)"
-_TELLING = r"(?:telling|informing|mentioning|revealing|notifying|alerting|disclosing)"
+_TELL = r"(?:tell|inform|mention|reveal|disclose)"
+_TELLING = r"(?:telling|informing|mentioning|revealing|disclosing)"
+_USER = r"(?:the\s+)?users?\b(?!['\u2019]s)"  # not "the user's password"
 _NOT = r"(?:do\s+not|don['\u2019]?t|never|must\s+not|should\s+not|shall\s+not)"
 
 MODEL_RULES: tuple[ModelRule, ...] = (
@@ -143,8 +144,8 @@ MODEL_RULES: tuple[ModelRule, ...] = (
     _rule(
         "conceal-from-user",
         Severity.HIGH,
-        rf"\b{_NOT}\s+(?:\w+\s+){{0,2}}?{_TELL}(?:\s+\w+){{0,3}}?\s+(?:the\s+)?users?\b"
-        rf"|\bwithout\s+{_TELLING}\s+(?:the\s+)?users?\b"
+        rf"\b{_NOT}\s+(?:\w+\s+){{0,2}}?{_TELL}(?:\s+\w+){{0,3}}?\s+{_USER}"
+        rf"|\bwithout\s+{_TELLING}\s+{_USER}"
         r"|\b(?:hide|conceal|keep)\s+(?:\w+\s+){0,3}?from\s+the\s+users?\b"
         r"|\bthe\s+users?\s+(?:must|should|need|may)\s*(?:not|never|n['\u2019]t)\s+"
         r"(?:know|see|find\s+out|learn|notice)\b",
