@@ -158,20 +158,17 @@ class RunEvidence:
 
         """
         rel = self.path_of(key)
-        known = self._known.get(rel)
-        if known is not None:
-            return known
         verified, size = self._digests.get(rel), self._sizes.get(rel)
         if verified is not None and size is not None:
             # the manifest check found a regular file of this size with this digest: no
-            # stat again (a verify of N items would cost N more)
-            known = (size, verified)
-        elif key not in self:
+            # stat again, and nothing cached (a verify of N items would cost N of each)
+            return size, verified
+        known = self._known.get(rel)
+        if known is not None:
+            return known
+        if key not in self:
             raise KeyError(key)
-        elif verified is not None:
-            known = (self.size(key), verified)
-        else:
-            known = hash_file(self._file(key))
+        known = (self.size(key), verified) if verified is not None else hash_file(self._file(key))
         self._known[rel] = known
         return known
 

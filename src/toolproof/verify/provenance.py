@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 from toolproof.bundle.trace import TraceLine
@@ -141,20 +142,24 @@ def _holds_read(record: EvidenceRecord, items: list[tuple[str, str]] | None) -> 
     return items[index] == (record.digest, record.media_type)
 
 
-def _value_of(result: ToolResult) -> tuple[str, str]:
-    """The digest and media type of the evidence bytes of a returned value."""
+def _value_of(result: ToolResult) -> tuple[bytes, str]:
+    """The raw SHA-256 and media type of the evidence bytes of a returned value.
+
+    Raw (32 bytes), not ``sha256:<hex>``: one is kept per returned call.
+    """
     try:
         expected, media_type = encode_value(result.value)
     except InputError:
         expected, media_type = b"", ""
-    return digest(expected), media_type
+    return hashlib.sha256(expected).digest(), media_type
 
 
 class _EvidenceDigests:
     """``evidence-digests``: every registered file against the manifest's digests.
 
-    Keeps, per returned call, the digest and media type of its value's evidence bytes;
-    per resource read, its items' digests; and the evidence names registered. Evidence that
+    Keeps, per returned call, the raw digest and media type of its value's evidence
+    bytes; per resource read, its items' digests; per stored item, whether it was
+    registered. Evidence that
     names a call (or a read) before it returns is judged when the result comes (or at
     the end, against nothing, as before).
     """
@@ -162,9 +167,8 @@ class _EvidenceDigests:
     def __init__(self, view: RunView) -> None:
         self.view = view
         self.out = Findings()
-        self.stored = set(view.evidence.names())
-        self.registered: set[str] = set()
-        self.values: dict[str, tuple[str, str]] = {}
+        self.stored = dict.fromkeys(view.evidence.names(), False)  # name -> registered
+        self.values: dict[str, tuple[bytes, str]] = {}
         self.reads: dict[str, list[tuple[str, str]] | None] = {}
         self.early: dict[str, list[EvidenceRegistered]] = {}
         self.early_reads: dict[str, list[EvidenceRegistered]] = {}
@@ -185,7 +189,6 @@ class _EvidenceDigests:
     def _registered(self, event: EvidenceRegistered) -> None:
         record, out = event.evidence, self.out
         name = record.digest.removeprefix("sha256:")
-        self.registered.add(name)
         if name not in self.stored:
             out.add(
                 finding(
@@ -196,6 +199,7 @@ class _EvidenceDigests:
                 )
             )
             return
+        self.stored[name] = True
         size, file_digest = self.view.evidence.size_and_digest(name)
         if (size, file_digest) != (record.size, record.digest):
             out.add(
@@ -236,11 +240,11 @@ class _EvidenceDigests:
                 )
             )
 
-    def _compare_value(self, event: EvidenceRegistered, value: tuple[str, str]) -> None:
+    def _compare_value(self, event: EvidenceRegistered, value: tuple[bytes, str]) -> None:
         # the file's digest equals record.digest (checked before): compare digests,
         # so the file is not read again
         record = event.evidence
-        if value != (record.digest, record.media_type):
+        if ("sha256:" + value[0].hex(), value[1]) != (record.digest, record.media_type):
             self.out.add(
                 finding(
                     _CRIT,
@@ -255,7 +259,7 @@ class _EvidenceDigests:
             for event in events:
                 self._compare_read(event, None)
         out = self.out
-        for name in sorted(self.stored - self.registered):
+        for name in sorted(name for name, seen in self.stored.items() if not seen):
             rel = self.view.evidence.path_of(name)
             _, file_digest = self.view.evidence.size_and_digest(name)
             name_ok = file_digest == digest_of_hex(name)
@@ -321,7 +325,9 @@ class _RequiredSteps:
     def __init__(self, view: RunView) -> None:
         assert view.plan is not None
         self.nodes = view.plan.nodes
-        self.index = {node.id: number for number, node in enumerate(self.nodes)}
+        order = view.plan_order
+        assert order is not None
+        self.index = order
         self.state = bytearray(len(self.nodes))  # 0: never finished, 1: ok, 2: not ok
         self.not_ok: dict[int, StepFinished] = {}
 

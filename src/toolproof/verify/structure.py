@@ -118,9 +118,7 @@ class _TraceChain:
     """
 
     def __init__(self, view: RunView) -> None:
-        self.order = (
-            {node.id: index for index, node in enumerate(view.plan.nodes)} if view.plan else None
-        )
+        self.order = view.plan_order
         self.chain = Findings()
         self.life = Findings()
         self.previous: str | None = None

@@ -107,6 +107,16 @@ class RunView:
         self.trace_size: int | None = None
         self.trace_digest: str | None = None
 
+    @functools.cached_property
+    def plan_order(self) -> dict[str, int] | None:
+        """Each plan node's position by id (the last one when an id repeats), or ``None``.
+
+        One table for the checks that need it (``trace-chain``, ``required-steps``).
+        """
+        if self.plan is None:
+            return None
+        return {node.id: index for index, node in enumerate(self.plan.nodes)}
+
     @property
     def problems(self) -> dict[str, str]:
         """Why a file could not be read as its model, by relative path (scans the trace)."""
