@@ -9,7 +9,8 @@ For each N, each step runs in its own child process, timed in wall seconds and i
 seconds (user + system of the process and its threads, from ``os.wait4``: steadier than
 wall time on a loaded machine); its peak RSS is that child's ``ru_maxrss``:
 
-1. record: ``toolproof.record_session`` over a Toolset of one async tool, ``fetch(i)``,
+1. record: ``toolproof.record_session`` (``segment_calls=0``: one run, not sealed into
+   segments) over a Toolset of one async tool, ``fetch(i)``,
    which returns a distinct 1,200-byte string; N calls ``session.call("fetch",
    {"i": i})``. Printed: the time per call over all N, over the first 10% and the
    last 10% of the calls (flatness within a run), and the peak RSS while recording
@@ -101,7 +102,11 @@ async def _record(root: Path, calls: int) -> dict[str, Any]:
     toolset.seal()
     tenth = max(calls // 10, 1)
     marks: dict[int, tuple[float, float]] = {}
-    async with toolproof.record_session(toolset, root=root, task="scale") as session:
+    # one run of N calls (segment_calls=0): the targets are about one run; a session
+    # sealed into segments (the default) is measured by bench_segments.py
+    async with toolproof.record_session(
+        toolset, root=root, task="scale", segment_calls=0
+    ) as session:
         began, began_cpu = time.perf_counter(), time.process_time()
         for i in range(calls):
             if i in (tenth, calls - tenth):

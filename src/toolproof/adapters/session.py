@@ -209,6 +209,7 @@ class Session:
             return ToolResult.fail(
                 "unknown_tool", f"no tool {name!r} in this session (known: {known})"
             )
+        await self._live.room()  # back-pressure while segments wait to be sealed
         try:
             admission = self._live.admit(name, arguments)
         except ToolCallError as refused:

@@ -19,7 +19,9 @@ and the full one is *sealed*: closed, then finalized into an ordinary run
   in the recording's one worker thread, so the event loop is blocked only
   by opening a segment and closing the full one (a few file operations and one
   fsync), never by a finalize; peak memory is the recording's plus one segment's
-  finalize.
+  finalize. A session that records faster than it seals is slowed (:meth:`room`,
+  awaited before each call by the session and the server) while two full segments
+  wait, so the work left at the end stays bounded.
 * Each run of a sealed session carries ``segment.json`` (listed in its manifest, so
   covered by its run id): ``{"session": <first live directory's name>, "index": k,
   "previous": {"run_id", "files_digest"} | null}`` (``files_digest``: the
@@ -130,6 +132,7 @@ class SegmentedRecording:
         self._pending: dict[str, LiveRecording] = {}  # admitted, unrecorded: step -> segment
         self._draining: list[LiveRecording] = []
         self._last_seal: asyncio.Future[SessionOutcome] | None = None
+        self._unsealed: list[asyncio.Future[SessionOutcome]] = []  # scheduled, not done
         # one worker thread for every seal: one at a time, in one malloc arena
         self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolproof-seal")
         self._recorded = 0
@@ -265,6 +268,19 @@ class SegmentedRecording:
             error = exc
         seal = self._seal(live, self._indexes[live.directory], self._last_seal, error)
         self._last_seal = asyncio.ensure_future(seal)
+        self._unsealed.append(self._last_seal)
+        self._last_seal.add_done_callback(self._unsealed.remove)
+
+    async def room(self) -> None:
+        """Wait, before a call is admitted, while more than one full segment awaits its seal.
+
+        Back-pressure: a session that records faster than its segments are finalized
+        is slowed to the sealing rate, so the work left when it ends (and the live
+        directories on disk) stays at most two segments. The event loop is not
+        blocked: only the caller waits.
+        """
+        while len(self._unsealed) > 1:
+            await asyncio.wait({self._unsealed[0]})
 
     async def _seal(
         self,

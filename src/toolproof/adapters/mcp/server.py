@@ -70,7 +70,7 @@ __all__ = [
 
 
 class CallObserver(Protocol):
-    """What a served call reports to (a recorded session); both methods are synchronous.
+    """What a served call reports to (a recorded session); all but ``room`` are synchronous.
 
     ``call_started`` runs after the tool is found and before it is called, and returns
     a token handed back to ``call_finished``; it may raise :class:`ToolCallError` to
@@ -86,6 +86,10 @@ class CallObserver(Protocol):
 
     def call_abandoned(self, token: Any) -> None:
         """Note that the call of ``token`` was cancelled before its answer: no outcome comes."""
+        ...
+
+    async def room(self) -> None:
+        """Wait until a call may be started (back-pressure), before ``call_started``."""
         ...
 
     def call_finished(self, token: Any, observed: Observed, reply: bytes) -> None:
@@ -123,6 +127,10 @@ class RecordingObserver:
 
         """
         return self.recording.admit(tool.name, arguments)
+
+    async def room(self) -> None:
+        """Wait while the recording's full segments wait to be sealed (back-pressure)."""
+        await self.recording.room()
 
     def call_abandoned(self, token: Admission) -> None:
         """Forget a call cancelled before its answer (its segment may be sealed without it)."""
@@ -233,6 +241,7 @@ def build_server(
             channel = RequestChannel(ctx, levels)
             observed = await observe(tool.call(arguments), channel=channel)
             return mcp_result(tool, observed.result).reply
+        await observer.room()
         try:
             token = observer.call_started(tool, arguments)
         except ToolCallError as refused:
