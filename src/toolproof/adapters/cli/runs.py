@@ -193,7 +193,7 @@ def _verify(
 
         (recover_command if recover else chain_command)(directory, as_json)
         return
-    with byte_progress(err_console, f"verify {directory.name}", enabled=not as_json) as progress:
+    with byte_progress(err_console, "verify", enabled=not as_json) as progress:
         verification = verify_run(
             directory, policy=policy, checks=run_registries().checks, progress=progress
         )
