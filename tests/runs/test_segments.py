@@ -286,3 +286,34 @@ def test_serve_record_seals_segments(tmp_path: Path) -> None:
         ["call-00000003", "call-00000004"],
         ["call-00000005"],
     ]
+
+
+def test_a_middle_segment_replays_and_shows_with_todays_commands(
+    sealed: tuple[Path, list[Path]],
+) -> None:
+    root, runs = sealed
+    replayed = toolproof("replay", runs[1].name, "--root", str(root), "--json")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    document = json.loads(replayed.stdout)
+    assert (document["identical"], document["live_calls"]) == (True, 0)
+    shown = toolproof("show", runs[1].name, "--root", str(root), "--json")
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_the_serve_section_sets_the_segment_size(tmp_path: Path) -> None:
+    from toolproof.config.schema import load_config
+    from toolproof.errors import ConfigError
+
+    good = tmp_path / "good.toml"
+    good.write_text("[serve]\nsegment_calls = 500\n", encoding="utf-8")
+    assert load_config(good)[0].serve.segment_calls == 500
+    default = tmp_path / "default.toml"
+    default.write_text("", encoding="utf-8")
+    assert load_config(default)[0].serve.segment_calls == 2000
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[serve]\nsegment_calls = -1\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(bad)
+    assert caught.value.message == (
+        f"{bad}: serve.segment_calls: Input should be greater than or equal to 0"
+    )
