@@ -317,3 +317,30 @@ def test_the_serve_section_sets_the_segment_size(tmp_path: Path) -> None:
     assert caught.value.message == (
         f"{bad}: serve.segment_calls: Input should be greater than or equal to 0"
     )
+
+
+def test_model_turns_are_recorded_in_the_segment_that_admitted_them(tmp_path: Path) -> None:
+    from toolproof.runs.recorded import ModelExchange
+
+    async def scenario() -> tp.Session:
+        async with tp.record_session(
+            _toolset(), root=tmp_path, task="t", segment_calls=3
+        ) as session:
+            for i in range(4):
+                step = session.admit_turn("http")
+                await session.call("fetch", {"i": i})  # answered while the turn is open
+                request = json.dumps({"q": i}).encode()
+                key = digest(request)
+                session.record_turn(ModelExchange("http", "m", request, b'{"a": 1}', key), step)
+        return session
+
+    session = asyncio.run(scenario())
+    runs = [tmp_path / "runs" / run_id for run_id in session.run_ids]
+    steps = [[step["id"] for step in _json(run / "spec.json")["steps"]] for run in runs]
+    assert steps == [
+        ["call-00000001", "turn-00000001", "turn-00000002"],
+        ["call-00000002", "call-00000003", "turn-00000003"],
+        ["call-00000004", "turn-00000004"],
+    ]
+    assert all(verify_run(run).ok for run in runs)
+    assert verify_chain(runs[-1]).ok
