@@ -40,7 +40,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -265,9 +265,8 @@ class LiveRecording:
             }
         else:
             call = call_json(admission.tool, admission.arguments, step)
-        observed = replace(observed, idempotency_key=admission.idempotency_key or None)
         try:
-            recorded = self.recorder.call_step(step, call, observed)
+            recorded = self.recorder.call_step(step, call, observed, admission.idempotency_key)
             self.recorder.commit()
         except OSError as exc:
             self.broken = exc

@@ -223,6 +223,7 @@ class Recorder:
         call: dict[str, Any],
         observed: Observed,
         admit: Callable[[bytes], None] | None,
+        key: str | None = None,
     ) -> CallRecord:
         result = observed.result
         data, media_type = b"", ""
@@ -240,7 +241,7 @@ class Recorder:
         for approval in observed.approvals:
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
-        key = observed.idempotency_key
+        key = key or observed.idempotency_key
         if key is None:
             self.emit(ToolCalled, step=step, call_id=call_id, call=call)
         else:  # outside ``call``: the call's content id does not depend on it
@@ -366,16 +367,19 @@ class Recorder:
         step: str,
         call: dict[str, Any],
         observed: Observed,
+        idempotency_key: str = "",
     ) -> CallRecord:
         """Record a whole call step (``step_started``, the call block, ``step_finished``).
 
         The step finishes ``ok`` with the evidence id, or ``failed`` with the failure's
         reason, as the executor finishes a ``call`` step. Not committed: call
-        :meth:`commit`. Arguments, result and errors as :meth:`call_block`.
+        :meth:`commit`. Arguments, result and errors as :meth:`call_block`;
+        ``idempotency_key`` (the call's admission's, ``""``: none) is recorded in
+        ``tool_called``, else ``observed``'s.
         """
         with self._collecting():
             self.emit(StepStarted, step=step, kind="call")
-            recorded = self._call_events(step, call, observed, None)
+            recorded = self._call_events(step, call, observed, None, idempotency_key)
             if recorded.evidence_json is None:
                 assert recorded.result.failure is not None
                 reason = failure_reason(recorded.result.failure)
