@@ -387,14 +387,14 @@ class _Finalize:
     """``finalize``: keeps the last two events."""
 
     def __init__(self, view: RunView) -> None:
-        self.last: list[TraceEvent] = []
+        self.before: TraceEvent | None = None
+        self.last: TraceEvent | None = None
 
     def feed(self, line: TraceLine) -> None:
-        assert line.event is not None
-        self.last = [*self.last[-1:], line.event]
+        self.before, self.last = self.last, line.event
 
     def finish(self) -> list[Finding]:
-        events = self.last
+        events = [event for event in (self.before, self.last) if event is not None]
         if (
             len(events) < 2
             or not isinstance(events[-2], StepStarted)

@@ -70,7 +70,8 @@ class RunView:
         trace_ok: after a scan, whether every trace line parsed and the file ends with
             a newline (the checks that read events run only then).
         trace_size, trace_digest: after a scan, the size and SHA-256 of every byte
-            of ``trace.jsonl`` the scan read (``None`` when it is missing).
+            of ``trace.jsonl`` the first scan read (``None`` when it is missing): the
+            bytes the streaming checks judged, which verify compares with the manifest.
         evidence: the run's evidence items, whatever its layout (the one seam every
             check reads evidence bytes through).
 
@@ -245,7 +246,8 @@ class RunView:
             line = TraceLine(raw.position, digest(raw.data), event, None, raw.offset)
             for consume in consumers:
                 consume(line)
-        self.trace_size, self.trace_digest = reader.size, "sha256:" + reader.sha.hexdigest()
+        if self.trace_digest is None:  # the first pass's: what the streaming checks read
+            self.trace_size, self.trace_digest = reader.size, "sha256:" + reader.sha.hexdigest()
         if not reader.ends_with_newline:
             self._problems[TRACE_FILE] = (
                 f"trace.jsonl does not end with a newline (truncated?): its last line starts "
