@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from cli_support import Ran, toolproof
 from test_agent_model_turns import _pai_agent, _record
@@ -39,11 +41,13 @@ def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(
         "model turn 3 pydantic-ai function:function:respond:",
     ]
     assert lines[turn[0] + 1].strip() == "→ calls read_file, calls lookup"
-    assert (
-        lines[turn[0] + 2].strip()
-        == 'call_2 lookup({"item": "pear"}) ok {"count": 4, "item": "pear"}'
-    )
-    assert lines[turn[0] + 3].strip().startswith('call_1 read_file({"path": "README.md"}) ok ')
+    # each call by both its names: call_N and [the id the model gave it]
+    second = re.fullmatch(r"call_2 \[(pyd_ai_[0-9a-f]{32})\] (.*)", lines[turn[0] + 2].strip())
+    assert second is not None
+    assert second.group(2) == 'lookup({"item": "pear"}) ok {"count": 4, "item": "pear"}'
+    first = re.fullmatch(r"call_1 \[(pyd_ai_[0-9a-f]{32})\] (.*)", lines[turn[0] + 3].strip())
+    assert first is not None
+    assert first.group(2).startswith('read_file({"path": "README.md"}) ok ')
     assert lines[turn[2] + 1].strip() == '→ says "The README was \\"Created by Ada\\" [call_3]."'
     answer = lines.index("answer")
     assert answer > turn[2]
@@ -60,6 +64,16 @@ def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(
         ("model_turn", "turn-00000003"),
     ]
     assert document["timeline"][0]["request"]["file"].startswith("evidence/")
+    linked = [
+        (e["call"], e["model_call_id"], e["model_turn"])
+        for e in document["timeline"]
+        if e["kind"] == "call"
+    ]
+    assert linked[:2] == [
+        ("call_2", second.group(1), "turn-00000001"),
+        ("call_1", first.group(1), "turn-00000001"),
+    ]
+    assert (linked[2][0], linked[2][2]) == ("call_3", "turn-00000002")
 
 
 def test_two_live_runs_of_one_agent_differ_by_the_model_declared_as_varying(
@@ -120,3 +134,32 @@ def test_the_timeline_heading_counts_one_in_the_singular() -> None:
     one = [{"kind": "model_turn"}, {"kind": "call"}]
     assert timeline_heading(one) == "timeline (1 model turn, 1 tool call)"
     assert timeline_heading([{"kind": "model_turn"}]) == "timeline (1 model turn, 0 tool calls)"
+
+
+def test_a_call_shows_its_model_id_and_the_turn_that_asked_when_not_the_one_above() -> None:
+    def turn(step: str) -> dict[str, Any]:
+        return {
+            "kind": "model_turn",
+            "step": step,
+            "source": "http",
+            "model": "POST /v1/chat/completions",
+            "status": 200,
+            "response": {"size": 10},
+            "summary": "calls city",
+        }
+
+    call = {"kind": "call", "tool": "city", "arguments": {}, "ok": True, "value": "Oslo"}
+    entries = [
+        turn("turn-00000001"),
+        {**call, "call": "call_1", "model_call_id": "call_Ab", "model_turn": "turn-00000001"},
+        turn("turn-00000002"),
+        {**call, "call": "call_2", "model_call_id": "call_Cd", "model_turn": "turn-00000001"},
+    ]
+    with out_console.capture() as captured:
+        print_timeline(entries)
+    lines = [line.strip() for line in captured.get().splitlines()]
+    assert lines[3:5] == [
+        "call_1 [call_Ab] city({}) ok Oslo",
+        "model turn 2 http POST /v1/chat/completions HTTP 200 (10 response bytes)",
+    ]
+    assert lines[6] == "call_2 [call_Cd] city({}) (asked by model turn 1) ok Oslo"

@@ -21,9 +21,10 @@ take.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
+from toolproof.adapters.session_tool import SessionTool
 from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.errors import InputError, ToolCallError
 from toolproof.evidence.answer import QuoteCitation
@@ -47,28 +48,6 @@ __all__ = [
     "Session",
     "SessionTool",
 ]
-
-
-@dataclass(frozen=True)
-class SessionTool:
-    """One tool as a session presents it: its exact spec, and a recorded call.
-
-    Attributes:
-        spec: the tool's (or variant's) spec, schemas exactly as bound.
-
-    """
-
-    spec: ToolSpec
-    _session: Session
-
-    @property
-    def name(self) -> str:
-        """The tool name."""
-        return self.spec.name
-
-    async def call(self, arguments: dict[str, Any]) -> ToolResult:
-        """Call the tool through the session (recorded, or served frozen)."""
-        return await self._session.call(self.spec.name, arguments)
 
 
 def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputError:
@@ -179,8 +158,14 @@ class Session:
             return list(self._frozen.specs)
         return [tool.spec for tool in self._toolset.exposed()]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, model_call_id: str | None = None
+    ) -> ToolResult:
         """Call tool ``name`` with the caller's ``arguments``, recorded before it returns.
+
+        ``model_call_id``: the id the agent's model gave this call (the framework adapters
+        pass theirs), recorded on ``tool_called`` with the step of the recorded model turn
+        that asked for it; an answer may cite the call by it.
 
         Returns:
             The tool's result; a failure (``invalid_arguments``, ``unrecordable``...) is
@@ -226,6 +211,8 @@ class Session:
         except BaseException:  # cancelled before its answer: never recorded
             self._live.abandon(admission)
             raise
+        if model_call_id:  # the recording links it to the turn that asked for it, if any
+            observed = replace(observed, origin={"model_call_id": model_call_id})
         try:
             return self._live.record(admission, observed).result
         except ToolCallError as unrecorded:

@@ -73,24 +73,43 @@ class StepStarted(EventBase):
 class ToolCalled(EventBase):
     """A tool call was made; ``call_id`` is the content id of ``call``.
 
-    ``idempotency_key`` is the call's key (``idem_<64 hex>``,
-    :mod:`toolproof.tools.idempotency`) when it had one (a recording session's call),
-    kept outside ``call`` so the call's content id does not depend on it; absent from
-    the JSON otherwise.
+    Attributes:
+        call_id: the content id of ``call`` (toolproof's id of the call).
+        call: the call made (tool, arguments, step).
+        idempotency_key: the call's key (``idem_<64 hex>``,
+            :mod:`toolproof.tools.idempotency`) when it had one (a recording session's
+            call).
+        model_call_id: the id the agent's model gave the call (pydantic-ai's
+            ``tool_call_id``, the Agents SDK's ``call_id``, LangChain's ``ToolCall["id"]``,
+            an OpenAI-compatible ``tool_calls[].id``), when the framework said it; the
+            id an answer may cite the call by.
+        model_turn: the step (``turn-0000000N``) of the recorded model turn whose
+            response asked for this call (holds ``model_call_id``), when one was recorded.
+
+    The last three are kept outside ``call`` so the call's content id does not depend on
+    them, and are absent from the JSON while ``None`` (traces written before they existed
+    read and hash as they always did).
     """
 
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("idempotency_key",)
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (
+        "idempotency_key",
+        "model_call_id",
+        "model_turn",
+    )
 
     type: Literal["tool_called"] = "tool_called"
     call_id: str
     call: ToolCall
     idempotency_key: str | None = Field(default=None, pattern=r"^idem_[0-9a-f]{64}$")
+    model_call_id: str | None = Field(default=None, min_length=1)
+    model_turn: str | None = Field(default=None, min_length=1)
 
     @model_serializer(mode="wrap")
     def _omit_absent_key(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("idempotency_key") is None:
-            data.pop("idempotency_key", None)
+        for name in self.OMITTED_WHEN_NONE:
+            if data.get(name, "") is None:
+                del data[name]
         return data
 
 

@@ -6,11 +6,16 @@ Citation syntax in the answer text (what to ask a model for)::
 
 A quote is a double-quoted string immediately followed (spaces allowed) by
 ``[call_N]``: the ``N``-th recorded tool call of the session (from 1; step
-``call-0000000N``), or by ``[read_N]``: the ``N``-th recorded resource read (step
-``read-0000000N``; the quote is looked for in each content item's bytes, in order).
+``call-0000000N``), by ``[<model call id>]``: the call the agent's model gave that id
+(``[pyd_ai_0e73...]``, ``[call_AbC...]``: the ``model_call_id`` of its ``tool_called``,
+the one id a model ever sees), or by ``[read_N]``: the ``N``-th recorded resource read
+(step ``read-0000000N``; the quote is looked for in each content item's bytes, in
+order). A bracketed word that is none of these is text, not a citation. An id that
+names two different calls (the model gave two calls one id, or a model's id reads as
+another call's ``call_N``) resolves to neither: the quote is refused, both calls named.
 Explicit citations (``session.answer(text, citations=[...])``) name the call by
-``call`` (``"call_2"``) or by ``tool`` and ``occurrence`` (from 1), or the read by
-``read`` (``"read_1"``), and give the ``quote``.
+``call`` (``"call_2"`` or a model call id) or by ``tool`` and ``occurrence`` (from 1),
+or the read by ``read`` (``"read_1"``), and give the ``quote``.
 
 The ``answer`` reasoner turns the answer into one claim: ``derived`` and
 ``validated`` when every quote occurs in its call's stored result bytes — byte-exact
@@ -41,6 +46,7 @@ levels) the level is ``quote``: the quotes only, as described above.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -66,12 +72,14 @@ __all__ = [
     "QuoteCitation",
     "citation_step",
     "inline_spans",
+    "model_calls_of",
     "parse_citations",
     "step_of",
 ]
 
-CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[(call|read)_([1-9][0-9]*)\]')
-"""``"quote" [call_N]`` (or ``[read_N]``) in an answer's text."""
+CITATION_RE = re.compile(r'"([^"\n]+)"\s*\[([A-Za-z0-9][A-Za-z0-9_.:\-]*)\]')
+"""``"quote" [id]`` in an answer's text: ``call_N``, ``read_N`` or a model call id."""
+_NUMBERED_RE = re.compile(r"(call|read)_[1-9][0-9]*")
 
 
 class QuoteCitation(BaseModel):
@@ -109,23 +117,47 @@ def step_of(call: str, kind: str = "call") -> str:
     return numbered_step(kind, int(match.group(1)))
 
 
-def parse_citations(text: str) -> list[QuoteCitation]:
-    """The quotes of an answer in the inline syntax ``"quote" [call_N]`` or ``[read_N]``."""
-    return [
-        QuoteCitation.model_validate(
-            {match.group(2): f"{match.group(2)}_{match.group(3)}", "quote": match.group(1)}
-        )
-        for match in CITATION_RE.finditer(text)
-    ]
+def parse_citations(text: str, model_ids: Collection[str] = ()) -> list[QuoteCitation]:
+    """The quotes of an answer in the inline syntax ``"quote" [call_N]``, ``[read_N]``, ``[id]``.
+
+    Args:
+        text: the answer.
+        model_ids: the ids the agent's model gave the recorded calls; ``"quote" [id]``
+            cites a call by one of them (a ``call`` citation holding the id).
+
+    Returns:
+        The citations in text order; a bracketed word that is neither ``call_N``,
+        ``read_N`` nor one of ``model_ids`` is not a citation.
+
+    """
+    out = []
+    for match in CITATION_RE.finditer(text):
+        quote, named = match.group(1), match.group(2)
+        numbered = _NUMBERED_RE.fullmatch(named)
+        if numbered is not None:
+            out.append(QuoteCitation.model_validate({numbered.group(1): named, "quote": quote}))
+        elif named in model_ids:
+            out.append(QuoteCitation(call=named, quote=quote))
+    return out
 
 
-def inline_spans(text: str) -> list[tuple[int, int]]:
+def _call_name(step: str) -> str:
+    """``call_N`` of step ``call-0000000N`` (another step: itself)."""
+    match = re.fullmatch(r"call-0*([1-9][0-9]*)", step)
+    return f"call_{match.group(1)}" if match is not None else step
+
+
+def inline_spans(text: str, model_ids: Collection[str] = ()) -> list[tuple[int, int]]:
     """The ``[start, end)`` character spans of the inline citations of ``text``.
 
-    In the order (and number) of :func:`parse_citations`: from the opening quote
-    mark to the closing bracket of ``[call_N]``.
+    In the order (and number) of :func:`parse_citations` given the same ``model_ids``:
+    from the opening quote mark to the closing bracket of ``[call_N]`` (or ``[id]``).
     """
-    return [found.span() for found in CITATION_RE.finditer(text)]
+    return [
+        found.span()
+        for found in CITATION_RE.finditer(text)
+        if _NUMBERED_RE.fullmatch(found.group(2)) or found.group(2) in model_ids
+    ]
 
 
 def citation_label(citation: QuoteCitation) -> str:
@@ -133,21 +165,51 @@ def citation_label(citation: QuoteCitation) -> str:
     return citation.read or citation.call or f"{citation.tool}#{citation.occurrence}"
 
 
-def citation_step(citation: QuoteCitation, calls: list[str]) -> str | None:
+def _call_step(named: str, model_calls: dict[str, list[str]]) -> str:
+    """The step of the one call ``named`` (``call_N`` or a model call id) names.
+
+    Raises:
+        InputError: it names no call, or two different calls (both named).
+
+    """
+    steps = list(dict.fromkeys(model_calls.get(named, [])))
+    if _NUMBERED_RE.fullmatch(named) and named.startswith("call_"):
+        own = step_of(named)
+        if own not in steps:
+            steps.insert(0, own)
+    if not steps:
+        raise InputError(f"citation [{named}] names no recorded call", call=named)
+    if len(steps) > 1:
+        both = " and ".join(f"{_call_name(step)} (step {step})" for step in steps)
+        raise InputError(
+            f"citation [{named}] names {len(steps)} different calls: {both}; cite one "
+            "of them by its call_N",
+            call=named,
+        )
+    return steps[0]
+
+
+def citation_step(
+    citation: QuoteCitation, calls: list[str], model_calls: dict[str, list[str]] | None = None
+) -> str | None:
     """The step ``citation`` cites, or ``None`` when its tool has no such occurrence.
 
     Args:
         citation: one quote's citation.
         calls: the tool name of each recorded call, in order (for ``tool`` citations).
+        model_calls: the steps of the calls the agent's model gave each id
+            (:func:`model_calls_of`), for a ``call`` citation by such an id.
 
     Raises:
-        InputError: a malformed ``call_N`` or ``read_N``.
+        InputError: a malformed ``read_N``; a ``call`` that names no recorded call, or
+            two different calls (the model gave two calls that id, or it is another
+            call's ``call_N``): the message names both.
 
     """
     if citation.read is not None:
         return step_of(citation.read, "read")
     if citation.call is not None:
-        return step_of(citation.call)
+        return _call_step(citation.call, model_calls or {})
     seen = 0
     for number, tool in enumerate(calls, start=1):
         if tool == citation.tool:
@@ -157,12 +219,32 @@ def citation_step(citation: QuoteCitation, calls: list[str]) -> str | None:
     return None
 
 
+def model_calls_of(pairs: Iterable[tuple[str, str | None]]) -> dict[str, list[str]]:
+    """The steps of the calls the agent's model gave each id, from ``(step, id)`` pairs.
+
+    Args:
+        pairs: each call step and the ``model_call_id`` recorded for it (``None``: none),
+            in any order.
+
+    Returns:
+        ``{model call id: [steps, sorted]}``.
+
+    """
+    out: dict[str, list[str]] = {}
+    for step, model_id in sorted(pairs, key=lambda pair: pair[0]):
+        if model_id is not None:
+            out.setdefault(model_id, []).append(step)
+    return out
+
+
 class AnswerReasoner(Reasoner):
     """``answer``: the claim of an agent's final answer, its quotes checked byte-exact.
 
     Params: ``answer`` (the text) and ``citations`` (a list of :class:`QuoteCitation`
     objects as JSON; empty: taken from the text's inline syntax). ``tool`` citations
-    are resolved against ``calls``, the tool name of each recorded call in order.
+    are resolved against ``calls``, the tool name of each recorded call in order; a
+    citation by a model call id against the ``model_call_id`` of each call step's output
+    (:attr:`~toolproof.evidence.reasoners.StepOutput.model_call_id`).
     ``grounding``: ``{"level", "min_quote_words"}`` (absent: level ``quote``).
     """
 
@@ -189,11 +271,15 @@ class AnswerReasoner(Reasoner):
         except ValidationError as exc:
             raise InputError(f"reasoner 'answer': bad citation: {exc}", reasoner=self.name) from exc
         self.calls = [str(name) for name in params.get("calls", [])]
+        self.model_calls: dict[str, list[str]] = {}
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:
         """One claim for the answer; see the module docstring."""
         text = str(self.spec.params["answer"])
-        citations = self.citations or parse_citations(text)
+        self.model_calls = model_calls_of(
+            (done.step, done.model_call_id) for done in request.outputs.values()
+        )
+        citations = self.citations or parse_citations(text, self.model_calls)
         if not citations:
             return [
                 Claim(
@@ -211,7 +297,12 @@ class AnswerReasoner(Reasoner):
         full = 0
         for citation in citations:
             label = citation_label(citation)
-            output = request.outputs.get(citation_step(citation, self.calls) or "")
+            try:
+                step = citation_step(citation, self.calls, self.model_calls)
+            except InputError as refused:
+                missing.append(f"quote {citation.quote!r}: {refused.message}")
+                continue
+            output = request.outputs.get(step or "")
             if output is None or not output.ok or not output.evidence:
                 missing.append(f"quote {citation.quote!r}: {label} returned no result to quote")
                 continue
@@ -281,11 +372,17 @@ class AnswerReasoner(Reasoner):
         """
         inline = not self.citations
         places: list[int | None] = (
-            [start for start, _ in inline_spans(text)] if inline else [None] * len(citations)
+            [start for start, _ in inline_spans(text, self.model_calls)]
+            if inline
+            else [None] * len(citations)
         )
         cited = []
         for citation, at in zip(citations, places, strict=True):
-            output = request.outputs.get(citation_step(citation, self.calls) or "")
+            try:
+                step = citation_step(citation, self.calls, self.model_calls)
+            except InputError:  # refused, and said so, with the quotes
+                step = None
+            output = request.outputs.get(step or "")
             records: tuple[EvidenceRecord, ...] = ()
             if output is not None and output.ok and output.evidence:
                 records = output.evidence if citation.read is not None else output.evidence[:1]
@@ -293,7 +390,7 @@ class AnswerReasoner(Reasoner):
             cited.append(Cited(citation_label(citation), at, evidence))
         problems: list[str] = []
         spans = {(s.evidence, s.start, s.end) for s in supports}
-        protected = inline_spans(text) if inline else []
+        protected = inline_spans(text, self.model_calls) if inline else []
         for check in check_details(text, cited, protected):
             if check.found is None or check.evidence is None:
                 problems.append(str(check.problem))

@@ -70,6 +70,9 @@ class StepOutput:
             a tool call's arguments, a read's ``{"uri": ...}``, a prompt's arguments;
             ``None`` for other steps. A quote of result bytes that repeat them
             supports nothing (:mod:`toolproof.evidence.echoes`).
+        model_call_id: the id the agent's model gave a tool call step's call (its
+            ``tool_called`` event's ``model_call_id``), which an answer may cite it by;
+            ``None`` when none was recorded.
 
     """
 
@@ -79,6 +82,7 @@ class StepOutput:
     evidence: tuple[EvidenceRecord, ...] = ()
     reason: str = ""
     arguments: Mapping[str, Any] | None = None
+    model_call_id: str | None = None
 
 
 def retrieve_question(output: StepOutput) -> str | None:

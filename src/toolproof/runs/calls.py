@@ -5,7 +5,8 @@
 * Both return each call as an :class:`~toolproof.tools.observe.Observed`: the result
   with what the call's layers reported (failures, approval events, relayed requests):
   live, collected by :func:`~toolproof.tools.observe.observe`; frozen, read back from
-  the recorded ``failure_observed``, approval and ``request_relayed`` events.
+  the recorded ``failure_observed``, approval and ``request_relayed`` events (and who
+  asked for the call: the ``model_call_id`` and ``model_turn`` of its ``tool_called``).
 * :class:`FrozenCalls` serves recorded results by call id (the one replay matcher,
   :mod:`toolproof.runs.matcher`), with the recorded idempotency key, and never touches a tool:
   an unrecorded call (new arguments, another tool) refuses the replay, naming the
@@ -164,6 +165,7 @@ class FrozenCalls:
         self._approvals: dict[str, list[dict[str, Any]]] = {}
         self._relayed: dict[str, list[dict[str, Any]]] = {}
         self._keys: dict[str, str] = {}  # the recorded idempotency keys, by call id
+        self._origins: dict[str, dict[str, str]] = {}  # the recorded model links, by call id
         results: list[tuple[str, int, ToolResult, str]] = []
         made: list[tuple[str, int, ToolCall, str]] = []
         for event in events:
@@ -173,6 +175,13 @@ class FrozenCalls:
                 made.append((event.step, event.idx, event.call, ""))
                 if event.idempotency_key is not None:
                     self._keys[event.call_id] = event.idempotency_key
+                origin = {
+                    name: value
+                    for name in ("model_call_id", "model_turn")
+                    if (value := getattr(event, name)) is not None
+                }
+                if origin:
+                    self._origins[event.call_id] = origin
             elif isinstance(event, ToolReturned):
                 results.append((event.call_id, event.idx, event.result, ""))
             elif isinstance(event, FailureObserved):
@@ -210,6 +219,7 @@ class FrozenCalls:
                 tuple(self._approvals.get(call.id, ())),
                 tuple(self._relayed.get(call.id, ())),
                 self._keys.get(call.id),
+                self._origins.get(call.id),
             )
         before = self._made.at(step, occurrence)
         if before is None:

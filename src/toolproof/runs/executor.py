@@ -208,6 +208,7 @@ class Executor:
         self.values: dict[str, Any] = {}
         self.evidence: list[EvidenceRecord] = []
         self.tool_calls = 0
+        self.model_calls: dict[str, str] = {}  # step -> the id the agent's model gave its call
 
     def _emit(self, cls: type[Any], **fields: Any) -> None:
         self.recorder.emit(cls, **fields)
@@ -342,7 +343,12 @@ class Executor:
             return
         self.values[node.id] = result.value
         self.outcome.outputs[node.id] = StepOutput(
-            node.id, True, result.value, (record,), arguments=arguments
+            node.id,
+            True,
+            result.value,
+            (record,),
+            arguments=arguments,
+            model_call_id=self.model_calls.get(node.id),
         )
         self._finish(node.id, "ok", evidence=record.id)
 
@@ -383,6 +389,8 @@ class Executor:
         budget = self.spec.budgets.evidence_bytes is not None
         admit = partial(self._admit, node_id) if budget else None
         recorded = self.recorder.call_block(node_id, plain, observed, admit=admit)
+        if observed.origin is not None and "model_call_id" in observed.origin:
+            self.model_calls[node_id] = observed.origin["model_call_id"]
         if recorded.evidence_json is None:
             assert recorded.result.failure is not None
             reason = failure_reason(recorded.result.failure)

@@ -23,14 +23,9 @@ finalized (:mod:`toolproof.runs.finalize`):
   (:mod:`toolproof.evidence.pack`); finalizing writes the run's ``evidence/<sha256
   hex>`` files.
 
-Resource reads and prompt gets are steps too (:meth:`LiveRecording.record_read`,
-:meth:`LiveRecording.record_prompt`: ``read-0000000N``, ``prompt-0000000N``, kinds
-``read`` and ``prompt``), and the sampling and elicitation requests a call relayed to
-its client are ``request_relayed`` events inside that call's block.
-
-The surface is three steps per call: :meth:`LiveRecording.admit` before the body runs
-(it refuses a call that cannot be recorded, so nothing runs unrecorded),
-:meth:`LiveRecording.record` after it, and :meth:`LiveRecording.close` at the end.
+Reads and prompt gets are steps too (``read-0000000N``, ``prompt-0000000N``); a call's
+relayed sampling and elicitation requests are ``request_relayed`` events in its block.
+Per call: :meth:`LiveRecording.admit` (nothing runs unrecorded), :meth:`LiveRecording.record`.
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -81,6 +76,7 @@ from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.observe import Observed
 from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.model_calls import call_origin, model_call_ids
 
 __all__ = [
     "RESERVE_BYTES",
@@ -123,6 +119,7 @@ class LiveRecording:
         turns_admitted: model turns admitted so far (the last turn number handed out).
         reads: resource reads recorded so far.
         prompts: prompt gets recorded so far.
+        asked_calls: the step of the last turn recorded that asked for each model call id.
         closed: no more calls are recorded.
         broken: the write error that stopped the recording, or ``None``.
         keys: its calls' idempotency keys (:mod:`toolproof.tools.idempotency`), counted
@@ -143,6 +140,7 @@ class LiveRecording:
     prompts: int = 0
     closed: bool = False
     broken: OSError | None = None
+    asked_calls: dict[str, str] = field(default_factory=dict)
     _where: str = ""
     _trace: str = ""
     _room: Room | None = None
@@ -265,6 +263,8 @@ class LiveRecording:
             }
         else:
             call = call_json(admission.tool, admission.arguments, step)
+        origin = call_origin((observed.origin or {}).get("model_call_id"), self.asked_calls)
+        observed = replace(observed, origin=origin)  # linked to a turn of this segment
         try:
             recorded = self.recorder.call_step(step, call, observed, admission.idempotency_key)
             self.recorder.commit()
@@ -313,16 +313,15 @@ class LiveRecording:
         """Record one model turn as a ``model`` step, before its response is handed on.
 
         Args:
-            turn: the exchange (:class:`~toolproof.runs.recorder.ModelExchange`).
-            step: the step :meth:`admit_turn` returned for it; ``""``: the next turn
-                number, handed out now.
+            turn: the exchange (:class:`~toolproof.runs.recorder.ModelExchange`); the
+                tool-call ids its response holds are noted in :attr:`asked_calls`.
+            step: the step :meth:`admit_turn` returned for it (``""``: numbered now).
 
         Returns:
             The step id (``turn-00000001`` and up).
 
         Raises:
-            RecordingError: the turn cannot be written (the message names the path); the
-                session records nothing more.
+            RecordingError: it cannot be written (naming the path); nothing more is.
 
         """
         if self.closed or self.broken is not None:
@@ -344,6 +343,7 @@ class LiveRecording:
                 f"a {turn.source} model turn was answered, but {self._cannot_write(exc)}",
                 path=str(self.directory),
             ) from exc
+        self.asked_calls.update(dict.fromkeys(model_call_ids(turn.source, turn.response), step))
         return step
 
     def record_read(self, uri: str, result: dict[str, Any]) -> list[EvidenceRecord]:

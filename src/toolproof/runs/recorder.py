@@ -200,7 +200,8 @@ class Recorder:
             step: the plan step of the call.
             call: the call made, as plain JSON with its ``id`` (``ToolCall.to_json()``
                 or :func:`call_json`).
-            observed: what it returned and what its layers reported: the approval
+            observed: what it returned and what its layers reported (and who asked
+                for it: :attr:`Observed.origin` becomes fields of ``tool_called``): the approval
                 events first, the other failures as ``failure_observed``, each relayed
                 request as ``request_relayed`` (after ``failure_observed``) followed by
                 the evidence of its request and of its answer.
@@ -241,11 +242,11 @@ class Recorder:
         for approval in observed.approvals:
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
+        linked = dict(observed.origin or {})
         key = key or observed.idempotency_key
-        if key is None:
-            self.emit(ToolCalled, step=step, call_id=call_id, call=call)
-        else:  # outside ``call``: the call's content id does not depend on it
-            self.emit(ToolCalled, step=step, call_id=call_id, call=call, idempotency_key=key)
+        if key is not None:  # outside ``call``: the call's content id does not depend on it
+            linked["idempotency_key"] = key
+        self.emit(ToolCalled, step=step, call_id=call_id, call=call, **linked)
         self.emit(ToolReturned, step=step, call_id=call_id, result=result)
         for failure, recovered_by in observed.failures:
             fields = {"failure": failure, "recovered_by": recovered_by}

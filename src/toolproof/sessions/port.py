@@ -56,8 +56,13 @@ class SessionPort(Protocol):
         """Whether tool ``name`` is gated by ``approve`` (a deferral becomes the framework's)."""
         ...
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One recorded (or frozen) call; a failure is a result."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, model_call_id: str | None = None
+    ) -> ToolResult:
+        """One recorded (or frozen) call; a failure is a result.
+
+        ``model_call_id``: the id the agent's model gave the call, recorded with it.
+        """
         ...
 
     def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:

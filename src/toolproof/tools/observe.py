@@ -66,6 +66,10 @@ class Observed:
         idempotency_key: the call's idempotency key
             (:mod:`toolproof.tools.idempotency`), or ``None`` when it had none; the
             recorder writes it in the call's ``tool_called`` event.
+        origin: who asked for the call, as the ``tool_called`` fields the recorder adds:
+            ``model_call_id`` (the id the agent's model gave the call) and, when a
+            recorded model turn asked for it, ``model_turn`` (its step); ``None``: not
+            said (a session's framework adapters say it; frozen, read back from the trace).
 
     """
 
@@ -74,6 +78,7 @@ class Observed:
     approvals: tuple[dict[str, Any], ...] = ()
     relayed: tuple[dict[str, Any], ...] = ()
     idempotency_key: str | None = None
+    origin: dict[str, str] | None = None
 
 
 class CallChannel(Protocol):

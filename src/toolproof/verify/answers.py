@@ -2,7 +2,8 @@
 
 A run whose reasoner is ``answer`` at grounding level ``details`` (its spec's
 ``reasoner.params.grounding``) states in ``spec.json`` everything its claim was
-derived from: the answer text, its citations and the tool name of each call. This
+derived from: the answer text, its citations and the tool name of each call (and the
+trace, the id the agent's model gave each call). This
 check derives the details again from those and from the stored evidence bytes
 (:func:`toolproof.evidence.grounding.check_details`, the reasoner's own code) and
 compares the claim with what it finds, so a ``claims.json`` written by a different
@@ -29,13 +30,15 @@ from toolproof.bundle.trace import TraceLine
 from toolproof.contract.evidence import Claim, ClaimStatus
 from toolproof.contract.layout import CLAIMS_FILE, SPEC_FILE
 from toolproof.contract.runs import Finding, Severity
-from toolproof.contract.trace import EvidenceRegistered
+from toolproof.contract.trace import EvidenceRegistered, ToolCalled
 from toolproof.errors import InputError
 from toolproof.evidence.answer import (
+    CITATION_RE,
     QuoteCitation,
     citation_label,
     citation_step,
     inline_spans,
+    model_calls_of,
     parse_citations,
 )
 from toolproof.evidence.grounding import Cited, DetailCheck, Grounding, check_details
@@ -69,17 +72,46 @@ def _results(view: RunView, steps: set[str]) -> dict[str, list[str]] | None:
     return out if view.trace_ok else None
 
 
+def _model_calls(view: RunView, named: set[str]) -> dict[str, list[str]] | None:
+    """The steps of the calls the agent's model gave one of the ids in ``named``.
+
+    One pass over the trace keeping only those calls; ``None`` when a trace line is not
+    a valid event (the ``schema`` check reports it).
+    """
+    pairs: list[tuple[str, str | None]] = []
+
+    def take(line: TraceLine) -> None:
+        event = line.event
+        if isinstance(event, ToolCalled) and event.model_call_id in named:
+            pairs.append((event.step, event.model_call_id))
+
+    view.scan([take])
+    return model_calls_of(pairs) if view.trace_ok else None
+
+
+def _step(citation: QuoteCitation, calls: list[str], model_calls: dict[str, list[str]]) -> str:
+    """The step ``citation`` cites; ``""`` when it names none, or two (it cites no bytes)."""
+    try:
+        return citation_step(citation, calls, model_calls) or ""
+    except InputError:
+        return ""
+
+
 def _cited(
     view: RunView, params: dict[str, Any]
 ) -> tuple[str, list[QuoteCitation], list[Cited], list[tuple[int, int]]] | None:
     """The answer, its citations, each with the bytes it points at, and the inline spans."""
     text = str(params.get("answer", ""))
     explicit = [QuoteCitation.model_validate(c) for c in params.get("citations") or []]
-    citations = explicit or parse_citations(text)
-    protected = [] if explicit else inline_spans(text)
+    named = {c.call for c in explicit if c.call} | {m.group(2) for m in CITATION_RE.finditer(text)}
+    model_calls = _model_calls(view, named) if named else {}
+    if model_calls is None:
+        return None
+    citations = explicit or parse_citations(text, model_calls)
+    protected = [] if explicit else inline_spans(text, model_calls)
     places: list[int | None] = [None] * len(citations) if explicit else [a for a, _ in protected]
     calls = [str(name) for name in params.get("calls") or []]
-    steps = [citation_step(citation, calls) or "" for citation in citations]
+    steps = [_step(citation, calls, model_calls) for citation in citations]
     results = _results(view, set(steps)) if citations else {}
     if results is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import CLAIMS_FILE, PLAN_FILE, RUN_FILES, RUNTIME_FILE, TRACE_FILE
@@ -20,6 +21,7 @@ from toolproof.contract.trace import (
 from toolproof.identity import canonical_json
 from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.keys import KeyLedger
+from toolproof.verify.model_calls import ModelLinks
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -223,11 +225,22 @@ def check_trace_chain(view: RunView) -> list[Finding] | None:
     return stream_check(view, _TraceChain)
 
 
+def _stored(view: RunView, key: str) -> bytes | None:
+    """The bytes of evidence item ``key`` (``None``: not stored, or unreadable)."""
+    try:
+        return view.evidence.read(key) if key in view.evidence else None
+    except OSError:
+        return None
+
+
 class _CallLinkage:
     """``call-linkage``: keeps the call awaiting its result and every call id seen.
 
     Each recorded idempotency key names one call and, when recomputable, is its
     formula's (:class:`~toolproof.verify.keys.KeyLedger`, a few strings per keyed call).
+    A call that names the model turn that asked for it (``model_turn``) must name a turn
+    recorded before it whose response holds its ``model_call_id``
+    (:class:`~toolproof.verify.model_calls.ModelLinks`).
     """
 
     def __init__(self, view: RunView) -> None:
@@ -240,12 +253,16 @@ class _CallLinkage:
         self.out = Findings()
         self.pending: ToolCalled | None = None
         self.called: set[str] = set()
+        self.links = ModelLinks(partial(_stored, view))
 
     def bad(self, idx: int, message: str) -> None:
         self.out.add(finding(_CRIT, TRACE_FILE, f"event {idx}: {message}", event=idx))
 
     def feed(self, line: TraceLine) -> None:
         event, pending, bad = line.event, self.pending, self.bad
+        if event is not None:
+            for idx, message in self.links.feed(event):
+                bad(idx, message)
         if pending is not None and not (
             isinstance(event, ToolReturned) and event.call_id == pending.call_id
         ):

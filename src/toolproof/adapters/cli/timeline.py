@@ -2,7 +2,8 @@
 
 :func:`timeline_view` reads the trace in order: a ``model`` step (its ``model_turn``
 event and the request and response evidence) or a ``call`` step (its call and
-result). A model turn is summarised from its response bytes: the tool calls it asked
+result, with the id the model gave the call and the turn that asked for it, when
+recorded). A model turn is summarised from its response bytes: the tool calls it asked
 for, or the start of its text, for pydantic-ai's ``ModelResponse``, the Agents SDK's
 output items and an OpenAI-style chat completion; other bytes show their first
 characters. ``toolproof show`` prints it before the answer's claims.
@@ -143,8 +144,11 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
     Returns:
         ``{"kind": "model_turn", "step", "event", "source", "model", "request",
         "response", "status", "summary"}`` and ``{"kind": "call", "step", "event",
-        "call", "tool", "arguments", "ok", "value", "failure"}`` entries; ``call`` is
-        the ``call_N`` an answer cites it by.
+        "call", "model_call_id", "model_turn", "tool", "arguments", "ok", "value",
+        "failure"}`` entries; ``call`` is the ``call_N`` an answer cites it by,
+        ``model_call_id`` the id the model gave it (an answer may cite it by that too)
+        and ``model_turn`` the step of the turn that asked for it (``None`` when not
+        recorded).
 
     """
     evidence: dict[str, dict[str, Any]] = {}
@@ -164,6 +168,8 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
                 "step": event.get("step"),
                 "event": event.get("idx"),
                 "call": _call_label(str(event.get("step"))),
+                "model_call_id": event.get("model_call_id"),
+                "model_turn": event.get("model_turn"),
                 "tool": call.get("tool"),
                 "arguments": call.get("arguments"),
                 "ok": None,
@@ -187,13 +193,20 @@ def timeline_heading(entries: list[dict[str, Any]]) -> str:
 
 
 def print_timeline(entries: list[dict[str, Any]]) -> None:
-    """Print :func:`timeline_view` entries: each turn, the calls under it, indented."""
+    """Print :func:`timeline_view` entries: each turn, the calls under it, indented.
+
+    A call shows both its ids, ``call_N [<model call id>]`` (the second when the model's
+    was recorded), and, when the turn that asked for it is not the one printed above
+    it, ``(asked by model turn K)``.
+    """
     heading = timeline_heading(entries)
     out_console.print(f"[bold]timeline[/]{escape(heading.removeprefix('timeline'))}")
     number = 0
+    numbers: dict[str, int] = {}
     for entry in entries:
         if entry["kind"] == "model_turn":
             number += 1
+            numbers[str(entry["step"])] = number
             status = f" HTTP {entry['status']}" if entry.get("status") is not None else ""
             size = (entry["response"] or {}).get("size")
             out_console.print(
@@ -204,6 +217,13 @@ def print_timeline(entries: list[dict[str, Any]]) -> None:
             continue
         arguments = json.dumps(entry["arguments"], ensure_ascii=False, sort_keys=True)
         head = f"{entry['call']} {entry['tool']}({_short(arguments)})"
+        if entry.get("model_call_id") is not None:
+            head = (
+                f"{entry['call']} [{entry['model_call_id']}] {entry['tool']}({_short(arguments)})"
+            )
+        asker = numbers.get(str(entry.get("model_turn")))
+        if asker is not None and asker != number:  # not the turn printed just above it
+            head += f" (asked by model turn {asker})"
         if entry["ok"]:
             value = entry["value"]
             shown = (

@@ -46,7 +46,9 @@ __all__ = [
     "session_structured_tools",
 ]
 
-LANGCHAIN_RESERVED = frozenset({"callbacks", "config", "run_manager", "tool_call_id", "arguments"})
+LANGCHAIN_RESERVED = frozenset(
+    {"callbacks", "config", "run_manager", "tool_call_id", "arguments", "model_call_id"}
+)
 """Keyword names LangChain (or this bridge) passes to a tool's coroutine itself; a
 property of that name is held under an alias in the args model."""
 
@@ -83,7 +85,7 @@ class ToolproofStructuredTool(StructuredTool):
                 f"tool {self.name!r} takes a JSON object of arguments, not "
                 f"{type(tool_input).__name__}"
             )
-        return (), {"arguments": tool_input}
+        return (), {"arguments": tool_input, "model_call_id": tool_call_id}
 
 
 def _model_name(tool_name: str) -> str:
@@ -139,14 +141,15 @@ def args_model(tool: Tool) -> type[BaseModel]:
 
 
 def as_structured_tool(
-    tool: Tool, *, call: Callable[[dict[str, Any]], Awaitable[ToolResult]] | None = None
+    tool: Tool, *, call: Callable[..., Awaitable[ToolResult]] | None = None
 ) -> ToolproofStructuredTool:
     """Present ``tool`` as a coroutine-only LangChain ``StructuredTool``.
 
     Args:
         tool: a bound toolproof tool (from a function, a contribution, a variant).
         call: what a call runs instead of ``tool.call`` (a recorded session's call of
-            the tool), given the same arguments object.
+            the tool), given the same arguments object and, as ``model_call_id``, the
+            id of the model's ``ToolCall`` (``None`` when invoked without one).
 
     Returns:
         The ``StructuredTool``; ``await st.ainvoke(arguments)`` returns the tool's JSON
@@ -157,10 +160,12 @@ def as_structured_tool(
             (its ``__cause__`` is the :class:`~toolproof.ToolCallError`).
 
     """
-    invoke = call if call is not None else tool.call
 
-    async def run(arguments: dict[str, Any]) -> Any:
-        result = await invoke(arguments)
+    async def run(arguments: dict[str, Any], model_call_id: str | None = None) -> Any:
+        if call is None:
+            result = await tool.call(arguments)
+        else:
+            result = await call(arguments, model_call_id=model_call_id)
         if result.failure is not None:
             raise ToolException(result.failure.message) from ToolCallError(result.failure)
         return result.value
@@ -180,9 +185,9 @@ def session_structured_tools(
     """``tools`` as ``StructuredTool`` s whose calls go through ``session`` (recorded, or frozen).
 
     Each keeps its tool's exact declared schema and hands the caller's arguments
-    unchanged to ``session.call(tool.name, arguments)``.
+    unchanged to ``session.call(tool.name, arguments, model_call_id=...)``, with the id of
+    the model's ``ToolCall`` when LangChain was given one (a model's tool call always is).
     """
     return [
-        as_structured_tool(tool, call=functools.partial(session.call, tool.name))
-        for tool in tools
+        as_structured_tool(tool, call=functools.partial(session.call, tool.name)) for tool in tools
     ]

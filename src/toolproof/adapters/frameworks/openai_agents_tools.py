@@ -2,7 +2,8 @@
 
 Each tool and variant keeps its exact input schema (``params_json_schema``, not made
 strict), and ``on_invoke_tool`` hands the JSON arguments the model sent, parsed and
-otherwise unchanged, to the session, so every call is recorded (or served frozen). A
+otherwise unchanged, to the session with the SDK's ``call_id`` (the id the model gave
+the call), so every call is recorded (or served frozen) with it. A
 failed call answers the model ``"<kind>: <message>"`` (the SDK sends a returned
 string back to the model) instead of ending the run. A value that is not a string
 reaches the model as JSON with sorted keys, so a live call and its frozen replay send
@@ -61,7 +62,7 @@ class _Gated:
         self, context: RunContextWrapper[Any], arguments: dict[str, Any], call_id: str
     ) -> bool:
         """Make the call; interrupt the run when the gate defers it."""
-        result = await self.session.call(self.name, arguments)
+        result = await self.session.call(self.name, arguments, model_call_id=call_id)
         failure = result.failure
         handle = failure.detail.get("handle") if failure is not None else None
         if failure is not None and failure.kind == "approval_pending" and isinstance(handle, str):
@@ -76,7 +77,7 @@ class _Gated:
             return self.answered.pop(call_id)
         handle = self.handles.pop(call_id, None)
         arguments = parsed if handle is None else {**parsed, HANDLE_KEY: handle}
-        return await self.session.call(self.name, arguments)
+        return await self.session.call(self.name, arguments, model_call_id=call_id)
 
 
 def _invoker(session: SessionPort, name: str, gated: _Gated | None) -> Any:
@@ -90,7 +91,7 @@ def _invoker(session: SessionPort, name: str, gated: _Gated | None) -> Any:
             return "invalid_arguments: the arguments must be a JSON object"
         if gated is not None:
             return _answer(await gated.invoke(context.tool_call_id, parsed))
-        return _answer(await session.call(name, parsed))
+        return _answer(await session.call(name, parsed, model_call_id=context.tool_call_id))
 
     return invoke
 

@@ -3,9 +3,10 @@
 Each tool and variant is listed with its exact input schema
 (``parameters_json_schema``) and description; pydantic-ai does not validate the
 arguments (an accept-any validator), toolproof validates once, and every call goes
-through :meth:`toolproof.adapters.session.Session.call`, so it is recorded (or
-served frozen). A failed call raises ``ModelRetry`` with ``"<kind>: <message>"`` so
-the model sees why and may try again.
+through :meth:`toolproof.adapters.session.Session.call` with the model's
+``tool_call_id``, so it is recorded (or served frozen) with the id the model gave it.
+A failed call raises ``ModelRetry`` with ``"<kind>: <message>"`` so the model sees why
+and may try again.
 
 A call an ``approve`` gate defers (``[approvals] mode = "defer"``: failure kind
 ``approval_pending``) raises pydantic-ai's ``ApprovalRequired`` with the gate's
@@ -96,7 +97,7 @@ class SessionToolset(AbstractToolset[Any]):
             handle = _handle_in(ctx.tool_call_metadata) or self._handles.get(call_id)
             if handle is not None:
                 arguments = {**tool_args, HANDLE_KEY: handle}
-        result = await self._session.call(name, arguments)
+        result = await self._session.call(name, arguments, model_call_id=ctx.tool_call_id)
         failure = result.failure
         if failure is not None and failure.kind == "approval_pending":
             pending = failure.detail.get("handle")
