@@ -16,11 +16,11 @@ One command: ``python benchmarks/bench_recorder.py [--calls N] [--dir DIR]``.
    by ``execute_run`` (plan, execute, the ordered checks reading every file back, the
    atomic commit); the anchor is the same events written through the validated
    model path (``TraceWriter.emit``, the pre-recorder emitter) plus the same evidence
-   files, measured in the same run.
+   store, measured in the same run.
 
 3. Evidence storage alone: ``N`` distinct result-sized items stored by
-   ``EvidenceStore.put`` with a file per item (a run being written) and appended to
-   one pack (a live session: ``pack=True``), interleaved round by round; printed per
+   ``EvidenceStore.put`` in a run's pack (its index written at close) and in a live
+   session's pack (``live=True``: no index), interleaved round by round; printed per
    item: the median and the mean wall time (the mean carries the slow creates a busy
    journal stalls) and the thread CPU.
 
@@ -259,8 +259,8 @@ def bench_run(calls: int, base: Path, rounds: int) -> None:
 
 
 def _store(directory: Path, calls: int, pack: bool) -> tuple[float, float, float]:
-    """Median and mean wall seconds per item, and thread CPU seconds per item."""
-    store = EvidenceStore(directory, pack=pack)
+    """Median and mean wall seconds per item (the close, index included, not counted), CPU."""
+    store = EvidenceStore(directory, live=pack)
     items = [b'{"n":%d,"square":%d}' % (n, n * n) for n in range(calls)]
     each = []
     began, cpu = time.perf_counter(), time.thread_time()
@@ -280,7 +280,7 @@ def bench_store(calls: int, base: Path, rounds: int) -> None:
             with tempfile.TemporaryDirectory(prefix="bench-recorder-", dir=base) as tmp:
                 rows[pack].append(_store(Path(tmp), calls, pack))
     print(f"evidence storage ({calls} items, {_filesystem(base)}; median of {rounds}; per item):")
-    for pack, label in ((False, "a file per item (runs)  "), (True, "one pack (live sessions)")):
+    for pack, label in ((False, "a run's pack and index   "), (True, "a live session's pack   ")):
         median, mean, cpu = (statistics.median(f[i] for f in rows[pack]) for i in range(3))
         print(
             f"  {label}: median {median * 1e6:6.1f} us, mean {mean * 1e6:6.1f} us, "

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from toolproof.bundle.evidence import RunEvidence
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "agent-pydantic-ai"
 BIN = Path(sys.executable).parent
@@ -83,8 +85,8 @@ def _cited_bytes(run: Path) -> list[str]:
     claim = json.loads((run / "claims.json").read_bytes())[0]
     texts = []
     for support in claim["supports"]:
-        data = (run / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
-        texts.append(data[support["start"] : support["end"]].decode("utf-8"))
+        data = RunEvidence.open(run).read(support["evidence"], support["start"], support["end"])
+        texts.append(data.decode("utf-8"))
     return texts
 
 

@@ -24,6 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof import ReplayRefused, Session, Tool, Toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.errors import InputError
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
@@ -128,12 +129,12 @@ def test_pydantic_ai_turns_are_model_steps_with_their_bytes_as_evidence(tmp_path
         "model_request",
         "model_response",
     ]
-    request = json.loads((run / events[1]["evidence"]["path"]).read_bytes())
+    request = json.loads(RunEvidence.open(run).read(events[1]["evidence"]["id"]))
     assert sorted(request) == ["messages", "model_settings", "parameters"]
     assert request["messages"][0]["parts"][0]["content"] == "Who created README.md?"
     tools = sorted(t["name"] for t in request["parameters"]["function_tools"])
     assert tools == ["lookup", "read_file"]
-    response = json.loads((run / events[2]["evidence"]["path"]).read_bytes())
+    response = json.loads(RunEvidence.open(run).read(events[2]["evidence"]["id"]))
     assert [p["tool_name"] for p in response["parts"]] == ["read_file", "lookup"]
     spec = json.loads((run / "spec.json").read_bytes())
     assert [(s["id"], s["kind"]) for s in spec["steps"]][:3] == [
@@ -267,8 +268,8 @@ def test_agents_sdk_turns_record_verify_and_replay_frozen(tmp_path: Path) -> Non
         ("turn-00000001", "openai-agents", "ScriptedModel"),
         ("turn-00000002", "openai-agents", "ScriptedModel"),
     ]
-    first = _events(run)[1]["evidence"]["path"]
-    request = json.loads((run / first).read_bytes())
+    first = _events(run)[1]["evidence"]["id"]
+    request = json.loads(RunEvidence.open(run).read(first))
     assert (request["system_instructions"], request["input"]) == (
         "Answer with quotes.",
         [{"content": "What is it?", "role": "user"}],
@@ -336,8 +337,9 @@ def test_identical_turns_answered_out_of_order_replay_by_the_order_asked(tmp_pat
     assert len({e["key"] for e in turns}) == 1
     # written as answered (B first), numbered as asked (B is the second turn)
     assert [e["step"] for e in turns] == ["turn-00000002", "turn-00000001"]
+    stored = RunEvidence.open(run)
     responses = {
-        e["step"]: json.loads((run / e["evidence"]["path"]).read_bytes())["parts"][0]["content"]
+        e["step"]: json.loads(stored.read(e["evidence"]["id"]))["parts"][0]["content"]
         for e in events
         if e["type"] == "evidence_registered"
         and e["evidence"]["source"]["kind"] == "model_response"
@@ -362,12 +364,13 @@ def test_a_tampered_model_response_fails_verify_and_refuses_replay(tmp_path: Pat
     run = _record(tmp_path, _pai_agent([]))
     response = _events(run)[2]["evidence"]
     assert response["source"]["kind"] == "model_response"
-    path = run / response["path"]
+    path = run / "evidence.pack"  # the response's bytes, changed where the pack holds them
+    stored = RunEvidence.open(run).read(response["id"])
     data = bytearray(path.read_bytes())
-    data[data.index(b"read_file")] = ord("R")
+    data[bytes(data).index(stored) + stored.index(b"read_file")] = ord("R")
     path.write_bytes(bytes(data))
     verification = verify_run(run)
     assert not verification.ok
-    assert any(response["path"] in str(f) for f in verification.failures)
+    assert any("evidence.pack" in str(f) for f in verification.failures)
     with pytest.raises(ReplayRefused, match=r"^frozen replay refused: "):
         asyncio.run(toolproof.replay_session(run, _pai_agent([]), toolset=_toolset([])))

@@ -17,6 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof import ReplayRefused, Session, Tool, Toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.verify.verifier import verify_run
 
 FILES = {"README.md": "toolproof records every tool call.\nCreated by Ada.", "LICENSE": "MIT"}
@@ -103,7 +104,7 @@ def test_an_agent_run_records_verifies_and_its_quotes_are_byte_exact(tmp_path: P
         "Created by Ada",
     ]
     support = claim["supports"][1]
-    evidence = (run / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
+    evidence = RunEvidence.open(run).read(support["evidence"])
     assert evidence[support["start"] : support["end"]] == b"Created by Ada"
     spec = json.loads((run / "spec.json").read_bytes())
     assert spec["task"] == "Who created README.md?"

@@ -53,7 +53,7 @@ def test_recover_ending_in_a_verification_error_exits_2_with_one_line(tmp_path: 
     first = _cli("verify", f"sessions/{live.name}", "--root", str(tmp_path), "--recover")
     assert first.returncode == 0, first.stderr
     (run,) = sorted((tmp_path / "runs").iterdir())
-    evidence = next((run / "evidence").iterdir())
+    evidence = run / "evidence.pack"
     evidence.write_bytes(evidence.read_bytes() + b"!")  # the run the same session recovers into
     shutil.move(spare, live)
     again = _cli("verify", f"sessions/{live.name}", "--root", str(tmp_path), "--recover")

@@ -15,6 +15,7 @@ from serve_helpers import free_port, spawn
 
 from toolproof.bundle.attest import attest_run
 from toolproof.bundle.dsse import generate_key
+from toolproof.bundle.evidence import RunEvidence
 
 TOKEN = "runs-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -103,10 +104,13 @@ def test_files_are_served_exactly_and_confined(
 ) -> None:
     run_id = created["run_id"]
     directory = api[1] / "runs" / run_id
-    evidence = sorted((directory / "evidence").iterdir())[0]
-    answer = api[0].get(f"/v1/runs/{run_id}/files/evidence/{evidence.name}")
-    assert (answer.status_code, answer.content) == (200, evidence.read_bytes())
+    stored = RunEvidence.open(directory)
+    name = stored.names()[0]  # an item of the run's pack, served by its name
+    answer = api[0].get(f"/v1/runs/{run_id}/files/evidence/{name}")
+    assert (answer.status_code, answer.content) == (200, stored.read(name))
     assert api[0].get(f"/v1/runs/{run_id}/files/evidence/{'0' * 64}").status_code == 404
+    pack = api[0].get(f"/v1/runs/{run_id}/files/evidence.pack")
+    assert (pack.status_code, pack.content) == (200, (directory / "evidence.pack").read_bytes())
     escaped = api[0].get(f"/v1/runs/{run_id}/files/..%2F..%2F..%2Ftoolproof.toml")
     assert escaped.status_code == 422
     assert escaped.json()["message"] == (

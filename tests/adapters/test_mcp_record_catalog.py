@@ -24,6 +24,7 @@ from serve_helpers import free_port, spawn
 
 from toolproof import record_session, replay_session
 from toolproof.adapters.session import Session
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.errors import ReplayRefused
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.replay import replay_run
@@ -116,12 +117,12 @@ def test_reads_prompts_and_relayed_requests_are_recorded_verified_and_replayed(
     resources = [e["evidence"] for e in events if e["type"] == "evidence_registered"]
     text_record, binary_record = (r for r in resources if r["source"]["kind"] == "resource")
     # the evidence is the resource's own bytes: the text's UTF-8, the blob decoded
-    assert (run / text_record["path"]).read_bytes() == TEXT
+    assert RunEvidence.open(run).read(text_record["id"]) == TEXT
     assert (text_record["media_type"], text_record["source"]["detail"]) == (
         "text/plain",
         {"index": 0, "uri": "test://static-text"},
     )
-    assert (run / binary_record["path"]).read_bytes() == PNG
+    assert RunEvidence.open(run).read(binary_record["id"]) == PNG
     assert binary_record["media_type"] == "image/png"
     [prompt] = [e for e in events if e["type"] == "prompt_got"]
     assert (prompt["name"], prompt["arguments"]) == (
@@ -129,7 +130,7 @@ def test_reads_prompts_and_relayed_requests_are_recorded_verified_and_replayed(
         {"arg1": "a", "arg2": "b"},
     )
     [prompt_record] = [r for r in resources if r["source"]["kind"] == "prompt"]
-    assert (run / prompt_record["path"]).read_bytes() == canonical_json(prompt["result"])
+    assert RunEvidence.open(run).read(prompt_record["id"]) == canonical_json(prompt["result"])
     sampling, elicitation = [e for e in events if e["type"] == "request_relayed"]
     assert (sampling["step"], sampling["method"]) == ("call-00000001", "sampling/createMessage")
     assert sampling["request"]["messages"] == [
@@ -142,7 +143,7 @@ def test_reads_prompts_and_relayed_requests_are_recorded_verified_and_replayed(
     )
     relayed = [r for r in resources if r["source"]["kind"].startswith("relayed_")]
     assert [r["source"]["kind"] for r in relayed] == ["relayed_request", "relayed_answer"] * 2
-    assert (run / relayed[1]["path"]).read_bytes() == canonical_json(sampling["answer"])
+    assert RunEvidence.open(run).read(relayed[1]["id"]) == canonical_json(sampling["answer"])
     verification = verify_run(run)
     assert verification.ok, verification.failures
     replayed = asyncio.run(replay_run(run))

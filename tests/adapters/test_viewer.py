@@ -18,6 +18,8 @@ import pytest
 from cli_support import toolproof
 from serve_helpers import free_port, spawn
 
+from toolproof.bundle.evidence import RunEvidence
+
 pytestmark = [pytest.mark.service, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,9 +51,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tampered = _run(work, work / "tampered.toml")
     claims = json.loads((work / "runs" / tampered / "claims.json").read_bytes())
     support = next(c for c in claims if c["supports"])["supports"][0]
-    evidence = work / "runs" / tampered / "evidence" / support["evidence"].removeprefix("evidence_")
+    evidence = work / "runs" / tampered / "evidence.pack"  # the cited byte, where the pack holds it
+    cited = RunEvidence.open(work / "runs" / tampered).read(support["evidence"])
     data = bytearray(evidence.read_bytes())
-    data[support["start"]] ^= 0x01
+    data[bytes(data).index(cited) + support["start"]] ^= 0x01
     evidence.write_bytes(bytes(data))
     return {
         "root": work,
@@ -144,7 +147,9 @@ def test_list_then_run_then_evidence_with_the_cited_bytes_highlighted(
     assert target is not None
     rel, span = target.split(f"#/evidence/{runs['good']}/")[1].split("@")
     start, end = (int(x) for x in span.split("-"))
-    data = (runs["root"] / "runs" / runs["good"] / rel).read_bytes()
+    key = RunEvidence.key_of_path(rel)  # an item's name, whatever the run's layout
+    assert key is not None
+    data = RunEvidence.open(runs["root"] / "runs" / runs["good"]).read(key)
     marked = page.eval_on_selector_all("mark.cited", "els => els.map(e => e.textContent).join('')")
     assert marked == data[start:end].decode("utf-8")
     shown = page.inner_text("#evidence")

@@ -15,7 +15,7 @@ from toolproof.bundle.rundir import TEMP_PREFIX, RunDirectoryWriter
 
 def _write(writer: RunDirectoryWriter, text: str) -> None:
     writer.write_json("spec.json", {"task": text})
-    writer.write_bytes("evidence/abc", b"raw")
+    writer.write_bytes("evidence.pack", b"raw")
     writer.write_json("timings.json", {"wall": text})
 
 
@@ -28,10 +28,14 @@ def test_commit_renames_into_runs_and_dedupes(tmp_path: Path) -> None:
     assert json.loads((first.path / "manifest.json").read_bytes())["run_id"] == first.run_id
     manifest, _, findings = check_manifest(first.path)
     assert findings == [] and manifest is not None
-    assert [entry.path for entry in manifest.files] == ["evidence/abc", "spec.json", "timings.json"]
+    assert [entry.path for entry in manifest.files] == [
+        "evidence.pack",
+        "spec.json",
+        "timings.json",
+    ]
     with RunDirectoryWriter(tmp_path) as writer:
         writer.write_json("spec.json", {"task": "a"})
-        writer.write_bytes("evidence/abc", b"raw")
+        writer.write_bytes("evidence.pack", b"raw")
         writer.write_json("timings.json", {"wall": "other time"})  # not part of the run id
         again = writer.commit()
     assert (again.run_id, again.reused) == (first.run_id, True)
@@ -84,7 +88,7 @@ def test_commit_fsyncs_the_runs_own_files_and_folders_never_the_whole_machine(
         temp = writer.temp.resolve()
         committed = writer.commit()
     assert committed.path.is_dir()
-    for name in ("evidence/abc", "spec.json", "timings.json", "evidence", "manifest.json"):
+    for name in ("evidence.pack", "spec.json", "timings.json", "manifest.json"):
         assert str(temp / name) in synced, name
     assert str(temp) in synced
 
@@ -110,8 +114,8 @@ def _watch_syncs(monkeypatch: pytest.MonkeyPatch, syncfs: bool) -> tuple[list[st
 
 
 def _evidence_of_a_recorder(writer: RunDirectoryWriter) -> str:
-    """An evidence file written as the recorder writes one: created, never fsynced."""
-    name = "evidence/" + "ab" * 32
+    """An evidence pack written as the recorder writes one: created, never fsynced."""
+    name = "evidence.pack"
     (writer.temp / name).write_bytes(b"result")
     writer.record(name, 6, "sha256:" + "0" * 64)
     return name
@@ -131,9 +135,6 @@ def test_commit_makes_the_files_durable_with_one_syncfs_then_fsyncs_the_folders(
     # folders, deepest first, the run directory last, then runs/ after the rename
     assert fsynced == [
         str(temp / "manifest.json"),
-        str(temp / "evidence"),
-        str(temp),
-        str(temp / "evidence"),
         str(temp),
         str(tmp_path.resolve() / "runs"),
     ]
@@ -154,9 +155,6 @@ def test_commit_fsyncs_every_file_where_the_platform_has_no_syncfs(
         str(temp / "manifest.json"),
         str(temp / name),
         str(temp / "spec.json"),
-        str(temp / "evidence"),
-        str(temp),
-        str(temp / "evidence"),
         str(temp),
         str(tmp_path.resolve() / "runs"),
     ]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolproof.evidence.pack import PACK_HEADER, PackWriter, read_pack
+from toolproof.bundle.pack import PACK_HEADER, PackWriter, read_pack
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import digest
 
@@ -113,8 +113,8 @@ def test_a_file_without_the_header_line_holds_nothing(tmp_path: Path) -> None:
     assert contents.problem == "does not start with its header line 'toolproof-evidence-pack 1'"
 
 
-def test_a_store_with_a_pack_appends_once_per_digest_and_reads_from_it(tmp_path: Path) -> None:
-    store = EvidenceStore(tmp_path, pack=True)
+def test_a_live_store_appends_once_per_digest_and_reads_from_it(tmp_path: Path) -> None:
+    store = EvidenceStore(tmp_path, live=True)
     record = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
     again = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="t")
     other = store.put(b'{"a":1}', media_type="application/json", kind="tool_result", step="u")
@@ -135,8 +135,9 @@ def test_a_store_with_a_pack_appends_once_per_digest_and_reads_from_it(tmp_path:
         16,
         digest(b"gamma"),
     )
-    assert store.touched() == []
     store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.pack"]  # a live one: no index
+    assert store.stored_files() == {}
     assert store.read(record["id"]) == b"alpha beta gamma"  # from the file, once closed
     assert store.support(record["id"], 0, 5).sha256 == digest(b"alpha")
     contents = read_pack(tmp_path / "evidence.pack")
@@ -157,7 +158,7 @@ def _limited(failing_write: str, then: str) -> str:
         from pathlib import Path
         from toolproof.evidence.store import EvidenceStore
 
-        store = EvidenceStore(Path(sys.argv[1]), pack=True)
+        store = EvidenceStore(Path(sys.argv[1]), live=True)
         store.put(b"first", media_type="text/plain", kind="chunk", step="a")
         before = store.stored_bytes
         resource.setrlimit(resource.RLIMIT_FSIZE, (before + 100, resource.RLIM_INFINITY))

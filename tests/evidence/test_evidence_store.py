@@ -8,6 +8,7 @@ from typing import ClassVar
 import pytest
 from runs_support import Counter, make_toolset, run
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceRecord
 from toolproof.contract.runs import PlanNode
 from toolproof.errors import InputError
@@ -37,12 +38,16 @@ def test_put_stores_exact_bytes_once_per_digest(tmp_path: Path) -> None:
     )
     assert record == again
     assert record.digest == digest(data)
-    assert record.path == "evidence/" + digest(data)[7:]
-    assert (tmp_path / record.path).read_bytes() == data
+    assert record.path == "evidence/" + digest(data)[7:]  # the item's name
+    store.close(sync=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.idx", "evidence.pack"]
+    assert RunEvidence.open(tmp_path).read(record.id) == data
     assert store.total_bytes == len(data)
+    index = (tmp_path / "evidence.idx").read_bytes()
+    assert store.stored_files() == {"evidence.idx": (len(index), digest(index))}
 
 
-def test_support_counts_offsets_within_the_evidence_file(tmp_path: Path) -> None:
+def test_support_counts_offsets_within_the_evidence_item(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path)
     record = EvidenceRecord.model_validate(
         store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
@@ -131,50 +136,57 @@ def test_span_inside_a_chunk_that_is_not_the_first_verifies(tmp_path: Path) -> N
     (support,) = claim.supports
     chunk = DOCUMENT[SECOND:]
     assert (support.start, support.end) == (chunk.index(b"Plums"), len(chunk) - 1)
-    # offsets count from the chunk file's first byte, not from the document's
-    evidence = (outcome.path / "evidence" / support.evidence.removeprefix("evidence_")).read_bytes()
+    # offsets count from the chunk's first byte, not from the document's (nor the pack's)
+    evidence = RunEvidence.open(outcome.path).read(support.evidence)
     assert evidence[support.start : support.end] == b"Plums are kept cold."
     assert DOCUMENT[support.start : support.end] != b"Plums are kept cold."
     assert verify_run(outcome.path).ok
 
 
-def test_a_short_write_is_finished_and_the_file_holds_every_byte(
+def test_a_short_write_is_finished_and_the_pack_holds_every_byte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = os.write
+    real_writev, real_write = os.writev, os.write
     sizes: list[int] = []
+
+    def short_writev(fd: int, parts: list[bytes]) -> int:
+        joined = b"".join(parts)
+        sizes.append(len(joined))
+        return real_writev(fd, [joined[:4]])
 
     def short_write(fd: int, data: bytes | memoryview) -> int:
         sizes.append(len(data))
-        return real_write(fd, bytes(data[:4]))
+        return real_write(fd, bytes(data[:40]))
 
     store = EvidenceStore(tmp_path)
     data = b'{"n":12,"square":144}'
+    monkeypatch.setattr(os, "writev", short_writev)
     monkeypatch.setattr(os, "write", short_write)
     record = store.put(data, media_type="application/json", kind="tool_result", step="s")
     monkeypatch.undo()
-    [created] = store.take_created()
-    assert sizes == [21, 17, 13, 9, 5, 1]
-    assert created == os.path.join(str(tmp_path), record["path"])
-    assert (tmp_path / record["path"]).read_bytes() == data
-    assert store.touched() == []
+    assert sizes == [89, 85, 45, 5]  # its line (68 bytes) and its 21 bytes, to the last one
+    assert store.take_created() == []
+    store.close(sync=False)
+    assert RunEvidence.open(tmp_path).read(record["id"]) == data
     assert store.total_bytes == 21
 
 
-def test_a_failed_write_leaves_no_file_and_names_it(
+def test_a_failed_write_leaves_nothing_of_the_item_and_names_the_pack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def full(fd: int, data: bytes | memoryview) -> int:
+    def full(fd: int, parts: list[bytes]) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     store = EvidenceStore(tmp_path)
-    monkeypatch.setattr(os, "write", full)
+    size = store.stored_bytes
+    monkeypatch.setattr(os, "writev", full)
     with pytest.raises(OSError, match="No space left on device") as caught:
         store.put(b"abc", media_type="text/plain", kind="tool_result", step="s")
     monkeypatch.undo()
-    hex_digest = digest(b"abc").removeprefix("sha256:")
-    assert caught.value.filename == os.path.join(str(tmp_path), "evidence", hex_digest)
-    assert list((tmp_path / "evidence").iterdir()) == []
+    assert caught.value.filename == str(tmp_path / "evidence.pack")
+    assert (tmp_path / "evidence.pack").stat().st_size == size == 26  # the header line only
     assert store.total_bytes == 0
-    store.put(b"abc", media_type="text/plain", kind="tool_result", step="s")
-    assert store.take_created() == [caught.value.filename]  # nothing was kept of the failed item
+    record = store.put(b"abc", media_type="text/plain", kind="tool_result", step="s")
+    store.close(sync=False)
+    evidence = RunEvidence.open(tmp_path)
+    assert [item.name for item in evidence.items()] == [record["id"].removeprefix("evidence_")]

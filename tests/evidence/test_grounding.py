@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import toolproof
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.config import load_config
 from toolproof.errors import ConfigError, InputError
 from toolproof.evidence.grounding import DETAIL_RULE, Grounding, sentence_spans, words_rule
@@ -63,7 +64,7 @@ def _cited(claim: dict[str, Any], run: Path) -> list[str]:
     """The bytes each support of ``claim`` points at, decoded."""
     out = []
     for support in claim["supports"]:
-        data = (run / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
+        data = RunEvidence.open(run).read(support["evidence"])
         out.append(data[support["start"] : support["end"]].decode())
     return out
 

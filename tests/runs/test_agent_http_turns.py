@@ -20,6 +20,7 @@ from openai import AsyncOpenAI
 
 import toolproof
 from toolproof import ReplayRefused, Session, Tool, Toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 
@@ -104,11 +105,11 @@ def test_http_turns_are_recorded_without_secrets_and_replay_offline(tmp_path: Pa
         for e in events
         if e["step"] == turn["step"] and e["type"] == "evidence_registered"
     ]
-    assert json.loads((run / request["path"]).read_bytes())["messages"][1] == {
+    assert json.loads(RunEvidence.open(run).read(request["id"]))["messages"][1] == {
         "role": "user",
         "content": "What is it?",
     }
-    assert (run / response["path"]).read_bytes() == reply.body
+    assert RunEvidence.open(run).read(response["id"]) == reply.body
     # the server is gone: a frozen replay reaches no network
     replay = asyncio.run(
         toolproof.replay_session(run, _agent(base_url, "What is it?"), toolset=_toolset())

@@ -22,6 +22,7 @@ from openai import AsyncOpenAI
 import toolproof
 from toolproof import Session, Tool, Toolset
 from toolproof.adapters.frameworks.httpx_transport import RecordingTransport
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 
@@ -97,9 +98,9 @@ def test_a_real_model_turn_is_recorded_verified_and_replayed_offline(tmp_path: P
     assert (turn["source"], turn["detail"]["status"]) == ("http", 200)
     assert turn["detail"]["url"] == f"{BASE_URL}/chat/completions"
     response = json.loads(
-        (
-            run / next(e for e in events if e["idx"] == turn["idx"] - 1)["evidence"]["path"]
-        ).read_bytes()
+        RunEvidence.open(run).read(
+            next(e for e in events if e["idx"] == turn["idx"] - 1)["evidence"]["id"]
+        )
     )
     assert response["object"] == "chat.completion"
     everything = b"".join(p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file())

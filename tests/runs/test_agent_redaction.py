@@ -26,6 +26,7 @@ from openai import AsyncOpenAI
 
 import toolproof
 from toolproof import Session, Tool, Toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 
@@ -109,7 +110,7 @@ def _request(run: Path) -> dict[str, Any]:
     events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
     kinds = [e for e in events if e["type"] == "evidence_registered"]
     (first,) = [e for e in kinds if e["evidence"]["source"]["kind"] == "model_request"][:1]
-    parsed: dict[str, Any] = json.loads((run / first["evidence"]["path"]).read_bytes())
+    parsed: dict[str, Any] = json.loads(RunEvidence.open(run).read(first["evidence"]["id"]))
     return parsed
 
 
@@ -156,10 +157,11 @@ def test_pydantic_ai_settings_and_provider_url_are_recorded_redacted(tmp_path: P
     assert settings["extra_body"]["options"] == {
         "login": {"password": _digest(SECRETS["password"]), "user": "ada"}
     }
+    stored = RunEvidence.open(run)
     responses = [
-        json.loads(path.read_bytes())
-        for path in sorted((run / "evidence").rglob("*"))
-        if path.is_file() and b'"provider_url"' in path.read_bytes()
+        json.loads(stored.read(name))
+        for name in stored.names()
+        if b'"provider_url"' in stored.read(name)
     ]
     assert responses and {
         r.get("provider_url") for r in responses if r.get("kind") == "response"

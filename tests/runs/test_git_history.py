@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from toolproof.bundle.evidence import RunEvidence
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "git-history"
 BIN = Path(sys.executable).parent
@@ -89,7 +91,7 @@ def test_claims_cite_the_git_tool_results_and_replay_without_the_server(
     assert called == ["git_show_retry_timeout", "git_log_retry_timeout"]
     for claim in claims:
         for support, citation in zip(claim["supports"], claim["citations"], strict=True):
-            data = (run / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
+            data = RunEvidence.open(run).read(support["evidence"])
             assert data[support["start"] : support["end"]].decode("utf-8") == citation["text"]
 
     bare_path = os.pathsep.join(

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.config import load_toolset
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import ReplayRefused
@@ -110,8 +111,9 @@ def test_the_real_model_run_verifies_and_cites_only_located_bytes(
             resolved += int(tally.group(1))
             produced += int(tally.group(2))
         for index, support in enumerate(claim["supports"]):
-            path = run_dir / "evidence" / support["evidence"].removeprefix("evidence_")
-            cited = path.read_bytes()[support["start"] : support["end"]]
+            cited = RunEvidence.open(run_dir).read(
+                support["evidence"], support["start"], support["end"]
+            )
             assert cited.decode("utf-8") == claim["citations"][index]["text"]
         if claim["status"] == "validated":
             assert len(claim["supports"]) >= 1
@@ -146,13 +148,14 @@ def test_a_tampered_model_response_fails_verify(live_run: tuple[Path, Path]) -> 
     copy = work / "tampered" / "runs" / run_dir.name
     shutil.copytree(run_dir, copy)
     response = next(
-        e["evidence"]["path"]
+        e["evidence"]["id"]
         for e in _events(copy)
         if e["type"] == "evidence_registered" and e["step"] == "derive"
     )
-    path = copy / response
+    stored = RunEvidence.open(copy).read(response)
+    path = copy / "evidence.pack"  # the response's bytes, changed where the pack holds them
     data = path.read_bytes()
-    path.write_bytes(data[:-2] + b" }")
+    path.write_bytes(data.replace(stored, stored[:-2] + b" }"))
     verification = verify_run(copy)
     assert not verification.ok
-    assert response in {f.finding.file for f in verification.failures}
+    assert "evidence.pack" in {f.finding.file for f in verification.failures}

@@ -16,6 +16,7 @@ import pytest
 from llm_support import Reply, answer_reply, chat_reply, scripted_model
 from runs_support import Counter, make_toolset, run
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.runs import RunSpec
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.evidence.builtin_reasoners import reasoner_registry
@@ -72,9 +73,7 @@ def test_resolved_quotes_are_supports_on_the_original_bytes(tmp_path: Path) -> N
         "The plum shelf is full.",  # located whitespace-insensitively, cited as stored
     ]
     for support in claim["supports"]:
-        data = (
-            outcome.path / "evidence" / support["evidence"].removeprefix("evidence_")
-        ).read_bytes()
+        data = RunEvidence.open(outcome.path).read(support["evidence"])
         assert data in (APPLE.encode(), PLUM.encode())
     assert verify_run(outcome.path).ok
     (sent,) = endpoint.requests
@@ -284,15 +283,16 @@ def test_a_tampered_response_fails_verify(tmp_path: Path) -> None:
     with scripted_model(GOOD) as endpoint:
         outcome = run(tmp_path, llm_spec(endpoint.base_url), make_toolset(Counter()))
     response = next(
-        e["evidence"]["path"]
+        e["evidence"]["id"]
         for e in events(outcome.path)
         if e["type"] == "evidence_registered" and e["step"] == "derive"
     )
-    path = outcome.path / response
+    assert b"Both shelves" in RunEvidence.open(outcome.path).read(response)
+    path = outcome.path / "evidence.pack"  # the response's bytes, changed in the pack
     path.write_bytes(path.read_bytes().replace(b"Both shelves", b"No shelves"))
     verification = verify_run(outcome.path)
     assert not verification.ok
-    assert any(response in failure.finding.file for failure in verification.failures)
+    assert any(failure.finding.file == "evidence.pack" for failure in verification.failures)
 
 
 def test_two_live_runs_name_the_model_as_what_varies(tmp_path: Path) -> None:

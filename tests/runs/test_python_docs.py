@@ -11,6 +11,8 @@ import pytest
 from cli_support import Ran
 from cli_support import toolproof as cli
 
+from toolproof.bundle.evidence import RunEvidence
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "python-docs"
 
@@ -46,7 +48,7 @@ def claims_of(run_dir: Path) -> list[dict[str, object]]:
 def cited(run_dir: Path, claim: dict[str, object]) -> list[str]:
     texts = []
     for support in claim["supports"]:  # type: ignore[attr-defined]
-        data = (run_dir / "evidence" / support["evidence"].removeprefix("evidence_")).read_bytes()
+        data = RunEvidence.open(run_dir).read(support["evidence"])
         texts.append(" ".join(data[support["start"] : support["end"]].decode("utf-8").split()))
     return texts
 
@@ -77,15 +79,10 @@ def test_the_three_questions_are_answered_by_exact_sentences(run_dir: Path) -> N
     for claim in claims:
         texts = cited(run_dir, claim)
         assert texts[0] == claim["statement"]
-        assert (
-            [c["text"] for c in claim["citations"]]
-            == [  # type: ignore[attr-defined]
-                (run_dir / "evidence" / s["evidence"].removeprefix("evidence_"))
-                .read_bytes()[s["start"] : s["end"]]
-                .decode("utf-8")
-                for s in claim["supports"]  # type: ignore[attr-defined]
-            ]
-        )
+        assert [c["text"] for c in claim["citations"]] == [  # type: ignore[attr-defined]
+            RunEvidence.open(run_dir).read(s["evidence"], s["start"], s["end"]).decode("utf-8")
+            for s in claim["supports"]  # type: ignore[attr-defined]
+        ]
 
 
 def test_chunk_evidence_pins_its_document(run_dir: Path, workspace: Path) -> None:
@@ -99,7 +96,7 @@ def test_chunk_evidence_pins_its_document(run_dir: Path, workspace: Path) -> Non
     for record in chunks:
         detail = record["source"]["detail"]
         document = (workspace / "corpus" / detail["document"]).read_bytes()
-        stored = (run_dir / record["path"]).read_bytes()
+        stored = RunEvidence.open(run_dir).read(record["id"])
         assert stored == document[detail["document_start"] : detail["document_end"]]
         assert (
             detail["document_digest"]
@@ -127,9 +124,10 @@ def test_an_altered_pinned_chunk_refuses_replay(
     try:
         claim = claims_of(copy)[0]
         support = claim["supports"][0]  # type: ignore[index]
-        path = copy / "evidence" / support["evidence"].removeprefix("evidence_")
+        path = copy / "evidence.pack"  # the cited byte, flipped where the pack holds it
+        cited = RunEvidence.open(copy).read(support["evidence"])
         data = bytearray(path.read_bytes())
-        data[support["start"]] ^= 0x20
+        data[bytes(data).index(cited) + support["start"]] ^= 0x20
         path.write_bytes(bytes(data))
         done = toolproof("replay", "runs/altered", cwd=workspace)
         assert done.returncode == 2

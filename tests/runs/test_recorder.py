@@ -18,6 +18,7 @@ import pytest
 
 from toolproof import Tool
 from toolproof.bundle import durable
+from toolproof.bundle.pack import read_pack
 from toolproof.bundle.trace import TraceWriter, read_trace
 from toolproof.contract.evidence import (
     Claim,
@@ -39,7 +40,6 @@ from toolproof.contract.trace import (
     ToolReturned,
 )
 from toolproof.errors import ToolCallError
-from toolproof.evidence.pack import read_pack
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.live import LiveRecording, open_recording
@@ -137,7 +137,7 @@ def test_the_stores_records_equal_validated_ones(tmp_path: Path) -> None:
     record = store.put(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s", call="call_x"
     )
-    assert store.take_created() == [str(tmp_path / record["path"])]
+    assert store.take_created() == []  # nothing is created per item: the pack holds it
     again = store.put(
         b'{"a":1}', media_type="application/json", kind="tool_result", step="s2", call="call_y"
     )
@@ -191,7 +191,7 @@ def test_a_session_call_step_is_the_executors_call_step(tmp_path: Path) -> None:
     assert events[3]["recovered_by"] == "retry"
     assert recorded.evidence is not None
     assert events[5]["detail"] == {"evidence": recorded.evidence.id}
-    # a live session's bytes are in its evidence pack, not in evidence/ (finalize writes those)
+    # a live session's bytes are in its evidence pack (finalize writes the run's pack)
     assert recorder.store.read(recorded.evidence.id) == b"ok"
     assert not (tmp_path / recorded.evidence.path).exists()
 

@@ -103,11 +103,11 @@ def test_tampered_run_fails_verify_and_replay_with_exit_2(project: Path) -> None
     ran = _cli("run", str(_spec(project, LOOKUP)), "--root", str(project), "--json", env=env)
     run_id = json.loads(ran.stdout)["run_id"]
     assert (project / "count").read_text(encoding="utf-8") == "x"
-    evidence = next((project / "runs" / run_id / "evidence").iterdir())
+    evidence = project / "runs" / run_id / "evidence.pack"
     evidence.write_bytes(evidence.read_bytes().replace(b"pear", b"bear"))
     verified = _cli("verify", run_id, "--root", str(project))
     assert verified.returncode == 2
-    assert f"[manifest] evidence/{evidence.name}: evidence/{evidence.name} has digest" in (
+    assert "[manifest] evidence.pack: evidence.pack has digest" in (
         verified.stderr.replace("\n", "")
     )
     replayed = _cli(

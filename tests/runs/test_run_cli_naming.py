@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_support import Ran, toolproof
 
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.runs import Manifest, ManifestEntry, run_id_for
 from toolproof.identity import canonical_json
 
@@ -121,7 +122,7 @@ def test_runs_list_shows_every_run_newest_first_and_whether_it_verifies(
     root = tmp_path / "art"
     older = _run(EXAMPLE / "spec.toml", root)
     newer = _run(_typo_spec(tmp_path), root)
-    evidence = next((root / "runs" / older / "evidence").iterdir())
+    evidence = root / "runs" / older / "evidence.pack"
     evidence.write_bytes(evidence.read_bytes() + b" ")
     listed = _cli("runs", "list", "--root", str(root), "--json", "--verify")
     assert listed.returncode == 0, listed.stderr
@@ -213,8 +214,9 @@ def test_show_html_of_a_tampered_run_leads_with_the_verdict_and_a_failing_claim(
     copy = tmp_path / "runs" / run_id
     shutil.copytree(root / "runs" / run_id, copy)
     claims = json.loads((copy / "claims.json").read_bytes())
-    evidence = copy / "evidence" / claims[1]["supports"][0]["evidence"].split("_", 1)[1]
-    evidence.write_bytes(evidence.read_bytes().replace(b"12", b"13"))
+    evidence = copy / "evidence.pack"  # the cited item's bytes, changed in the pack
+    cited = RunEvidence.open(copy).read(claims[1]["supports"][0]["evidence"])
+    evidence.write_bytes(evidence.read_bytes().replace(cited, cited.replace(b"12", b"13")))
     page = tmp_path / "page.html"
     shown = _cli("show", str(copy), "--html", str(page))
     assert shown.returncode == 2

@@ -9,6 +9,7 @@ import pytest
 from runs_support import Counter, base_spec, make_toolset, run, run_files
 
 from toolproof import load_toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.runs import RunSpec
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER
 from toolproof.errors import VerificationError
@@ -31,10 +32,11 @@ def test_run_writes_the_documented_layout(tmp_path: Path) -> None:
     assert (counter.calls, outcome.live_calls) == (3, 3)
     assert outcome.path == tmp_path / "runs" / outcome.run_id
     files = run_files(outcome.path)
-    evidence = [name for name in files if name.startswith("evidence/")]
-    assert len(evidence) == 3
-    assert [name for name in files if not name.startswith("evidence/")] == [
+    assert len(RunEvidence.open(outcome.path).names()) == 3
+    assert files == [
         "claims.json",
+        "evidence.idx",
+        "evidence.pack",
         "manifest.json",
         "plan.json",
         "report.json",
@@ -79,7 +81,7 @@ def test_claims_cite_the_exact_bytes_of_tool_values(tmp_path: Path) -> None:
     ]
     first = claims[0]
     assert (first["type"], first["status"]) == ("derived", "validated")
-    data = (outcome.path / "evidence" / first["supports"][0]["evidence"][9:]).read_bytes()
+    data = RunEvidence.open(outcome.path).read(first["supports"][0]["evidence"])
     spans = [data[s["start"] : s["end"]] for s in first["supports"]]
     assert spans == [b"12", b"A1"]
     assert [c["text"] for c in first["citations"]] == ["12", "A1"]
@@ -94,9 +96,10 @@ def test_string_results_are_stored_as_raw_utf8(tmp_path: Path) -> None:
         },
     )
     outcome = run(tmp_path, spec, make_toolset(Counter()))
-    (evidence,) = (outcome.path / "evidence").iterdir()
-    assert evidence.read_bytes() == b"Report on pear. The pear shelf is full. Nothing else to add."
-    assert outcome.outcome.claims[0].supports[0].end == len(evidence.read_bytes())
+    stored = RunEvidence.open(outcome.path)
+    (name,) = stored.names()
+    assert stored.read(name) == b"Report on pear. The pear shelf is full. Nothing else to add."
+    assert outcome.outcome.claims[0].supports[0].end == stored.size(name)
 
 
 def test_same_spec_and_seed_give_the_same_run_id_and_reuse(tmp_path: Path) -> None:
@@ -239,7 +242,7 @@ def test_evidence_budget_stops_before_storing(tmp_path: Path) -> None:
     assert outcome.outcome.failures[-1]["reason"] == (
         "evidence budget of 100 bytes exceeded (155 bytes needed)"
     )
-    assert len(list((outcome.path / "evidence").iterdir())) == 1
+    assert len(RunEvidence.open(outcome.path).names()) == 1
 
 
 def test_wall_clock_budget_cancels_a_slow_call(tmp_path: Path) -> None:

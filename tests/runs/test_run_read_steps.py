@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof import load_toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.contract.runs import RunSpec
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
@@ -51,7 +52,7 @@ def test_a_run_reads_a_resource_and_gets_a_prompt_as_evidence(tmp_path: Path) ->
         ("step_started", "derive"),
     ]
     record = events[2]["evidence"]
-    assert (run / record["path"]).read_bytes() == (
+    assert RunEvidence.open(run).read(record["id"]) == (
         b'{"id":"7","templateTest":true,"data":"Data for ID: 7"}'
     )
     assert (record["media_type"], record["source"]["kind"]) == ("application/json", "resource")

@@ -15,18 +15,19 @@ from typing import Any
 import pytest
 from pack_support import record, step, toolset
 
+from toolproof.bundle.evidence import RunEvidence
+from toolproof.bundle.pack import read_pack
 from toolproof.errors import VerificationError
-from toolproof.evidence.pack import read_pack
 from toolproof.runs.finalize import finalize_session, recover_session
 from toolproof.runs.live import open_recording
 from toolproof.verify.verifier import verify_run
 
 SUPPORT = Path(__file__).with_name("pack_support.py")
-RUN_ID = "run_f191f9cc5a9d19829fa6c1816534dc5817ccc4313aebe2dcd3e94ad9af7a7492"
-"""The run of ``record(root, 6)`` finalized, as main wrote it with a file per evidence item
-(before the pack, at 6ea6c71: ``run_af3016329813...``), its ``tool_called`` events now
-carrying the calls' idempotency keys and its runtime naming the session (issue 34 point
-1): the pack must not change a committed byte."""
+RUN_ID = "run_21ef2ef32dc1d1f23f4d53bdf5c9b5ae8405d0f78b9a2cc13f44b20783cd7414"
+"""The run of ``record(root, 6)`` finalized, its evidence in the run's ``evidence.pack``
+and ``evidence.idx`` (issue 31 point 2; with a file per item it was
+``run_f191f9cc5a9d...``): a session recorded before the live pack (its items as files)
+and one recorded with it finalize into the same bytes."""
 
 
 def _events(directory: Path) -> list[dict[str, Any]]:
@@ -130,10 +131,13 @@ def test_finalize_commits_the_run_a_file_per_item_session_committed_byte_for_byt
     assert verify_run(outcome.path).ok
     files = _files(outcome.path)
     assert files == _files(before.path)
-    evidence = sorted(name for name in files if name.startswith("evidence/"))
-    assert evidence == sorted({r["path"] for r in _registered(outcome.path)})
-    assert len(evidence) == 12  # 6 results, 3 requests and 3 responses: no pack in the run
-    assert "evidence.pack" not in files
+    evidence = RunEvidence.open(outcome.path).names()
+    assert evidence == sorted({r["id"][9:] for r in _registered(outcome.path)})
+    assert len(evidence) == 12  # 6 results, 3 requests and 3 responses, in the run's pack
+    assert [name for name in files if name.startswith("evidence")] == [
+        "evidence.idx",
+        "evidence.pack",
+    ]
 
 
 def test_a_killed_session_with_a_pack_recovers_every_acknowledged_call(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from mcp import Client, StdioServerParameters
 from serve_helpers import SERVE_CONFIG, TOOLPROOF, free_port, spawn
 
 from toolproof import load_toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.rundir import process_identity
 from toolproof.bundle.trace import TraceWriter
 from toolproof.contract.trace import TRACE_EVENT_ADAPTER, StepFinished
@@ -87,7 +88,8 @@ def test_a_stdio_session_is_finalized_into_a_run_that_verifies(tmp_path: Path) -
         ("call-00000004", "segment", {"x": 3}),
         ("call-00000005", "add", {"a": 2**63, "b": 1}),
     ]
-    evidence = {path.read_bytes() for path in (run / "evidence").iterdir()}
+    stored = RunEvidence.open(run)
+    evidence = {stored.read(name) for name in stored.names()}
     assert evidence == {
         answers[0].content[0].text.encode(),
         answers[2].content[0].text.encode(),

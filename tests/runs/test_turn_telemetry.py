@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
 from toolproof import Session, Tool, Toolset
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.identity import digest
 
 
@@ -57,7 +58,7 @@ def turns_of(run: Path) -> list[tuple[dict[str, Any], bytes, bytes]]:
     out = []
     for turn in (e for e in events if e["type"] == "model_turn"):
         request, response = [
-            (run / e["evidence"]["path"]).read_bytes()
+            RunEvidence.open(run).read(e["evidence"]["id"])
             for e in events
             if e["type"] == "evidence_registered" and e["step"] == turn["step"]
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,6 +63,7 @@ def test_no_canonical_model_of_a_run_can_be_mutated(tmp_path: Path) -> None:
 
 def test_a_claim_mutated_by_a_progress_plugin_does_not_reach_the_run(tmp_path: Path) -> None:
     """The plugin sees an event validated from the line's JSON: a copy, not the run's claim."""
+
     def tamper(event: TraceEvent) -> None:  # a progress plugin that edits what it sees
         if isinstance(event, ClaimEmitted):
             object.__setattr__(event.claim, "statement", "There are 99 apples.")
@@ -206,14 +208,13 @@ class EscapingReasoner(Reasoner):
 
 @register_reasoner(registry=REGISTRIES.reasoners)
 class SymlinkingReasoner(Reasoner):
-    """Misbehaves: swaps an evidence file for a symlink to identical bytes outside the run."""
+    """Misbehaves: swaps the evidence pack for a symlink to identical bytes outside the run."""
 
     name = "test-symlinking"
     outside: ClassVar[Path]
 
     async def derive(self, request: ReasonerRequest) -> list[Claim]:
-        record = request.evidence[0]
-        path = request.store.run_dir / record.path
+        path = request.store.pack.path
         self.outside.write_bytes(path.read_bytes())
         path.unlink()
         os.symlink(self.outside, path)
@@ -228,7 +229,7 @@ def test_evidence_outside_the_run_is_refused(tmp_path: Path) -> None:
     assert (check, message) == ("required-steps", message)
     assert "no evidence ../../../etc/passwd in this run" in message
     SymlinkingReasoner.outside = tmp_path / "outside.json"
-    with pytest.raises(InputError, match=r"^run directory holds non-regular files: evidence/"):
+    with pytest.raises(InputError, match=r"^run directory holds non-regular files: evidence\.pack"):
         run(
             tmp_path / "b", _spec("test-symlinking"), make_toolset(Counter()), registries=REGISTRIES
         )
@@ -240,7 +241,7 @@ def test_evidence_outside_the_run_is_refused(tmp_path: Path) -> None:
 
 @register_reasoner(registry=REGISTRIES.reasoners)
 class ReencodingReasoner(Reasoner):
-    """Misbehaves: cites a value, then rewrites the evidence file pretty-printed."""
+    """Misbehaves: cites a value, then rewrites the evidence in the run's pack."""
 
     name = "test-reencoding"
 
@@ -248,8 +249,8 @@ class ReencodingReasoner(Reasoner):
         record = request.evidence[0]
         support = request.store.support(record.id, 0, 5)
         text = request.store.read(record.id)[0:5].decode()
-        path = request.store.run_dir / record.path
-        path.write_bytes(path.read_bytes().replace(b",", b", "))
+        path = request.store.pack.path
+        path.write_bytes(path.read_bytes().replace(b",", b";"))
         return [
             Claim(
                 statement=f"It starts with {text}",
@@ -268,7 +269,10 @@ def test_reencoded_evidence_fails_its_digest(tmp_path: Path) -> None:
     )
     [(check, message)] = _failing(outcome.report)  # the run's own report sees it
     assert check == "evidence-digests"
-    assert message.endswith("; event 3 registered 75 bytes with sha256:" + message[9:73])
+    assert re.fullmatch(
+        r"evidence\.pack at byte 26: item 1's bytes do not hash to its digest [0-9a-f]{64}",
+        message,
+    )
     [failure] = verify_run(outcome.path).failures
     assert failure.check == "evidence-digests"
     with pytest.raises(ConformanceError, match=r"^\[INV-EVIDENCE-DIGEST\] \[evidence-digests\]"):

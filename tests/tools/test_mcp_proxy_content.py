@@ -21,6 +21,7 @@ from mcp_support import everything_bin, fixture_entry
 
 from toolproof import load_toolset
 from toolproof.adapters.mcp.server import build_server
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.identity import canonical_json, digest
 from toolproof.tools.content import CONTENT_KEY
 
@@ -130,7 +131,7 @@ def test_a_recorded_session_stores_the_content_value_as_evidence(tmp_path: Path)
     [run] = (root / "runs").iterdir()
     value = {CONTENT_KEY: expected["content"]}
     data = canonical_json(value)
-    assert (run / "evidence" / digest(data).removeprefix("sha256:")).read_bytes() == data
+    assert RunEvidence.open(run).read(digest(data).removeprefix("sha256:")) == data
     events = [json.loads(line) for line in (run / "trace.jsonl").read_text("utf-8").splitlines()]
     [returned] = [event for event in events if event["type"] == "tool_returned"]
     assert returned["result"]["value"] == value

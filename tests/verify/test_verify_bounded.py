@@ -169,13 +169,12 @@ def test_a_manifest_over_the_byte_limit_is_refused_unread(run_dir: Path) -> None
     ]
 
 
-def test_a_truncated_evidence_file_is_refused_by_its_size(run_dir: Path) -> None:
-    rel = sorted(p.name for p in (run_dir / "evidence").iterdir())[0]
-    path = run_dir / "evidence" / rel
+def test_a_truncated_evidence_pack_is_refused_by_its_size(run_dir: Path) -> None:
+    path = run_dir / "evidence.pack"
     size = path.stat().st_size
     os.truncate(path, size - 1)
     assert [str(f) for f in verify_run(run_dir).failures] == [
-        f"[manifest] evidence/{rel}: evidence/{rel} has size {size - 1} bytes, the manifest "
+        f"[manifest] evidence.pack: evidence.pack has size {size - 1} bytes, the manifest "
         f"says {size} (truncated, appended or replaced; refused by size, not read)"
     ]
 

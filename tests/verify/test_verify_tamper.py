@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,6 @@ from toolproof.verify.view import RunView
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     return run(tmp_path, base_spec(), make_toolset(Counter())).path
-
-
-def _evidence(run_dir: Path) -> str:
-    return sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "evidence").iterdir())[0]
 
 
 def _flip(path: Path) -> None:
@@ -47,7 +44,8 @@ FILES = [
     "report.json",
     "timings.json",
     "manifest.json",
-    "EVIDENCE",
+    "evidence.pack",
+    "evidence.idx",
 ]
 
 
@@ -56,12 +54,11 @@ FILES = [
 def test_every_mutation_of_every_file_fails_the_manifest_check(
     run_dir: Path, name: str, mutation: str
 ) -> None:
-    rel = _evidence(run_dir) if name == "EVIDENCE" else name
-    MUTATIONS[mutation](run_dir / rel)
+    MUTATIONS[mutation](run_dir / name)
     verification = verify_run(run_dir)
     assert not verification.ok
     first = verification.failures[0]
-    assert (first.check, first.finding.file) == ("manifest", rel)
+    assert (first.check, first.finding.file) == ("manifest", name)
     assert verification.report is None  # nothing else is trusted
 
 
@@ -77,10 +74,23 @@ def test_messages_say_what_happened(run_dir: Path) -> None:
 
 def test_a_symlink_in_the_run_is_refused(run_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "outside").write_text("secret", encoding="utf-8")
-    (run_dir / "evidence" / "link").symlink_to(tmp_path / "outside")
+    (run_dir / "link").symlink_to(tmp_path / "outside")
     failure = verify_run(run_dir).failures[0]
-    assert str(failure) == (
-        "[manifest] evidence/link: evidence/link is not a regular file (symlinks are not allowed)"
+    assert str(failure) == "[manifest] link: link is not a regular file (symlinks are not allowed)"
+
+
+def test_a_damaged_pack_under_a_forged_manifest_fails_its_check_in_one_line(
+    run_dir: Path,
+) -> None:
+    pack = run_dir / "evidence.pack"
+    data = bytearray(pack.read_bytes())
+    data[-1] ^= 0x01  # the last item's last byte
+    pack.write_bytes(bytes(data))
+    checks = _checks(remanifest(run_dir))
+    [message] = [text for check, text in checks if check == "evidence-digests"]
+    assert re.fullmatch(
+        r"evidence\.pack at byte \d+: item 3's bytes do not hash to its digest [0-9a-f]{64}",
+        message,
     )
 
 

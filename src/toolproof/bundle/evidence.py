@@ -1,32 +1,57 @@
 """The evidence of a run directory, read through one seam whatever its layout.
 
 Every reader of a committed run's evidence bytes (verify's checks, replay, ``show``,
-the timeline, the session cassettes, the test kit) opens it with
+the timeline, the session cassettes, the test kit, ``serve-api``) opens it with
 :meth:`RunEvidence.open` and names an item by the SHA-256 hex of its bytes (an
 evidence id ``evidence_<hex>`` is accepted too); no other module knows where the
-bytes lie. The layouts:
+bytes lie. The layouts (docs/runs.md, "The run directory"):
 
-* **files** (:data:`LAYOUT_FILES`): one file per item, ``evidence/<sha256 hex>``.
+* **pack** (:data:`LAYOUT_PACK`, every run written since issue 31):
+  ``evidence.pack`` holds every item, one after the other
+  (:mod:`toolproof.bundle.pack`), and ``evidence.idx`` their sorted index
+  (:mod:`toolproof.bundle.packindex`); the header line of each names its format and
+  version. One item is found by binary search over the index, never by loading it.
+* **files** (:data:`LAYOUT_FILES`, runs written before): one file per item,
+  ``evidence/<sha256 hex>``.
 
-Offsets given to :meth:`RunEvidence.read` count from the item's first byte, in every
-layout: a :class:`~toolproof.contract.evidence.SupportRef` keeps naming the exact
-bytes it was recorded against.
+A run holding ``evidence.pack`` or ``evidence.idx`` is in the pack layout; any other
+in the files layout. Offsets given to :meth:`RunEvidence.read` count from the item's
+first byte in every layout (never from the pack's): a
+:class:`~toolproof.contract.evidence.SupportRef` keeps naming the exact bytes it was
+recorded against. A damaged pack or index is refused with a
+:class:`~toolproof.errors.VerificationError` whose one-line message names the file,
+the byte offset and the rule.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolproof.bundle.manifest import hash_file
-from toolproof.contract.layout import EVIDENCE_DIR, evidence_path
+from toolproof.bundle.pack import item_line, scan_pack
+from toolproof.bundle.packindex import PackIndex
+from toolproof.contract.layout import (
+    EVIDENCE_DIR,
+    EVIDENCE_INDEX_FILE,
+    EVIDENCE_PACK_FILE,
+    evidence_path,
+)
+from toolproof.errors import VerificationError
 
-__all__ = ["LAYOUT_FILES", "EvidenceItem", "RunEvidence"]
+__all__ = ["LAYOUT_FILES", "LAYOUT_PACK", "EvidenceItem", "RunEvidence"]
 
 LAYOUT_FILES = 1
-"""The layout of one file per item, ``evidence/<sha256 hex>``."""
+"""The layout of one file per item, ``evidence/<sha256 hex>`` (runs written before the pack)."""
+LAYOUT_PACK = 2
+"""The layout of ``evidence.pack`` and its index ``evidence.idx``."""
+
+_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -62,7 +87,7 @@ class RunEvidence:
 
     Attributes:
         directory: the run directory.
-        layout: :data:`LAYOUT_FILES`.
+        layout: :data:`LAYOUT_PACK` or :data:`LAYOUT_FILES`.
 
     """
 
@@ -79,6 +104,10 @@ class RunEvidence:
         self._sizes = sizes
         self._known: dict[str, tuple[int, str]] = {}
         self._folder = self.directory / EVIDENCE_DIR
+        self._pack = self.directory / EVIDENCE_PACK_FILE
+        self._index: PackIndex | None = None
+        self._checked: dict[str, int] = {}
+        """A packed run's item sizes by name, once :meth:`items` checked them all."""
 
     @classmethod
     def open(
@@ -99,7 +128,12 @@ class RunEvidence:
             The reader; opening reads nothing but the directory's entries.
 
         """
-        return cls(Path(directory), LAYOUT_FILES, digests or {}, sizes or {})
+        directory = Path(directory)
+        packed = any(
+            (directory / name).exists() for name in (EVIDENCE_PACK_FILE, EVIDENCE_INDEX_FILE)
+        )
+        layout = LAYOUT_PACK if packed else LAYOUT_FILES
+        return cls(directory, layout, digests or {}, sizes or {})
 
     @staticmethod
     def path_of(key: str) -> str:
@@ -111,21 +145,67 @@ class RunEvidence:
         """
         return evidence_path(_name(key))
 
+    @staticmethod
+    def key_of_path(path: str) -> str | None:
+        """The hex digest an item's name ``evidence/<hex>`` names, or ``None`` for another path."""
+        hex_digest = path.removeprefix(EVIDENCE_DIR + "/")
+        return hex_digest if hex_digest != path and _HEX.fullmatch(hex_digest) else None
+
     def _file(self, key: str) -> Path:
         return self._folder / _name(key)
 
+    def _open_index(self) -> PackIndex:
+        """The pack's index (opened once).
+
+        Raises:
+            VerificationError: the pack or the index is missing, or the index's header
+                or length is wrong.
+
+        """
+        if self._index is None:
+            for name in (EVIDENCE_PACK_FILE, EVIDENCE_INDEX_FILE):
+                path = self.directory / name
+                if path.is_symlink() or not path.is_file():
+                    raise VerificationError(
+                        f"{name} is missing: a run's evidence is {EVIDENCE_PACK_FILE} read "
+                        f"through {EVIDENCE_INDEX_FILE}, and it has one without the other",
+                        file=name,
+                    )
+            self._index = PackIndex(self.directory / EVIDENCE_INDEX_FILE, self._pack.stat().st_size)
+        return self._index
+
+    def _find(self, key: str) -> tuple[int, int] | None:
+        name = _name(key)
+        if not _HEX.fullmatch(name):
+            return None
+        return self._open_index().find(name)
+
     def __contains__(self, key: object) -> bool:
-        """Whether an item of that hex digest (or evidence id) is stored, as a regular file."""
+        """Whether an item of that hex digest (or evidence id) is stored.
+
+        Raises:
+            VerificationError: the pack's index is damaged where the search read it.
+
+        """
         if not isinstance(key, str) or not key or "/" in key or key in (".", ".."):
             return False
+        if self.layout == LAYOUT_PACK:
+            return self._find(key) is not None
         path = self._file(key)
         return path.is_file() and not path.is_symlink()
 
     def names(self) -> list[str]:
         """The name of every stored item, sorted (a stray file's name included).
 
-        Only regular files count: a symlink is refused by the manifest check.
+        Only regular files count in the files layout: a symlink is refused by the
+        manifest check.
+
+        Raises:
+            VerificationError: the pack's index is damaged.
+
         """
+        if self.layout == LAYOUT_PACK:
+            return [name for name, _, _ in self._open_index().walk()]
         if not self._folder.is_dir():
             return []
         with os.scandir(self._folder) as entries:  # the directory's own types: no stat per file
@@ -133,6 +213,9 @@ class RunEvidence:
 
     def stored_files(self) -> Iterator[str]:
         """The run-relative paths of the files that hold the items, in name order."""
+        if self.layout == LAYOUT_PACK:
+            yield from (EVIDENCE_INDEX_FILE, EVIDENCE_PACK_FILE)
+            return
         for name in self.names():
             yield evidence_path(name)
 
@@ -141,9 +224,15 @@ class RunEvidence:
 
         Raises:
             KeyError: no such item.
+            VerificationError: the pack's index is damaged.
             OSError: it cannot be read.
 
         """
+        if self.layout == LAYOUT_PACK:
+            found = self._find(key)
+            if found is None:
+                raise KeyError(key)
+            return found[1]
         if key not in self:
             raise KeyError(key)
         size = self._sizes.get(self.path_of(key))
@@ -154,9 +243,17 @@ class RunEvidence:
 
         Raises:
             KeyError: no such item.
+            VerificationError: the pack or its index is damaged (a packed item is read
+                whole, so its digest is checked).
             OSError: it cannot be read.
 
         """
+        if self.layout == LAYOUT_PACK:
+            name = _name(key)
+            size = self._checked.get(name)
+            if size is None:  # not seen by a whole pass: read it, its digest checked
+                size = len(self.read(key))
+            return size, "sha256:" + name
         rel = self.path_of(key)
         verified, size = self._digests.get(rel), self._sizes.get(rel)
         if verified is not None and size is not None:
@@ -175,6 +272,10 @@ class RunEvidence:
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes ``[start, end)`` of the item (``end`` None: to its end; fewer when shorter).
 
+        In the pack layout the item's ``<hex> <size>`` line is checked before its
+        bytes are read, and a whole item (``start`` 0, ``end`` None or past its end)
+        is checked against its digest.
+
         Args:
             key: the item's hex digest or evidence id.
             start: the first byte, counted from the item's first byte (>= 0).
@@ -182,9 +283,13 @@ class RunEvidence:
 
         Raises:
             KeyError: no such item.
+            VerificationError: the index does not point at the item's line, or its bytes
+                do not hash to its digest (one line: file, byte offset, rule).
             OSError: it cannot be read.
 
         """
+        if self.layout == LAYOUT_PACK:
+            return self._read_packed(key, start, end)
         if key not in self:
             raise KeyError(key)
         with self._file(key).open("rb") as file:
@@ -192,17 +297,78 @@ class RunEvidence:
                 file.seek(start)
             return file.read() if end is None else file.read(max(0, end - start))
 
+    def _read_packed(self, key: str, start: int, end: int | None) -> bytes:
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        offset, size = found
+        name = _name(key)
+        line = item_line(name, size)
+        at = offset - len(line)
+        stop = size if end is None else max(start, min(end, size))
+        whole = start <= 0 and stop == size
+        with self._pack.open("rb", buffering=0) as file:
+            if at < 0 or os.pread(file.fileno(), len(line), at) != line:
+                raise VerificationError(
+                    f"{EVIDENCE_PACK_FILE} at byte {max(at, 0)}: {EVIDENCE_INDEX_FILE} points "
+                    f"at offset {offset} for {name}, which is not the start of that item's "
+                    f"bytes (no line '{name} {size}' before it)",
+                    file=EVIDENCE_PACK_FILE,
+                )
+            data = os.pread(file.fileno(), stop - start, offset + start) if stop > start else b""
+        if whole and hashlib.sha256(data).hexdigest() != name:
+            raise VerificationError(
+                f"{EVIDENCE_PACK_FILE} at byte {at}: the bytes of item {name} do not hash "
+                "to its digest",
+                file=EVIDENCE_PACK_FILE,
+            )
+        return data
+
     def items(self) -> Iterator[EvidenceItem]:
-        """Every stored item with its size and digest, in storage order (by name here).
+        """Every stored item with its size and digest, in storage order, all checked.
+
+        The pack layout streams ``evidence.pack`` once, front to back, hashing every
+        item, then walks ``evidence.idx`` once checking that its records are exactly
+        those items; memory holds 48 bytes per item (offset, size, digest) and each
+        item's size by name, kept afterwards so :meth:`size_and_digest` answers without
+        reading the item again. The files layout yields the files by name. Exhaust the
+        iterator: the index is checked after the last item.
 
         Raises:
-            OSError: an item cannot be read.
+            VerificationError: the pack or the index is not sound (one line: file, byte
+                offset, rule), or a packed run also holds an ``evidence/`` folder.
+            OSError: a file cannot be read.
 
         """
+        if self.layout == LAYOUT_PACK:
+            yield from self._packed_items()
+            return
         for name in self.names():
             rel = evidence_path(name)
             known = self._known.get(rel)
-            if known is None and rel in self._digests:
-                known = (self.size(name), self._digests[rel])
+            verified, size = self._digests.get(rel), self._sizes.get(rel)
+            if known is None and verified is not None:  # the manifest check's: not hashed again
+                known = (size if size is not None else self.size(name), verified)
             size, file_digest = known or hash_file(self._file(name))
             yield EvidenceItem(name, rel, size, file_digest)
+
+    def _packed_items(self) -> Iterator[EvidenceItem]:
+        index = self._open_index()
+        if self._folder.exists():
+            raise VerificationError(
+                f"{EVIDENCE_DIR}/ is in a run whose evidence is {EVIDENCE_PACK_FILE}: "
+                "one run has one evidence layout",
+                file=EVIDENCE_DIR,
+            )
+        offsets, sizes, digests = array("Q"), array("Q"), bytearray()
+        checked: dict[str, int] = {}
+        for item in scan_pack(self._pack):
+            offsets.append(item.offset)
+            sizes.append(item.size)
+            digests += bytes.fromhex(item.name)
+            checked[item.name] = item.size
+            yield EvidenceItem(
+                item.name, evidence_path(item.name), item.size, "sha256:" + item.name
+            )
+        index.check(offsets, sizes, digests)
+        self._checked = checked  # every item's digest checked: sizes without reading again

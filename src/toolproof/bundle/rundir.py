@@ -8,7 +8,8 @@ appears. Durable means: on Linux one ``syncfs(2)`` of the temporary directory's
 filesystem for the files (one call however many evidence files the run holds; it
 also flushes whatever else is pending on that filesystem, other programs' writes
 included, so on a disk another program is busy writing, the commit waits for that
-too: see :mod:`toolproof.bundle.durable`), elsewhere one ``fsync(2)`` per file; then,
+too: see :mod:`toolproof.bundle.durable`), elsewhere one ``fsync(2)`` per file (a run
+holds a handful: its evidence is one pack and its index); then,
 either way, an fsync of every folder that holds a file, deepest first. If that
 directory exists already (identical work gives an identical run id), the existing
 one is kept and the temporary one removed. An exception or Ctrl-C removes the
@@ -31,7 +32,7 @@ from typing import Any, Self
 
 from toolproof.bundle.durable import fsync_path, syncfs
 from toolproof.bundle.manifest import build_manifest, check_manifest
-from toolproof.contract.layout import EVIDENCE_DIR, MANIFEST_FILE
+from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.errors import VerificationError
 from toolproof.identity import canonical_json, digest
@@ -191,7 +192,6 @@ class RunDirectoryWriter:
         _remove_stale(self.root)
         prefix = f"{TEMP_PREFIX}{os.getpid()}-"
         self.temp = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
-        (self.temp / EVIDENCE_DIR).mkdir()
         self.known: dict[str, tuple[int, str]] = {}
         self._done = False
 
@@ -205,7 +205,7 @@ class RunDirectoryWriter:
         self.write_bytes(name, canonical_json(plain))
 
     def record(self, name: str, size: int, file_digest: str) -> None:
-        """Record the size and digest of a file written by someone else (trace, evidence)."""
+        """Record the size and digest of a file written by someone else (trace, evidence index)."""
         self.known[name] = (size, file_digest)
 
     def commit(self) -> CommittedRun:
@@ -220,9 +220,7 @@ class RunDirectoryWriter:
         """
         manifest = build_manifest(self.temp, self.known)
         write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
-        _sync_files(self.temp, [entry.path for entry in manifest.files])
-        fsync_path(self.temp / EVIDENCE_DIR)
-        fsync_path(self.temp)
+        _sync_files(self.temp, [entry.path for entry in manifest.files])  # the folder too
         runs = self.root / RUNS_DIR
         runs.mkdir(exist_ok=True)
         target = runs / manifest.run_id

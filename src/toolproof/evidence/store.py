@@ -1,35 +1,32 @@
-"""The evidence store of a run: exact bytes under ``evidence/``, and spans within them.
+"""The evidence store of a run: exact bytes in ``evidence.pack``, and spans within them.
 
-Bytes are stored once per digest as ``evidence/<sha256 hex>`` and never re-encoded:
-a :class:`SupportRef` is an interval *within that file*, so a chunk cut from the
-middle of a document is cited by offsets from the chunk's first byte, never from
-the document's.
+Bytes are stored once per digest, appended to the directory's ``evidence.pack``
+(:mod:`toolproof.bundle.pack`: one ``write(2)`` per item, no file created per item),
+and never re-encoded: a :class:`SupportRef` is an interval *within that item*, so a
+chunk cut from the middle of a document is cited by offsets from the chunk's first
+byte, never from the document's (nor from the pack's).
 
-A live session's store (``pack=True``) appends each new item to the session's
-``evidence.pack`` instead (:mod:`toolproof.evidence.pack`: one ``write(2)`` per item,
-no file created) and serves every read from it; offsets within an item are the same
-as within its file, and finalizing the session writes the run's ``evidence/`` files.
+A run's store writes the pack's sorted index ``evidence.idx``
+(:mod:`toolproof.bundle.packindex`) when it is closed: the run's evidence layout
+(docs/runs.md). A live session's store (``live=True``) writes no index: finalizing
+the session writes the run's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
+from toolproof.bundle.pack import PACK_FILE, PackWriter
+from toolproof.bundle.packindex import write_index
 from toolproof.contract.base import SCHEMA_VERSION
-from toolproof.contract.evidence import SupportRef, evidence_path_for
-from toolproof.contract.layout import EVIDENCE_DIR
+from toolproof.contract.evidence import SupportRef
+from toolproof.contract.layout import EVIDENCE_INDEX_FILE, evidence_path
 from toolproof.errors import InputError
-from toolproof.evidence.pack import PACK_FILE, PackWriter
 from toolproof.identity import digest, digest_of_hex
 
 __all__ = ["EvidenceStore", "span_ref"]
-
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-"""How an evidence file is opened: created now, never an existing one."""
 
 
 def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
@@ -52,37 +49,30 @@ def span_ref(evidence_id: str, data: bytes, start: int, end: int) -> SupportRef:
 
 
 class EvidenceStore:
-    """Stores evidence bytes under a run directory's ``evidence/`` folder, or in a pack.
+    """Stores evidence bytes in a run directory's (or a live session's) ``evidence.pack``.
 
     Args:
-        run_dir: the run directory being written (``evidence/`` is created if missing),
-            or the live session directory when ``pack`` is True.
-        pack: append every new item to ``run_dir/evidence.pack`` (created now; it must
-            not exist) instead of a file per item; ``evidence/`` is not created.
+        run_dir: the run directory being written, or the live session directory.
+        live: a live session's store: no index is written when it is closed.
 
     Attributes:
-        pack: the pack writer, or ``None`` for a file per item.
+        pack: the pack writer.
 
     Raises:
-        OSError: the folder or the pack cannot be created.
+        OSError: the pack cannot be created (it must not exist).
 
     """
 
-    def __init__(self, run_dir: Path, *, pack: bool = False) -> None:
+    def __init__(self, run_dir: Path, *, live: bool = False) -> None:
         self.run_dir = Path(run_dir)
-        self.directory = self.run_dir / EVIDENCE_DIR
-        self.pack: PackWriter | None = None
-        if pack:
-            self.pack = PackWriter(self.run_dir / PACK_FILE)
-        else:
-            self.directory.mkdir(exist_ok=True)
-        self._files = os.path.join(str(self.run_dir), EVIDENCE_DIR, "")
+        self.live = live
+        self.pack = PackWriter(self.run_dir / PACK_FILE)
         self._sizes: dict[str, int] = {}
         self._offsets: dict[str, int] = {}
         self._total = 0
-        self._stamps: dict[str, tuple[int, int]] = {}
+        self._index: tuple[int, str] | None = None
         self.created: list[str] = []
-        """Evidence files created and not yet taken (:meth:`take_created`)."""
+        """Evidence files created and not yet taken: always empty (every item is packed)."""
 
     @property
     def total_bytes(self) -> int:
@@ -91,31 +81,36 @@ class EvidenceStore:
 
     @property
     def stored_bytes(self) -> int:
-        """Bytes the store wrote to disk so far: :attr:`total_bytes` plus a pack's lines."""
-        return self._total if self.pack is None else self.pack.size
+        """Bytes the store wrote to disk so far: the pack's, item lines included."""
+        return self.pack.size
 
     def sync(self) -> None:
-        """Make a pack's items durable (``fsync``; nothing without a pack or new items).
-
-        Files of a store without a pack are synced by whoever commits them (the run
-        directory writer).
+        """Make the pack's items durable (``fsync``; nothing when nothing was appended).
 
         Raises:
             OSError: the fsync failed (it names the pack).
 
         """
-        if self.pack is not None:
-            self.pack.sync()
+        self.pack.sync()
 
     def close(self, *, sync: bool = True) -> None:
-        """Close a pack (fsynced unless ``sync`` is False); reads after it open the file.
+        """Close the pack (fsynced unless ``sync`` is False) and write a run's index.
+
+        Reads after it open the pack by path. A run's ``evidence.idx`` is written once,
+        from the offsets and sizes kept while appending (its durability is the run
+        directory writer's, as every file of the run).
 
         Raises:
-            OSError: the fsync failed (the pack is closed anyway).
+            OSError: the fsync or the index's write failed (the pack is closed anyway).
 
         """
-        if self.pack is not None:
-            self.pack.close(sync=sync)
+        self.pack.close(sync=sync)
+        if not self.live and self._index is None:
+            entries = (
+                (key.removeprefix("evidence_"), offset, self._sizes[key])
+                for key, offset in self._offsets.items()
+            )
+            self._index = write_index(self.run_dir / EVIDENCE_INDEX_FILE, entries)
 
     def __contains__(self, evidence_id: object) -> bool:
         return evidence_id in self._sizes
@@ -132,9 +127,8 @@ class EvidenceStore:
     ) -> dict[str, Any]:
         """Store ``data`` exactly (once per digest) and return its evidence record.
 
-        Files are not fsynced one by one: the run directory writer makes the whole
-        directory durable before it renames it into place (a pack: :meth:`sync`); the
-        files created are listed in :attr:`created` for a caller that syncs them.
+        The pack is not fsynced per item: the run directory writer makes the whole
+        directory durable before it renames it into place (a live session: :meth:`sync`).
 
         Args:
             data: the evidence bytes, as they will be cited.
@@ -147,10 +141,10 @@ class EvidenceStore:
         Returns:
             The record as plain JSON, the :class:`~toolproof.contract.evidence.EvidenceRecord`
             fields (``EvidenceRecord.model_validate(record)`` is the model): id, digest
-            and path computed from the bytes here.
+            and path (the item's name ``evidence/<hex>``) computed from the bytes here.
 
         Raises:
-            OSError: the file (or the pack) cannot be written (nothing is left of it).
+            OSError: the pack cannot be written (nothing is left of the item).
 
         """
         hex_digest = self._store(data)
@@ -167,39 +161,23 @@ class EvidenceStore:
             "digest": digest_of_hex(hex_digest),
             "size": len(data),
             "media_type": media_type,
-            "path": f"{EVIDENCE_DIR}/{hex_digest}",
+            "path": evidence_path(hex_digest),
             "source": source,
         }
 
     def stored_files(self) -> dict[str, tuple[int, str]]:
-        """Size and ``sha256:`` digest of every file the store wrote, by run-relative path.
+        """Size and ``sha256:`` digest of the files the store wrote whose digest it knows.
 
-        A file rewritten after it was stored (:meth:`touched`) is hashed again as it is
-        now (one missing or no longer a regular file is left out: the manifest sees
-        what is there). Empty with a pack (a live session's pack is not a run's file).
-
-        Raises:
-            OSError: a rewritten file cannot be read.
-
+        A closed run's store knows its index's; the pack is hashed by whoever lists it
+        (the manifest reads what is there, so bytes rewritten after they were stored are
+        seen). Empty for a live session or before :meth:`close`.
         """
-        if self.pack is not None:
+        if self._index is None:
             return {}
-        files = {
-            evidence_path_for(key): (size, digest_of_hex(key.removeprefix("evidence_")))
-            for key, size in self._sizes.items()
-        }
-        for evidence_id in self.touched():
-            rel = evidence_path_for(evidence_id)
-            path = self.run_dir / rel
-            if path.is_file() and not path.is_symlink():
-                data = path.read_bytes()
-                files[rel] = (len(data), digest(data))
-            else:
-                del files[rel]
-        return files
+        return {EVIDENCE_INDEX_FILE: self._index}
 
     def take_created(self) -> list[str]:
-        """The paths of the evidence files created since the last call (none with a pack)."""
+        """The paths of the evidence files created since the last call: none, all are packed."""
         created, self.created = self.created, []
         return created
 
@@ -209,51 +187,10 @@ class EvidenceStore:
         evidence_id = "evidence_" + hex_digest
         if evidence_id in self._sizes:
             return hex_digest
-        if self.pack is not None:
-            self._offsets[evidence_id] = self.pack.append(hex_digest, data)
-            self._sizes[evidence_id] = len(data)
-            self._total += len(data)
-            return hex_digest
-        target = self._files + hex_digest  # os.path.join(run_dir, evidence/<hex>)
-        fd = os.open(target, _CREATE, 0o666)
-        try:
-            written = os.write(fd, data)  # all of it, but for a short write
-            if written < len(data):
-                view = memoryview(data)[written:]
-                while view:
-                    view = view[os.write(fd, view) :]
-            stat = os.fstat(fd)
-        except OSError as exc:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(target)
-            raise OSError(exc.errno, exc.strerror, target) from exc
-        os.close(fd)
+        self._offsets[evidence_id] = self.pack.append(hex_digest, data)
         self._sizes[evidence_id] = len(data)
         self._total += len(data)
-        self._stamps[evidence_id] = (stat.st_size, stat.st_mtime_ns)
-        self.created.append(target)
         return hex_digest
-
-    def touched(self) -> list[str]:
-        """Evidence ids whose file changed size or mtime since it was stored (one stat each).
-
-        Something wrote into the run after the bytes were recorded (an extension that
-        re-encoded evidence); the caller re-hashes those files so the checks see it.
-        A pack's items are never rewritten in place: always empty with a pack.
-        """
-        out: list[str] = []
-        if self.pack is not None:
-            return out
-        for evidence_id, stamp in self._stamps.items():
-            try:
-                stat = (self.run_dir / evidence_path_for(evidence_id)).lstat()
-            except OSError:
-                out.append(evidence_id)
-                continue
-            if (stat.st_size, stat.st_mtime_ns) != stamp:
-                out.append(evidence_id)
-        return out
 
     def size_of(self, evidence_id: str) -> int:
         """The size in bytes of stored evidence.
@@ -270,19 +207,15 @@ class EvidenceStore:
             ) from None
 
     def read(self, evidence_id: str) -> bytes:
-        """The exact bytes of stored evidence (from the pack, with one).
+        """The exact bytes of stored evidence (read from the pack).
 
         Raises:
             InputError: no such evidence in this run.
 
         """
-        size = self.size_of(evidence_id)
-        if self.pack is not None:
-            return self._from_pack(evidence_id, 0, size)
-        return (self.run_dir / evidence_path_for(evidence_id)).read_bytes()
+        return self._from_pack(evidence_id, 0, self.size_of(evidence_id))
 
     def _from_pack(self, evidence_id: str, start: int, length: int) -> bytes:
-        assert self.pack is not None
         offset = self._offsets[evidence_id] + start
         if not self.pack.closed:
             return self.pack.read(offset, length)
@@ -291,9 +224,9 @@ class EvidenceStore:
             return file.read(length)
 
     def support(self, evidence_id: str, start: int, end: int) -> SupportRef:
-        """The :class:`SupportRef` of bytes ``[start, end)`` of an evidence file.
+        """The :class:`SupportRef` of bytes ``[start, end)`` of an evidence item.
 
-        Offsets count from the first byte of *this evidence file*.
+        Offsets count from the first byte of *this item* (never from the pack's).
 
         Raises:
             InputError: unknown evidence, or an empty or out-of-bounds interval.
@@ -308,12 +241,7 @@ class EvidenceStore:
                 start=start,
                 end=end,
             )
-        if self.pack is not None:
-            data = self._from_pack(evidence_id, start, end - start)
-        else:
-            with (self.run_dir / evidence_path_for(evidence_id)).open("rb") as file:
-                file.seek(start)
-                data = file.read(end - start)
+        data = self._from_pack(evidence_id, start, end - start)
         return span_ref(evidence_id, data, 0, len(data)).model_copy(
             update={"start": start, "end": end}
         )

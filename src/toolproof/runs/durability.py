@@ -147,7 +147,7 @@ def sync_run(
         fsync_path(path)
         synced_files = True
     if synced_files:
-        fsync_path(store.directory)
+        fsync_path(store.run_dir)
     if not closed:
         store.sync()
         trace.sync()

@@ -13,13 +13,13 @@ after it was written is not committed. The result verifies with ``toolproof veri
 and replays with ``toolproof replay``.
 
 The live evidence is read from the session's ``evidence.pack``
-(:func:`~toolproof.evidence.pack.read_pack`: every item's digest checked) and from
-``evidence/`` files (sessions recorded before the pack). The committed run holds the
-usual ``evidence/<sha256 hex>`` files, written by the frozen re-execution (a tool
-result's bytes from its recorded value, a model turn's from the pack) and made
-durable by the run directory's commit; the live directory, pack included, is removed
-only after the run is in place, so a crash at any point leaves either the live
-session (recover it again) or the committed run.
+(:func:`~toolproof.bundle.pack.read_pack`: every item's digest checked) and from
+``evidence/`` files (sessions recorded before the pack). The committed run holds its
+own ``evidence.pack`` and ``evidence.idx`` (docs/runs.md, "The evidence layout"),
+written by the frozen re-execution (a tool result's bytes from its recorded value, a
+model turn's from the live pack) and made durable by the run directory's commit; the
+live directory, pack included, is removed only after the run is in place, so a crash
+at any point leaves either the live session (recover it again) or the committed run.
 
 A process killed outright (``kill -9``) leaves the live directory, which has no
 manifest and so never verifies. :func:`recover_session` (``toolproof verify
@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from toolproof.bundle.pack import PACK_FILE, PackContents, read_pack
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, recorder_alive
 from toolproof.bundle.trace import TraceLine, read_trace
 from toolproof.contract.layout import (
@@ -72,7 +73,6 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
-from toolproof.evidence.pack import PACK_FILE, PackContents, read_pack
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
 from toolproof.runs.planner import plan_run

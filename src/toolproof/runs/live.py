@@ -20,8 +20,7 @@ finalized (:mod:`toolproof.runs.finalize`):
   what frozen replay serves repeated identical requests by;
 * ``evidence.pack``: the result bytes (and model requests and responses), each item
   appended in one write before the event that registers it
-  (:mod:`toolproof.evidence.pack`); finalizing writes the run's ``evidence/<sha256
-  hex>`` files.
+  (:mod:`toolproof.bundle.pack`); finalizing writes the run's own pack and its index.
 
 Reads and prompt gets are steps too (``read-0000000N``, ``prompt-0000000N``); a call's
 relayed sampling and elicitation requests are ``request_relayed`` events in its block.

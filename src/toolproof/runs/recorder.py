@@ -26,7 +26,7 @@ A block is a list of events: the recorder collects them as plain JSON
 (:func:`~toolproof.bundle.trace.event_json`) and hands them to the trace writer at
 once, which chains them and writes them as one chunk (one ``write(2)`` per block at
 :meth:`Recorder.commit`; when that lands: :mod:`toolproof.runs.durability`). A live
-session's recorder stores evidence in one pack file (:mod:`toolproof.evidence.pack`),
+session's recorder stores evidence in one pack file (:mod:`toolproof.bundle.pack`),
 each item appended before the event that registers it; a run's, a file per item.
 """
 
@@ -90,7 +90,7 @@ _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
 
 
 class Recorder:
-    """Writes one run's (or live session's) ``trace.jsonl`` and ``evidence/``.
+    """Writes one run's (or live session's) ``trace.jsonl`` and ``evidence.pack``.
 
     Args:
         directory: the run or live-session directory (``trace.jsonl`` must not exist).
@@ -122,7 +122,7 @@ class Recorder:
             buffer_bytes=1 << 20 if buffered else 0,
             defer_hash=self.durability == Durability.GROUP,
         )
-        self.store = EvidenceStore(self.directory, pack=not buffered)
+        self.store = EvidenceStore(self.directory, live=not buffered)
         self._sync = (
             GroupSync(self.sync_now, self.trace.hash_written, sync_interval)
             if self.durability == Durability.GROUP

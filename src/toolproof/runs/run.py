@@ -3,8 +3,8 @@
 :func:`execute_run` plans the spec against the Toolset, executes it live, runs the
 ordered checks over the files it wrote and commits the run directory atomically.
 :func:`record_run` is the part shared with frozen replay: it writes ``spec.json``,
-``plan.json``, ``runtime.json``, ``trace.jsonl``, ``evidence/``, ``claims.json`` and
-``report.json`` into a directory.
+``plan.json``, ``runtime.json``, ``trace.jsonl``, ``evidence.pack`` and ``evidence.idx``,
+``claims.json`` and ``report.json`` into a directory.
 """
 
 from __future__ import annotations

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.evidence import RunEvidence
+from toolproof.bundle.pack import PackContents
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
 from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
 from toolproof.errors import InputError
-from toolproof.evidence.pack import PackContents
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext

@@ -91,8 +91,8 @@ def turn_recorded(span: hooks.Span, step: str, turn: ModelExchange) -> None:
     """Link a model-turn span (:func:`toolproof.tools.hooks.model_turn`) to its evidence.
 
     Sets ``toolproof.step`` (the model step's id), ``toolproof.turn.source`` and the
-    ``sha256:`` digests of the exact request and response bytes stored under
-    ``evidence/`` (``toolproof.request_digest``, ``toolproof.response_digest``); nothing
+    ``sha256:`` digests of the exact request and response bytes stored as evidence
+    items (``toolproof.request_digest``, ``toolproof.response_digest``); nothing
     with telemetry off.
     """
     if span is hooks.NO_SPAN:

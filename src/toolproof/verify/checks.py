@@ -23,8 +23,8 @@ from toolproof.verify.provenance import (
     check_finalize,
     check_grounding,
     check_required_steps,
-    check_support_spans,
 )
+from toolproof.verify.spans import check_support_spans
 from toolproof.verify.structure import STREAMS as STRUCTURE_STREAMS
 from toolproof.verify.structure import (
     check_call_linkage,

@@ -20,7 +20,7 @@ from toolproof.contract.trace import (
     ToolReturned,
     TraceEvent,
 )
-from toolproof.errors import InputError
+from toolproof.errors import InputError, VerificationError
 from toolproof.evidence.encoding import encode_value, read_contents
 from toolproof.identity import digest, digest_of_hex
 from toolproof.verify.answers import check_answer_details
@@ -34,16 +34,19 @@ __all__ = [
     "check_finalize",
     "check_grounding",
     "check_required_steps",
-    "check_support_spans",
 ]
 
 _CRIT = Severity.CRITICAL
 
 
 def _span(view: RunView, evidence: str, start: int, end: int) -> bytes | None:
-    if evidence not in view.evidence:
+    """The cited bytes, or ``None`` when the evidence is missing or damaged (see its checks)."""
+    try:
+        if evidence not in view.evidence:
+            return None
+        return view.evidence.read(evidence, start, end)
+    except VerificationError:
         return None
-    return view.evidence.read(evidence, start, end)
 
 
 def check_grounding(view: RunView) -> list[Finding] | None:
@@ -167,7 +170,14 @@ class _EvidenceDigests:
     def __init__(self, view: RunView) -> None:
         self.view = view
         self.out = Findings()
-        self.stored = dict.fromkeys(view.evidence.names(), False)  # name -> registered
+        # every stored item read once, in storage order (a packed run's pack and index
+        # checked whole: a damaged one is this check's one finding); name -> registered
+        self.stored: dict[str, bool] = {}
+        self.damaged: Finding | None = None
+        try:
+            self.stored = {item.name: False for item in view.evidence.items()}
+        except VerificationError as exc:
+            self.damaged = finding(_CRIT, exc.file or TRACE_FILE, exc.message)
         self.values: dict[str, tuple[bytes, str]] = {}
         self.reads: dict[str, list[tuple[str, str]] | None] = {}
         self.early: dict[str, list[EvidenceRegistered]] = {}
@@ -189,6 +199,8 @@ class _EvidenceDigests:
     def _registered(self, event: EvidenceRegistered) -> None:
         record, out = event.evidence, self.out
         name = record.digest.removeprefix("sha256:")
+        if self.damaged is not None:
+            return
         if name not in self.stored:
             out.add(
                 finding(
@@ -255,6 +267,8 @@ class _EvidenceDigests:
             )
 
     def finish(self) -> list[Finding]:
+        if self.damaged is not None:
+            return [self.damaged]
         for events in self.early_reads.values():
             for event in events:
                 self._compare_read(event, None)
@@ -269,51 +283,12 @@ class _EvidenceDigests:
 
 
 def check_evidence_digests(view: RunView) -> list[Finding] | None:
-    """Each evidence file is registered, named by its SHA-256, sized and hashed as recorded."""
+    """Each evidence item is registered, named by its SHA-256, sized and hashed as recorded.
+
+    Every stored item is read once, in storage order (``RunEvidence.items``); a damaged
+    pack or index is one critical finding naming the file, the byte offset and the rule.
+    """
     return stream_check(view, _EvidenceDigests)
-
-
-def check_support_spans(view: RunView) -> list[Finding] | None:
-    """Every support interval lies within its evidence file and hashes to its ``sha256``."""
-    if view.claims is None:
-        return None
-    out: list[Finding] = []
-    for claim in view.claims:
-        for number, support in enumerate(claim.supports):
-            rel = view.evidence.path_of(support.evidence)
-            if support.evidence not in view.evidence:
-                out.append(
-                    finding(
-                        _CRIT,
-                        rel,
-                        f"claim {claim.id} support #{number} cites {rel}, which is missing",
-                    )
-                )
-                continue
-            size = view.evidence.size(support.evidence)
-            if support.end > size:
-                out.append(
-                    finding(
-                        _CRIT,
-                        rel,
-                        f"claim {claim.id} support #{number} "
-                        f"[{support.start}, {support.end}) is outside {rel} "
-                        f"({size} bytes)",
-                    )
-                )
-                continue
-            data = view.evidence.read(support.evidence, support.start, support.end)
-            if digest(data) != support.sha256:
-                out.append(
-                    finding(
-                        _CRIT,
-                        rel,
-                        f"claim {claim.id} support #{number}: bytes "
-                        f"[{support.start}, {support.end}) of {rel} do not hash to "
-                        f"{support.sha256}",
-                    )
-                )
-    return out[:MAX_FINDINGS]
 
 
 class _RequiredSteps:

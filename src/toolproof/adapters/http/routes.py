@@ -26,6 +26,7 @@ from toolproof.adapters.http.models import (
 from toolproof.adapters.http.problems import ApiProblem, Problem
 from toolproof.adapters.http.settings import ApiSettings
 from toolproof.bundle.attest import attestation_path, stored_public_keys
+from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.paths import confine, path_problem
 from toolproof.contract.layout import CLAIMS_FILE, REPORT_FILE, SPEC_FILE, TIMINGS_FILE, TRACE_FILE
 from toolproof.errors import InputError
@@ -290,11 +291,18 @@ def get_file(
     path: Annotated[str, PathParam(description="Relative POSIX path inside the run.")],
     settings: Settings,
 ) -> Response:
-    """One file of a run directory (e.g. ``evidence/<hex>``), confined to the run."""
+    """One file of a run directory, or one evidence item (``evidence/<hex>``), confined to the run.
+
+    An evidence item is served by its name in every layout (a packed run's item is read
+    from ``evidence.pack`` through its index, its digest checked).
+    """
     directory = run_directory(settings, run_id)
     problem = path_problem(path)
     if problem is not None:
         raise ApiProblem(422, "invalid-path", f"path {path!r} {problem}", path=path, rule=problem)
+    key = RunEvidence.key_of_path(path)
+    if key is not None:
+        return _evidence_item(RunEvidence.open(directory), key, path, run_id, settings)
     try:
         file = confine(directory, path, what="file")
     except InputError:
@@ -311,3 +319,27 @@ def get_file(
             path=path,
         )
     return Response(file.read_bytes(), media_type="application/octet-stream")
+
+
+def _evidence_item(
+    evidence: RunEvidence, key: str, path: str, run_id: str, settings: ApiSettings
+) -> Response:
+    """The bytes of one evidence item, whatever the run's layout.
+
+    Raises:
+        ApiProblem: 404 when the run holds no such item, 422 when it is over the limit.
+        VerificationError: the run's pack or index is damaged there (409).
+
+    """
+    if key not in evidence:
+        raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}")
+    size = evidence.size(key)
+    if size > settings.max_response_bytes:
+        raise ApiProblem(
+            422,
+            "response-too-large",
+            f"{path} is {size} bytes, over the API's response limit of "
+            f"{settings.max_response_bytes} bytes",
+            path=path,
+        )
+    return Response(evidence.read(key), media_type="application/octet-stream")

@@ -222,6 +222,8 @@ async function claimsSection(runId, claims, section, answer) {
   for (const [index, claim] of claims.entries()) {
     const files = (claim.supports || []).map((s) => evidencePath(s.evidence));
     const bad = files.filter((f) => failing.has(f));
+    // a packed run holds every item in evidence.pack, read through evidence.idx
+    if (files.length) bad.push(...["evidence.pack", "evidence.idx"].filter((f) => failing.has(f)));
     if (failing.has("claims.json")) bad.push("claims.json");
     const verified = answer !== undefined && answer.ok;
     let status;

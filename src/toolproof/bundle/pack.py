@@ -1,11 +1,12 @@
-r"""The evidence pack of a live session: every new evidence item appended to one file.
+r"""The evidence pack: every evidence item appended to one file, ``evidence.pack``.
 
 A live session (``toolproof serve --record``, an agent's ``record_session``) stores
-its evidence bytes in ``evidence.pack`` in its live directory instead of one file per
-item: creating a file costs far more than appending to one (on ext4 under load,
-hundreds of microseconds per create, contending with group commit's ``syncfs``). The
-committed run keeps the layout of every run, ``evidence/<sha256 hex>`` files: the
-finalizing frozen re-execution writes them (:mod:`toolproof.runs.finalize`).
+its evidence bytes in ``evidence.pack`` in its live directory, and a run stores them
+in ``evidence.pack`` beside its sorted index ``evidence.idx``
+(:mod:`toolproof.bundle.packindex`; read through :mod:`toolproof.bundle.evidence`),
+instead of one file per item: creating a file costs far more than appending to one
+(on ext4 under load, hundreds of microseconds per create, contending with group
+commit's ``syncfs``), and a million files in one folder is no layout at all.
 
 The file is::
 
@@ -15,10 +16,12 @@ The file is::
 
 An item is appended in one ``write(2)`` (its line and its bytes, with ``writev``)
 before the trace event that registers it, so a killed process leaves every item a
-written event names whole. :func:`read_pack` never trusts the file: it reads items
-in order, checks each one's digest, and stops at the first item that is torn (the
-file ends inside its line or its bytes) or damaged, the way a torn trace line ends
-the sound part of a trace.
+written event names whole. :func:`read_pack` (a live session's pack) and
+:func:`scan_pack` (a run's, streamed in bounded memory) never trust the file: they
+read items in order and check each one's digest; :func:`read_pack` stops at the
+first item that is torn (the file ends inside its line or its bytes) or damaged, the
+way a torn trace line ends the sound part of a trace, and :func:`scan_pack` refuses
+it in one line naming the file, the byte offset and the rule.
 """
 
 from __future__ import annotations
@@ -28,18 +31,37 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["PACK_FILE", "PACK_HEADER", "PackContents", "PackWriter", "read_pack"]
+from toolproof.contract.layout import EVIDENCE_PACK_FILE
+from toolproof.errors import VerificationError
 
-PACK_FILE = "evidence.pack"
-"""The live session file holding its evidence bytes (a live directory only, never a run)."""
+__all__ = [
+    "PACK_FILE",
+    "PACK_HEADER",
+    "PackContents",
+    "PackItem",
+    "PackWriter",
+    "item_line",
+    "read_pack",
+    "scan_pack",
+]
+
+PACK_FILE = EVIDENCE_PACK_FILE
+"""The file holding the evidence bytes of a live session or a run."""
 PACK_HEADER = b"toolproof-evidence-pack 1\n"
 """The first line of every pack: the format and its version."""
 _ITEM_LINE = re.compile(rb"([0-9a-f]{64}) (0|[1-9][0-9]{0,19})\n")
 _LONGEST_LINE = 64 + 1 + 20 + 1
+_BLOCK = 1 << 20
+"""Bytes of an item hashed per read when a pack is streamed (1 MiB)."""
+
+
+def item_line(hex_digest: str, size: int) -> bytes:
+    """The line that starts an item: ``<64 hex> <size>`` and a line feed (ASCII)."""
+    return b"%s %d\n" % (hex_digest.encode("ascii"), size)
 
 
 class PackWriter:
@@ -98,7 +120,7 @@ class PackWriter:
         if self.broken is not None:
             raise self.broken
         size = len(data)
-        line = b"%s %d\n" % (hex_digest.encode("ascii"), size)
+        line = item_line(hex_digest, size)
         before = self._size
         self._write((line, data), before, before + len(line) + size)
         return before + len(line)
@@ -269,3 +291,81 @@ def read_pack(path: Path) -> PackContents:
         items.setdefault(hex_digest, (start, size))
         at = start + size
     return PackContents(Path(path), items, at, len(data), problem, data)
+
+
+@dataclass(frozen=True)
+class PackItem:
+    """One item of a pack as :func:`scan_pack` reads it (its bytes' digest checked).
+
+    Attributes:
+        number: its position in the pack, from 1.
+        at: the byte offset of its line.
+        name: the SHA-256 hex of its bytes (from its line, checked).
+        offset: the byte offset of its first byte.
+        size: its size in bytes.
+
+    """
+
+    number: int
+    at: int
+    name: str
+    offset: int
+    size: int
+
+
+def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
+    """Every item of a run's pack in file order, each digest checked, in bounded memory.
+
+    The file is read once, front to back, in blocks (an item of any size is hashed 1 MiB
+    at a time); nothing is kept but the item being read.
+
+    Args:
+        path: the pack file.
+        where: its name in messages (the run-relative ``evidence.pack``).
+
+    Raises:
+        VerificationError: the pack is not sound, in one line naming ``where``, the
+            byte offset and the rule: its header line is not the pack's, an item's line
+            is not ``<sha256 hex> <size>``, the file ends inside an item (torn), or an
+            item's bytes do not hash to its digest. ``file`` is ``where``.
+        OSError: the file cannot be read.
+
+    """
+    with Path(path).open("rb", buffering=_BLOCK) as file:
+        header = file.read(len(PACK_HEADER))
+        if header != PACK_HEADER:
+            raise VerificationError(
+                f"{where} at byte 0: does not start with its header line "
+                f"{PACK_HEADER[:-1].decode()!r}",
+                file=where,
+            )
+        at, number = len(PACK_HEADER), 0
+        while line := file.readline(_LONGEST_LINE):
+            number += 1
+            matched = _ITEM_LINE.fullmatch(line)
+            if matched is None:
+                why = "is not '<sha256 hex> <size>'"
+                if not line.endswith(b"\n") and len(line) < _LONGEST_LINE:
+                    why = "is torn: the file ends inside it"
+                raise VerificationError(
+                    f"{where} at byte {at}: item {number}'s line {why}", file=where
+                )
+            name, size = matched.group(1).decode("ascii"), int(matched.group(2))
+            offset, sha, left = at + len(line), hashlib.sha256(), size
+            while left:
+                block = file.read(min(left, _BLOCK))
+                if not block:
+                    raise VerificationError(
+                        f"{where} at byte {at}: item {number} ({name}) is torn: the file "
+                        f"ends after {size - left} of its {size} bytes",
+                        file=where,
+                    )
+                sha.update(block)
+                left -= len(block)
+            if sha.hexdigest() != name:
+                raise VerificationError(
+                    f"{where} at byte {at}: item {number}'s bytes do not hash to its digest {name}",
+                    file=where,
+                )
+            yield PackItem(number, at, name, offset, size)
+            at = offset + size
