@@ -307,7 +307,7 @@ def check_manifest(
         if found is not None:
             findings.append(found)
         else:
-            digests[entry.path] = digest
+            digests[entry.path] = entry.digest  # equal to what was computed; kept once
     listed = {entry.path for entry in manifest.files} | {MANIFEST_FILE}
     for rel in files:
         if rel not in listed:
