@@ -86,11 +86,15 @@ def test_two_live_runs_of_one_agent_differ_by_the_model_declared_as_varying(
     assert diff.first_event is not None
     assert (diff.first_event["idx"], diff.first_event["source"]) == (1, MODEL)
     assert diff.explained is True
-    assert {path: diff.files[path] for path in ("spec.json", "plan.json", "runtime.json")} == {
+    assert {path: diff.files[path] for path in ("spec.json", "plan.json")} == {
         "spec.json": "same",
         "plan.json": "same",
-        "runtime.json": "same",
     }
+    # runtime.json names each live session (its stamp): the same runtime but for that
+    runtimes = [json.loads((run / "runtime.json").read_bytes()) for run in (first, second)]
+    for runtime in runtimes:
+        del runtime["id"], runtime["session"]
+    assert runtimes[0] == runtimes[1]
     done = _cli("diff", str(first), str(second))
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())

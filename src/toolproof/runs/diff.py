@@ -85,8 +85,9 @@ class RunDiff:
             ``source`` names the varying source it comes from, when it does.
         varying: the declared non-deterministic sources of either run
             (``"tool clock_now"`` -> ``["clock"]``).
-        explained: the runs share spec, plan and runtime and their first trace
-            difference comes from a varying source: variation, not corruption.
+        explained: the runs share spec, plan and runtime (but for the recording session
+            a live run's runtime names) and their first trace difference comes from a
+            varying source: variation, not corruption.
 
     """
 
@@ -138,6 +139,21 @@ def varying_sources(runtime: ExecutionRuntime) -> dict[str, list[str]]:
     if not runtime.reasoner.deterministic:
         out[f"reasoner {runtime.reasoner.name}"] = list(runtime.reasoner.varies)
     return out
+
+
+def _same_but_session(a: ExecutionRuntime | None, b: ExecutionRuntime | None) -> bool:
+    """Whether two runtimes differ at most in the recording session they name.
+
+    Every live session names its own (``session``: its stamp and pid), so two live runs
+    of one agent always differ there; that is not a different input.
+    """
+    if a is None or b is None:
+        return False
+    plain_a, plain_b = a.to_json(), b.to_json()
+    for plain in (plain_a, plain_b):
+        plain.pop("session", None)
+        plain.pop("id", None)
+    return plain_a == plain_b
 
 
 def _runtime(directory: Path) -> ExecutionRuntime | None:
@@ -229,8 +245,8 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
         if first is not None:
             source = _source_of(trace_a, first["idx"], varying)
             first["source"] = source
-            same_inputs = all(
-                files.get(name) == "same" for name in (SPEC_FILE, PLAN_FILE, RUNTIME_FILE)
+            same_inputs = all(files.get(name) == "same" for name in (SPEC_FILE, PLAN_FILE)) and (
+                files.get(RUNTIME_FILE) == "same" or _same_but_session(runtime_a, runtime_b)
             )
             explained = source is not None and same_inputs
     return RunDiff(ma.run_id, mb.run_id, files, first, varying, explained)
