@@ -167,3 +167,16 @@ def test_a_call_shows_its_model_id_and_the_turn_that_asked_when_not_the_one_abov
         "model turn 2 http POST /v1/chat/completions HTTP 200 (10 response bytes)",
     ]
     assert lines[6] == "call_2 [call_Cd] city({}) (asked by model turn 1) ok Oslo"
+
+
+def test_show_of_an_agent_run_without_its_evidence_index_refuses_in_one_line(
+    tmp_path: Path,
+) -> None:
+    run = _record(tmp_path, _pai_agent([]))
+    (run / "evidence.idx").unlink()
+    done = _cli("show", str(run))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: evidence.idx is missing: a run's evidence is evidence.pack read through "
+        "evidence.idx, and it has one without the other"
+    ]

@@ -38,7 +38,7 @@ from toolproof.bundle.pack import PackContents
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
 from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
-from toolproof.errors import InputError
+from toolproof.errors import InputError, VerificationError
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
@@ -242,6 +242,10 @@ class RecordedTurns:
             raise InputError(
                 f"model turn evidence {record.path} cannot be read: {exc.strerror or exc}",
                 path=where,
+            ) from None
+        except VerificationError as exc:
+            raise InputError(
+                f"model turn evidence {record.path} cannot be read: {exc.message}", path=where
             ) from None
         if digest(data) != record.digest:
             raise InputError(

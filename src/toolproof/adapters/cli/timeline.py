@@ -21,6 +21,7 @@ from rich.markup import escape
 from toolproof.adapters.cli.app import out_console
 from toolproof.adapters.cli.summary import count
 from toolproof.bundle.evidence import RunEvidence
+from toolproof.errors import VerificationError
 
 __all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
 
@@ -106,7 +107,7 @@ def _read(evidence: RunEvidence, record: dict[str, Any] | None) -> bytes:
     key = str((record or {}).get("id", ""))
     try:
         return evidence.read(key) if key in evidence else b""
-    except (OSError, KeyError):
+    except (OSError, KeyError, VerificationError):  # verify reports a damaged pack
         return b""
 
 
