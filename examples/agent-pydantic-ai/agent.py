@@ -53,7 +53,8 @@ INSTRUCTIONS = (
     f"You answer questions about the git repository at repo_path {REPO!r} with its git "
     "tools. Call git_log with max_count 1 first, then git_show with the commit it names. "
     "Answer in two sentences. Quote tool results word for word in double quotes, each "
-    "followed by [call_N], where N numbers the tool results in the order you received them."
+    "followed by the id of the tool call that returned it in square brackets, like "
+    '"the exact words" [id].'
 )
 SETTINGS = ModelSettings(temperature=0.0, seed=0, max_tokens=256)
 LIMITS = UsageLimits(request_limit=6)
@@ -94,11 +95,12 @@ def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     message = _line(log, "Message: ") or "Message: ?"
     changed = re.findall(r"^\+\+\+ b/([^\n]+)$", str(returns[1].content), re.MULTILINE)
     files = ", ".join(changed) or "no file"
+    cited = returns[0].tool_call_id  # the id of the git_log call, as the model saw it
     return ModelResponse(
         parts=[
             TextPart(
                 f"The latest commit, {commit.group(1)}, was made by "
-                f'"{author}" [call_1], and its message says why: "{message}" [call_1]. '
+                f'"{author}" [{cited}], and its message says why: "{message}" [{cited}]. '
                 f"It changed {files}."
             )
         ]

@@ -98,9 +98,13 @@ def test_the_scripted_agent_records_verifies_and_replays(
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("model: scripted (a pydantic-ai FunctionModel")
     outcome = json.loads(done.stdout)
+    # the answer cites the git_log call by the id the model gave it (recorded on the call)
+    git_log = next(e for e in _events(Path(outcome["run"])) if e["type"] == "tool_called")
+    cited = git_log["model_call_id"]
+    assert cited.startswith("pyd_ai_") and git_log["model_turn"] == "turn-00000001"
     assert outcome["answer"] == (
-        f'The latest commit, {head}, was made by "Author: Ada Lovelace" [call_1], and its '
-        'message says why: "Message: Say what the demo is" [call_1]. It changed README.md.'
+        f'The latest commit, {head}, was made by "Author: Ada Lovelace" [{cited}], and its '
+        f'message says why: "Message: Say what the demo is" [{cited}]. It changed README.md.'
     )
     citations = ["Author: Ada Lovelace", "Message: Say what the demo is"]
     assert outcome["claim"] == {"status": "validated", "citations": citations}
