@@ -5,7 +5,7 @@ A tool that charges a card or sends a mail must not act twice when a call is ret
 recording session admits gets a key that names *that* call and nothing else::
 
     idem_ + hex(sha256(canonical_json({
-        "session": SESSION,              # the session's id (its directory name)
+        "session": SESSION,              # the session's id (runtime.json's session)
         "tool": NAME,                    # the tool or variant called
         "fingerprint": FINGERPRINT,      # its descriptor's fingerprint, "sha256:<hex>"
         "arguments_digest": DIGEST,      # "sha256:<hex>" of the arguments' canonical JSON
@@ -31,7 +31,6 @@ key: ``None``. A relocated call carries it to its worker
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
 
 from toolproof.contract.tools import ToolsetDescriptor
 from toolproof.identity import canonical_json, digest
@@ -39,9 +38,7 @@ from toolproof.tools.observe import current_call
 
 __all__ = [
     "IDEMPOTENCY_META_KEY",
-    "IDEMPOTENCY_OPTIONS",
     "KEY_PREFIX",
-    "Idempotency",
     "Occurrences",
     "SessionKeys",
     "arguments_digest",
@@ -54,13 +51,6 @@ IDEMPOTENCY_META_KEY = "io.toolproof/idempotency-key"
 
 KEY_PREFIX = "idem_"
 """What every key starts with; 64 lowercase hex digits follow."""
-
-Idempotency = Literal["key"]
-"""What a tool declares about idempotency keys: ``"key"``, its body honours the key
-(acts at most once per key)."""
-
-IDEMPOTENCY_OPTIONS: tuple[str, ...] = ("key",)
-"""The values of :data:`Idempotency`."""
 
 
 def idempotency_key(
