@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from toolproof.tools.idempotency import (
 )
 
 FINGERPRINT = "sha256:" + "ab" * 32
+TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
 KEY_SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_key_server.py"
 
 TOOLS = '''
@@ -311,3 +313,15 @@ def test_the_segments_of_one_session_share_its_id_and_its_occurrence_count(
     ]
     recorded = [e["idempotency_key"] for r in runs for e in events(r) if e["type"] == "tool_called"]
     assert recorded == keys
+
+
+def test_tools_list_json_shows_which_tools_honour_the_key(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "idem_listed_tools")
+    done = subprocess.run(
+        [*TOOLPROOF, "tools", "list", "--config", str(config), "--json"],
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    listed = {tool["name"]: tool.get("idempotency") for tool in json.loads(done.stdout)["tools"]}
+    assert listed == {"flaky": "key", "flaky_retry": "key"}

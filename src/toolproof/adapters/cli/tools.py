@@ -57,20 +57,21 @@ def _listing(toolset: Toolset) -> dict[str, Any]:
     tools = []
     for tool in toolset:
         descriptor = tool.descriptor()
-        tools.append(
-            {
-                "name": tool.name,
-                "version": tool.spec.version,
-                "description": tool.spec.description,
-                "owner": toolset.owner(tool.name),
-                "base": descriptor.base,
-                "stack": [layer.to_json() for layer in descriptor.stack],
-                "fingerprint": descriptor.fingerprint,
-                "annotations": tool.spec.annotations.model_dump(
-                    mode="json", exclude_none=True, exclude={"schema_version"}
-                ),
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": tool.name,
+            "version": tool.spec.version,
+            "description": tool.spec.description,
+            "owner": toolset.owner(tool.name),
+            "base": descriptor.base,
+            "stack": [layer.to_json() for layer in descriptor.stack],
+            "fingerprint": descriptor.fingerprint,
+            "annotations": tool.spec.annotations.model_dump(
+                mode="json", exclude_none=True, exclude={"schema_version"}
+            ),
+        }
+        if tool.spec.idempotency is not None:  # the body honours the call's key
+            entry["idempotency"] = tool.spec.idempotency
+        tools.append(entry)
     listing: dict[str, Any] = {
         "tools": tools,
         "quarantined": [item.to_json() for item in toolset.quarantined],
