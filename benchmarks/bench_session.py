@@ -57,8 +57,8 @@ from toolproof.adapters.frameworks.pydantic_ai_model import (
 )
 from toolproof.adapters.session import Session
 from toolproof.evidence.encoding import encode_value
-from toolproof.runs.live import open_recording
 from toolproof.runs.recorder import Durability
+from toolproof.runs.segments import SegmentedRecording
 
 CHAT = json.dumps(
     {
@@ -73,7 +73,8 @@ CHAT = json.dumps(
 
 def _session(root: Path, durability: Durability) -> Session:
     toolset = _toolset()
-    return Session(toolset, open_recording(root, toolset, task="bench", durability=durability))
+    live = SegmentedRecording(root, toolset, task="bench", segment_calls=0, durability=durability)
+    return Session(toolset, live)
 
 
 def _clocks() -> tuple[float, float]:
@@ -103,9 +104,9 @@ async def _calls(
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
     ran = time.perf_counter() - began
-    syncs = session._live.recorder.syncs
+    syncs = session._live.current.recorder.syncs
     began = time.perf_counter()
-    session._live.close()
+    session._live.current.close()
     closed = time.perf_counter() - began
     median = statistics.median
     return median(diffs), median(hashes), syncs, ran, closed, median(cpus)
@@ -137,7 +138,7 @@ async def _pydantic_turns(root: Path, turns: int) -> tuple[float, float, float]:
         hashlib.sha256(answer).hexdigest()
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
-    session._live.close()
+    session._live.current.close()
     return statistics.median(diffs), statistics.median(hashes), statistics.median(cpus)
 
 
@@ -175,7 +176,7 @@ async def _http_turns(root: Path, turns: int) -> tuple[float, float, float]:
         hashlib.sha256(CHAT).hexdigest()
         hashes.append(time.perf_counter() - started)
     assert session._live is not None
-    session._live.close()
+    session._live.current.close()
     return statistics.median(diffs), statistics.median(hashes), statistics.median(cpus)
 
 
