@@ -11,7 +11,9 @@ canonical arguments and occurrence (so concurrent and repeated identical calls r
 its model turns by match key and occurrence, and its reads, from the recording
 (:class:`~toolproof.sessions.frozen.FrozenSession`, through the one replay matcher); the
 first divergence refuses with :class:`~toolproof.errors.ReplayRefused` naming the
-recorded event index and a unified diff of recorded vs asked.
+recorded event index and a unified diff of recorded vs asked. With ``chain=True`` it
+replays a session sealed into segments as one agent run, from segment 1 to the head,
+one segment in memory at a time (:meth:`FrozenSession.load_chain`).
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class AgentReplay:
         live_calls: tool bodies run: always 0.
         verified: the recorded run re-verifies.
         turns: model turns served from the recording (no model was asked).
+        segments: the runs replayed: 1, or the segments of the chain (``chain=True``).
 
     """
 
@@ -140,6 +143,7 @@ class AgentReplay:
     live_calls: int
     verified: bool
     turns: int = 0
+    segments: int = 1
 
 
 async def _run_frozen(
@@ -161,11 +165,20 @@ async def replay_session(
     agent: Callable[[Session], Coroutine[Any, Any, None]],
     *,
     toolset: Toolset | str | Path | None = None,
+    chain: bool = False,
 ) -> AgentReplay:
     """Run ``agent`` against a recorded session, frozen: no tool body runs.
 
     The run is verified first. Tool calls are matched by tool, canonical arguments
     and occurrence; the answer must equal the recorded one.
+
+    With ``chain=True``, ``run_dir`` is the head (last segment) of a session sealed
+    into segments (docs/runs.md "Segments"): the whole chain is verified first
+    (:func:`~toolproof.runs.chain.verify_chain`), then the agent is served every
+    segment's calls and model turns in order, from segment 1 to the head, with only the
+    segment being served in memory; the next one opens when the agent asks past the
+    current one's last step. A run without ``segment.json`` is a chain of one. Without
+    ``chain`` (the default), only ``run_dir``'s own calls are served, as for any run.
 
     Args:
         run_dir: the run directory (``ROOT/runs/<run_id>``).
@@ -174,6 +187,8 @@ async def replay_session(
             sees; its descriptor must equal the recorded one. ``None``: the recorded
             tool names with an open ``{"type": "object"}`` schema. No tool of it is
             ever called.
+        chain: ``run_dir`` is the head of a sealed session's chain: verify the chain,
+            then replay every segment in order (see above); ``False``: this run only.
 
     Returns:
         The :class:`AgentReplay`.
@@ -183,7 +198,11 @@ async def replay_session(
             Toolset's descriptor changed, or
             the agent diverged: an unrecorded
             or extra call (naming the recorded event index, with a unified diff), a
-            recorded call it never made, or a different answer.
+            recorded call it never made, or a different answer. With ``chain``, a
+            refusal of the agent names the segment (``in segment 2 of 3 (run
+            run_...)``), and a chain that does not hold (a segment that does not
+            verify, a broken link, a missing predecessor) refuses with the chain's
+            problem before the agent runs.
 
     """
     directory = Path(run_dir)
@@ -193,7 +212,7 @@ async def replay_session(
             "(rule: run_dir is a run directory, ROOT/runs/<run_id>)",
             check="verify",
         )
-    frozen = FrozenSession.load(directory)
+    frozen = FrozenSession.load_chain(directory) if chain else FrozenSession.load(directory)
     if toolset is None:
         session = Session(None, None, frozen)
         await _run_frozen(agent, session, frozen)
@@ -209,5 +228,7 @@ async def replay_session(
             session = Session(current, None, frozen)
             await _run_frozen(agent, session, frozen)
     frozen.finish(session.answered)
-    served, turns = frozen.calls.served, frozen.turns.served
-    return AgentReplay(directory.name, True, served, session.live_calls, True, turns)
+    served, turns = frozen.calls_served, frozen.turns_served
+    return AgentReplay(
+        directory.name, True, served, session.live_calls, True, turns, frozen.segments
+    )

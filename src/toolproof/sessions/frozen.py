@@ -8,10 +8,19 @@ occurrence; resource reads and prompt gets by canonical request, in recorded ord
 :class:`~toolproof.errors.ReplayRefused` naming the recorded event index and a unified
 diff of recorded vs asked (:meth:`FrozenSession.serve_call`,
 :meth:`FrozenSession.serve_turn`, :meth:`FrozenSession.finish`).
+
+:meth:`FrozenSession.load_chain` serves a session sealed into segments
+(:mod:`toolproof.runs.segments`) as one: the chain is verified first
+(:func:`~toolproof.runs.chain.verify_chain`), then the segments are served in order,
+from segment 1 to the head, one loaded at a time: the next one is loaded when the agent
+asks for a step the open segment does not hold and every call and model turn of that
+segment was served (step numbers go on across segments, so the agent's next step is
+then past the segment's last). A refusal names the segment and its run id.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +35,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.identity import canonical_json
+from toolproof.runs.chain import verify_chain
 from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.turns import exchange_key, key_text
@@ -59,6 +69,9 @@ class FrozenSession:
         gated: the recorded tools whose layer chain holds ``approve``.
         refused: the first refusal, kept so a framework that wraps or swallows it
             cannot hide it.
+        run_id: the run being served (its directory's name).
+        segment: the number of the segment being served (1 and up; 1 for one run).
+        segments: how many segments are served (1 for one run).
 
     """
 
@@ -77,19 +90,28 @@ class FrozenSession:
         self.descriptor: ToolsetDescriptor | None = None
         self.gated: frozenset[str] = frozenset()
         self.refused: ReplayRefused | None = None
+        self.run_id = ""
+        self.segment = self.segments = 1
+        self._rest: deque[Path] = deque()  # the segments after this one, in order
+        self._before = (0, 0)  # calls and turns served by the segments before this one
 
     @classmethod
-    def load(cls, directory: Path) -> FrozenSession:
+    def load(cls, directory: Path, *, verify: bool = True) -> FrozenSession:
         """Verify the run at ``directory`` and read what its frozen replay serves.
+
+        Args:
+            directory: the run directory.
+            verify: verify it first (``False``: the caller verified it).
 
         Raises:
             ReplayRefused: the run does not verify (``check="verify"``).
 
         """
-        verification = verify_run(directory)
-        if not verification.ok:
-            first = verification.failures[0]
-            raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
+        if verify:
+            verification = verify_run(directory)
+            if not verification.ok:
+                first = verification.failures[0]
+                raise ReplayRefused(f"frozen replay refused: {first}", check="verify")
         view = RunView(directory)
         events = view.events or []
         end = next(
@@ -140,7 +162,76 @@ class FrozenSession:
                 if any(layer.name == GATE_EXTENSION for layer in tool.stack)
             )
             frozen.descriptor = toolset
+        frozen.run_id = Path(directory).name
         return frozen
+
+    @classmethod
+    def load_chain(cls, head: Path) -> FrozenSession:
+        """Verify the chain ending at ``head`` and open its segment 1 for serving.
+
+        The whole chain is verified first (:func:`~toolproof.runs.chain.verify_chain`:
+        every segment verifies, every link holds, every predecessor is under the same
+        ``runs/``), before any step is served; only segment 1 is read here, each later
+        one when the agent gets to it (memory: one segment's recording). A run without
+        ``segment.json`` is a chain of one, served as :meth:`load` serves it.
+
+        Raises:
+            ReplayRefused: the chain does not hold (``check="verify"``; the message is
+                the chain's first problem).
+
+        """
+        checked = verify_chain(Path(head))
+        if not checked.ok:
+            raise ReplayRefused(f"frozen replay refused: {checked.problem}", check="verify")
+        directories = [result.directory for result in reversed(checked.segments)]
+        frozen = cls.load(directories[0], verify=False)
+        frozen.segments = len(directories)
+        frozen._rest = deque(directories[1:])
+        return frozen
+
+    @property
+    def calls_served(self) -> int:
+        """Tool calls served, over every segment served so far."""
+        return self._before[0] + self.calls.served
+
+    @property
+    def turns_served(self) -> int:
+        """Model turns served, over every segment served so far."""
+        return self._before[1] + self.turns.served
+
+    def _advance(self) -> bool:
+        """Open the next segment when this one's calls and turns were all served.
+
+        Returns:
+            True when the next segment is now the one served; False when this is the
+            last, or a call or turn of it is still unserved (the agent diverged here).
+
+        Raises:
+            ReplayRefused: the next segment recorded another Toolset descriptor.
+
+        """
+        if not self._rest or self.calls.first_pending() or self.turns.first_pending():
+            return False
+        following = FrozenSession.load(self._rest.popleft(), verify=False)
+        if following.descriptor != self.descriptor:
+            raise ReplayRefused(
+                f"frozen replay refused: segment {self.segment + 1} (run "
+                f"{following.run_id}) recorded another Toolset descriptor than segment "
+                f"{self.segment}",
+                rule="runtime descriptor",
+            )
+        self._before = (self.calls_served, self.turns_served)
+        self.calls, self.turns, self.reads = following.calls, following.turns, following.reads
+        self.answer, self.run_id = following.answer, following.run_id
+        self.segment += 1
+        return True
+
+    def _refused(self) -> str:
+        """The start of a refusal: which segment (and run) refused, for a chain."""
+        if self.segments == 1:
+            return "frozen replay refused"
+        where = f"segment {self.segment} of {self.segments} (run {self.run_id})"
+        return f"frozen replay refused in {where}"
 
     def serve_call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """The recorded result of the next occurrence of ``name(arguments)``.
@@ -162,12 +253,15 @@ class FrozenSession:
             ) from None
         taken = self.calls.taken(key)
         result = self.calls.take(key)
+        while result is None and self._advance():
+            taken = self.calls.taken(key)
+            result = self.calls.take(key)
         if result is not None:
             return result
         index, expected = self._expected(self.calls, _call_shown)
         what = "an extra call" if key in self.calls else "an unrecorded call"
         self.refused = ReplayRefused(
-            f"frozen replay refused at event {index}: the agent made {what} to {name!r} "
+            f"{self._refused()} at event {index}: the agent made {what} to {name!r} "
             f"(occurrence {taken + 1}); a live call would be a new run\n"
             f"{diff(expected, _call_shown(key))}",
             event=index,
@@ -192,6 +286,9 @@ class FrozenSession:
         entry = (source, key)
         taken = self.turns.taken(entry)
         turn = self.turns.take(entry)
+        while turn is None and self._advance():
+            taken = self.turns.taken(entry)
+            turn = self.turns.take(entry)
         if turn is not None:
             return turn
         index, expected = self._expected(self.turns, _turn_shown)
@@ -204,7 +301,7 @@ class FrozenSession:
                 "toolproof replay --config toolproof.toml)"
             )
         self.refused = ReplayRefused(
-            f"frozen replay refused at event {index}: the agent made {what} {source} model "
+            f"{self._refused()} at event {index}: the agent made {what} {source} model "
             f"request (occurrence {taken + 1}); a live model turn would be a new run{hint}\n"
             f"{diff(expected, key_text(key))}",
             event=index,
@@ -219,10 +316,13 @@ class FrozenSession:
             ReplayRefused: the recording holds no (more) such read (rule ``read``).
 
         """
-        found = self.reads.take(canonical_json(request))
+        asked = canonical_json(request)
+        found = self.reads.take(asked)
+        while found is None and self._advance():
+            found = self.reads.take(asked)
         if found is None:
             self.refused = ReplayRefused(
-                f"frozen replay refused: the agent asked {request}, which the recording "
+                f"{self._refused()}: the agent asked {request}, which the recording "
                 "does not hold; a live read would be a new run",
                 rule="read",
             )
@@ -238,12 +338,14 @@ class FrozenSession:
                 answer differs (rule ``answer``); each naming its event index, with a diff.
 
         """
+        while self._advance():  # the segments left: their first step was never asked
+            pass
         first_call = self.calls.first_pending()
         first_turn = self.turns.first_pending()
         if first_turn is not None and (first_call is None or first_turn[0] < first_call[0]):
             index, (source, key) = first_turn
             raise ReplayRefused(
-                f"frozen replay refused at event {index}: the agent never made the recorded "
+                f"{self._refused()} at event {index}: the agent never made the recorded "
                 f"{source} model request\n{diff(key_text(key), '')}",
                 event=index,
                 rule="missing model turn",
@@ -251,7 +353,7 @@ class FrozenSession:
         if first_call is not None:
             index, (tool, raw) = first_call
             raise ReplayRefused(
-                f"frozen replay refused at event {index}: the agent never made the recorded "
+                f"{self._refused()} at event {index}: the agent never made the recorded "
                 f"call to {tool!r}\n{diff(call_text(tool, raw), '')}",
                 event=index,
                 rule="missing call",
@@ -261,7 +363,7 @@ class FrozenSession:
         if recorded != asked:
             end = self.calls.end
             raise ReplayRefused(
-                f"frozen replay refused at event {end}: the answer differs\n"
+                f"{self._refused()} at event {end}: the answer differs\n"
                 f"{diff(str(recorded or ''), str(asked or ''))}",
                 event=end,
                 rule="answer",

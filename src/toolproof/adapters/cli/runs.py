@@ -278,13 +278,20 @@ def _replay(
         "(Session) -> None, against it (docs/agents.md).",
         metavar="MODULE:FUNCTION",
     ),
+    chain: bool = typer.Option(
+        False,
+        "--chain",
+        help="With --agent: RUN is a sealed session's head; replay every segment, 1 to RUN.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Replay a run frozen (recorded results, no live call) and compare the traces."""
     directory = resolve_run(root, run)
     if agent is not None:
-        _replay_agent(directory, agent, config, as_json)
+        _replay_agent(directory, agent, config, as_json, chain=chain)
         return
+    if chain:
+        raise InputError("--chain replays an agent's session: give --agent", rule="chain")
 
     async def go() -> tuple[ReplayResult, bool, str]:
         descriptor, note = await _current_descriptor(config)
@@ -354,11 +361,13 @@ def _load_agent(reference: str) -> Any:
     return function
 
 
-def _replay_agent(directory: Path, reference: str, config: Path | None, as_json: bool) -> None:
-    """``toolproof replay RUN --agent MODULE:FUNCTION``: exit 0 identical, 2 refused."""
+def _replay_agent(
+    directory: Path, reference: str, config: Path | None, as_json: bool, *, chain: bool = False
+) -> None:
+    """``toolproof replay RUN --agent MODULE:FUNCTION [--chain]``: exit 0 identical, 2 refused."""
     function = _load_agent(reference)
     try:
-        result = asyncio.run(replay_session(directory, function, toolset=config))
+        result = asyncio.run(replay_session(directory, function, toolset=config, chain=chain))
     except ReplayRefused as exc:
         first, *diff = exc.message.splitlines()
         if as_json:
@@ -376,14 +385,16 @@ def _replay_agent(directory: Path, reference: str, config: Path | None, as_json:
         "turns": result.turns,
         "live_calls": result.live_calls,
         "verified": result.verified,
+        "segments": result.segments,
     }
     if as_json:
         emit_json(document)
     else:
         turns = f" and {count(result.turns, 'model turn')}" if result.turns else ""
+        verifies = f"the chain of {result.segments} segments" if chain else "the run"
         out_console.print(
             f"agent replay identical: {count(result.calls, 'tool call')}{turns} served from the "
-            f"recording, {result.live_calls} live calls; the run verifies"
+            f"recording, {result.live_calls} live calls; {verifies} verifies"
         )
 
 
