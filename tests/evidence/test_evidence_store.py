@@ -9,6 +9,7 @@ import pytest
 from runs_support import Counter, make_toolset, run
 
 from toolproof.bundle.evidence import RunEvidence
+from toolproof.bundle.pack import read_pack
 from toolproof.contract.evidence import Claim, ClaimStatus, ClaimType, EvidenceRecord
 from toolproof.contract.runs import PlanNode
 from toolproof.errors import InputError
@@ -190,3 +191,28 @@ def test_a_failed_write_leaves_nothing_of_the_item_and_names_the_pack(
     store.close(sync=False)
     evidence = RunEvidence.open(tmp_path)
     assert [item.name for item in evidence.items()] == [record["id"].removeprefix("evidence_")]
+
+
+def test_a_store_adopting_a_pack_takes_items_stored_in_its_order_and_cuts_the_rest(
+    tmp_path: Path,
+) -> None:
+    fresh, adopting = tmp_path / "fresh", tmp_path / "adopting"
+    fresh.mkdir()
+    adopting.mkdir()
+    live = EvidenceStore(adopting, live=True)
+    for data in (b"alpha", b"beta", b"gamma"):
+        live.put(data, media_type="text/plain", kind="chunk", step="s")
+    live.close(sync=False)
+    adopt = read_pack(adopting / "evidence.pack").items
+    store = EvidenceStore(
+        adopting, adopt=[(name, offset, size) for name, (offset, size) in adopt.items()]
+    )
+    reference = EvidenceStore(fresh)
+    for data in (b"alpha", b"delta"):  # alpha is taken, delta differs: beta and gamma cut
+        for each in (store, reference):
+            each.put(data, media_type="text/plain", kind="chunk", step="s")
+    assert store.read("evidence_" + digest(b"alpha")[7:]) == b"alpha"
+    store.close(sync=False)
+    reference.close(sync=False)
+    for name in ("evidence.pack", "evidence.idx"):
+        assert (adopting / name).read_bytes() == (fresh / name).read_bytes()

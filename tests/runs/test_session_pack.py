@@ -16,7 +16,7 @@ import pytest
 from pack_support import record, step, toolset
 
 from toolproof.bundle.evidence import RunEvidence
-from toolproof.bundle.pack import read_pack
+from toolproof.bundle.pack import PackWriter, read_pack
 from toolproof.errors import VerificationError
 from toolproof.runs.finalize import finalize_session, recover_session
 from toolproof.runs.live import open_recording
@@ -138,6 +138,25 @@ def test_finalize_commits_the_run_a_file_per_item_session_committed_byte_for_byt
         "evidence.idx",
         "evidence.pack",
     ]
+
+
+def test_finalize_takes_the_live_packs_items_as_they_lie_instead_of_writing_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = asyncio.run(record(tmp_path, 6))
+    live_pack = (live / "evidence.pack").read_bytes()
+    appended: list[str] = []
+    real_append = PackWriter.append
+
+    def counted(writer: PackWriter, hex_digest: str, data: bytes) -> int:
+        appended.append(hex_digest)
+        return real_append(writer, hex_digest, data)
+
+    monkeypatch.setattr(PackWriter, "append", counted)
+    outcome = asyncio.run(finalize_session(live, tmp_path))
+    assert outcome.run_id == RUN_ID
+    assert appended == []  # all 12 items were the live pack's, copied in one write
+    assert (outcome.path / "evidence.pack").read_bytes() == live_pack
 
 
 def test_a_killed_session_with_a_pack_recovers_every_acknowledged_call(tmp_path: Path) -> None:

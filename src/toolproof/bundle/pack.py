@@ -69,24 +69,28 @@ class PackWriter:
 
     Args:
         path: the pack to create (it must not exist); its header line is written now.
+        existing: append to the pack at ``path`` instead (it must exist: a copy of a
+            live session's sound items, see :meth:`PackContents.copy_sound`).
 
     Raises:
-        OSError: the file cannot be created or its header written (nothing is left).
+        OSError: the file cannot be created or its header written (nothing is left),
+            or, ``existing``, it cannot be opened.
 
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, existing: bool = False) -> None:
         self.path = Path(path)
         self._where = str(self.path)
-        self._fd = os.open(
-            self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o666
-        )
-        self._size = 0
+        create = 0 if existing else os.O_CREAT | os.O_EXCL
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | create, 0o666)
+        self._size = os.fstat(self._fd).st_size if existing else 0
         self._dirty = True
         self._synced_once = False
         self._syncing = threading.Lock()  # one sync at a time: a second waits, then sees clean
         self.broken: OSError | None = None
         """The write error that broke the writer (its item could not be cut off), or None."""
+        if existing:
+            return
         try:
             self._write((PACK_HEADER,), 0, len(PACK_HEADER))
         except OSError:
@@ -94,6 +98,20 @@ class PackWriter:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
             raise
+
+    def cut(self, size: int) -> None:
+        """Cut the pack back to its first ``size`` bytes (items after them are dropped).
+
+        Raises:
+            OSError: the truncation failed (it names the pack).
+
+        """
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, self._where) from exc
+        self._size = size
+        self._dirty = True
 
     @property
     def size(self) -> int:
@@ -234,6 +252,20 @@ class PackContents:
     size: int
     problem: str | None = None
     _data: bytes = field(default=b"", repr=False)
+
+    def copy_sound(self, target: Path) -> list[tuple[str, int, int]]:
+        """Write the sound part (header line and whole items) to the new file ``target``.
+
+        Returns:
+            Each item copied, in file order: its hex digest, its bytes' offset, its size.
+
+        Raises:
+            OSError: ``target`` exists or cannot be written.
+
+        """
+        with Path(target).open("xb") as file:
+            file.write(memoryview(self._data)[: self.end])
+        return [(name, offset, size) for name, (offset, size) in self.items.items()]
 
     def read(self, hex_digest: str) -> bytes:
         """The bytes of the item of ``hex_digest`` (checked against it when the pack was read).

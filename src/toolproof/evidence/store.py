@@ -15,10 +15,11 @@ the session writes the run's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolproof.bundle.pack import PACK_FILE, PackWriter
+from toolproof.bundle.pack import PACK_FILE, PACK_HEADER, PackWriter, item_line
 from toolproof.bundle.packindex import write_index
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import SupportRef
@@ -54,6 +55,11 @@ class EvidenceStore:
     Args:
         run_dir: the run directory being written, or the live session directory.
         live: a live session's store: no index is written when it is closed.
+        adopt: the items of a pack already at ``run_dir/evidence.pack`` (a finalized
+            session's live pack, copied: ``(hex, offset, size)`` each, in file order).
+            Items stored in that order are taken as they lie, not written again; the
+            first that differs (or :meth:`close`) cuts the pack after the items taken,
+            so the pack's bytes are those a store without ``adopt`` would write.
 
     Attributes:
         pack: the pack writer.
@@ -63,10 +69,16 @@ class EvidenceStore:
 
     """
 
-    def __init__(self, run_dir: Path, *, live: bool = False) -> None:
+    def __init__(
+        self, run_dir: Path, *, live: bool = False, adopt: Sequence[tuple[str, int, int]] = ()
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.live = live
-        self.pack = PackWriter(self.run_dir / PACK_FILE)
+        self.pack = PackWriter(self.run_dir / PACK_FILE, existing=bool(adopt))
+        self._adopt = list(adopt)
+        self._taken = 0
+        """Adopted items taken so far; the pack's bytes after them are not yet the run's."""
+        self._taken_end = len(PACK_HEADER)
         self._sizes: dict[str, int] = {}
         self._offsets: dict[str, int] = {}
         self._total = 0
@@ -104,6 +116,7 @@ class EvidenceStore:
             OSError: the fsync or the index's write failed (the pack is closed anyway).
 
         """
+        self._stop_adopting()
         self.pack.close(sync=sync)
         if not self.live and self._index is None:
             entries = (
@@ -111,6 +124,18 @@ class EvidenceStore:
                 for key, offset in self._offsets.items()
             )
             self._index = write_index(self.run_dir / EVIDENCE_INDEX_FILE, entries)
+
+    def _stop_adopting(self) -> None:
+        """Cut the adopted pack after the items taken (nothing after them is the run's).
+
+        Raises:
+            OSError: the truncation failed.
+
+        """
+        if self._adopt:
+            self._adopt = []
+            if self.pack.size != self._taken_end:
+                self.pack.cut(self._taken_end)
 
     def __contains__(self, evidence_id: object) -> bool:
         return evidence_id in self._sizes
@@ -187,6 +212,17 @@ class EvidenceStore:
         evidence_id = "evidence_" + hex_digest
         if evidence_id in self._sizes:
             return hex_digest
+        if self._taken < len(self._adopt):
+            name, offset, size = self._adopt[self._taken]
+            line = len(item_line(name, size))
+            if name == hex_digest and offset - line == self._taken_end:  # as a write would lie
+                self._taken += 1
+                self._taken_end = offset + size
+                self._offsets[evidence_id] = offset
+                self._sizes[evidence_id] = size
+                self._total += size
+                return hex_digest
+            self._stop_adopting()
         self._offsets[evidence_id] = self.pack.append(hex_digest, data)
         self._sizes[evidence_id] = len(data)
         self._total += len(data)

@@ -15,9 +15,12 @@ and replays with ``toolproof replay``.
 The live evidence is read from the session's ``evidence.pack``
 (:func:`~toolproof.bundle.pack.read_pack`: every item's digest checked) and from
 ``evidence/`` files (sessions recorded before the pack). The committed run holds its
-own ``evidence.pack`` and ``evidence.idx`` (docs/runs.md, "The evidence layout"),
-written by the frozen re-execution (a tool result's bytes from its recorded value, a
-model turn's from the live pack) and made durable by the run directory's commit; the
+own ``evidence.pack`` and ``evidence.idx`` (docs/runs.md, "The evidence layout"): the
+live pack's sound part is copied into the run in one write, and the frozen
+re-execution, storing the same items in the same order (a tool result's bytes from
+its recorded value, a model turn's from the live pack), takes each as it lies instead
+of writing it again (what it does not store is cut off); made durable by the run
+directory's commit; the
 live directory, pack included, is removed only after the run is in place, so a crash
 at any point leaves either the live session (recover it again) or the committed run.
 
@@ -373,6 +376,10 @@ async def _write_run(
     handlers = {**default_handlers(events=events), "model": turns}
     plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
     with RunDirectoryWriter(root) as writer:
+        # the live pack's sound items become the run's pack as they lie (one write of
+        # the copy); the re-execution stores the same items in the same order, so it
+        # takes them instead of writing each again, and cuts what it does not store
+        adopt = pack.copy_sound(writer.temp / PACK_FILE) if pack and pack.items else ()
         recorded = await record_run(
             writer.temp,
             spec=spec,
@@ -382,6 +389,7 @@ async def _write_run(
             clock=FrozenClock(events),
             reasoner=reasoner_registry().create(spec.reasoner),
             handlers=handlers,
+            adopt=adopt,
         )
         first = _first_difference(live / TRACE_FILE, writer.temp / TRACE_FILE, len(events))
         if first is not None:

@@ -32,7 +32,7 @@ each item appended before the event that registers it; a run's, a file per item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,8 @@ class Recorder:
         on_event: called with every event as it is recorded (progress displays); the
             event is then built as a validated model, which costs time.
         sync_interval: for ``group``: seconds between fsyncs, at most.
+        adopt: the items of a pack already in ``directory`` for the evidence store to
+            take as they lie (:class:`~toolproof.evidence.store.EvidenceStore`).
 
     Attributes:
         trace: the trace writer.
@@ -112,6 +114,7 @@ class Recorder:
         durability: Durability = Durability.COMMIT,
         on_event: Callable[[TraceEvent], None] | None = None,
         sync_interval: float = SYNC_INTERVAL,
+        adopt: Sequence[tuple[str, int, int]] = (),
     ) -> None:
         self.directory = Path(directory)
         self.durability = Durability(durability)
@@ -122,7 +125,7 @@ class Recorder:
             buffer_bytes=1 << 20 if buffered else 0,
             defer_hash=self.durability == Durability.GROUP,
         )
-        self.store = EvidenceStore(self.directory, live=not buffered)
+        self.store = EvidenceStore(self.directory, live=not buffered, adopt=adopt)
         self._sync = (
             GroupSync(self.sync_now, self.trace.hash_written, sync_interval)
             if self.durability == Durability.GROUP

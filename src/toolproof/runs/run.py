@@ -10,7 +10,7 @@ ordered checks over the files it wrote and commits the run directory atomically.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,11 +115,14 @@ async def record_run(
     on_event: Callable[[TraceEvent], None] | None = None,
     durable: bool = True,
     checks: tuple[Check, ...] = CHECKS,
+    adopt: Sequence[tuple[str, int, int]] = (),
 ) -> RecordedRun:
     """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
 
     ``durable=False`` skips fsync (frozen replay's scratch directory); ``checks`` is the
-    check sequence (built-ins plus the spec's additional checks).
+    check sequence (built-ins plus the spec's additional checks); ``adopt`` lists the
+    items of an ``evidence.pack`` already in ``directory`` (a finalized session's, copied)
+    that the run stores in that order, taken as they lie instead of written again.
 
     Raises:
         CanonicalizationError: a recorded value has no canonical JSON form.
@@ -128,7 +131,7 @@ async def record_run(
     known: dict[str, tuple[int, str]] = {}
     for name, model in ((SPEC_FILE, spec), (PLAN_FILE, plan), (RUNTIME_FILE, runtime)):
         known[name] = write_file(directory / name, canonical_json(model.to_json()), sync=durable)
-    recorder = Recorder(directory, on_event=on_event)
+    recorder = Recorder(directory, on_event=on_event, adopt=adopt)
     store = recorder.store
     try:
         executor = Executor(
