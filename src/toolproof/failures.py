@@ -49,6 +49,7 @@ class FailureKind(StrEnum):
     DESCRIPTOR_MISMATCH = "descriptor_mismatch"
     APPROVAL_PENDING = "approval_pending"
     APPROVAL_DENIED = "approval_denied"
+    DENIED_BY_POLICY = "denied_by_policy"
     UNKNOWN_TOOL = "unknown_tool"
     UNRECORDABLE = "unrecordable"
     UNRECORDED = "unrecorded"
@@ -93,6 +94,7 @@ FailureKindName: TypeAlias = Literal[
     "descriptor_mismatch",
     "approval_pending",
     "approval_denied",
+    "denied_by_policy",
     "unknown_tool",
     "unrecordable",
     "unrecorded",
@@ -185,6 +187,10 @@ FAILURE_TABLE: dict[FailureKind, FailureMapping] = {
     ),
     FailureKind.APPROVAL_DENIED: FailureMapping(
         "the call was not approved; the body did not run",
+        retried=False, http_status=403, mcp_code=_INTERNAL,
+    ),
+    FailureKind.DENIED_BY_POLICY: FailureMapping(
+        "a [policy] Cedar policy set denied the call; the body did not run",
         retried=False, http_status=403, mcp_code=_INTERNAL,
     ),
     FailureKind.UNKNOWN_TOOL: FailureMapping(

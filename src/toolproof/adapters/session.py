@@ -39,6 +39,7 @@ from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
 from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe
+from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.toolset import Toolset
 from toolproof.version import install_hint
 
@@ -85,8 +86,11 @@ class Session:
         frozen: FrozenSession | None = None,
         approver: Approver | None = None,
         grounding: Grounding | None = None,
+        principal: str | None = None,
     ) -> None:
         self._approver = approver
+        policy = None if toolset is None or live is None else toolset.policy
+        self._gate = None if policy is None else PolicyGate(policy, principal or DEFAULT_PRINCIPAL)
         self._grounding = grounding or Grounding()
         self._toolset = toolset
         self._live = live
@@ -203,7 +207,7 @@ class Session:
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
         try:
             observed = await observe(
-                tool.call(arguments),
+                gated_call(self._gate, tool, arguments),
                 call_id=call_id,
                 approver=self._approver,
                 idempotency_key=admission.idempotency_key or None,

@@ -32,6 +32,7 @@ from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
+from toolproof.tools.policy import principal_entity
 from toolproof.tools.resources import RAW_CONFIG
 from toolproof.tools.toolset import Toolset
 
@@ -69,6 +70,7 @@ async def record_session(
     segment_calls: int = DEFAULT_SEGMENT_CALLS,
     grounding: Literal["quote", "details"] | None = None,
     min_quote_words: int | None = None,
+    principal: str | None = None,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
 
@@ -93,6 +95,9 @@ async def record_session(
             ``[grounding] level``, else ``"details"``.
         min_quote_words: at level ``details``, the fewest words a quote that validates
             on its own has (1 to 100); ``None``: ``[grounding] min_quote_words``, else 3.
+        principal: who the session acts for, ``Type::id`` (``"Agent::triage"``): the
+            Cedar principal of every call when the Toolset has a ``[policy]``
+            (docs/policy.md); ``None``: ``Agent::default``.
 
     Yields:
         The live :class:`Session`; after the block, :attr:`Session.run_ids` lists every
@@ -101,16 +106,19 @@ async def record_session(
 
     Raises:
         InputError: a bad root, ``segment_calls`` is not a whole number >= 0, an
-            unknown grounding level or a bad minimum.
+            unknown grounding level or a bad minimum, or a ``principal`` that is not
+            ``Type::id`` (:class:`~toolproof.tools.policy.PolicyError`).
         RecordingError: the session or one of its runs cannot be written (that
             segment and every later one are kept live for ``toolproof verify
             --recover``).
 
     """
+    if principal is not None:
+        principal_entity(principal)  # a bad principal is refused before anything opens
     async with toolset_of(source) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)
         live = SegmentedRecording(Path(root), toolset, task=task, segment_calls=segment_calls)
-        session = Session(toolset, live, approver=approver, grounding=chosen)
+        session = Session(toolset, live, approver=approver, grounding=chosen, principal=principal)
         try:
             yield session
         except BaseException:

@@ -15,7 +15,13 @@ from types import TracebackType
 from typing import Any
 
 from toolproof.backends import register_backends
-from toolproof.config.schema import ServeSection, ToolproofConfig, ToolSection, load_config
+from toolproof.config.schema import (
+    PolicySection,
+    ServeSection,
+    ToolproofConfig,
+    ToolSection,
+    load_config,
+)
 from toolproof.config.sources import (
     bind_python_source,
     bind_retrieval_source,
@@ -31,6 +37,7 @@ from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lint_toolset import apply_lint
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
+from toolproof.tools.policy import PolicyError, PolicySet
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
 from toolproof.tools.toolset import Toolset
 
@@ -68,6 +75,36 @@ def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
             "rule: each [serve] glob names at least one tool, so a misspelt one is noticed)",
         )
     toolset.set_exposure(exposure)
+
+
+def _load_policy(toolset: Toolset, section: PolicySection, file: Path) -> None:
+    """Read ``[policy] files`` (globs relative to ``file``) into the Toolset's policy set.
+
+    Raises:
+        ConfigError: a glob that matches no file, an unreadable file, or one Cedar
+            cannot parse (naming the file and Cedar's message).
+
+    """
+    base = file.parent
+    files: list[tuple[str, str]] = []
+    for index, pattern in enumerate(section.files):
+        found = sorted(path for path in base.glob(pattern) if path.is_file())
+        if not found:
+            raise ConfigError(
+                str(file), f"policy.files[{index}]", f"glob {pattern!r} matches no file"
+            )
+        for path in found:
+            name = path.relative_to(base).as_posix()
+            if any(name == seen for seen, _ in files):
+                continue
+            try:
+                files.append((name, path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeError) as exc:
+                raise ConfigError(str(file), f"policy.files[{index}]", f"{name}: {exc}") from exc
+    try:
+        toolset.set_policy(PolicySet(tuple(files), section.default))
+    except PolicyError as exc:
+        raise ConfigError(str(file), "policy.files", str(exc)) from exc
 
 
 def _declare_idempotency(toolset: Toolset, tools: dict[str, ToolSection], file: Path) -> None:
@@ -214,6 +251,8 @@ async def build_toolset(
         if locked:
             check_variant_lock(toolset, lock_file, config.lock.on_drift)
         _set_exposure(toolset, config.serve, file)
+        if config.policy is not None:
+            _load_policy(toolset, config.policy, file)
     except BaseException:
         await toolset.aclose()
         raise

@@ -319,6 +319,18 @@ class GroundingSection(_Closed):
     min_quote_words: int = Field(default=3, ge=1, le=100)
 
 
+class PolicySection(_Closed):
+    """``[policy]``: Cedar policies over every call (docs/policy.md).
+
+    ``files``: globs (relative to the ``toolproof.toml``) of the Cedar policy files, each
+    matching at least one file; ``default``: what a call no policy decides gets.
+    :mod:`toolproof.tools.policy`.
+    """
+
+    files: list[str] = Field(min_length=1)
+    default: Literal["deny", "allow"] = "deny"
+
+
 class ToolproofConfig(_Closed):
     """The parsed ``toolproof.toml``."""
 
@@ -335,6 +347,7 @@ class ToolproofConfig(_Closed):
     approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
     validation: ValidationSection | None = None
     grounding: GroundingSection = Field(default_factory=GroundingSection)
+    policy: PolicySection | None = None
 
 
 def _key(loc: tuple[int | str, ...]) -> str:

@@ -331,7 +331,9 @@ class ToolsetDescriptor(ContentModel):
     sources (absent when none), so changing a filter changes run ids; ``exposure`` the
     ``[serve] expose``/``hide`` globs and the names hidden from the outward faces
     (``{"expose", "hide", "hidden"}``; absent when nothing is hidden, see
-    :mod:`toolproof.tools.exposure`).
+    :mod:`toolproof.tools.exposure`); ``policy`` the ``[policy]`` Cedar policy set,
+    whole (``{"default", "files": [{"name", "text"}], "digest"}``; absent without one,
+    :mod:`toolproof.tools.policy`), so a run holds the policies that decided its calls.
     """
 
     ID_KIND = "toolset"
@@ -340,6 +342,7 @@ class ToolsetDescriptor(ContentModel):
     lock: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
     filters: list[dict[str, JsonValue]] = Field(default_factory=list)
     exposure: ExposureRecord | None = None
+    policy: dict[str, JsonValue] | None = None
 
     @model_serializer(mode="wrap")
     def _drop_absent_lock(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -351,6 +354,8 @@ class ToolsetDescriptor(ContentModel):
             data.pop("filters", None)
         if data.get("exposure") is None:
             data.pop("exposure", None)
+        if data.get("policy") is None:
+            data.pop("policy", None)
         return data
 
     @property

@@ -32,6 +32,7 @@ __all__ = [
     "EvidenceRegistered",
     "FailureObserved",
     "ModelTurn",
+    "PolicyDecided",
     "PromptGot",
     "RequestRelayed",
     "ResourceRead",
@@ -343,6 +344,33 @@ class ApprovalSkipped(EventBase):
     policy: dict[str, JsonValue] | None = None
 
 
+class PolicyDecided(EventBase):
+    """The ``[policy]`` Cedar decision on a call, first in its block (docs/policy.md).
+
+    Written after the arguments validated and before any approval event and the
+    call's ``tool_called``; a denied call's body never ran (its result is a
+    ``denied_by_policy`` failure). The ``policy`` check re-evaluates ``request`` with
+    the policy set ``runtime.json`` records and compares.
+
+    Attributes:
+        call_id: the call of the block.
+        digest: the policy set's digest (the Toolset descriptor's ``policy.digest``).
+        decision: ``allow`` or ``deny``.
+        determining: the determining policies' ids, sorted.
+        errors: Cedar's evaluation errors (an erroring policy counts for nothing).
+        request: ``{"principal", "tool", "attributes", "context"}`` as evaluated.
+
+    """
+
+    type: Literal["policy_decided"] = "policy_decided"
+    call_id: str
+    digest: str
+    decision: Literal["allow", "deny"]
+    determining: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    request: dict[str, JsonValue]
+
+
 class ApprovalDecided(EventBase):
     """The decision on an approval request, written before the call's ``tool_called``.
 
@@ -387,6 +415,7 @@ TraceEvent = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | ApprovalSkipped
+    | PolicyDecided
     | ResourceRead
     | PromptGot
     | RequestRelayed,

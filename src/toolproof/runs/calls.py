@@ -29,6 +29,7 @@ from toolproof.contract.trace import (
     ApprovalRequested,
     ApprovalSkipped,
     FailureObserved,
+    PolicyDecided,
     RequestRelayed,
     RunFailed,
     ToolCalled,
@@ -163,6 +164,7 @@ class FrozenCalls:
         self._asked: dict[str, int] = {}
         self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
         self._approvals: dict[str, list[dict[str, Any]]] = {}
+        self._policy: dict[str, dict[str, Any]] = {}
         self._relayed: dict[str, list[dict[str, Any]]] = {}
         self._keys: dict[str, str] = {}  # the recorded idempotency keys, by call id
         self._origins: dict[str, dict[str, str]] = {}  # the recorded model links, by call id
@@ -171,6 +173,10 @@ class FrozenCalls:
         for event in events:
             if isinstance(event, ApprovalRequested | ApprovalDecided | ApprovalSkipped):
                 self._approvals.setdefault(event.call_id, []).append(approval_record(event))
+            elif isinstance(event, PolicyDecided):
+                plain = event.to_json()
+                fields = {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
+                self._policy[event.call_id] = fields
             elif isinstance(event, ToolCalled):
                 made.append((event.step, event.idx, event.call, ""))
                 if event.idempotency_key is not None:
@@ -220,6 +226,7 @@ class FrozenCalls:
                 tuple(self._relayed.get(call.id, ())),
                 self._keys.get(call.id),
                 self._origins.get(call.id),
+                self._policy.get(call.id),
             )
         before = self._made.at(step, occurrence)
         if before is None:

@@ -4,12 +4,12 @@ Every tool call that lands in a run is written here, whoever chose it: the execu
 walking a plan, an MCP client of ``serve --record``, an agent in a recorded session.
 The *call block* is, in this order::
 
-    (approval_requested approval_decided? | approval_skipped)? · tool_called · tool_returned ·
-    failure_observed* · evidence_registered (a value)
+    policy_decided? · (approval_requested approval_decided? | approval_skipped)? ·
+    tool_called · tool_returned · failure_observed* · evidence_registered (a value)
 
 ``tool_called`` carries the call's idempotency key (``idempotency_key``, outside
 ``call``) when :attr:`~toolproof.tools.observe.Observed.idempotency_key` holds one.
-
+``policy_decided`` is the ``[policy]`` gate's (:mod:`toolproof.tools.policy`);
 ``approval_*`` are what an ``approve`` layer reported
 (:func:`~toolproof.tools.observe.note_approval`); ``failure_observed`` is one event per
 other failure a layer reported (:attr:`~toolproof.tools.observe.Observed.failures`): both
@@ -50,6 +50,7 @@ from toolproof.contract.trace import (
     EvidenceRegistered,
     FailureObserved,
     ModelTurn,
+    PolicyDecided,
     PromptGot,
     RequestRelayed,
     ResourceRead,
@@ -86,6 +87,7 @@ _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
     "approval_requested": ApprovalRequested,
     "approval_decided": ApprovalDecided,
     "approval_skipped": ApprovalSkipped,
+    "policy_decided": PolicyDecided,
 }
 
 
@@ -242,7 +244,8 @@ class Recorder:
                     f"{exc.message}",
                     where="output",
                 )
-        for approval in observed.approvals:
+        decided = () if observed.policy is None else (observed.policy,)
+        for approval in (*decided, *observed.approvals):
             fields = {k: v for k, v in approval.items() if k != "type"}
             self.emit(_APPROVAL_CLASSES[approval["type"]], step=step, call_id=call_id, **fields)
         linked = dict(observed.origin or {})

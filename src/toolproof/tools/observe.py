@@ -41,6 +41,7 @@ __all__ = [
     "current_call",
     "note_approval",
     "note_failure",
+    "note_policy",
     "note_recovery",
     "observe",
 ]
@@ -70,6 +71,8 @@ class Observed:
             ``model_call_id`` (the id the agent's model gave the call) and, when a
             recorded model turn asked for it, ``model_turn`` (its step); ``None``: not
             said (a session's framework adapters say it; frozen, read back from the trace).
+        policy: the ``policy_decided`` fields the runtime's policy gate reported
+            (:func:`note_policy`; ``{"type": "policy_decided", ...}``), or ``None``.
 
     """
 
@@ -79,6 +82,7 @@ class Observed:
     relayed: tuple[dict[str, Any], ...] = ()
     idempotency_key: str | None = None
     origin: dict[str, str] | None = None
+    policy: dict[str, Any] | None = None
 
 
 class CallChannel(Protocol):
@@ -130,13 +134,14 @@ class CallScope(NamedTuple):
 class _Call:
     """The scope and the notes of the call :func:`observe` is awaiting (notes mutable)."""
 
-    __slots__ = ("approvals", "failures", "recovered", "scope")
+    __slots__ = ("approvals", "failures", "policy", "recovered", "scope")
 
     def __init__(self, scope: CallScope) -> None:
         self.scope = scope
         self.failures: list[ToolFailure] = []
         self.recovered: list[tuple[ToolFailure, str]] = []
         self.approvals: list[dict[str, Any]] = []
+        self.policy: dict[str, Any] | None = None
 
     def observed(self, result: ToolResult, relayed: Sequence[dict[str, Any]]) -> Observed:
         failures: list[tuple[ToolFailure, str]] = []
@@ -150,6 +155,7 @@ class _Call:
             tuple(self.approvals),
             tuple(relayed),
             self.scope.idempotency_key,
+            policy=self.policy,
         )
 
 
@@ -236,3 +242,13 @@ def note_approval(event: dict[str, Any]) -> None:
     notes = _CALL.get()
     if notes is not None:
         notes.approvals.append(event)
+
+
+def note_policy(event: dict[str, Any]) -> None:
+    """Report the call's ``policy_decided`` fields (``type`` included, without ``call_id``).
+
+    Only the first report of an observed call is kept: the runtime's gate decides once.
+    """
+    notes = _CALL.get()
+    if notes is not None and notes.policy is None:
+        notes.policy = event

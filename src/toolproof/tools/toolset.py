@@ -13,6 +13,7 @@ from toolproof.contract.tools import ExposureRecord, ToolsetDescriptor
 from toolproof.errors import ToolNameError, ToolsetSealedError, UsageError
 from toolproof.tools.catalog import Catalog
 from toolproof.tools.exposure import Exposure, is_gated
+from toolproof.tools.policy import PolicySet
 from toolproof.tools.resources import FILTERS, LOCK_DIGEST, Resources
 from toolproof.tools.tool import Tool
 
@@ -93,6 +94,7 @@ class Toolset:
         self._sealed = False
         self._descriptor: ToolsetDescriptor | None = None
         self._exposure = Exposure()
+        self._policy: PolicySet | None = None
         self._hidden: dict[str, str] | None = None
         self._exit_stack = AsyncExitStack()
         self._closed = False
@@ -204,6 +206,25 @@ class Toolset:
         """Enter an async context manager now and exit it when the Toolset closes."""
         return await self._exit_stack.enter_async_context(manager)
 
+    @property
+    def policy(self) -> PolicySet | None:
+        """The ``[policy]`` Cedar policy set every recorded call is decided by, or ``None``."""
+        return self._policy
+
+    def set_policy(self, policy: PolicySet) -> None:
+        """Set the ``[policy]`` policy set (docs/policy.md) before sealing.
+
+        Raises:
+            RuntimeError: the Toolset is sealed.
+
+        """
+        if self._sealed:
+            raise RuntimeError(
+                "toolset is sealed: cannot set its policy after seal() "
+                "(rule: the policy is set at the composition root, before sealing)"
+            )
+        self._policy = policy
+
     def set_exposure(self, exposure: Exposure) -> None:
         """Set the exposure policy (``[serve] expose``/``hide``) before sealing.
 
@@ -309,6 +330,7 @@ class Toolset:
             lock=self.resources.get(LOCK_DIGEST),
             filters=list(filters),
             exposure=ExposureRecord.model_validate(exposure) if exposure is not None else None,
+            policy=None if self._policy is None else self._policy.to_json(),
         )
         if self._sealed:
             self._descriptor = descriptor

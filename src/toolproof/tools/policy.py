@@ -1,0 +1,328 @@
+"""Cedar policies over tool calls: the ``[policy]`` table of ``toolproof.toml`` (docs/policy.md).
+
+A :class:`PolicySet` is the text of the policy files (Cedar, https://docs.cedarpolicy.com/,
+evaluated by the ``cedarpy`` bindings of the Cedar engine: ``pip install
+'toolproof[policy]'``) and the ``default`` for a call no policy decides. Each call is one
+Cedar request (:func:`cedar_request`):
+
+* principal: the session's or served client's identity, ``Type::id``
+  (``Agent::triage``; default :data:`DEFAULT_PRINCIPAL`);
+* action: ``Action::"call_tool"``;
+* resource: ``Tool::"<name>"`` with attributes ``read_only``, ``destructive`` (the
+  tool's MCP annotations, an unstated hint is ``false``) and ``source``;
+* context: ``arguments`` (the validated arguments), ``calls`` (calls of this tool
+  earlier in the session), ``total_calls`` (all earlier calls) and
+  ``elapsed_seconds`` (whole seconds since the session began).
+
+A call is allowed when Cedar allows it, or when no policy is determining, Cedar
+reports no error and ``default`` is ``"allow"``. The set's :attr:`PolicySet.digest`
+is the ``sha256:`` of the canonical JSON (RFC 8785) of :meth:`PolicySet.to_json`,
+which the Toolset descriptor records whole (``policy``), so the run holds the
+policies and the ``policy`` check re-evaluates each recorded decision offline.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolproof.contract.tools import ToolResult
+from toolproof.errors import InputError
+from toolproof.identity import digest_json
+from toolproof.tools.observe import note_policy
+
+__all__ = [
+    "ACTION",
+    "DEFAULT_PRINCIPAL",
+    "PolicyDecision",
+    "PolicyError",
+    "PolicyGate",
+    "PolicySet",
+    "cedar_request",
+    "gated_call",
+    "principal_entity",
+]
+
+ACTION = 'Action::"call_tool"'
+"""The Cedar action of every tool call."""
+
+DEFAULT_PRINCIPAL = "Agent::default"
+"""The principal of a session that names none."""
+
+
+class PolicyError(InputError):
+    """A policy file or principal is refused: ``message`` names the file and Cedar's words."""
+
+
+def _cedar() -> Any:
+    """The ``cedarpy`` module, or a clear error naming the extra that brings it."""
+    try:
+        import cedarpy
+    except ImportError as exc:  # pragma: no cover - the extra is part of [dev]
+        raise PolicyError(
+            "[policy] needs the Cedar engine: pip install 'toolproof[policy]' (cedarpy)"
+        ) from exc
+    return cedarpy
+
+
+def principal_entity(principal: str) -> dict[str, str]:
+    """``Type::id`` as a Cedar entity reference ``{"type", "id"}``.
+
+    The type is everything before the last ``::`` (a namespaced ``Org::Agent::x``
+    keeps ``Org::Agent``); the id is the rest, taken literally.
+
+    Raises:
+        PolicyError: no ``::``, or an empty type or id.
+
+    """
+    kind, sep, ident = principal.rpartition("::")
+    if not sep or not kind or not ident:
+        raise PolicyError(
+            f"principal {principal!r}: expected 'Type::id' (e.g. 'Agent::triage'; rule: a Cedar "
+            "entity type, '::', then the id)"
+        )
+    return {"type": kind, "id": ident}
+
+
+def cedar_request(
+    principal: str,
+    tool: str,
+    attributes: dict[str, Any],
+    arguments: dict[str, Any],
+    counters: dict[str, int],
+) -> dict[str, Any]:
+    """The recorded form of one call's Cedar request (plain JSON).
+
+    Args:
+        principal: ``Type::id``.
+        tool: the called tool's name (the resource ``Tool::"<tool>"``).
+        attributes: the resource's attributes (``read_only``, ``destructive``, ``source``).
+        arguments: the validated arguments (JSON object).
+        counters: ``calls``, ``total_calls``, ``elapsed_seconds`` (whole numbers).
+
+    Returns:
+        ``{"principal", "tool", "attributes", "context"}``; :meth:`PolicySet.decide` takes it.
+
+    """
+    return {
+        "principal": principal,
+        "tool": tool,
+        "attributes": dict(attributes),
+        "context": {"arguments": arguments, **counters},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """What the policy set answered for one request.
+
+    Attributes:
+        decision: ``"allow"`` or ``"deny"``.
+        determining: the ids of the determining policies (``@id("...")`` when a policy
+            has one, else Cedar's ``policy<N>`` in the set's order), sorted.
+        errors: Cedar's evaluation errors (a policy that errored is skipped by Cedar).
+        defaulted: no policy was determining and ``default`` decided.
+
+    """
+
+    decision: Literal["allow", "deny"]
+    determining: tuple[str, ...]
+    errors: tuple[str, ...] = ()
+    defaulted: bool = False
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """The loaded ``[policy]`` table: the files' text and the default.
+
+    Attributes:
+        files: ``(name, text)`` per policy file, in load order (names relative to the
+            ``toolproof.toml``).
+        default: ``"deny"`` or ``"allow"``: the answer when no policy is determining.
+
+    """
+
+    files: tuple[tuple[str, str], ...]
+    default: Literal["deny", "allow"] = "deny"
+    _parsed: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Parse every file (one Cedar parse each, so an error names its file)."""
+        if self.default not in ("deny", "allow"):
+            raise PolicyError(
+                f"policy.default: {self.default!r} is neither 'deny' nor 'allow' (rule: what a "
+                "call no policy decides gets)"
+            )
+        cedar = _cedar()
+        for name, text in self.files:
+            try:
+                cedar.PolicySet.from_str(text)
+            except ValueError as exc:
+                raise PolicyError(
+                    f"policy file {name}: Cedar cannot parse it: {exc} (rule: Cedar policy "
+                    "syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
+                ) from exc
+        object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PolicySet:
+        """The set :meth:`to_json` wrote (the Toolset descriptor's ``policy``).
+
+        Raises:
+            PolicyError: a malformed record, or a file Cedar cannot parse.
+
+        """
+        try:
+            files = tuple((str(item["name"]), str(item["text"])) for item in data["files"])
+            return cls(files, data["default"])
+        except (KeyError, TypeError) as exc:
+            raise PolicyError(f"policy record: malformed ({exc!r})") from exc
+
+    @property
+    def text(self) -> str:
+        """Every file's text, joined in order (what Cedar evaluates as one set)."""
+        return "\n".join(text for _, text in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"default", "files": [{"name", "text"}], "digest"}`` (plain JSON)."""
+        body = self._body()
+        return {**body, "digest": digest_json(body)}
+
+    def _body(self) -> dict[str, Any]:
+        files = [{"name": name, "text": text} for name, text in self.files]
+        return {"default": self.default, "files": files}
+
+    @property
+    def digest(self) -> str:
+        """``sha256:`` of the canonical JSON of ``{"default", "files"}``."""
+        return digest_json(self._body())
+
+    def decide(self, request: dict[str, Any]) -> PolicyDecision:
+        """Evaluate one recorded request (:func:`cedar_request`) with Cedar.
+
+        Raises:
+            PolicyError: the request's principal is not ``Type::id``.
+
+        """
+        cedar = _cedar()
+        entity = {"type": "Tool", "id": request["tool"]}
+        entities = [{"uid": entity, "attrs": request["attributes"], "parents": []}]
+        answer = cedar.is_authorized(
+            {
+                "principal": principal_entity(request["principal"]),
+                "action": ACTION,
+                "resource": entity,
+                "context": request["context"],
+            },
+            self._parsed,
+            entities,
+        )
+        diagnostics = answer.diagnostics
+        names = diagnostics.id_annotations_by_reason
+        determining = tuple(sorted(names.get(r, r) for r in diagnostics.reasons))
+        errors = tuple(str(error) for error in diagnostics.errors)
+        if answer.allowed:
+            return PolicyDecision("allow", determining, errors)
+        if not determining and not errors and self.default == "allow":
+            return PolicyDecision("allow", (), errors, defaulted=True)
+        return PolicyDecision("deny", determining, errors, defaulted=not (determining or errors))
+
+
+class PolicyGate:
+    """One session's evaluation of its calls: the principal, the counters, the clock.
+
+    Args:
+        policy: the Toolset's policy set.
+        principal: ``Type::id`` (:func:`principal_entity` checks it now).
+
+    Raises:
+        PolicyError: a principal that is not ``Type::id``.
+
+    """
+
+    def __init__(self, policy: PolicySet, principal: str) -> None:
+        principal_entity(principal)
+        self.policy = policy
+        self.principal = principal
+        self._calls: dict[str, int] = {}
+        self._total = 0
+        self._start = time.monotonic()
+
+    def denied(self, tool: Any, arguments: dict[str, Any]) -> ToolResult | None:
+        """Decide one call and report it (:func:`~toolproof.tools.observe.note_policy`).
+
+        Returns:
+            ``None`` when allowed; else the ``denied_by_policy`` failure (``where``
+            ``"runtime"``, ``detail``: ``determining``, ``digest``, ``principal``,
+            ``errors``) to return instead of running the body.
+
+        """
+        decision, event = self.decide(tool, arguments)
+        note_policy(event)
+        if decision.decision == "allow":
+            return None
+        named = ", ".join(decision.determining) or f"none (default {self.policy.default!r})"
+        errors = f"; Cedar errors: {'; '.join(decision.errors)}" if decision.errors else ""
+        return ToolResult.fail(
+            "denied_by_policy",
+            f"call to {tool.name!r} by {self.principal} denied by policy: determining "
+            f"{named}{errors}",
+            where="runtime",
+            detail={
+                "determining": list(decision.determining),
+                "digest": self.policy.digest,
+                "principal": self.principal,
+                "errors": list(decision.errors),
+            },
+        )
+
+    def decide(self, tool: Any, arguments: dict[str, Any]) -> tuple[PolicyDecision, dict[str, Any]]:
+        """Decide one call of ``tool`` (a :class:`~toolproof.tools.tool.Tool`); count it.
+
+        Returns:
+            The decision and the ``policy_decided`` event fields (``digest``,
+            ``decision``, ``determining``, ``errors``, ``request``).
+
+        """
+        hints = tool.spec.annotations
+        attributes = {
+            "read_only": hints.readOnlyHint is True,
+            "destructive": hints.destructiveHint is True,
+            "source": tool.source,
+        }
+        counters = {
+            "calls": self._calls.get(tool.name, 0),
+            "total_calls": self._total,
+            "elapsed_seconds": int(time.monotonic() - self._start),
+        }
+        self._calls[tool.name] = counters["calls"] + 1
+        self._total += 1
+        request = cedar_request(self.principal, tool.name, attributes, arguments, counters)
+        decision = self.policy.decide(request)
+        event = {
+            "type": "policy_decided",
+            "digest": self.policy.digest,
+            "decision": decision.decision,
+            "determining": list(decision.determining),
+            "errors": list(decision.errors),
+            "request": request,
+        }
+        return decision, event
+
+
+async def gated_call(gate: PolicyGate | None, tool: Any, arguments: Any) -> ToolResult:
+    """``tool.call(arguments)`` with ``gate`` deciding first (``None``: no policy).
+
+    The decision comes after the arguments validate (invalid ones fail
+    ``invalid_arguments`` undecided) and before every layer of the tool (``approve``
+    included) and its body; a denied call returns the ``denied_by_policy`` failure of
+    :meth:`PolicyGate.denied` and nothing of the tool runs.
+    """
+    if gate is not None and tool.check_arguments(arguments) is None:
+        denied = gate.denied(tool, copy.deepcopy(arguments))
+        if denied is not None:
+            return denied
+    result: ToolResult = await tool.call(arguments)
+    return result

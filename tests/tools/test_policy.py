@@ -1,0 +1,255 @@
+"""Issue 35 point 1: Cedar ``[policy]`` over recorded calls (docs/policy.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproof import ConfigError, load_toolset
+from toolproof.adapters.session_runs import record_session
+from toolproof.contract.tools import ToolResult
+from toolproof.tools.policy import PolicyError, PolicySet
+from toolproof.verify.verifier import verify_run
+
+HERE = Path(__file__).resolve().parent
+
+SMALL = """@id("small-transfers")
+permit(principal == Agent::"triage", action == Action::"call_tool", resource == Tool::"transfer")
+when { context.arguments.amount < 500 };
+"""
+NO_PURGE = """@id("no-destructive")
+forbid(principal, action, resource) when { resource.destructive };
+"""
+
+
+def write(tmp_path: Path, policies: dict[str, str], default: str = "deny") -> Path:
+    folder = tmp_path / "policies"
+    folder.mkdir(exist_ok=True)
+    for name, text in policies.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "policy_fixture_tools"\npath = "{HERE}"\n\n'
+        f'[policy]\nfiles = ["policies/*.cedar"]\ndefault = "{default}"\n',
+        encoding="utf-8",
+    )
+    return config
+
+
+def trace(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+
+
+def session(
+    config: Path, root: Path, calls: list[tuple[str, dict[str, Any]]], principal: str | None
+) -> tuple[list[ToolResult], Path]:
+    async def main() -> tuple[list[ToolResult], str]:
+        async with record_session(config, root=root, task="t", principal=principal) as s:
+            results = [await s.call(name, arguments) for name, arguments in calls]
+        assert s.run_id is not None
+        return results, s.run_id
+
+    results, run_id = asyncio.run(main())
+    return results, root / "runs" / run_id
+
+
+def test_a_permit_allows_and_a_call_it_does_not_cover_is_denied_without_running(
+    tmp_path: Path,
+) -> None:
+    config = write(tmp_path, {"transfer.cedar": SMALL})
+    small, big = tmp_path / "small", tmp_path / "big"
+    results, run = session(
+        config,
+        tmp_path / "root",
+        [
+            ("transfer", {"to": "bob", "amount": 100, "marker": str(small)}),
+            ("transfer", {"to": "bob", "amount": 1000, "marker": str(big)}),
+        ],
+        "Agent::triage",
+    )
+    assert results[0].value == "sent 100 to bob"
+    assert small.read_text(encoding="utf-8") == "bob 100\n"
+    denied = results[1].failure
+    assert denied is not None and not big.exists()  # the body never ran
+    digest = PolicySet((("policies/transfer.cedar", SMALL),), "deny").digest
+    assert (denied.kind, denied.where, denied.message, denied.detail) == (
+        "denied_by_policy",
+        "runtime",
+        "call to 'transfer' by Agent::triage denied by policy: determining none (default 'deny')",
+        {"determining": [], "digest": digest, "principal": "Agent::triage", "errors": []},
+    )
+    events = trace(run)
+    decided = [e for e in events if e["type"] == "policy_decided"]
+    for e in decided:  # whole seconds since the session began: not pinned (wall clock)
+        assert type(e["request"]["context"].pop("elapsed_seconds")) is int
+    request = {
+        "principal": "Agent::triage",
+        "tool": "transfer",
+        "attributes": {
+            "read_only": False,
+            "destructive": False,
+            "source": "python:policy_fixture_tools.transfer",
+        },
+    }
+    assert [
+        {k: e[k] for k in ("digest", "decision", "determining", "errors", "request")}
+        for e in decided
+    ] == [
+        {
+            "digest": digest,
+            "decision": "allow",
+            "determining": ["small-transfers"],
+            "errors": [],
+            "request": {
+                **request,
+                "context": {
+                    "arguments": {"to": "bob", "amount": 100, "marker": str(small)},
+                    "calls": 0,
+                    "total_calls": 0,
+                },
+            },
+        },
+        {
+            "digest": digest,
+            "decision": "deny",
+            "determining": [],
+            "errors": [],
+            "request": {
+                **request,
+                "context": {
+                    "arguments": {"to": "bob", "amount": 1000, "marker": str(big)},
+                    "calls": 1,
+                    "total_calls": 1,
+                },
+            },
+        },
+    ]
+    # policy_decided opens each call's block, right before its tool_called
+    kinds = [e["type"] for e in events if e["type"] in ("policy_decided", "tool_called")]
+    assert kinds == ["policy_decided", "tool_called"] * 2
+    for e in decided:
+        assert events[e["idx"] + 1]["type"] == "tool_called"
+        assert events[e["idx"] + 1]["call_id"] == e["call_id"]
+    runtime = json.loads((run / "runtime.json").read_bytes())
+    assert runtime["toolset"]["policy"] == {
+        "default": "deny",
+        "files": [{"name": "policies/transfer.cedar", "text": SMALL}],
+        "digest": digest,
+    }
+    assert verify_run(run).ok
+
+
+def test_a_forbid_names_its_id_and_the_default_allow_lets_the_rest_through(
+    tmp_path: Path,
+) -> None:
+    config = write(tmp_path, {"a.cedar": NO_PURGE}, default="allow")
+    marker = tmp_path / "purged"
+    results, run = session(
+        config,
+        tmp_path / "root",
+        [
+            ("transfer", {"to": "ann", "amount": 9000, "marker": str(tmp_path / "t")}),
+            ("purge", {"marker": str(marker)}),
+        ],
+        None,
+    )
+    assert results[0].value == "sent 9000 to ann"
+    failure = results[1].failure
+    assert failure is not None and not marker.exists()
+    assert failure.message == (
+        "call to 'purge' by Agent::default denied by policy: determining no-destructive"
+    )
+    assert failure.detail["determining"] == ["no-destructive"]
+    decided = [e for e in trace(run) if e["type"] == "policy_decided"]
+    assert [(e["decision"], e["determining"]) for e in decided] == [
+        ("allow", []),
+        ("deny", ["no-destructive"]),
+    ]
+    assert decided[1]["request"]["attributes"]["destructive"] is True
+    assert decided[1]["request"]["principal"] == "Agent::default"
+
+
+def test_invalid_arguments_are_refused_before_any_decision(tmp_path: Path) -> None:
+    config = write(tmp_path, {"transfer.cedar": SMALL})
+    results, run = session(
+        config, tmp_path / "root", [("transfer", {"to": "bob"})], "Agent::triage"
+    )
+    assert results[0].failure is not None and results[0].failure.kind == "invalid_arguments"
+    assert [e for e in trace(run) if e["type"] == "policy_decided"] == []
+
+
+def test_a_float_argument_cedar_cannot_hold_fails_closed_with_cedars_error(
+    tmp_path: Path,
+) -> None:
+    config = write(tmp_path, {"transfer.cedar": SMALL}, default="allow")
+    (tmp_path / "float_tools.py").write_text(
+        "import toolproof\n\n@toolproof.tool\nasync def pay(amount: float) -> str:\n"
+        '    """Pay."""\n    return "paid"\n',
+        encoding="utf-8",
+    )
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text + f'\n[[python]]\nmodule = "float_tools"\npath = "{tmp_path}"\n', encoding="utf-8"
+    )
+    results, _ = session(config, tmp_path / "root", [("pay", {"amount": 1.5})], None)
+    failure = results[0].failure
+    assert failure is not None and failure.kind == "denied_by_policy"
+    assert failure.detail["errors"] == [
+        "failed to build request: data did not match any variant of untagged enum RawCedarValueJson"
+    ]
+
+
+def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> None:
+    config = write(
+        tmp_path, {"good.cedar": SMALL, "bad.cedar": "permit(principal, action, resource)\n"}
+    )
+
+    async def main() -> None:
+        async with load_toolset(config):
+            pass
+
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(main())
+    assert str(caught.value) == (
+        f"{config}: policy.files: policy file policies/bad.cedar: Cedar cannot parse it: "
+        "unexpected end of input (rule: Cedar policy syntax, "
+        "https://docs.cedarpolicy.com/policies/syntax-policy.html)"
+    )
+
+
+def test_a_glob_matching_no_file_is_refused(tmp_path: Path) -> None:
+    config = write(tmp_path, {})
+
+    async def main() -> None:
+        async with load_toolset(config):
+            pass
+
+    with pytest.raises(ConfigError) as caught:
+        asyncio.run(main())
+    assert str(caught.value) == (
+        f"{config}: policy.files[0]: glob 'policies/*.cedar' matches no file"
+    )
+
+
+def test_a_principal_that_is_not_type_and_id_is_refused(tmp_path: Path) -> None:
+    config = write(tmp_path, {"transfer.cedar": SMALL})
+    with pytest.raises(PolicyError) as caught:
+        session(config, tmp_path / "root", [], "triage")
+    assert str(caught.value) == (
+        "principal 'triage': expected 'Type::id' (e.g. 'Agent::triage'; rule: a Cedar entity "
+        "type, '::', then the id)"
+    )
+
+
+def test_the_policy_text_is_part_of_the_toolset_descriptor(tmp_path: Path) -> None:
+    async def descriptor(policies: dict[str, str]) -> str:
+        async with load_toolset(write(tmp_path, policies)) as tools:
+            return tools.descriptor().id
+
+    first = asyncio.run(descriptor({"transfer.cedar": SMALL}))
+    second = asyncio.run(descriptor({"transfer.cedar": SMALL.replace("500", "400")}))
+    assert first != second
