@@ -2,14 +2,13 @@
 
 Every tool call that lands in a run is written here, whoever chose it: the executor
 walking a plan, an MCP client of ``serve --record``, an agent in a recorded session.
-The *call block* is, in this order::
+The *call block* is, in this order (``policy_decided``: :mod:`toolproof.tools.policy`)::
 
     policy_decided? · (approval_requested approval_decided? | approval_skipped)? ·
     tool_called · tool_returned · failure_observed* · evidence_registered (a value)
 
 ``tool_called`` carries the call's idempotency key (``idempotency_key``, outside
 ``call``) when :attr:`~toolproof.tools.observe.Observed.idempotency_key` holds one.
-``policy_decided`` is the ``[policy]`` gate's (:mod:`toolproof.tools.policy`);
 ``approval_*`` are what an ``approve`` layer reported
 (:func:`~toolproof.tools.observe.note_approval`); ``failure_observed`` is one event per
 other failure a layer reported (:attr:`~toolproof.tools.observe.Observed.failures`): both
@@ -84,10 +83,8 @@ __all__ = [
 ]
 
 _APPROVAL_CLASSES: dict[str, type[EventBase]] = {
-    "approval_requested": ApprovalRequested,
-    "approval_decided": ApprovalDecided,
-    "approval_skipped": ApprovalSkipped,
-    "policy_decided": PolicyDecided,
+    cls.model_fields["type"].default: cls
+    for cls in (ApprovalRequested, ApprovalDecided, ApprovalSkipped, PolicyDecided)
 }
 
 
