@@ -64,6 +64,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "serve",
         "serve-api",
         "show",
+        "tools lint",
         "tools list",
         "tools show",
         "verify",
@@ -158,7 +159,10 @@ def test_tools_list_strict_exits_1_when_something_was_quarantined(tmp_path: Path
     assert "quarantined" in plain.stdout
     strict = _cli("tools", "list", "-c", str(config), "--strict", "--json", cwd=tmp_path)
     assert strict.returncode == 1
-    assert "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True)" in strict.stdout
+    assert (
+        "@toolproof.tool(read_only=True), @toolproof.tool(idempotent=True) or "
+        '@toolproof.tool(idempotency=\\"key\\")' in strict.stdout
+    )
     clean = tmp_path / "clean.toml"
     clean.write_text('[[python]]\nmodule = "tools"\n', encoding="utf-8")
     assert _cli("tools", "list", "-c", str(clean), "--strict", cwd=tmp_path).returncode == 0

@@ -96,7 +96,7 @@ def lint_tools(
         None,
         "--fail-on",
         help="high | medium | low | never: the least severity that exits 2 "
-        "(default: [lint] fail_on of the config, itself 'high' by default).",
+        "(default: \\[lint] fail_on of the config, itself 'high' by default).",
     ),
 ) -> None:
     """Lint every tool's name, title, description and schemas; exit 2 on findings at fail_on."""
