@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
 from toolproof import ConfigError, load_toolset
+from toolproof.adapters.mcp.server import build_server
 from toolproof.adapters.session_runs import record_session
 from toolproof.contract.tools import ToolResult
 from toolproof.tools.policy import PolicyError, PolicySet
@@ -253,3 +255,24 @@ def test_the_policy_text_is_part_of_the_toolset_descriptor(tmp_path: Path) -> No
     first = asyncio.run(descriptor({"transfer.cedar": SMALL}))
     second = asyncio.run(descriptor({"transfer.cedar": SMALL.replace("500", "400")}))
     assert first != second
+
+
+def test_a_served_call_is_decided_and_a_denied_one_never_runs(tmp_path: Path) -> None:
+    config = write(tmp_path, {"a.cedar": NO_PURGE}, default="allow")
+    marker = tmp_path / "purged"
+
+    async def main() -> tuple[Any, Any]:
+        async with load_toolset(config) as tools, Client(build_server(tools)) as client:
+            sent = await client.call_tool(
+                "transfer", {"to": "ann", "amount": 5, "marker": str(tmp_path / "t")}
+            )
+            purged = await client.call_tool("purge", {"marker": str(marker)})
+            return sent, purged
+
+    sent, purged = asyncio.run(main())
+    assert not sent.is_error and not marker.exists()
+    assert purged.is_error
+    assert purged.content[0].text == (
+        "denied_by_policy: call to 'purge' by Agent::default denied by policy: determining "
+        "no-destructive"
+    )

@@ -39,6 +39,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import ReplayRefused
 from toolproof.runs.matcher import Matcher, changed_arguments
 from toolproof.tools.observe import Observed, observe
+from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -117,6 +118,8 @@ class LiveCalls:
     def __init__(self, toolset: Toolset) -> None:
         self.toolset = toolset
         self.live_calls = 0
+        policy = toolset.policy  # [policy]: each call decided first, as Agent::default
+        self._gate = None if policy is None else PolicyGate(policy, DEFAULT_PRINCIPAL)
 
     async def call(self, call: ToolCall, timeout: float | None) -> Observed:
         """Call the tool; a call still running when ``timeout`` runs out is cancelled.
@@ -131,7 +134,8 @@ class LiveCalls:
 
         async def bounded() -> ToolResult:
             try:
-                return await asyncio.wait_for(tool.call(dict(call.arguments)), timeout)
+                called = gated_call(self._gate, tool, dict(call.arguments))
+                return await asyncio.wait_for(called, timeout)
             except TimeoutError:
                 return ToolResult.fail(
                     "timeout",

@@ -35,6 +35,7 @@ from toolproof.errors import InputError
 from toolproof.identity import canonical_json
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, check_findings, report_of
+from toolproof.verify.policy import POLICY_CHECK
 from toolproof.verify.sequence import CheckRegistry, check_sequence
 from toolproof.verify.view import RunView
 
@@ -157,6 +158,11 @@ def _sequence(
     return checks, []
 
 
+def _has_policy(view: RunView) -> bool:
+    """Whether ``runtime.json`` records a ``[policy]`` set (docs/policy.md)."""
+    return view.runtime is not None and view.runtime.toolset.policy is not None
+
+
 def _trace_entry(manifest: Manifest) -> Any:
     return next((entry for entry in manifest.files if entry.path == TRACE_FILE), None)
 
@@ -213,7 +219,9 @@ def verify_run(
         def tick(count: int) -> None:
             advance(count, total)
 
-    found = check_findings(view, sequence, progress=tick)
+    extra = (POLICY_CHECK,) if _has_policy(view) else ()  # outside the report's sequence
+    found = check_findings(view, (*sequence, *extra), progress=tick)
+    found, outside = found[: len(sequence)], found[len(sequence) :]
     trace = _trace_entry(manifest)
     if trace is not None and view.trace_size is not None and view.trace_digest is not None:
         changed = entry_finding(trace, view.trace_size, view.trace_digest)
@@ -229,4 +237,9 @@ def verify_run(
         for file, text in problems
     ]
     failures += _outer(directory, view, stored_policy_report)
+    failures += [
+        VerificationFailure(check.id, item)
+        for check, items in zip(extra, outside, strict=True)
+        for item in items or ()
+    ]
     return Verification(directory, manifest.run_id, report, failures)

@@ -48,6 +48,7 @@ from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error
 from toolproof.runs.live import Admission
 from toolproof.runs.segments import SegmentedRecording
 from toolproof.tools.observe import Observed, observe
+from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
 from toolproof.version import __version__
@@ -214,6 +215,8 @@ def build_server(
 
     """
     served = {tool.name: tool for tool in toolset.exposed()}
+    policy = toolset.policy  # [policy]: one principal and one set of counters per server
+    gate = None if policy is None else PolicyGate(policy, DEFAULT_PRINCIPAL)
     listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in served.values()])
     schemas = {name: tool.spec.input_schema for name, tool in served.items()}
 
@@ -239,7 +242,7 @@ def build_server(
         arguments: Any = params.arguments if params.arguments is not None else {}
         if observer is None:
             channel = RequestChannel(ctx, levels)
-            observed = await observe(tool.call(arguments), channel=channel)
+            observed = await observe(gated_call(gate, tool, arguments), channel=channel)
             return mcp_result(tool, observed.result).reply
         await observer.room()
         try:
@@ -252,7 +255,11 @@ def build_server(
         channel = RequestChannel(ctx, levels, relayed)
         try:
             observed = await observe(
-                tool.call(arguments), relayed, call_id=call_id, channel=channel, idempotency_key=key
+                gated_call(gate, tool, arguments),
+                relayed,
+                call_id=call_id,
+                channel=channel,
+                idempotency_key=key,
             )
         except BaseException:  # cancelled before its answer: never recorded
             observer.call_abandoned(token)

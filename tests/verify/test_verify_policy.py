@@ -1,0 +1,193 @@
+"""Issue 35 point 1: the ``policy`` check re-evaluates recorded decisions offline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import toolproof
+from runs_support import remanifest
+
+from toolproof.adapters.session_runs import record_session
+from toolproof.identity import canonical_json, digest
+from toolproof.verify.verifier import verify_run
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+SMALL = """@id("small-transfers")
+permit(principal == Agent::"triage", action == Action::"call_tool", resource == Tool::"transfer")
+when { context.arguments.amount < 500 };
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("policy")
+    (folder / "policies").mkdir()
+    (folder / "policies" / "transfer.cedar").write_text(SMALL, encoding="utf-8")
+    config = folder / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "policy_fixture_tools"\npath = "{TOOLS}"\n\n'
+        '[policy]\nfiles = ["policies/*.cedar"]\n',
+        encoding="utf-8",
+    )
+
+    async def main() -> str:
+        async with record_session(
+            config, root=folder / "root", task="t", principal="Agent::triage"
+        ) as s:
+            await s.call("transfer", {"to": "bob", "amount": 100, "marker": str(folder / "a")})
+            await s.call("transfer", {"to": "bob", "amount": 900, "marker": str(folder / "b")})
+        assert s.run_id is not None
+        return s.run_id
+
+    return folder / "root" / "runs" / asyncio.run(main())
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_bytes().splitlines()]
+
+
+def _forge(run_dir: Path, tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
+    """Copy the run, edit its trace, forge a consistent chain and manifest."""
+    copy = tmp_path / "runs" / run_dir.name
+    copy.parent.mkdir(parents=True)
+    for path in sorted(run_dir.rglob("*")):
+        target = copy / path.relative_to(run_dir)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    events = _events(copy)
+    mutate(events)
+    prev, lines = None, []
+    for idx, event in enumerate(events):
+        event["idx"], event["prev"] = idx, prev
+        line = canonical_json(event)
+        prev = digest(line)
+        lines.append(line + b"\n")
+    (copy / "trace.jsonl").write_bytes(b"".join(lines))
+    return remanifest(copy)
+
+
+def _decisions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "policy_decided"]
+
+
+def _policy_failures(run_dir: Path) -> list[str]:
+    return [f.finding.message for f in verify_run(run_dir).failures if f.check == "policy"]
+
+
+def test_the_recorded_run_verifies_and_its_report_keeps_the_sequence(recorded: Path) -> None:
+    verification = verify_run(recorded)
+    assert verification.ok, [f.finding.message for f in verification.failures]
+    assert verification.report is not None
+    assert "policy" not in verification.report.sequence
+
+
+def test_a_denial_forged_into_an_allow_fails(recorded: Path, tmp_path: Path) -> None:
+    def allow(events: list[dict[str, Any]]) -> None:
+        _decisions(events)[1]["decision"] = "allow"
+
+    forged = _forge(recorded, tmp_path, allow)
+    denied = _decisions(_events(forged))[1]
+    call = denied["call_id"]
+    returned = next(
+        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+    )
+    assert _policy_failures(forged) == [
+        f"policy_decided at event {denied['idx']} for call {call}: recorded allow (determining "
+        "[]), but the stored policies give deny (determining [])",
+        f"event {returned['idx']}: call {call} was allowed by policy, but fails denied_by_policy",
+    ]
+
+
+def test_an_allow_forged_into_a_deny_fails_naming_the_body_that_ran(
+    recorded: Path, tmp_path: Path
+) -> None:
+    def deny(events: list[dict[str, Any]]) -> None:
+        first = _decisions(events)[0]
+        first["decision"], first["determining"] = "deny", []
+
+    forged = _forge(recorded, tmp_path, deny)
+    first = _decisions(_events(forged))[0]
+    call = first["call_id"]
+    returned = next(
+        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+    )
+    assert _policy_failures(forged) == [
+        f"policy_decided at event {first['idx']} for call {call}: recorded deny (determining "
+        "[]), but the stored policies give allow (determining ['small-transfers'])",
+        f"event {returned['idx']}: call {call} was denied by policy, but its result is a "
+        "value: the body ran",
+    ]
+
+
+def test_a_request_edited_to_pass_the_policy_fails(recorded: Path, tmp_path: Path) -> None:
+    def shrink(events: list[dict[str, Any]]) -> None:
+        second = _decisions(events)[1]
+        second["request"]["context"]["arguments"]["amount"] = 90
+        second["decision"], second["determining"] = "allow", ["small-transfers"]
+
+    forged = _forge(recorded, tmp_path, shrink)
+    second = _decisions(_events(forged))[1]
+    marker = second["request"]["context"]["arguments"]["marker"]
+    failures = _policy_failures(forged)
+    assert failures[0] == (
+        f"policy_decided at event {second['idx']} for call {second['call_id']}: its request's "
+        f"arguments is {{'amount': 90, 'marker': {marker!r}, 'to': 'bob'}}, but the call's is "
+        f"{{'amount': 900, 'marker': {marker!r}, 'to': 'bob'}}"
+    )
+
+
+def test_a_dropped_decision_fails(recorded: Path, tmp_path: Path) -> None:
+    def drop(events: list[dict[str, Any]]) -> None:
+        events.remove(_decisions(events)[0])
+
+    forged = _forge(recorded, tmp_path, drop)
+    events = _events(forged)
+    returned = next(e for e in events if e["type"] == "tool_returned")
+    assert _policy_failures(forged)[0] == (
+        f"event {returned['idx']}: call {returned['call_id']} ran without a policy decision "
+        "(result: a value)"
+    )
+
+
+def test_a_run_specs_calls_are_decided_and_replay_identically(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "t.cedar").write_text(
+        SMALL.replace('principal == Agent::"triage"', "principal"), encoding="utf-8"
+    )
+    (tmp_path / "toolproof.toml").write_text(
+        f'[[python]]\nmodule = "policy_fixture_tools"\npath = "{TOOLS}"\n\n'
+        '[policy]\nfiles = ["policies/*.cedar"]\n',
+        encoding="utf-8",
+    )
+    steps = "".join(
+        f'\n[[steps]]\nid = "{name}"\ntool = "transfer"\n'
+        f'arguments = {{ to = "bob", amount = {amount}, marker = "{tmp_path / name}" }}\n'
+        for name, amount in (("small", 100), ("big", 900))
+    )
+    (tmp_path / "spec.toml").write_text(
+        'task = "pay"\ntoolset = "toolproof.toml"\npolicy = "audit"\n'
+        + steps
+        + '\n[reasoner]\nname = "tool-results"\n',
+        encoding="utf-8",
+    )
+    ran = toolproof("run", "spec.toml", "--root", "root", "--json", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (run_dir,) = (tmp_path / "root" / "runs").iterdir()
+    assert (tmp_path / "small").exists() and not (tmp_path / "big").exists()
+    decided = _decisions(_events(run_dir))
+    assert [(e["decision"], e["determining"], e["request"]["principal"]) for e in decided] == [
+        ("allow", ["small-transfers"], "Agent::default"),
+        ("deny", [], "Agent::default"),
+    ]
+    assert verify_run(run_dir).ok
+    replayed = toolproof("replay", str(run_dir), "--json")
+    answer = json.loads(replayed.stdout)
+    assert (answer["identical"], answer["report_matches"], answer["live_calls"]) == (True, True, 0)
