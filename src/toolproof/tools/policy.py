@@ -24,6 +24,7 @@ policies and the ``policy`` check re-evaluates each recorded decision offline.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -147,6 +148,8 @@ class PolicySet:
     files: tuple[tuple[str, str], ...]
     default: Literal["deny", "allow"] = "deny"
     _parsed: Any = field(default=None, repr=False, compare=False)
+    _digest: str = field(default="", repr=False, compare=False)
+    _entities: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Parse every file (one Cedar parse each, so an error names its file)."""
@@ -165,6 +168,7 @@ class PolicySet:
                     "syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
                 ) from exc
         object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
+        object.__setattr__(self, "_digest", digest_json(self._body()))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicySet:
@@ -187,8 +191,7 @@ class PolicySet:
 
     def to_json(self) -> dict[str, Any]:
         """``{"default", "files": [{"name", "text"}], "digest"}`` (plain JSON)."""
-        body = self._body()
-        return {**body, "digest": digest_json(body)}
+        return {**self._body(), "digest": self._digest}
 
     def _body(self) -> dict[str, Any]:
         files = [{"name": name, "text": text} for name, text in self.files]
@@ -196,8 +199,8 @@ class PolicySet:
 
     @property
     def digest(self) -> str:
-        """``sha256:`` of the canonical JSON of ``{"default", "files"}``."""
-        return digest_json(self._body())
+        """``sha256:`` of the canonical JSON of ``{"default", "files"}`` (computed once)."""
+        return self._digest
 
     def decide(self, request: dict[str, Any]) -> PolicyDecision:
         """Evaluate one recorded request (:func:`cedar_request`) with Cedar.
@@ -208,7 +211,12 @@ class PolicySet:
         """
         cedar = _cedar()
         entity = {"type": "Tool", "id": request["tool"]}
-        entities = [{"uid": entity, "attrs": request["attributes"], "parents": []}]
+        key = json.dumps([request["tool"], request["attributes"]], sort_keys=True)
+        entities = self._entities.get(key)
+        if entities is None:  # parsed once per tool and attributes, as Cedar allows
+            plain = [{"uid": entity, "attrs": request["attributes"], "parents": []}]
+            entities = cedar.Entities.from_json_str(json.dumps(plain))
+            self._entities[key] = entities
         answer = cedar.is_authorized(
             {
                 "principal": principal_entity(request["principal"]),
