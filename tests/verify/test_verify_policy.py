@@ -191,3 +191,40 @@ def test_a_run_specs_calls_are_decided_and_replay_identically(tmp_path: Path) ->
     replayed = toolproof("replay", str(run_dir), "--json")
     answer = json.loads(replayed.stdout)
     assert (answer["identical"], answer["report_matches"], answer["live_calls"]) == (True, True, 0)
+
+
+def test_the_counts_continue_across_the_segments_of_a_sealed_session(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "t.cedar").write_text(
+        '@id("three")\npermit(principal, action, resource == Tool::"transfer") '
+        "when { context.calls < 3 };\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "policy_fixture_tools"\npath = "{TOOLS}"\n\n'
+        '[policy]\nfiles = ["policies/*.cedar"]\n',
+        encoding="utf-8",
+    )
+
+    async def main() -> list[str]:
+        async with record_session(config, root=tmp_path / "root", task="t", segment_calls=2) as s:
+            for n in range(5):
+                marker = str(tmp_path / f"m{n}")
+                await s.call("transfer", {"to": "bob", "amount": n, "marker": marker})
+        return s.run_ids
+
+    run_ids = asyncio.run(main())
+    assert len(run_ids) == 3
+    runs = [tmp_path / "root" / "runs" / run_id for run_id in run_ids]
+    decided = [e for run in runs for e in _decisions(_events(run))]
+    assert [(e["request"]["context"]["calls"], e["decision"]) for e in decided] == [
+        (0, "allow"),
+        (1, "allow"),
+        (2, "allow"),
+        (3, "deny"),
+        (4, "deny"),
+    ]
+    for run in runs:
+        verification = verify_run(run)
+        assert verification.ok, [f.finding.message for f in verification.failures]

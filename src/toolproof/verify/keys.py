@@ -29,13 +29,13 @@ from toolproof.identity import digest_json
 from toolproof.tools.idempotency import Occurrences, idempotency_key
 from toolproof.verify.base import Findings, finding
 
-__all__ = ["SEGMENT_FILE", "KeyLedger"]
+__all__ = ["SEGMENT_FILE", "KeyLedger", "later_segment"]
 
 SEGMENT_FILE = "segment.json"
 """The file of a sealed session's segment (``{"session", "index", "previous"}``)."""
 
 
-def _later_segment(directory: Path) -> bool:
+def later_segment(directory: Path) -> bool:
     """Whether ``directory`` is segment 2 or later of a sealed session."""
     try:
         value = json.loads((directory / SEGMENT_FILE).read_bytes())
@@ -61,7 +61,7 @@ class KeyLedger:
             if runtime is not None
             else {}
         )
-        self.recomputable = self.session is not None and not _later_segment(directory)
+        self.recomputable = self.session is not None and not later_segment(directory)
         self._calls: list[tuple[str, int, str, str, str]] = []
         self._seen: dict[str, int] = {}
         self.duplicates = Findings()

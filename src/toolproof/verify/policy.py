@@ -15,7 +15,10 @@ from the run directory alone:
 * a denied call failed ``denied_by_policy`` (its body never ran), an allowed one did
   not; a call with no decision failed ``invalid_arguments`` (validation comes first).
 
-``elapsed_seconds`` is the request's word (a wall clock cannot be re-read). Its
+In segment 2 or later of a sealed session (``segment.json``) the counts continue the
+earlier segments': each tool's first count and the first ``total_calls`` are taken as
+recorded, and must increase by one from there. ``elapsed_seconds`` is the request's
+word (a wall clock cannot be re-read). Its
 findings are verification failures named ``policy`` outside ``report.json``'s check
 sequence (like ``manifest``), so runs without a policy keep their report and id.
 """
@@ -30,6 +33,7 @@ from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.trace import PolicyDecided, ToolCalled, ToolReturned
 from toolproof.tools.policy import PolicyError, PolicySet
 from toolproof.verify.base import Check, Findings, finding, stream_check
+from toolproof.verify.keys import later_segment
 from toolproof.verify.view import RunView
 
 __all__ = ["POLICY_CHECK", "PolicyState", "policy_state"]
@@ -63,8 +67,9 @@ class PolicyState:
         self.pending: dict[str, PolicyDecided] = {}
         self.decided: dict[str, PolicyDecided] = {}
         self.calls: dict[str, int] = {}
-        self.total = 0
+        self.total: int | None = None
         self.principal: str | None = None
+        self.later = later_segment(view.directory)  # its counts continue its predecessor's
 
     def _add(self, message: str, **detail: Any) -> None:
         self.out.add(finding(_C, TRACE_FILE, message, **detail))
@@ -87,6 +92,10 @@ class PolicyState:
         elif isinstance(event, ToolReturned):
             self._returned(event)
 
+    def _start(self, given: object) -> int:
+        """Where a count starts: 0, or in a later segment the recorded count."""
+        return given if self.later and type(given) is int and given >= 0 else 0
+
     def _judge(self, decided: PolicyDecided, called: ToolCalled) -> None:
         """Compare a decision with its call and with Cedar's answer now."""
         assert self.policy is not None
@@ -95,15 +104,18 @@ class PolicyState:
         context = request.get("context")
         context = context if isinstance(context, dict) else {}
         tool = called.call.tool
-        calls = self.calls.get(tool, 0)
+        seen = self.calls.get(tool)
+        # a later segment's first call of a tool continues its predecessor's count
+        calls = seen if seen is not None else self._start(context.get("calls"))
+        total = self.total if self.total is not None else self._start(context.get("total_calls"))
         expected: dict[str, Any] = {
             "tool": tool,
             "arguments": dict(called.call.arguments),
             "calls": calls,
-            "total_calls": self.total,
+            "total_calls": total,
         }
         self.calls[tool] = calls + 1
-        self.total += 1
+        self.total = total + 1
         given = {
             "tool": request.get("tool"),
             "arguments": context.get("arguments"),
