@@ -228,3 +228,34 @@ def test_replay_chain_from_the_command_line(
     ran = toolproof("replay", runs[-1].name, "--root", str(root), "--chain")
     assert ran.returncode != 0
     assert "--chain replays an agent's session: give --agent" in ran.stdout + ran.stderr
+
+
+def test_concurrent_calls_across_segment_boundaries_replay_in_asked_order(tmp_path: Path) -> None:
+    async def together(session: tp.Session) -> None:
+        # admitted in a full segment, answered after the next one opened
+        await asyncio.gather(*(session.call("fetch", {"i": i}) for i in range(8)))
+
+    async def reversed_order(session: tp.Session) -> None:
+        await asyncio.gather(*(session.call("fetch", {"i": i}) for i in reversed(range(8))))
+
+    async def scenario() -> tuple[Path, tuple[AgentReplay, ReplayRefused]]:
+        async with tp.record_session(
+            _toolset(), root=tmp_path, task="t", segment_calls=3
+        ) as session:
+            await together(session)
+        head = tmp_path / "runs" / session.run_id
+        replay = await tp.replay_session(head, together, chain=True)
+        with pytest.raises(ReplayRefused) as caught:
+            await tp.replay_session(head, reversed_order, chain=True)
+        return tmp_path / "runs" / session.run_ids[0], (replay, caught.value)
+
+    first, (replay, refused) = asyncio.run(scenario())
+    assert (replay.calls, replay.live_calls, replay.segments) == (8, 0, 3)
+    # a call of segment 3 asked while segment 1's are unserved: a divergence in segment 1
+    head, *diff = refused.message.splitlines()
+    assert head == (
+        f"frozen replay refused in segment 1 of 3 (run {first.name}) at event 1: the agent "
+        "made an unrecorded call to 'fetch' (occurrence 1); a live call would be a new run"
+    )
+    assert '-    "i": 0' in diff
+    assert '+    "i": 7' in diff

@@ -226,6 +226,12 @@ class FrozenSession:
         self.segment += 1
         return True
 
+    def _refuse(self, refused: ReplayRefused) -> ReplayRefused:
+        """``refused``, kept as :attr:`refused` when it is the first (concurrent asks go on)."""
+        if self.refused is None:
+            self.refused = refused
+        return refused
+
     def _refused(self) -> str:
         """The start of a refusal: which segment (and run) refused, for a chain."""
         if self.segments == 1:
@@ -260,14 +266,14 @@ class FrozenSession:
             return result
         index, expected = self._expected(self.calls, _call_shown)
         what = "an extra call" if key in self.calls else "an unrecorded call"
-        self.refused = ReplayRefused(
+        refused = ReplayRefused(
             f"{self._refused()} at event {index}: the agent made {what} to {name!r} "
             f"(occurrence {taken + 1}); a live call would be a new run\n"
             f"{diff(expected, _call_shown(key))}",
             event=index,
             rule="call",
         )
-        raise self.refused
+        raise self._refuse(refused)
 
     def serve_turn(self, source: str, key: bytes, *, open_schemas: bool = False) -> RecordedTurn:
         """The recorded turn of the next occurrence of ``(source, key)``.
@@ -300,14 +306,14 @@ class FrozenSession:
                 "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "
                 "toolproof replay --config toolproof.toml)"
             )
-        self.refused = ReplayRefused(
+        refused = ReplayRefused(
             f"{self._refused()} at event {index}: the agent made {what} {source} model "
             f"request (occurrence {taken + 1}); a live model turn would be a new run{hint}\n"
             f"{diff(expected, key_text(key))}",
             event=index,
             rule="model turn",
         )
-        raise self.refused
+        raise self._refuse(refused)
 
     def serve_read(self, request: dict[str, Any]) -> dict[str, Any]:
         """The next recorded result of a resource read or prompt get ``request``.
@@ -321,12 +327,12 @@ class FrozenSession:
         while found is None and self._advance():
             found = self.reads.take(asked)
         if found is None:
-            self.refused = ReplayRefused(
+            refused = ReplayRefused(
                 f"{self._refused()}: the agent asked {request}, which the recording "
                 "does not hold; a live read would be a new run",
                 rule="read",
             )
-            raise self.refused
+            raise self._refuse(refused)
         return found
 
     def finish(self, answered: dict[str, Any] | None) -> None:
