@@ -101,7 +101,8 @@ def test_a_denial_forged_into_an_allow_fails(recorded: Path, tmp_path: Path) -> 
     )
     assert _policy_failures(forged) == [
         f"policy_decided at event {denied['idx']} for call {call}: recorded allow (determining "
-        "[]), but the stored policies give deny (determining [])",
+        "[], approval required: False), but the stored policies give deny (determining [], "
+        "approval required: False)",
         f"event {returned['idx']}: call {call} was allowed by policy, but fails denied_by_policy",
     ]
 
@@ -121,7 +122,8 @@ def test_an_allow_forged_into_a_deny_fails_naming_the_body_that_ran(
     )
     assert _policy_failures(forged) == [
         f"policy_decided at event {first['idx']} for call {call}: recorded deny (determining "
-        "[]), but the stored policies give allow (determining ['small-transfers'])",
+        "[], approval required: False), but the stored policies give allow (determining "
+        "['small-transfers'], approval required: False)",
         f"event {returned['idx']}: call {call} was denied by policy, but its result is a "
         "value: the body ran",
     ]
@@ -228,3 +230,83 @@ def test_the_counts_continue_across_the_segments_of_a_sealed_session(tmp_path: P
     for run in runs:
         verification = verify_run(run)
         assert verification.ok, [f.finding.message for f in verification.failures]
+
+
+APPROVAL = """@id("big") @approval("required")
+permit(principal, action, resource) when { context.arguments.amount >= 500 };
+@id("small")
+permit(principal, action, resource) when { context.arguments.amount < 500 };
+"""
+
+
+def test_a_permit_that_requires_approval_routes_the_call_to_approve(tmp_path: Path) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "t.cedar").write_text(APPROVAL, encoding="utf-8")
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        f'[[python]]\nmodule = "policy_fixture_tools"\npath = "{TOOLS}"\n\n'
+        '[tools.transfer]\nextensions = [["approve"]]\n\n'
+        '[serve]\nexpose = ["transfer"]\n\n'
+        '[policy]\nfiles = ["policies/*.cedar"]\n',
+        encoding="utf-8",
+    )
+
+    async def approver(request: Any) -> bool:
+        return bool(request.arguments["to"] == "ann")
+
+    def args(to: str, amount: int, name: str) -> dict[str, Any]:
+        return {"to": to, "amount": amount, "marker": str(tmp_path / name)}
+
+    async def main() -> tuple[list[Any], str]:
+        async with record_session(config, root=tmp_path / "root", task="t", approver=approver) as s:
+            results = [
+                await s.call("transfer", args("ann", 900, "ungated")),
+                await s.call("transfer", args("ann", 90, "small")),
+                await s.call("transfer_approve", args("ann", 900, "approved")),
+                await s.call("transfer_approve", args("bob", 900, "refused")),
+            ]
+        assert s.run_id is not None
+        return results, s.run_id
+
+    results, run_id = asyncio.run(main())
+    ungated, small, approved, refused = results
+    assert ungated.failure is not None and ungated.failure.message == (
+        "call to 'transfer' by Agent::default denied by policy: big permits it only with a "
+        "person's approval (@approval(\"required\")), and no approve layer of 'transfer' asks "
+        "on every call: call its approve variant (without [[approvals.rules]])"
+    )
+    assert small.value == "sent 90 to ann"
+    assert approved.value == "sent 900 to ann"
+    assert refused.failure is not None and refused.failure.kind == "approval_denied"
+    assert [(tmp_path / name).exists() for name in ("ungated", "small", "approved", "refused")] == [
+        False,
+        True,
+        True,
+        False,
+    ]
+    run = tmp_path / "root" / "runs" / run_id
+    decided = _decisions(_events(run))
+    assert [(e["decision"], e["determining"], e["approval_required"]) for e in decided] == [
+        ("allow", ["big"], True),
+        ("allow", ["small"], False),
+        ("allow", ["big"], True),
+        ("allow", ["big"], True),
+    ]
+    verification = verify_run(run)
+    assert verification.ok, [f.finding.message for f in verification.failures]
+
+    def drop(events: list[dict[str, Any]]) -> None:
+        call = _decisions(events)[2]["call_id"]
+        events[:] = [
+            e for e in events if not (e["type"].startswith("approval_") and e["call_id"] == call)
+        ]
+
+    forged = _forge(run, tmp_path / "forged", drop)
+    call = _decisions(_events(forged))[2]["call_id"]
+    returned = next(
+        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+    )
+    assert _policy_failures(forged) == [
+        f"event {returned['idx']}: call {call} needed a person's approval by policy and has no "
+        "approving decision, but its result is a value: the body ran"
+    ]

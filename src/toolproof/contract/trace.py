@@ -358,6 +358,8 @@ class PolicyDecided(EventBase):
         decision: ``allow`` or ``deny``.
         determining: the determining policies' ids, sorted.
         errors: Cedar's evaluation errors (an erroring policy counts for nothing).
+        approval_required: an allow whose determining permits include one annotated
+            ``@approval("required")`` (the call must carry an approving decision).
         request: ``{"principal", "tool", "attributes", "context"}`` as evaluated.
 
     """
@@ -368,6 +370,7 @@ class PolicyDecided(EventBase):
     decision: Literal["allow", "deny"]
     determining: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    approval_required: bool = False
     request: dict[str, JsonValue]
 
 

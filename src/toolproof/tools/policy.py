@@ -41,6 +41,7 @@ __all__ = [
     "PolicyError",
     "PolicyGate",
     "PolicySet",
+    "asks_always",
     "cedar_request",
     "gated_call",
     "principal_entity",
@@ -125,6 +126,9 @@ class PolicyDecision:
             has one, else Cedar's ``policy<N>`` in the set's order), sorted.
         errors: Cedar's evaluation errors (a policy that errored is skipped by Cedar).
         defaulted: no policy was determining and ``default`` decided.
+        approval: an allowing decision whose determining permits include one annotated
+            ``@approval("required")``: the call runs only through an ``approve`` layer
+            that asks a person.
 
     """
 
@@ -132,6 +136,7 @@ class PolicyDecision:
     determining: tuple[str, ...]
     errors: tuple[str, ...] = ()
     defaulted: bool = False
+    approval: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,7 @@ class PolicySet:
     _parsed: Any = field(default=None, repr=False, compare=False)
     _digest: str = field(default="", repr=False, compare=False)
     _entities: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _approval: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Parse every file (one Cedar parse each, so an error names its file)."""
@@ -169,6 +175,13 @@ class PolicySet:
                 ) from exc
         object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
         object.__setattr__(self, "_digest", digest_json(self._body()))
+        static = json.loads(cedar.policies_to_json_str(self.text)).get("staticPolicies", {})
+        required = frozenset(
+            ident
+            for ident, policy in static.items()
+            if (policy.get("annotations") or {}).get("approval") == "required"
+        )
+        object.__setattr__(self, "_approval", required)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicySet:
@@ -232,7 +245,8 @@ class PolicySet:
         determining = tuple(sorted(names.get(r, r) for r in diagnostics.reasons))
         errors = tuple(str(error) for error in diagnostics.errors)
         if answer.allowed:
-            return PolicyDecision("allow", determining, errors)
+            approval = any(reason in self._approval for reason in diagnostics.reasons)
+            return PolicyDecision("allow", determining, errors, approval=approval)
         if not determining and not errors and self.default == "allow":
             return PolicyDecision("allow", (), errors, defaulted=True)
         return PolicyDecision("deny", determining, errors, defaulted=not (determining or errors))
@@ -269,8 +283,25 @@ class PolicyGate:
         """
         decision, event = self.decide(tool, arguments)
         note_policy(event)
-        if decision.decision == "allow":
+        if decision.decision == "allow" and (not decision.approval or asks_always(tool)):
             return None
+        if decision.decision == "allow":
+            named = ", ".join(decision.determining)
+            return ToolResult.fail(
+                "denied_by_policy",
+                f"call to {tool.name!r} by {self.principal} denied by policy: {named} permits it "
+                'only with a person\'s approval (@approval("required")), and no approve layer '
+                f"of {tool.name!r} asks on every call: call its approve variant (without "
+                "[[approvals.rules]])",
+                where="runtime",
+                detail={
+                    "determining": list(decision.determining),
+                    "digest": self.policy.digest,
+                    "principal": self.principal,
+                    "errors": list(decision.errors),
+                    "approval": "required",
+                },
+            )
         named = ", ".join(decision.determining) or f"none (default {self.policy.default!r})"
         errors = f"; Cedar errors: {'; '.join(decision.errors)}" if decision.errors else ""
         return ToolResult.fail(
@@ -315,9 +346,22 @@ class PolicyGate:
             "decision": decision.decision,
             "determining": list(decision.determining),
             "errors": list(decision.errors),
+            "approval_required": decision.approval,
             "request": request,
         }
         return decision, event
+
+
+def asks_always(tool: Any) -> bool:
+    """Whether a layer of ``tool`` is ``approve`` with no ``rules`` (it asks on every call)."""
+    current = tool
+    while current is not None:
+        stack = current.stack
+        if stack and stack[-1].name == "approve":
+            config = current.config if isinstance(current.config, dict) else {}
+            return not config.get("rules")
+        current = current.inner
+    return False
 
 
 async def gated_call(gate: PolicyGate | None, tool: Any, arguments: Any) -> ToolResult:

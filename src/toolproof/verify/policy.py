@@ -30,7 +30,7 @@ from typing import Any
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
-from toolproof.contract.trace import PolicyDecided, ToolCalled, ToolReturned
+from toolproof.contract.trace import ApprovalDecided, PolicyDecided, ToolCalled, ToolReturned
 from toolproof.tools.policy import PolicyError, PolicySet
 from toolproof.verify.base import Check, Findings, finding, stream_check
 from toolproof.verify.keys import later_segment
@@ -39,6 +39,8 @@ from toolproof.verify.view import RunView
 __all__ = ["POLICY_CHECK", "PolicyState", "policy_state"]
 
 _C = Severity.CRITICAL
+_UNRUN = frozenset({"denied_by_policy", "approval_denied", "approval_pending"})
+"""The failures of a call whose body never ran for want of an approval."""
 
 
 class PolicyState:
@@ -65,6 +67,8 @@ class PolicyState:
                 f"{self.digest}"
             )
         self.pending: dict[str, PolicyDecided] = {}
+        self.approved: set[str] = set()  # pending calls with an approving decision
+        self.unapproved: set[str] = set()  # approval required, none given: must not run
         self.decided: dict[str, PolicyDecided] = {}
         self.calls: dict[str, int] = {}
         self.total: int | None = None
@@ -84,10 +88,15 @@ class PolicyState:
                 self._add(f"event {event.idx}: a second policy_decided for call {event.call_id}")
                 return
             self.pending[event.call_id] = event
+        elif isinstance(event, ApprovalDecided) and event.call_id in self.pending:
+            if event.decision in ("approve", "approve_with_edits"):
+                self.approved.add(event.call_id)
         elif isinstance(event, ToolCalled):
             decided = self.pending.pop(event.call_id, None)
             if decided is not None:
                 self._judge(decided, event)
+                self._approval(decided, event.call_id in self.approved)
+                self.approved.discard(event.call_id)
                 self.decided[event.call_id] = decided
         elif isinstance(event, ToolReturned):
             self._returned(event)
@@ -154,21 +163,43 @@ class PolicyState:
         except (PolicyError, KeyError, TypeError) as exc:
             self._add(f"{where}: its request cannot be evaluated: {exc}", event=decided.idx)
             return
-        recorded = (decided.decision, list(decided.determining), list(decided.errors))
-        given_now = (now.decision, list(now.determining), list(now.errors))
+        recorded = (
+            decided.decision,
+            list(decided.determining),
+            list(decided.errors),
+            decided.approval_required,
+        )
+        given_now = (now.decision, list(now.determining), list(now.errors), now.approval)
         if recorded != given_now:
             self._add(
-                f"{where}: recorded {recorded[0]} (determining {recorded[1]}), but the stored "
-                f"policies give {given_now[0]} (determining {given_now[1]})",
+                f"{where}: recorded {recorded[0]} (determining {recorded[1]}, approval "
+                f"required: {recorded[3]}), but the stored policies give {given_now[0]} "
+                f"(determining {given_now[1]}, approval required: {given_now[3]})",
                 event=decided.idx,
                 call=called.call_id,
             )
+
+    def _approval(self, decided: PolicyDecided, approved: bool) -> None:
+        """An allow that requires approval and has no approving decision must not run."""
+        if decided.decision == "allow" and decided.approval_required and not approved:
+            self.unapproved.add(decided.call_id)
 
     def _returned(self, event: ToolReturned) -> None:
         """A denied call failed ``denied_by_policy``; an undecided one, validation."""
         decided = self.decided.pop(event.call_id, None)
         failure = event.result.failure
         kind = None if failure is None else str(failure.kind)
+        if event.call_id in self.unapproved:
+            self.unapproved.discard(event.call_id)
+            if kind not in _UNRUN:
+                self._add(
+                    f"event {event.idx}: call {event.call_id} needed a person's approval by "
+                    f"policy and has no approving decision, but its result is "
+                    f"{kind or 'a value'}: the body ran",
+                    event=event.idx,
+                    call=event.call_id,
+                )
+            return
         if decided is None:
             if kind != "invalid_arguments":
                 self._add(
