@@ -43,6 +43,7 @@ from toolproof.contract.layout import (
     evidence_path,
 )
 from toolproof.errors import VerificationError
+from toolproof.identity import digest_of_hex
 
 __all__ = ["LAYOUT_FILES", "LAYOUT_PACK", "EvidenceItem", "RunEvidence"]
 
@@ -253,7 +254,7 @@ class RunEvidence:
             size = self._checked.get(name)
             if size is None:  # not seen by a whole pass: read it, its digest checked
                 size = len(self.read(key))
-            return size, "sha256:" + name
+            return size, digest_of_hex(name)
         rel = self.path_of(key)
         verified, size = self._digests.get(rel), self._sizes.get(rel)
         if verified is not None and size is not None:
@@ -368,7 +369,7 @@ class RunEvidence:
             digests += bytes.fromhex(item.name)
             checked[item.name] = item.size
             yield EvidenceItem(
-                item.name, evidence_path(item.name), item.size, "sha256:" + item.name
+                item.name, evidence_path(item.name), item.size, digest_of_hex(item.name)
             )
         index.check(offsets, sizes, digests)
         self._checked = checked  # every item's digest checked: sizes without reading again

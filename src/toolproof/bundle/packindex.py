@@ -19,7 +19,6 @@ pack's end are refused in one line naming the file, the byte offset and the rule
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from toolproof.contract.layout import EVIDENCE_INDEX_FILE, EVIDENCE_PACK_FILE
 from toolproof.errors import VerificationError
+from toolproof.identity import digest
 
 __all__ = ["INDEX_HEADER", "RECORD_BYTES", "PackIndex", "index_record", "write_index"]
 
@@ -74,7 +74,7 @@ def write_index(path: Path, entries: Iterable[tuple[str, int, int]]) -> tuple[in
             file.write(data)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
-    return len(data), "sha256:" + hashlib.sha256(data).hexdigest()
+    return len(data), digest(data)
 
 
 def _refuse(at: int, rule: str) -> VerificationError:

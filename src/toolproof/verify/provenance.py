@@ -256,7 +256,7 @@ class _EvidenceDigests:
         # the file's digest equals record.digest (checked before): compare digests,
         # so the file is not read again
         record = event.evidence
-        if ("sha256:" + value[0].hex(), value[1]) != (record.digest, record.media_type):
+        if (digest_of_hex(value[0].hex()), value[1]) != (record.digest, record.media_type):
             self.out.add(
                 finding(
                     _CRIT,

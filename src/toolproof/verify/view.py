@@ -33,7 +33,7 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
-from toolproof.identity import canonical_json, digest
+from toolproof.identity import canonical_json, digest, hash_digest
 
 __all__ = ["MAX_CLAIMS", "MAX_CLAIMS_BYTES", "RunView"]
 
@@ -247,7 +247,7 @@ class RunView:
             for consume in consumers:
                 consume(line)
         if self.trace_digest is None:  # the first pass's: what the streaming checks read
-            self.trace_size, self.trace_digest = reader.size, "sha256:" + reader.sha.hexdigest()
+            self.trace_size, self.trace_digest = reader.size, hash_digest(reader.sha)
         if not reader.ends_with_newline:
             self._problems[TRACE_FILE] = (
                 f"trace.jsonl does not end with a newline (truncated?): its last line starts "
