@@ -1,8 +1,8 @@
 """Cedar policies over tool calls: the ``[policy]`` table of ``toolproof.toml`` (docs/policy.md).
 
 A :class:`PolicySet` is the text of the policy files (Cedar, https://docs.cedarpolicy.com/,
-evaluated by the ``cedarpy`` bindings of the Cedar engine: ``pip install
-'toolproof[policy]'``) and the ``default`` for a call no policy decides. Each call is one
+evaluated by the ``cedarpy`` bindings of the Cedar engine, the ``policy`` extra
+of a clone) and the ``default`` for a call no policy decides. Each call is one
 Cedar request (:func:`cedar_request`):
 
 * principal: the session's or served client's identity, ``Type::id``
@@ -33,6 +33,7 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError
 from toolproof.identity import digest_json
 from toolproof.tools.observe import note_policy
+from toolproof.version import install_hint
 
 __all__ = [
     "ACTION",
@@ -64,7 +65,7 @@ def _cedar() -> Any:
         import cedarpy
     except ImportError as exc:  # pragma: no cover - the extra is part of [dev]
         raise PolicyError(
-            "[policy] needs the Cedar engine: pip install 'toolproof[policy]' (cedarpy)"
+            f"[policy] needs the Cedar engine (cedarpy): {install_hint('policy')}"
         ) from exc
     return cedarpy
 
