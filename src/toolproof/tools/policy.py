@@ -55,8 +55,9 @@ DEFAULT_PRINCIPAL = "Agent::default"
 """The principal of a session that names none."""
 
 
-class PolicyError(InputError):
-    """A policy file or principal is refused: ``message`` names the file and Cedar's words."""
+PolicyError = InputError
+"""What a refused policy file, policy record or principal raises: an :class:`InputError`
+whose message names the file (or the principal) and Cedar's words."""
 
 
 def _cedar() -> Any:
