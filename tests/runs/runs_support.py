@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from toolproof import Tool, Toolset
 from toolproof.bundle.manifest import build_manifest
 from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import RunSpec
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest
 from toolproof.runs.executor import StepHandler
 from toolproof.runs.registries import RunRegistries
 from toolproof.runs.run import RunOutcome, execute_run
@@ -120,6 +122,25 @@ def remanifest(run_dir: Path) -> Path:
     if target != run_dir:
         os.rename(run_dir, target)
     return target
+
+
+def trace_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's trace.jsonl, one parsed event a line, in order."""
+    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_bytes().splitlines()]
+
+
+def rechain(run_dir: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
+    """Edit the trace's events in place, then forge a consistent chain and manifest."""
+    events = trace_events(run_dir)
+    mutate(events)
+    prev, lines = None, []
+    for idx, event in enumerate(events):
+        event["idx"], event["prev"] = idx, prev
+        line = canonical_json(event)
+        prev = digest(line)
+        lines.append(line + b"\n")
+    (run_dir / "trace.jsonl").write_bytes(b"".join(lines))
+    return remanifest(run_dir)
 
 
 def copy_run(run_dir: Path, dest_root: Path) -> Path:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runs_support import remanifest
+from runs_support import copy_run, rechain, trace_events
 
 from toolproof import ApprovalRequest, Decision, load_toolset
 from toolproof.contract.runs import RunSpec
-from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.identity import digest_json
 from toolproof.runs.replay import replay_run
 from toolproof.runs.run import execute_run
 from toolproof.verify.verifier import verify_run
@@ -79,31 +79,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Approver]:
     return _run(tmp_path, approver), approver
 
 
-def _events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_bytes().splitlines()]
-
-
 def _forge(run_dir: Path, tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
-    """Copy the run, edit its trace, forge a consistent chain and manifest."""
-    copy = tmp_path / "runs" / run_dir.name
-    copy.parent.mkdir(parents=True)
-    for path in sorted(run_dir.rglob("*")):
-        target = copy / path.relative_to(run_dir)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-    events = _events(copy)
-    mutate(events)
-    prev, lines = None, []
-    for idx, event in enumerate(events):
-        event["idx"], event["prev"] = idx, prev
-        line = canonical_json(event)
-        prev = digest(line)
-        lines.append(line + b"\n")
-    (copy / "trace.jsonl").write_bytes(b"".join(lines))
-    return remanifest(copy)
+    """Copy the run under ``tmp_path``, edit its trace, forge a consistent chain and manifest."""
+    return rechain(copy_run(run_dir, tmp_path), mutate)
 
 
 def _of(events: list[dict[str, Any]], step: str, kind: str) -> dict[str, Any]:
@@ -123,7 +101,7 @@ def test_a_run_with_gated_calls_verifies_and_denied_bodies_never_ran(
         ("required-steps", "warning")  # b3 denied: its step failed
     ]
     assert approver.asked == ["b1", "b2", "b3"]
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     block = [e["type"] for e in events if e["step"] == "b1"]
     assert block == [
         "step_started",
@@ -154,7 +132,7 @@ def test_an_edited_approved_digest_fails_naming_the_call(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b1", "tool_called")["call_id"]
     requested = _of(events, "b1", "approval_requested")["arguments_digest"]
     other = digest_json({"branch": "main"})
@@ -173,7 +151,7 @@ def test_a_decision_moved_to_another_call_fails_naming_both(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     b1, b2 = (_of(events, s, "tool_called")["call_id"] for s in ("b1", "b2"))
     forged = _forge(
         run_dir, tmp_path, lambda ev: _of(ev, "b1", "approval_decided").update(call_id=b2)
@@ -186,7 +164,7 @@ def test_a_dropped_decision_fails_naming_the_call(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b2", "tool_called")["call_id"]
     request = _of(events, "b2", "approval_requested")["request"]
 
@@ -202,7 +180,7 @@ def test_a_dropped_request_and_decision_fail_when_every_call_is_gated(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    call = _of(_events(run_dir), "b2", "tool_called")["call_id"]
+    call = _of(trace_events(run_dir), "b2", "tool_called")["call_id"]
 
     def drop(ev: list[dict[str, Any]]) -> None:
         ev.remove(_of(ev, "b2", "approval_decided"))
@@ -218,7 +196,7 @@ def test_a_call_that_ran_after_a_denial_fails(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b1", "tool_called")["call_id"]
     request = _of(events, "b1", "approval_requested")["request"]
     forged = _forge(
@@ -235,7 +213,7 @@ def test_a_request_for_other_arguments_approves_nothing(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b2", "tool_called")
     actual = digest_json(call["call"]["arguments"])
     other = digest_json({"branch": "b2", "path": "/elsewhere"})
@@ -254,7 +232,7 @@ def test_a_decision_after_its_call_is_an_orphan(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b1", "tool_called")["call_id"]
 
     def late(ev: list[dict[str, Any]]) -> None:
@@ -286,7 +264,7 @@ def test_calls_no_rule_matched_record_a_skip_and_verify(ruled: tuple[Path, Appro
     run_dir, approver = ruled
     assert verify_run(run_dir).failures == []
     assert approver.asked == ["b1"]
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     assert [e["type"] for e in events if e["step"] == "b2"] == [
         "step_started",
         "approval_skipped",
@@ -314,7 +292,7 @@ def test_a_gated_call_whose_approval_events_were_deleted_fails_naming_it(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    call = _of(_events(run_dir), "b1", "tool_called")["call_id"]
+    call = _of(trace_events(run_dir), "b1", "tool_called")["call_id"]
 
     def drop(ev: list[dict[str, Any]]) -> None:
         ev.remove(_of(ev, "b1", "approval_decided"))
@@ -328,7 +306,7 @@ def test_a_gated_call_whose_approval_events_were_deleted_fails_naming_it(
 
 def test_a_deleted_skip_fails_naming_the_call(ruled: tuple[Path, Approver], tmp_path: Path) -> None:
     run_dir, _ = ruled
-    call = _of(_events(run_dir), "b3", "tool_called")["call_id"]
+    call = _of(trace_events(run_dir), "b3", "tool_called")["call_id"]
     forged = _forge(run_dir, tmp_path, lambda ev: ev.remove(_of(ev, "b3", "approval_skipped")))
     assert _approvals(forged) == [
         f"call {call} ('{GATED}'): it ran with no approval record (approval_requested or "
@@ -340,7 +318,7 @@ def test_a_skip_forged_for_a_call_a_rule_matches_fails(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    call = _of(_events(run_dir), "b1", "tool_called")["call_id"]
+    call = _of(trace_events(run_dir), "b1", "tool_called")["call_id"]
 
     def replace(ev: list[dict[str, Any]]) -> None:
         requested = _of(ev, "b1", "approval_requested")
@@ -358,7 +336,7 @@ def test_skips_and_requests_of_a_variant_must_record_the_same_rules(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     b2, b3 = (_of(events, s, "approval_skipped") for s in ("b2", "b3"))
     forged = _forge(
         run_dir, tmp_path, lambda ev: _of(ev, "b3", "approval_skipped").update(rules=[])
@@ -392,7 +370,7 @@ def test_requests_and_skips_record_the_policy_runtime_json_binds(
     ruled: tuple[Path, Approver],
 ) -> None:
     run_dir, _ = ruled
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     recorded = [e["policy"] for e in events if e["type"].startswith("approval_") and "policy" in e]
     assert recorded == [POLICY, POLICY, POLICY]  # b1's request, b2's and b3's skips
     assert digest_json(POLICY) == _layer_digest(run_dir)
@@ -409,7 +387,7 @@ def test_rewriting_every_skips_rules_to_nothing_fails_on_the_bound_policy(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    calls = {s: _of(_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
+    calls = {s: _of(trace_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
 
     def rewrite(ev: list[dict[str, Any]]) -> None:
         _skip_b1(ev, calls["b1"])
@@ -434,7 +412,7 @@ def test_rewriting_the_recorded_policy_too_fails_naming_every_event(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    calls = {s: _of(_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
+    calls = {s: _of(trace_events(run_dir), s, "tool_called")["call_id"] for s in ("b1", "b2", "b3")}
     emptied = {**POLICY, "rules": []}
 
     def rewrite(ev: list[dict[str, Any]]) -> None:
@@ -444,7 +422,7 @@ def test_rewriting_the_recorded_policy_too_fails_naming_every_event(
                 event["rules"], event["policy"] = [], emptied
 
     forged = _forge(run_dir, tmp_path, rewrite)
-    skips = [e for e in _events(forged) if e["type"] == "approval_skipped"]
+    skips = [e for e in trace_events(forged) if e["type"] == "approval_skipped"]
     assert [s["step"] for s in skips] == ["b1", "b2", "b3"]
     assert _approvals(forged) == [
         f"approval_skipped at event {s['idx']} for call {s['call_id']} records a policy for "
@@ -459,7 +437,7 @@ def test_a_skip_without_its_policy_fails_naming_the_call(
     ruled: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = ruled
-    b3 = _of(_events(run_dir), "b3", "approval_skipped")
+    b3 = _of(trace_events(run_dir), "b3", "approval_skipped")
     forged = _forge(
         run_dir, tmp_path, lambda ev: _of(ev, "b3", "approval_skipped").update(policy=None)
     )
@@ -474,7 +452,7 @@ def test_a_skip_under_a_policy_without_rules_fails(
     recorded: tuple[Path, Approver], tmp_path: Path
 ) -> None:
     run_dir, _ = recorded
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     call = _of(events, "b1", "tool_called")["call_id"]
     requested = _of(events, "b1", "approval_requested")
 
@@ -486,7 +464,7 @@ def test_a_skip_under_a_policy_without_rules_fails(
         ev[at].update(type="approval_skipped", rules=[])
 
     forged = _forge(run_dir, tmp_path, skip)
-    after = _events(forged)
+    after = trace_events(forged)
     others = [_of(after, s, "approval_requested") for s in ("b2", "b3")]
     b1 = _of(after, "b1", "approval_skipped")
     assert _approvals(forged) == [
@@ -510,7 +488,7 @@ def test_a_request_before_its_variants_first_skip_is_judged_by_that_skips_rules(
 ) -> None:
     """The single pass keeps the request until the skip it is judged against comes."""
     run_dir, _ = ruled
-    events = _events(run_dir)
+    events = trace_events(run_dir)
     b1, b2 = _of(events, "b1", "approval_requested"), _of(events, "b2", "approval_skipped")
     assert b1["idx"] < b2["idx"]
     other = {"arguments": {"/force": False}, "index": 0, "when": {}}  # as read back: sorted

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runs_support import remanifest
+from runs_support import rechain, trace_events
 
 import toolproof
-from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.identity import digest_json
 from toolproof.tools.idempotency import idempotency_key
 from toolproof.verify.verifier import verify_run
 
@@ -44,24 +43,6 @@ def session_run(tmp_path: Path) -> tuple[Path, str]:
     return tmp_path / "runs" / str(run_id), session_id
 
 
-def events(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
-
-
-def rechain(run: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
-    """Edit the trace's events, then forge a consistent chain and manifest."""
-    edited = events(run)
-    mutate(edited)
-    prev, lines = None, []
-    for idx, event in enumerate(edited):
-        event["idx"], event["prev"] = idx, prev
-        line = canonical_json(event)
-        prev = digest(line)
-        lines.append(line + b"\n")
-    (run / "trace.jsonl").write_bytes(b"".join(lines))
-    return remanifest(run)
-
-
 def linkage(run: Path) -> list[str]:
     return [f.finding.message for f in verify_run(run).failures if f.check == "call-linkage"]
 
@@ -78,7 +59,7 @@ def test_the_recorded_keys_are_the_formulas_and_the_runtime_names_the_session(
     assert runtime["session"] == session_id
     [fingerprint] = [t["fingerprint"] for t in runtime["toolset"]["tools"]]
     one, two = digest_json({"order": "A-1"}), digest_json({"order": "A-2"})
-    assert [e["idempotency_key"] for e in called(events(run))] == [
+    assert [e["idempotency_key"] for e in called(trace_events(run))] == [
         idempotency_key(session_id, "charge", fingerprint, one, 1),
         idempotency_key(session_id, "charge", fingerprint, two, 1),
         idempotency_key(session_id, "charge", fingerprint, one, 2),
@@ -89,7 +70,7 @@ def test_the_recorded_keys_are_the_formulas_and_the_runtime_names_the_session(
 def test_a_forged_key_fails_call_linkage_naming_the_event(session_run: tuple[Path, str]) -> None:
     run, session_id = session_run
     forged_key = "idem_" + "0" * 64
-    trace = events(run)
+    trace = trace_events(run)
     first = called(trace)[0]
     real = first["idempotency_key"]
 
@@ -107,7 +88,7 @@ def test_a_forged_key_fails_call_linkage_naming_the_event(session_run: tuple[Pat
 
 def test_one_key_recorded_for_two_calls_fails_call_linkage(session_run: tuple[Path, str]) -> None:
     run, _ = session_run
-    calls = called(events(run))
+    calls = called(trace_events(run))
     first, third = calls[0], calls[2]
 
     def reuse(edited: list[dict[str, Any]]) -> None:

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from cli_support import toolproof
-from runs_support import remanifest
+from runs_support import copy_run, rechain, trace_events
 
 from toolproof.adapters.session_runs import record_session
-from toolproof.identity import canonical_json, digest
 from toolproof.verify.verifier import verify_run
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
@@ -47,31 +46,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "root" / "runs" / asyncio.run(main())
 
 
-def _events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "trace.jsonl").read_bytes().splitlines()]
-
-
 def _forge(run_dir: Path, tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], None]) -> Path:
-    """Copy the run, edit its trace, forge a consistent chain and manifest."""
-    copy = tmp_path / "runs" / run_dir.name
-    copy.parent.mkdir(parents=True)
-    for path in sorted(run_dir.rglob("*")):
-        target = copy / path.relative_to(run_dir)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-    events = _events(copy)
-    mutate(events)
-    prev, lines = None, []
-    for idx, event in enumerate(events):
-        event["idx"], event["prev"] = idx, prev
-        line = canonical_json(event)
-        prev = digest(line)
-        lines.append(line + b"\n")
-    (copy / "trace.jsonl").write_bytes(b"".join(lines))
-    return remanifest(copy)
+    """Copy the run under ``tmp_path``, edit its trace, forge a consistent chain and manifest."""
+    return rechain(copy_run(run_dir, tmp_path), mutate)
 
 
 def _decisions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,10 +71,10 @@ def test_a_denial_forged_into_an_allow_fails(recorded: Path, tmp_path: Path) -> 
         _decisions(events)[1]["decision"] = "allow"
 
     forged = _forge(recorded, tmp_path, allow)
-    denied = _decisions(_events(forged))[1]
+    denied = _decisions(trace_events(forged))[1]
     call = denied["call_id"]
     returned = next(
-        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
     )
     assert _policy_failures(forged) == [
         f"policy_decided at event {denied['idx']} for call {call}: recorded allow (determining "
@@ -115,10 +92,10 @@ def test_an_allow_forged_into_a_deny_fails_naming_the_body_that_ran(
         first["decision"], first["determining"] = "deny", []
 
     forged = _forge(recorded, tmp_path, deny)
-    first = _decisions(_events(forged))[0]
+    first = _decisions(trace_events(forged))[0]
     call = first["call_id"]
     returned = next(
-        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
     )
     assert _policy_failures(forged) == [
         f"policy_decided at event {first['idx']} for call {call}: recorded deny (determining "
@@ -136,7 +113,7 @@ def test_a_request_edited_to_pass_the_policy_fails(recorded: Path, tmp_path: Pat
         second["decision"], second["determining"] = "allow", ["small-transfers"]
 
     forged = _forge(recorded, tmp_path, shrink)
-    second = _decisions(_events(forged))[1]
+    second = _decisions(trace_events(forged))[1]
     marker = second["request"]["context"]["arguments"]["marker"]
     failures = _policy_failures(forged)
     assert failures[0] == (
@@ -151,7 +128,7 @@ def test_a_dropped_decision_fails(recorded: Path, tmp_path: Path) -> None:
         events.remove(_decisions(events)[0])
 
     forged = _forge(recorded, tmp_path, drop)
-    events = _events(forged)
+    events = trace_events(forged)
     returned = next(e for e in events if e["type"] == "tool_returned")
     assert _policy_failures(forged)[0] == (
         f"event {returned['idx']}: call {returned['call_id']} ran without a policy decision "
@@ -184,7 +161,7 @@ def test_a_run_specs_calls_are_decided_and_replay_identically(tmp_path: Path) ->
     assert ran.returncode == 0, ran.stdout + ran.stderr
     (run_dir,) = (tmp_path / "root" / "runs").iterdir()
     assert (tmp_path / "small").exists() and not (tmp_path / "big").exists()
-    decided = _decisions(_events(run_dir))
+    decided = _decisions(trace_events(run_dir))
     assert [(e["decision"], e["determining"], e["request"]["principal"]) for e in decided] == [
         ("allow", ["small-transfers"], "Agent::default"),
         ("deny", [], "Agent::default"),
@@ -219,7 +196,7 @@ def test_the_counts_continue_across_the_segments_of_a_sealed_session(tmp_path: P
     run_ids = asyncio.run(main())
     assert len(run_ids) == 3
     runs = [tmp_path / "root" / "runs" / run_id for run_id in run_ids]
-    decided = [e for run in runs for e in _decisions(_events(run))]
+    decided = [e for run in runs for e in _decisions(trace_events(run))]
     assert [(e["request"]["context"]["calls"], e["decision"]) for e in decided] == [
         (0, "allow"),
         (1, "allow"),
@@ -285,7 +262,7 @@ def test_a_permit_that_requires_approval_routes_the_call_to_approve(tmp_path: Pa
         False,
     ]
     run = tmp_path / "root" / "runs" / run_id
-    decided = _decisions(_events(run))
+    decided = _decisions(trace_events(run))
     assert [(e["decision"], e["determining"], e["approval_required"]) for e in decided] == [
         ("allow", ["big"], True),
         ("allow", ["small"], False),
@@ -302,9 +279,9 @@ def test_a_permit_that_requires_approval_routes_the_call_to_approve(tmp_path: Pa
         ]
 
     forged = _forge(run, tmp_path / "forged", drop)
-    call = _decisions(_events(forged))[2]["call_id"]
+    call = _decisions(trace_events(forged))[2]["call_id"]
     returned = next(
-        e for e in _events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
+        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
     )
     assert _policy_failures(forged) == [
         f"event {returned['idx']}: call {call} needed a person's approval by policy and has no "
