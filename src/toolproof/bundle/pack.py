@@ -330,22 +330,18 @@ class PackItem:
     """One item of a pack as :func:`scan_pack` reads it (its bytes' digest checked).
 
     Attributes:
-        number: its position in the pack, from 1.
-        at: the byte offset of its line.
         name: the SHA-256 hex of its bytes (from its line, checked).
         offset: the byte offset of its first byte.
         size: its size in bytes.
 
     """
 
-    number: int
-    at: int
     name: str
     offset: int
     size: int
 
 
-def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
+def scan_pack(path: Path) -> Iterator[PackItem]:
     """Every item of a run's pack in file order, each digest checked, in bounded memory.
 
     The file is read once, front to back, in blocks (an item of any size is hashed 1 MiB
@@ -353,13 +349,12 @@ def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
 
     Args:
         path: the pack file.
-        where: its name in messages (the run-relative ``evidence.pack``).
 
     Raises:
-        VerificationError: the pack is not sound, in one line naming ``where``, the
-            byte offset and the rule: its header line is not the pack's, an item's line
-            is not ``<sha256 hex> <size>``, the file ends inside an item (torn), or an
-            item's bytes do not hash to its digest. ``file`` is ``where``.
+        VerificationError: the pack is not sound, in one line naming ``evidence.pack``,
+            the byte offset and the rule: its header line is not the pack's, an item's
+            line is not ``<sha256 hex> <size>``, the file ends inside an item (torn), or
+            an item's bytes do not hash to its digest. ``file`` is ``evidence.pack``.
         OSError: the file cannot be read.
 
     """
@@ -367,9 +362,9 @@ def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
         header = file.read(len(PACK_HEADER))
         if header != PACK_HEADER:
             raise VerificationError(
-                f"{where} at byte 0: does not start with its header line "
+                f"{PACK_FILE} at byte 0: does not start with its header line "
                 f"{PACK_HEADER[:-1].decode()!r}",
-                file=where,
+                file=PACK_FILE,
             )
         at, number = len(PACK_HEADER), 0
         while line := file.readline(_LONGEST_LINE):
@@ -380,7 +375,7 @@ def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
                 if not line.endswith(b"\n") and len(line) < _LONGEST_LINE:
                     why = "is torn: the file ends inside it"
                 raise VerificationError(
-                    f"{where} at byte {at}: item {number}'s line {why}", file=where
+                    f"{PACK_FILE} at byte {at}: item {number}'s line {why}", file=PACK_FILE
                 )
             name, size = matched.group(1).decode("ascii"), int(matched.group(2))
             offset, sha, left = at + len(line), hashlib.sha256(), size
@@ -388,16 +383,17 @@ def scan_pack(path: Path, *, where: str = PACK_FILE) -> Iterator[PackItem]:
                 block = file.read(min(left, _BLOCK))
                 if not block:
                     raise VerificationError(
-                        f"{where} at byte {at}: item {number} ({name}) is torn: the file "
+                        f"{PACK_FILE} at byte {at}: item {number} ({name}) is torn: the file "
                         f"ends after {size - left} of its {size} bytes",
-                        file=where,
+                        file=PACK_FILE,
                     )
                 sha.update(block)
                 left -= len(block)
             if sha.hexdigest() != name:
                 raise VerificationError(
-                    f"{where} at byte {at}: item {number}'s bytes do not hash to its digest {name}",
-                    file=where,
+                    f"{PACK_FILE} at byte {at}: item {number}'s bytes do not hash to its "
+                    f"digest {name}",
+                    file=PACK_FILE,
                 )
-            yield PackItem(number, at, name, offset, size)
+            yield PackItem(name, offset, size)
             at = offset + size

@@ -116,12 +116,6 @@ class PackIndex:
             self.count = body // RECORD_BYTES
             self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self.count else None
 
-    def close(self) -> None:
-        """Release the memory map (reads after it fail)."""
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-
     def _record(self, number: int, record: bytes) -> tuple[str, int, int]:
         """Parse record ``number`` (from 0); check its form and that it lies within the pack."""
         at = len(INDEX_HEADER) + number * RECORD_BYTES
