@@ -33,6 +33,19 @@ class Counter:
     calls: int = 0
 
 
+def fetch(i: int) -> str:
+    """Return document ``i``."""
+    return f"document {i}"
+
+
+def fetch_toolset() -> Toolset:
+    """A sealed Toolset of one tool, ``fetch(i)`` -> ``"document <i>"`` (the segment tests)."""
+    toolset = Toolset()
+    toolset.add(Tool.from_function(fetch))
+    toolset.seal()
+    return toolset
+
+
 def make_toolset(counter: Counter, *, description: str = "Look up stock.") -> Toolset:
     async def stock(item: str) -> dict[str, Any]:
         counter.calls += 1

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import toolproof
+from runs_support import fetch_toolset
 
 import toolproof as tp
 from toolproof.adapters.session_runs import AgentReplay
@@ -24,22 +25,9 @@ from toolproof.identity import canonical_json, digest
 from toolproof.runs.chain import verify_chain
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key
-from toolproof.tools.toolset import Toolset
 
 URL = "http://127.0.0.1:8031/v1/chat/completions"
 STEPS = 3  # 3 calls and 3 turns: 6 steps, 3 segments of 2
-
-
-def fetch(i: int) -> str:
-    """Return document ``i``."""
-    return f"document {i}"
-
-
-def _toolset() -> Toolset:
-    toolset = Toolset()
-    toolset.add(tp.Tool.from_function(fetch))
-    toolset.seal()
-    return toolset
 
 
 def _turn(n: int) -> ModelExchange:
@@ -64,7 +52,7 @@ async def agent(session: tp.Session, *, changed: int | None = None) -> None:
 
 
 async def _record(root: Path) -> list[Path]:
-    async with tp.record_session(_toolset(), root=root, task="t", segment_calls=2) as session:
+    async with tp.record_session(fetch_toolset(), root=root, task="t", segment_calls=2) as session:
         await agent(session)
     return [root / "runs" / run_id for run_id in session.run_ids]
 
@@ -175,7 +163,7 @@ def test_a_missing_predecessor_refuses_with_the_chains_problem(
 
 def test_a_run_that_is_not_a_segment_is_a_chain_of_one(tmp_path: Path) -> None:
     async def record() -> Path:
-        async with tp.record_session(_toolset(), root=tmp_path, task="t") as session:
+        async with tp.record_session(fetch_toolset(), root=tmp_path, task="t") as session:
             await agent(session)
         return tmp_path / "runs" / session.run_id
 
@@ -240,7 +228,7 @@ def test_concurrent_calls_across_segment_boundaries_replay_in_asked_order(tmp_pa
 
     async def scenario() -> tuple[Path, tuple[AgentReplay, ReplayRefused]]:
         async with tp.record_session(
-            _toolset(), root=tmp_path, task="t", segment_calls=3
+            fetch_toolset(), root=tmp_path, task="t", segment_calls=3
         ) as session:
             await together(session)
         head = tmp_path / "runs" / session.run_id

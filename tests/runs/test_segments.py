@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cli_support import toolproof
 from mcp import Client, StdioServerParameters
+from runs_support import fetch_toolset
 from serve_helpers import SERVE_CONFIG, TOOLPROOF
 
 import toolproof as tp
@@ -27,25 +28,13 @@ from toolproof.tools.toolset import Toolset
 from toolproof.verify.verifier import verify_run
 
 
-def fetch(i: int) -> str:
-    """Return document ``i``."""
-    return f"document {i}"
-
-
-def _toolset() -> Toolset:
-    toolset = Toolset()
-    toolset.add(tp.Tool.from_function(fetch))
-    toolset.seal()
-    return toolset
-
-
 def _json(path: Path) -> Any:
     return json.loads(path.read_bytes())
 
 
 async def _record(root: Path, calls: int, segment_calls: int) -> tp.Session:
     async with tp.record_session(
-        _toolset(), root=root, task="scale", segment_calls=segment_calls
+        fetch_toolset(), root=root, task="scale", segment_calls=segment_calls
     ) as session:
         # concurrent: calls admitted in a full segment are answered after the next opened
         await asyncio.gather(*(session.call("fetch", {"i": i}) for i in range(calls)))
@@ -324,7 +313,7 @@ def test_model_turns_are_recorded_in_the_segment_that_admitted_them(tmp_path: Pa
 
     async def scenario() -> tp.Session:
         async with tp.record_session(
-            _toolset(), root=tmp_path, task="t", segment_calls=3
+            fetch_toolset(), root=tmp_path, task="t", segment_calls=3
         ) as session:
             for i in range(4):
                 step = session.admit_turn("http")
