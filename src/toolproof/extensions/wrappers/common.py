@@ -48,23 +48,23 @@ def require_repeatable(inner: Tool, extension: str, force: bool, *, keyed: bool 
     if force or inner.spec.annotations.is_idempotent or (keyed and inner.spec.honours_key):
         return
     if keyed:
-        rule = (
-            f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
-            "idempotent, nor does it honour the idempotency key (rule: mark the tool "
-            'read_only, idempotent or idempotency = "key": @toolproof.tool(read_only=True), '
+        how = (
+            ", nor does it honour the idempotency key (rule: mark the tool read_only, "
+            'idempotent or idempotency = "key": @toolproof.tool(read_only=True), '
             '@toolproof.tool(idempotent=True) or @toolproof.tool(idempotency="key") on a '
             "Python function; readOnlyHint or idempotentHint on a declared or MCP tool, or "
-            'idempotency = "key" in its [tools.NAME] table; or set config force = true)'
+            'idempotency = "key" in its [tools.NAME] table'
         )
     else:
-        rule = (
-            f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
-            "idempotent (rule: mark the tool read-only or idempotent: "
-            "@toolproof.tool(read_only=True) or @toolproof.tool(idempotent=True) on a Python "
-            "function, readOnlyHint or idempotentHint on a declared or MCP tool; or set config "
-            "force = true)"
+        how = (
+            " (rule: mark the tool read-only or idempotent: @toolproof.tool(read_only=True) or "
+            "@toolproof.tool(idempotent=True) on a Python function, readOnlyHint or "
+            "idempotentHint on a declared or MCP tool"
         )
-    raise ExtensionError(rule)
+    raise ExtensionError(
+        f"{extension!r} refused on tool {inner.name!r}: it is marked neither read-only nor "
+        f"idempotent{how}; or set config force = true)"
+    )
 
 
 def base_dir(context: Any) -> Path:
