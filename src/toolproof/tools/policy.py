@@ -287,37 +287,25 @@ class PolicyGate:
         note_policy(event)
         if decision.decision == "allow" and (not decision.approval or asks_always(tool)):
             return None
+        detail: dict[str, Any] = {
+            "determining": list(decision.determining),
+            "digest": self.policy.digest,
+            "principal": self.principal,
+            "errors": list(decision.errors),
+        }
         if decision.decision == "allow":
-            named = ", ".join(decision.determining)
-            return ToolResult.fail(
-                "denied_by_policy",
-                f"call to {tool.name!r} by {self.principal} denied by policy: {named} permits it "
-                'only with a person\'s approval (@approval("required")), and no approve layer '
-                f"of {tool.name!r} asks on every call: call its approve variant (without "
-                "[[approvals.rules]])",
-                where="runtime",
-                detail={
-                    "determining": list(decision.determining),
-                    "digest": self.policy.digest,
-                    "principal": self.principal,
-                    "errors": list(decision.errors),
-                    "approval": "required",
-                },
+            detail["approval"] = "required"
+            why = (
+                f"{', '.join(decision.determining)} permits it only with a person's approval "
+                f'(@approval("required")), and no approve layer of {tool.name!r} asks on every '
+                "call: call its approve variant (without [[approvals.rules]])"
             )
-        named = ", ".join(decision.determining) or f"none (default {self.policy.default!r})"
-        errors = f"; Cedar errors: {'; '.join(decision.errors)}" if decision.errors else ""
-        return ToolResult.fail(
-            "denied_by_policy",
-            f"call to {tool.name!r} by {self.principal} denied by policy: determining "
-            f"{named}{errors}",
-            where="runtime",
-            detail={
-                "determining": list(decision.determining),
-                "digest": self.policy.digest,
-                "principal": self.principal,
-                "errors": list(decision.errors),
-            },
-        )
+        else:
+            named = ", ".join(decision.determining) or f"none (default {self.policy.default!r})"
+            errors = f"; Cedar errors: {'; '.join(decision.errors)}" if decision.errors else ""
+            why = f"determining {named}{errors}"
+        message = f"call to {tool.name!r} by {self.principal} denied by policy: {why}"
+        return ToolResult.fail("denied_by_policy", message, where="runtime", detail=detail)
 
     def decide(self, tool: Any, arguments: dict[str, Any]) -> tuple[PolicyDecision, dict[str, Any]]:
         """Decide one call of ``tool`` (a :class:`~toolproof.tools.tool.Tool`); count it.
