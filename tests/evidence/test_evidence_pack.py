@@ -118,7 +118,6 @@ def test_a_live_store_appends_once_per_digest_and_reads_from_it(tmp_path: Path) 
     record = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="s")
     again = store.put(b"alpha beta gamma", media_type="text/plain", kind="chunk", step="t")
     other = store.put(b'{"a":1}', media_type="application/json", kind="tool_result", step="u")
-    assert store.take_created() == []
     assert again["id"] == record["id"] and again["source"]["step"] == "t"
     assert record["path"] == "evidence/" + _hex(b"alpha beta gamma")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.pack"]

@@ -83,8 +83,6 @@ class EvidenceStore:
         self._offsets: dict[str, int] = {}
         self._total = 0
         self._index: tuple[int, str] | None = None
-        self.created: list[str] = []
-        """Evidence files created and not yet taken: always empty (every item is packed)."""
 
     @property
     def total_bytes(self) -> int:
@@ -200,11 +198,6 @@ class EvidenceStore:
         if self._index is None:
             return {}
         return {EVIDENCE_INDEX_FILE: self._index}
-
-    def take_created(self) -> list[str]:
-        """The paths of the evidence files created since the last call: none, all are packed."""
-        created, self.created = self.created, []
-        return created
 
     def _store(self, data: bytes) -> str:
         """Store ``data`` once per digest; return the hex of its SHA-256."""

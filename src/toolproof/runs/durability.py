@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from enum import StrEnum
 
-from toolproof.bundle.durable import fsync_path, syncfs
+from toolproof.bundle.durable import syncfs
 from toolproof.bundle.trace import TraceWriter
 from toolproof.evidence.store import EvidenceStore
 
@@ -44,9 +44,8 @@ class GroupSync:
     """A thread that syncs what a recorder wrote, at most every ``interval`` seconds.
 
     Args:
-        sync: makes the recorder's writes durable, given the evidence files created
-            since the last batch (``Recorder.sync_now``); an ``OSError`` it raises is
-            kept in :attr:`error`.
+        sync: makes the recorder's writes durable (``Recorder.sync_now``); an
+            ``OSError`` it raises is kept in :attr:`error`.
         after: called after each batch (the trace's running digest is hashed there).
         interval: seconds between two batches, at most.
 
@@ -58,7 +57,7 @@ class GroupSync:
 
     def __init__(
         self,
-        sync: Callable[[list[str]], None],
+        sync: Callable[[], None],
         after: Callable[[], None],
         interval: float,
     ) -> None:
@@ -67,24 +66,22 @@ class GroupSync:
         self._interval = interval
         self._cond = threading.Condition()
         self._dirty = False
-        self._paths: list[str] = []
         self._closing = False
         self.error: OSError | None = None
         self.syncs = 0
         self._thread = threading.Thread(target=self._loop, name="toolproof-group-sync", daemon=True)
         self._thread.start()
 
-    def mark(self, paths: list[str]) -> None:
-        """Ask for a sync batch covering everything written so far (and ``paths``).
+    def mark(self) -> None:
+        """Ask for a sync batch covering everything written so far.
 
-        Without paths, a batch already asked for needs no lock: the thread sets
-        ``_dirty`` back only when it takes the batch, before it syncs, so a batch that
-        has not started yet covers the writes made before this call.
+        A batch already asked for needs no lock: the thread sets ``_dirty`` back only
+        when it takes the batch, before it syncs, so a batch that has not started yet
+        covers the writes made before this call.
         """
-        if self._dirty and not paths:
+        if self._dirty:
             return
         with self._cond:
-            self._paths += paths
             if not self._dirty:  # the thread waits for the first mark only
                 self._dirty = True
                 self._cond.notify()
@@ -100,9 +97,9 @@ class GroupSync:
                 wait = last + self._interval - time.monotonic()
                 if wait > 0:  # stop() cuts the wait short: close() never sits out an interval
                     self._cond.wait_for(lambda: self._closing, timeout=wait)
-                paths, self._paths, self._dirty = self._paths, [], False
+                self._dirty = False
             try:
-                self._sync(paths)
+                self._sync()
             except OSError as exc:
                 self.error = self.error or exc
             self._after()
@@ -120,17 +117,15 @@ class GroupSync:
 def sync_run(
     trace: TraceWriter,
     store: EvidenceStore,
-    paths: Iterable[str],
     *,
     group: bool,
     closed: bool,
 ) -> None:
-    """Make a recording's trace, evidence pack and evidence files ``paths`` durable.
+    """Make a recording's trace and evidence pack durable.
 
     ``group`` on Linux (and not ``closed``): one ``syncfs(2)`` of the trace's
-    filesystem (it holds the pack too). Otherwise: fsync each of ``paths`` and the
-    evidence folder (when any), then, unless ``closed``, the pack (when anything was
-    appended since) and the trace.
+    filesystem (it holds the pack too). Otherwise, unless ``closed``: fsync the pack
+    (when anything was appended since) and the trace.
 
     Raises:
         OSError: the sync failed (it names the run directory or the file).
@@ -142,12 +137,6 @@ def sync_run(
                 return
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(trace.path.parent)) from exc
-    synced_files = False
-    for path in paths:
-        fsync_path(path)
-        synced_files = True
-    if synced_files:
-        fsync_path(store.run_dir)
     if not closed:
         store.sync()
         trace.sync()

@@ -31,7 +31,7 @@ each item appended before the event that registers it; a run's, a file per item.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -457,24 +457,23 @@ class Recorder:
         if sync is not None and sync.error is not None:
             raise sync.error
         self.trace.flush()
-        paths = self.store.take_created()
         if sync is not None:
-            sync.mark(paths)
+            sync.mark()
         else:
-            self.sync_now(paths)
+            self.sync_now()
 
-    def sync_now(self, paths: Iterable[str] = ()) -> None:
-        """Make the trace, the evidence pack and the evidence files ``paths`` durable.
+    def sync_now(self) -> None:
+        """Make the trace and the evidence pack durable.
 
         ``group`` on Linux: one ``syncfs(2)`` of the trace's filesystem (it holds the
-        pack too). Otherwise: fsync each of ``paths`` and the evidence folder (when
-        any), the pack (when anything was appended since) and the trace.
+        pack too). Otherwise: fsync the pack (when anything was appended since) and the
+        trace.
 
         Raises:
             OSError: the sync failed (it names the run directory or the file).
 
         """
-        sync_run(self.trace, self.store, paths, group=self._sync is not None, closed=self._closed)
+        sync_run(self.trace, self.store, group=self._sync is not None, closed=self._closed)
 
     @property
     def syncs(self) -> int:
@@ -491,9 +490,6 @@ class Recorder:
         if self._sync is not None:
             self._sync.stop()
         try:
-            created = self.store.take_created()
-            if sync and self.durability != Durability.COMMIT and created:
-                self.sync_now(created)
             self.store.close(sync=sync)  # the pack is on disk before the trace's last fsync
         finally:
             self._closed = True
