@@ -55,6 +55,14 @@ class PolicyState:
     def __init__(self, view: RunView, policy: dict[str, Any]) -> None:
         self.out = Findings()
         self.digest = str(policy.get("digest"))
+        self.pending: dict[str, PolicyDecided] = {}
+        self.approved: set[str] = set()  # pending calls with an approving decision
+        self.unapproved: set[str] = set()  # approval required, none given: must not run
+        self.decided: dict[str, PolicyDecided] = {}
+        self.calls: dict[str, int] = {}
+        self.total: int | None = None
+        self.principal: str | None = None
+        self.later = later_segment(view.directory)  # its counts continue its predecessor's
         self.policy: PolicySet | None = None
         try:
             self.policy = PolicySet.from_json(policy)
@@ -66,14 +74,6 @@ class PolicyState:
                 f"runtime.json's policy set digests to {self.policy.digest}, but records "
                 f"{self.digest}"
             )
-        self.pending: dict[str, PolicyDecided] = {}
-        self.approved: set[str] = set()  # pending calls with an approving decision
-        self.unapproved: set[str] = set()  # approval required, none given: must not run
-        self.decided: dict[str, PolicyDecided] = {}
-        self.calls: dict[str, int] = {}
-        self.total: int | None = None
-        self.principal: str | None = None
-        self.later = later_segment(view.directory)  # its counts continue its predecessor's
 
     def _add(self, message: str, **detail: Any) -> None:
         self.out.add(finding(_C, TRACE_FILE, message, **detail))
@@ -225,7 +225,7 @@ class PolicyState:
 
     def finish(self) -> list[Finding]:
         """The findings, with every decision no call followed."""
-        for call_id, decided in (getattr(self, "pending", None) or {}).items():
+        for call_id, decided in self.pending.items():
             self._add(
                 f"policy_decided at event {decided.idx} names call {call_id}, which no "
                 "tool_called follows",
