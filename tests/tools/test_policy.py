@@ -205,10 +205,8 @@ def test_a_float_argument_cedar_cannot_hold_fails_closed_with_cedars_error(
     ]
 
 
-def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> None:
-    config = write(
-        tmp_path, {"good.cedar": SMALL, "bad.cedar": "permit(principal, action, resource)\n"}
-    )
+def _load_refusal(config: Path) -> str:
+    """The message of the ConfigError that loading ``config`` raises."""
 
     async def main() -> None:
         async with load_toolset(config):
@@ -216,7 +214,14 @@ def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> 
 
     with pytest.raises(ConfigError) as caught:
         asyncio.run(main())
-    assert str(caught.value) == (
+    return str(caught.value)
+
+
+def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> None:
+    config = write(
+        tmp_path, {"good.cedar": SMALL, "bad.cedar": "permit(principal, action, resource)\n"}
+    )
+    assert _load_refusal(config) == (
         f"{config}: policy.files: policy file policies/bad.cedar: Cedar cannot parse it: "
         "unexpected end of input (rule: Cedar policy syntax, "
         "https://docs.cedarpolicy.com/policies/syntax-policy.html)"
@@ -225,14 +230,7 @@ def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> 
 
 def test_a_glob_matching_no_file_is_refused(tmp_path: Path) -> None:
     config = write(tmp_path, {})
-
-    async def main() -> None:
-        async with load_toolset(config):
-            pass
-
-    with pytest.raises(ConfigError) as caught:
-        asyncio.run(main())
-    assert str(caught.value) == (
+    assert _load_refusal(config) == (
         f"{config}: policy.files[0]: glob 'policies/*.cedar' matches no file"
     )
 

@@ -55,6 +55,12 @@ def _decisions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "policy_decided"]
 
 
+def _returned(run_dir: Path, call: str) -> dict[str, Any]:
+    return next(
+        e for e in trace_events(run_dir) if e["type"] == "tool_returned" and e["call_id"] == call
+    )
+
+
 def _policy_failures(run_dir: Path) -> list[str]:
     return [f.finding.message for f in verify_run(run_dir).failures if f.check == "policy"]
 
@@ -73,9 +79,7 @@ def test_a_denial_forged_into_an_allow_fails(recorded: Path, tmp_path: Path) -> 
     forged = _forge(recorded, tmp_path, allow)
     denied = _decisions(trace_events(forged))[1]
     call = denied["call_id"]
-    returned = next(
-        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
-    )
+    returned = _returned(forged, call)
     assert _policy_failures(forged) == [
         f"policy_decided at event {denied['idx']} for call {call}: recorded allow (determining "
         "[], approval required: False), but the stored policies give deny (determining [], "
@@ -94,9 +98,7 @@ def test_an_allow_forged_into_a_deny_fails_naming_the_body_that_ran(
     forged = _forge(recorded, tmp_path, deny)
     first = _decisions(trace_events(forged))[0]
     call = first["call_id"]
-    returned = next(
-        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
-    )
+    returned = _returned(forged, call)
     assert _policy_failures(forged) == [
         f"policy_decided at event {first['idx']} for call {call}: recorded deny (determining "
         "[], approval required: False), but the stored policies give allow (determining "
@@ -280,9 +282,7 @@ def test_a_permit_that_requires_approval_routes_the_call_to_approve(tmp_path: Pa
 
     forged = _forge(run, tmp_path / "forged", drop)
     call = _decisions(trace_events(forged))[2]["call_id"]
-    returned = next(
-        e for e in trace_events(forged) if e["type"] == "tool_returned" and e["call_id"] == call
-    )
+    returned = _returned(forged, call)
     assert _policy_failures(forged) == [
         f"event {returned['idx']}: call {call} needed a person's approval by policy and has no "
         "approving decision, but its result is a value: the body ran"
