@@ -64,7 +64,7 @@ from toolproof.errors import InputError
 from toolproof.evidence.echoes import is_short, quote_problem
 from toolproof.evidence.grounding import Cited, Grounding, check_details
 from toolproof.evidence.quotes import locate_quote
-from toolproof.evidence.reasoners import Reasoner, ReasonerRequest
+from toolproof.evidence.reasoners import Reasoner, ReasonerRequest, StepOutput
 
 __all__ = [
     "CITATION_RE",
@@ -298,16 +298,14 @@ class AnswerReasoner(Reasoner):
         for citation in citations:
             label = citation_label(citation)
             try:
-                step = citation_step(citation, self.calls, self.model_calls)
+                found = self._cited(citation, request)
             except InputError as refused:
                 missing.append(f"quote {citation.quote!r}: {refused.message}")
                 continue
-            output = request.outputs.get(step or "")
-            if output is None or not output.ok or not output.evidence:
+            if found is None:
                 missing.append(f"quote {citation.quote!r}: {label} returned no result to quote")
                 continue
-            # a call's value is its first record; a read's contents are each one
-            records = output.evidence if citation.read is not None else output.evidence[:1]
+            output, records = found
             match, record, data = None, records[0], b""
             for record in records:
                 data = request.store.read(record.id)
@@ -356,6 +354,19 @@ class AnswerReasoner(Reasoner):
             )
         ]
 
+    def _cited(
+        self, citation: QuoteCitation, request: ReasonerRequest
+    ) -> tuple[StepOutput, tuple[EvidenceRecord, ...]] | None:
+        """The output ``citation`` cites and the records it may quote (``None``: no result).
+
+        Raises :class:`InputError` as :func:`citation_step` does.
+        """
+        output = request.outputs.get(citation_step(citation, self.calls, self.model_calls) or "")
+        if output is None or not output.ok or not output.evidence:
+            return None
+        # a call's value is its first record; a read's contents are each one
+        return output, output.evidence if citation.read is not None else output.evidence[:1]
+
     def _details(
         self,
         text: str,
@@ -371,26 +382,21 @@ class AnswerReasoner(Reasoner):
 
         """
         inline = not self.citations
+        protected = inline_spans(text, self.model_calls) if inline else []
         places: list[int | None] = (
-            [start for start, _ in inline_spans(text, self.model_calls)]
-            if inline
-            else [None] * len(citations)
+            [start for start, _ in protected] if inline else [None] * len(citations)
         )
         cited = []
         for citation, at in zip(citations, places, strict=True):
             try:
-                step = citation_step(citation, self.calls, self.model_calls)
+                found = self._cited(citation, request)
             except InputError:  # refused, and said so, with the quotes
-                step = None
-            output = request.outputs.get(step or "")
-            records: tuple[EvidenceRecord, ...] = ()
-            if output is not None and output.ok and output.evidence:
-                records = output.evidence if citation.read is not None else output.evidence[:1]
+                found = None
+            records = found[1] if found is not None else ()
             evidence = tuple((record.id, request.store.read(record.id)) for record in records)
             cited.append(Cited(citation_label(citation), at, evidence))
         problems: list[str] = []
         spans = {(s.evidence, s.start, s.end) for s in supports}
-        protected = inline_spans(text, self.model_calls) if inline else []
         for check in check_details(text, cited, protected):
             if check.found is None or check.evidence is None:
                 problems.append(str(check.problem))
