@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,11 @@ from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runs"))
+from agent_support import AgentCode, record_agent
 from llm_support import Reply, chat_reply, scripted_model
 
 SENTENCE = "Oslo has been the capital since 1814."
 CAPITALS = {"Norway": SENTENCE + " Before that it was Copenhagen's."}
-AgentCode = Callable[[Session], Coroutine[Any, Any, None]]
 
 
 def _toolset() -> Toolset:
@@ -61,13 +61,7 @@ def _toolset() -> Toolset:
 
 
 def _record(root: Path, agent: AgentCode) -> Path:
-    async def go() -> str:
-        async with toolproof.record_session(_toolset(), root=root, task="Capital?") as session:
-            await agent(session)
-        assert session.run_id is not None
-        return session.run_id
-
-    return root / "runs" / asyncio.run(go())
+    return record_agent(_toolset(), root, "Capital?", agent)
 
 
 def _events(run: Path, kind: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import record_agent
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -197,14 +198,7 @@ def _ticking_agent(
 def test_identical_calls_returned_out_of_order_replay_by_the_order_asked(tmp_path: Path) -> None:
     outputs: list[str] = []
     toolset, agent = _ticking_agent(outputs)
-
-    async def go() -> str:
-        async with toolproof.record_session(toolset, root=tmp_path, task="tick") as session:
-            await agent(session)
-        assert session.run_id is not None
-        return session.run_id
-
-    run = tmp_path / "runs" / asyncio.run(go())
+    run = record_agent(toolset, tmp_path, "tick", agent)
     assert outputs == ["a: tick 1 / b: tick 2"]
     events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
     returned = [(e["step"], e["result"]["value"]) for e in events if e["type"] == "tool_returned"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent
@@ -13,6 +14,18 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import toolproof
 
 AgentCode = Callable[[toolproof.Session], Coroutine[Any, Any, None]]
+
+
+def record_agent(source: toolproof.Toolset | Path, root: Path, task: str, agent: AgentCode) -> Path:
+    """Record ``agent`` in a session over ``source`` under ``root``; the run's folder."""
+
+    async def go() -> str:
+        async with toolproof.record_session(source, root=root, task=task) as session:
+            await agent(session)
+        assert session.run_id is not None
+        return session.run_id
+
+    return root / "runs" / asyncio.run(go())
 
 
 def out_of_order_agent(asked: list[int], outputs: list[str], then: str | None = None) -> AgentCode:

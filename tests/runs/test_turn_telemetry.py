@@ -7,12 +7,12 @@ against a real HTTP server on 127.0.0.1 (``llm_support.scripted_model``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import httpx
+from agent_support import record_agent
 from agents import Agent as AgentsAgent
 from agents import Model, RunConfig, Runner, Usage
 from agents import ModelResponse as AgentsResponse
@@ -26,7 +26,6 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-import toolproof
 from toolproof import Session, Tool, Toolset
 from toolproof.bundle.evidence import RunEvidence
 from toolproof.identity import digest
@@ -43,13 +42,7 @@ def toolset() -> Toolset:
 
 
 def record(tmp_path: Path, agent: Any) -> Path:
-    async def go() -> str:
-        async with toolproof.record_session(toolset(), root=tmp_path, task="What?") as session:
-            await agent(session)
-        assert session.run_id is not None
-        return session.run_id
-
-    return tmp_path / "runs" / asyncio.run(go())
+    return record_agent(toolset(), tmp_path, "What?", agent)
 
 
 def turns_of(run: Path) -> list[tuple[dict[str, Any], bytes, bytes]]:
