@@ -309,15 +309,7 @@ def get_file(
         raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}") from None
     if not file.is_file():
         raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}")
-    size = file.stat().st_size
-    if size > settings.max_response_bytes:
-        raise ApiProblem(
-            422,
-            "response-too-large",
-            f"{path} is {size} bytes, over the API's response limit of "
-            f"{settings.max_response_bytes} bytes",
-            path=path,
-        )
+    _check_size(path, file.stat().st_size, settings)
     return Response(file.read_bytes(), media_type="application/octet-stream")
 
 
@@ -333,7 +325,18 @@ def _evidence_item(
     """
     if key not in evidence:
         raise ApiProblem(404, "file-not-found", f"no file {path!r} in run {run_id}")
-    size = evidence.size(key)
+    _check_size(path, evidence.size(key), settings)
+    return Response(evidence.read(key), media_type="application/octet-stream")
+
+
+def _check_size(path: str, size: int, settings: ApiSettings) -> None:
+    """Refuse to answer with the ``size`` bytes of ``path`` when over the API's limit.
+
+    Raises:
+        ApiProblem: 422 ``response-too-large`` when ``size`` is over
+            ``settings.max_response_bytes``.
+
+    """
     if size > settings.max_response_bytes:
         raise ApiProblem(
             422,
@@ -342,4 +345,3 @@ def _evidence_item(
             f"{settings.max_response_bytes} bytes",
             path=path,
         )
-    return Response(evidence.read(key), media_type="application/octet-stream")
