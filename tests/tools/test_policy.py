@@ -222,7 +222,7 @@ def test_a_policy_file_cedar_cannot_parse_is_refused_at_load(tmp_path: Path) -> 
         tmp_path, {"good.cedar": SMALL, "bad.cedar": "permit(principal, action, resource)\n"}
     )
     assert _load_refusal(config) == (
-        f"{config}: policy.files: policy file policies/bad.cedar: Cedar cannot parse it: "
+        f"{config}: policy.files: policy file policies/bad.cedar:1: Cedar cannot parse it: "
         "unexpected end of input (rule: Cedar policy syntax, "
         "https://docs.cedarpolicy.com/policies/syntax-policy.html)"
     )

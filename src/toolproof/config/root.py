@@ -81,8 +81,9 @@ def _load_policy(toolset: Toolset, section: PolicySection, file: Path) -> None:
     """Read ``[policy] files`` (globs relative to ``file``) into the Toolset's policy set.
 
     Raises:
-        ConfigError: a glob that matches no file, an unreadable file, or one Cedar
-            cannot parse (naming the file and Cedar's message).
+        ConfigError: a glob that matches no file, an unreadable file, one Cedar
+            cannot parse, or one naming an attribute no request has (naming the file,
+            the line and Cedar's message).
 
     """
     base = file.parent
@@ -102,7 +103,9 @@ def _load_policy(toolset: Toolset, section: PolicySection, file: Path) -> None:
             except (OSError, UnicodeError) as exc:
                 raise ConfigError(str(file), f"policy.files[{index}]", f"{name}: {exc}") from exc
     try:
-        toolset.set_policy(PolicySet(tuple(files), section.default))
+        policy = PolicySet(tuple(files), section.default)
+        policy.check_attributes(tool.spec.input_schema for tool in toolset)
+        toolset.set_policy(policy)
     except PolicyError as exc:
         raise ConfigError(str(file), "policy.files", str(exc)) from exc
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError
 from toolproof.identity import digest_json
 from toolproof.tools.observe import note_policy
+from toolproof.tools.policy_source import attribute_problems, parse_problem, request_schema
 from toolproof.version import install_hint
 
 __all__ = [
@@ -171,9 +173,10 @@ class PolicySet:
             try:
                 cedar.PolicySet.from_str(text)
             except ValueError as exc:
+                line, message = parse_problem(cedar, text) or (1, str(exc))
                 raise PolicyError(
-                    f"policy file {name}: Cedar cannot parse it: {exc} (rule: Cedar policy "
-                    "syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
+                    f"policy file {name}:{line}: Cedar cannot parse it: {message} (rule: Cedar "
+                    "policy syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
                 ) from exc
         object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
         object.__setattr__(self, "_digest", digest_json(self._body()))
@@ -184,6 +187,37 @@ class PolicySet:
             if (policy.get("annotations") or {}).get("approval") == "required"
         )
         object.__setattr__(self, "_approval", required)
+
+    def check_attributes(self, input_schemas: Iterable[Mapping[str, Any]]) -> None:
+        """Refuse a policy that names an attribute no request of these tools has.
+
+        Cedar's validator (``cedarpy.validate_policies``) checks each file against the
+        schema of toolproof's requests (:func:`~toolproof.tools.policy_source.request_schema`:
+        ``Tool`` with ``read_only``, ``destructive``, ``source``; context ``arguments``
+        with the tools' arguments, ``calls``, ``total_calls``, ``elapsed_seconds``;
+        ``Agent`` principals with none). Only its "attribute ... not found" complaints
+        refuse; its other ones are about the schema's guesses (docs/policy.md).
+
+        Args:
+            input_schemas: the input JSON Schema of every tool the set will decide.
+
+        Raises:
+            PolicyError: the first such complaint: the file, the line, Cedar's message.
+
+        """
+        cedar = _cedar()
+        schema = request_schema(input_schemas)
+        for name, text in self.files:
+            problems = attribute_problems(cedar, text, schema)
+            if problems:
+                line, message = problems[0]
+                more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+                raise PolicyError(
+                    f"policy file {name}:{line}: Cedar's validator: {message}{more} (rule: a "
+                    "policy reads only what a request has: resource.read_only, "
+                    "resource.destructive, resource.source, context.arguments.<an argument "
+                    "of a tool>, context.calls, context.total_calls, context.elapsed_seconds)"
+                )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicySet:
