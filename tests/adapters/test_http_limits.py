@@ -87,12 +87,19 @@ def test_trace_paging_stops_at_an_event_larger_than_the_page_limit(
     body = answer.json()
     size = body["fields"]["size"]
     assert size > RESPONSE_LIMIT
+    lines = (api[1] / "runs" / created.json()["run_id"] / "trace.jsonl").read_bytes()
+    after_it = sum(len(line) for line in lines.splitlines(keepends=True)[: start + 1])
     assert body == {
         "status": 422,
         "error": "response-too-large",
         "message": f"trace event {start} is {size} bytes, over the API's response limit of "
         f"{RESPONSE_LIMIT} bytes; read trace.jsonl from the run directory",
-        "fields": {"event": start, "size": size, "limit": RESPONSE_LIMIT},
+        "fields": {
+            "event": start,
+            "size": size,
+            "limit": RESPONSE_LIMIT,
+            "next_cursor": f"{start + 1}@{after_it}",  # where a cursor client goes on
+        },
     }
     after = httpx.get(trace, params={"start": start + 1}, headers=AUTH)  # paging goes on
     assert after.status_code == 200 or after.json()["fields"]["event"] == start + 1

@@ -28,6 +28,7 @@ from toolproof.adapters.http.settings import ApiSettings
 from toolproof.bundle.attest import attestation_path, stored_public_keys
 from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.paths import confine, path_problem
+from toolproof.bundle.tracepages import TraceCursor, TraceLocator, read_page
 from toolproof.contract.layout import CLAIMS_FILE, REPORT_FILE, SPEC_FILE, TIMINGS_FILE, TRACE_FILE
 from toolproof.errors import InputError
 from toolproof.runs.diff import diff_runs
@@ -46,6 +47,8 @@ _RUN_ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such run."},
 }
 _DOCUMENTS = ("spec", "plan", "report", "claims", "manifest")
+_LOCATOR = TraceLocator()
+"""Where each trace's events start, found once per served trace (``?start=``)."""
 
 public = APIRouter(prefix="/v1")
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
@@ -175,7 +178,8 @@ def get_run(run_id: RunId, settings: Settings) -> RunDocuments:
         **_RUN_ERRORS,
         200: {
             "description": "Trace events as NDJSON (one canonical JSON event per line). "
-            "Header `X-Next-Start` is set when more events follow.",
+            "When more events follow, header `X-Next-Cursor` is the next page's `cursor` "
+            "and `X-Next-Start` its first event.",
             "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
         },
     },
@@ -183,43 +187,67 @@ def get_run(run_id: RunId, settings: Settings) -> RunDocuments:
 def get_trace(
     run_id: RunId,
     settings: Settings,
-    start: Annotated[int, Query(ge=0, le=2**31, description="First event index.")] = 0,
+    start: Annotated[
+        int | None, Query(ge=0, le=2**62, description="First event index (default 0).")
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            description="`X-Next-Cursor` of the previous page (`POSITION@OFFSET`); "
+            "not with `start`.",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=100_000, description="Events per page.")] = 1000,
 ) -> Response:
-    """A page of the run's trace (``trace.jsonl``) from event ``start``, as NDJSON.
+    """A page of the run's trace (``trace.jsonl``) from event ``start`` or ``cursor``, as NDJSON.
 
-    A page holds at most ``limit`` events and the API's response limit in bytes; an
-    event larger than that limit by itself is a 422 ``response-too-large`` naming the
+    A page holds at most ``limit`` events and the API's response limit in bytes, and is
+    read from the trace without reading the rest of it (:mod:`toolproof.bundle.tracepages`):
+    from a ``cursor``, the page's own bytes; from a ``start``, the first time, one pass
+    over the trace up to that event counting newlines (remembered for the next). An
+    event larger than the limit by itself is a 422 ``response-too-large`` naming the
     event, its size and the limit (a page never comes back empty with more to come).
+    A malformed cursor, one that is not the start of an event, or ``start`` with
+    ``cursor`` is a 422 ``invalid-request``.
     """
     path = run_directory(settings, run_id) / TRACE_FILE
-    lines: list[bytes] = []
-    size = 0
-    more = False
+    if cursor is not None and start is not None:
+        raise ApiProblem(
+            422, "invalid-request", "give start or cursor, not both", parameter="cursor"
+        )
+    if not path.is_file() or path.is_symlink():
+        return Response(b"", media_type="application/x-ndjson")
     budget = settings.max_response_bytes
-    if path.is_file() and not path.is_symlink():
-        with path.open("rb") as file:
-            for index, line in enumerate(file):
-                if index < start:
-                    continue
-                if not lines and len(line) > budget:
-                    # a page must move on: an event that can never fit is refused, naming it
-                    raise ApiProblem(
-                        422,
-                        "response-too-large",
-                        f"trace event {index} is {len(line)} bytes, over the API's response "
-                        f"limit of {budget} bytes; read trace.jsonl from the run directory",
-                        event=index,
-                        size=len(line),
-                        limit=budget,
-                    )
-                if len(lines) >= limit or size + len(line) > budget:
-                    more = True
-                    break
-                lines.append(line)
-                size += len(line)
-    headers = {"X-Next-Start": str(start + len(lines))} if more else {}
-    return Response(b"".join(lines), media_type="application/x-ndjson", headers=headers)
+    try:
+        if cursor is not None:
+            first: TraceCursor | None = TraceCursor.parse(cursor)
+        else:
+            first = _LOCATOR.cursor_at(path, start or 0)
+        page = read_page(path, first, limit=limit, max_bytes=budget) if first else None
+    except InputError as exc:
+        raise ApiProblem(
+            422, "invalid-request", exc.message, parameter="cursor", rule="trace cursor"
+        ) from None
+    if page is None:
+        return Response(b"", media_type="application/x-ndjson")
+    if page.oversized is not None:
+        # a page must move on: an event that can never fit is refused, naming it
+        index, size = page.oversized.position, page.oversized.size
+        raise ApiProblem(
+            422,
+            "response-too-large",
+            f"trace event {index} is {size} bytes, over the API's response "
+            f"limit of {budget} bytes; read trace.jsonl from the run directory",
+            event=index,
+            size=size,
+            limit=budget,
+            next_cursor=str(page.next) if page.next else None,
+        )
+    headers = {}
+    if page.next is not None:
+        headers = {"X-Next-Cursor": str(page.next), "X-Next-Start": str(page.next.position)}
+    return Response(b"".join(page.lines), media_type="application/x-ndjson", headers=headers)
 
 
 @router.get("/runs/{run_id}/attestations", tags=["runs"], responses=_RUN_ERRORS)
