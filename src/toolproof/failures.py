@@ -50,6 +50,7 @@ class FailureKind(StrEnum):
     APPROVAL_PENDING = "approval_pending"
     APPROVAL_DENIED = "approval_denied"
     DENIED_BY_POLICY = "denied_by_policy"
+    DENIED_BY_SANDBOX = "denied_by_sandbox"
     UNKNOWN_TOOL = "unknown_tool"
     UNRECORDABLE = "unrecordable"
     UNRECORDED = "unrecorded"
@@ -95,6 +96,7 @@ FailureKindName: TypeAlias = Literal[
     "approval_pending",
     "approval_denied",
     "denied_by_policy",
+    "denied_by_sandbox",
     "unknown_tool",
     "unrecordable",
     "unrecorded",
@@ -191,6 +193,10 @@ FAILURE_TABLE: dict[FailureKind, FailureMapping] = {
     ),
     FailureKind.DENIED_BY_POLICY: FailureMapping(
         "a [policy] Cedar policy set denied the call; the body did not run",
+        retried=False, http_status=403, mcp_code=_INTERNAL,
+    ),
+    FailureKind.DENIED_BY_SANDBOX: FailureMapping(
+        "the body broke a rule of its sandbox profile (egress, a write outside scratch)",
         retried=False, http_status=403, mcp_code=_INTERNAL,
     ),
     FailureKind.UNKNOWN_TOOL: FailureMapping(

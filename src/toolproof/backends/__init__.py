@@ -11,7 +11,7 @@ used by ``load_toolset``) registers them into the registry it binds from, with
 is built.
 """
 
-from toolproof.backends.builtin import CELERY, PROCESS
+from toolproof.backends.builtin import CELERY, PROCESS, SANDBOX
 from toolproof.backends.decorators import backend
 from toolproof.backends.local import LocalBackend
 from toolproof.backends.process import ProcessPool
@@ -21,6 +21,7 @@ from toolproof.extensions.registry import ExtensionRegistry
 __all__ = [
     "CELERY",
     "PROCESS",
+    "SANDBOX",
     "Backend",
     "BackendRequest",
     "LocalBackend",
@@ -31,11 +32,11 @@ __all__ = [
 
 
 def register_backends(registry: ExtensionRegistry) -> None:
-    """Register ``process`` and ``celery`` in ``registry`` (the composition root's).
+    """Register ``process``, ``sandbox`` and ``celery`` in ``registry`` (the composition root's).
 
     Raises:
         ExtensionError: either name is already taken in ``registry``.
 
     """
-    for ext in (PROCESS, CELERY):
+    for ext in (PROCESS, SANDBOX, CELERY):
         registry.register(ext)

@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolproof.backends.decorators import backend
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME, Backend
+from toolproof.backends.sandbox import SandboxConfig, SandboxPool
 from toolproof.contract.bounds import Seconds
-from toolproof.errors import ExtensionError, validation_problem
+from toolproof.errors import BackendError, ExtensionError, validation_problem
 from toolproof.extensions.apply import ApplyContext
 from toolproof.extensions.registry import Extension
+from toolproof.identity import canonical_json
 from toolproof.tools.resources import ResourceKey
 from toolproof.version import install_hint
 
@@ -34,10 +36,13 @@ __all__ = [
     "CELERY",
     "PROCESS",
     "PROCESS_POOLS",
+    "SANDBOX",
+    "SANDBOX_POOLS",
     "CeleryConfig",
     "ProcessConfig",
     "make_celery",
     "make_process",
+    "make_sandbox",
 ]
 
 BACKEND_VERSION = "1"
@@ -152,6 +157,38 @@ def make_process(config: ProcessConfig, context: ApplyContext | None) -> Backend
     return ctx.toolset.resources.client(PROCESS_POOLS, key, create)
 
 
+SANDBOX_POOLS = ResourceKey[SandboxPool]("backends.sandbox.pools")
+"""A Toolset's sandboxed worker pools, one per composition root and profile."""
+
+
+def make_sandbox(config: SandboxConfig, context: ApplyContext | None) -> Backend:
+    """The ``sandbox`` backend of a variant: a warm pool of bubblewrap-confined workers.
+
+    Variants with the same profile share one pool per Toolset. The profile is the
+    ``[backends.sandbox]`` table under the variant's own config (merged by the
+    composition root, so it is in the variant's descriptor).
+
+    Raises:
+        ExtensionError: applied without a composition-root file, or the host lacks a
+            mechanism the sandbox needs (the message names it; nothing runs unconfined).
+
+    """
+    ctx = _needs_file(context, "sandbox")
+    path = ctx.config_path
+    assert path is not None
+
+    def create() -> SandboxPool:
+        try:
+            return SandboxPool(path, config)
+        except BackendError as exc:
+            raise ExtensionError(exc.message) from exc
+
+    if ctx.toolset is None:
+        return create()
+    key = (str(path), canonical_json(config.model_dump(mode="json")))
+    return ctx.toolset.resources.client(SANDBOX_POOLS, key, create)
+
+
 def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
     """The ``celery`` backend of a variant: a Celery client for ``toolproof worker``.
 
@@ -191,6 +228,18 @@ PROCESS: Extension = backend(
     register=False,
 )(make_process)
 """The ``process`` backend extension."""
+
+SANDBOX: Extension = backend(
+    name="sandbox",
+    config=SandboxConfig,
+    version=BACKEND_VERSION,
+    description=(
+        "Run the tool in a warm pool of bubblewrap-confined workers: no network but an "
+        "allow-list, a read-only filesystem but a per-call scratch directory."
+    ),
+    register=False,
+)(make_sandbox)
+"""The ``sandbox`` backend extension (needs Debian's ``bubblewrap`` on the host)."""
 
 CELERY: Extension = backend(
     name="celery",

@@ -140,14 +140,11 @@ class ProcessPool:
         Its hello frame is read by the first call that uses it (:meth:`_greet`), so no
         task outlives the event loop that started the worker.
         """
-        env = dict(os.environ)
-        env.pop(WORKER_ENV, None)
-        cell = Cell(use_cgroup=self.use_cgroup)
-        env.update(cell.environment())
-        env[PARENT_ENV] = str(os.getpid())
+        cell = self._new_cell()
         command = [self.python, "-m", WORKER_MODULE, "--config", str(self.config_path)]
         if self.max_result_bytes != MAX_FRAME:
             command += ["--max-result-bytes", str(self.max_result_bytes)]
+        command, env = self._launch(cell, command)
         proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -171,6 +168,18 @@ class ProcessPool:
         with self._lock:
             self._all.add(worker)
         return worker
+
+    def _new_cell(self) -> Cell:
+        """The container of a new worker (a subclass may add to it)."""
+        return Cell(use_cgroup=self.use_cgroup)
+
+    def _launch(self, cell: Cell, command: list[str]) -> tuple[list[str], dict[str, str]]:
+        """The command and environment that start a worker ``command`` in ``cell``."""
+        env = dict(os.environ)
+        env.pop(WORKER_ENV, None)
+        env.update(cell.environment())
+        env[PARENT_ENV] = str(os.getpid())
+        return command, env
 
     async def _greet(self, worker: WorkerHandle) -> str | None:
         """Read the worker's hello; return why it cannot serve, or ``None``."""

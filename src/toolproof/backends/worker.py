@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import NoReturn, TypeVar, TypeVarTuple, Unpack
+from typing import NoReturn, Protocol, TypeVar, TypeVarTuple, Unpack
 
 from toolproof.backends.containment import (
     CGROUP_ENV,
@@ -58,6 +58,7 @@ __all__ = [
     "PARENT_ENV",
     "WORKER_ENV",
     "Builder",
+    "CallGuard",
     "SyncWorkerServer",
     "WorkerLoop",
     "WorkerServer",
@@ -314,7 +315,19 @@ def _bounded(answer: bytes, request: bytes, limit: int) -> bytes:
     return encode_result(failure)
 
 
-async def _serve(config: Path, build: Builder, rfd: int, wfd: int, limit: int) -> int:
+class CallGuard(Protocol):
+    """What a worker runs around every call (the sandbox's :class:`SandboxGuard`)."""
+
+    def begin(self) -> None:
+        """Before the call."""
+
+    def end(self, request: bytes, answer: bytes) -> bytes:
+        """After the call: the answer to send (``answer``, or a failure replacing it)."""
+
+
+async def _serve(
+    config: Path, build: Builder, rfd: int, wfd: int, limit: int, guard: CallGuard | None
+) -> int:
     server = WorkerServer(config, build)
     try:
         toolset = await server.start()
@@ -335,7 +348,12 @@ async def _serve(config: Path, build: Builder, rfd: int, wfd: int, limit: int) -
     try:
         while True:
             request = await inbox.get()
-            answer = _bounded(await server.handle(request), request, limit)
+            if guard is not None:
+                guard.begin()
+            answer = await server.handle(request)
+            if guard is not None:
+                answer = guard.end(request, answer)
+            answer = _bounded(answer, request, limit)
             _write_all(wfd, frame(answer))
     finally:
         await server.aclose()
@@ -346,7 +364,13 @@ def _private_fd(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _PRIVATE_FD_MIN)
 
 
-def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRAME) -> int:
+def serve_pipes(
+    config: Path,
+    build: Builder,
+    *,
+    max_result_bytes: int = MAX_FRAME,
+    guard: CallGuard | None = None,
+) -> int:
     """Run a process-pool worker on its stdin/stdout pipes until the caller closes them.
 
     Before anything else runs, the worker makes sure nothing it starts can outlive it
@@ -363,6 +387,8 @@ def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRA
         build: builds the Toolset.
         max_result_bytes: the largest answer (bytes of canonical JSON) sent back;
             a larger result becomes an ``invalid_result`` failure naming the limit.
+        guard: runs around every call (``begin()``, then ``end(request, answer)``
+            gives the answer sent), or ``None``.
 
     Returns:
         1 when the composition root could not be built (the error travels to the
@@ -396,4 +422,4 @@ def serve_pipes(config: Path, build: Builder, *, max_result_bytes: int = MAX_FRA
         target=_watch_parent, args=(parent,), name="toolproof-parent-watch", daemon=True
     ).start()
     with asyncio.Runner(loop_factory=worker_loop) as runner:
-        return runner.run(_serve(config, build, rfd, wfd, max_result_bytes))
+        return runner.run(_serve(config, build, rfd, wfd, max_result_bytes, guard))

@@ -174,7 +174,9 @@ def configure_extensions(
         file: the ``toolproof.toml`` (relative paths are relative to its directory).
         modules: ``[extensions] modules``, imported in order.
         tools: tool name -> raw ``extensions`` value, in file order.
-        backends: the ``[backends.NAME]`` tables, handed to backend factories.
+        backends: the ``[backends.NAME]`` tables, handed to backend factories;
+            ``[backends.sandbox]`` is also the config under every ``sandbox`` element's
+            own (so the profile is in the variant's fingerprint).
         registry: where names resolve (default: a new registry of the built-ins;
             ``[extensions] modules`` and the entry points are loaded into it).
         approvals: the ``[approvals]`` table: the config of every ``approve`` element
@@ -200,6 +202,23 @@ def configure_extensions(
                     tuple(
                         ComboElement(e.name, dict(approvals))
                         if e.name == "approve" and e.config is None
+                        else e
+                        for e in combo
+                    )
+                    for combo in combos
+                ],
+            )
+            for tool, combos in plans
+        ]
+    sandbox = (backends or {}).get("sandbox")
+    if sandbox:  # the Toolset-wide profile under each sandbox layer's own (in its digest)
+        plans = [
+            (
+                tool,
+                [
+                    tuple(
+                        ComboElement(e.name, {**sandbox, **(e.config or {})})
+                        if e.name == "sandbox"
                         else e
                         for e in combo
                     )

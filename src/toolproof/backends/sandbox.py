@@ -1,0 +1,280 @@
+"""The ``sandbox`` backend: the ``process`` pool, each worker confined by bubblewrap.
+
+Every worker of a :class:`SandboxPool` is ``bwrap <profile> -- python -m
+toolproof.adapters.process_worker --config FILE --sandbox PROFILE`` (Debian's
+``bubblewrap``), so it and every process its bodies start run with:
+
+* **no network**: a network namespace of their own, holding only ``lo`` (what the
+  allow-list opens is :mod:`toolproof.backends.egress`);
+* **a read-only view of the filesystem** (``--ro-bind / /``, a fresh ``/proc`` and
+  ``/dev``) except the worker's **scratch directory**, bound read-write at its own
+  path, which the worker empties after every call (:mod:`toolproof.backends.sandbox_inside`);
+* **no capabilities** (a user namespace of their own, ``--cap-drop ALL``), a PID
+  namespace (when the worker ends, the kernel ends everything left inside it), a new
+  session, IPC and UTS namespaces;
+* **an environment of the named variables only** (``--clearenv``).
+
+The pool, its kill guarantees and its cgroup cells are the ``process`` backend's
+(:class:`~toolproof.backends.process.ProcessPool`). Where the host lacks a mechanism
+(no ``bwrap``, user namespaces disabled) :func:`check_mechanisms` refuses, naming
+it: a sandbox variant never runs a body unconfined.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolproof.backends.containment import TAG_ENV, Cell
+from toolproof.backends.process import ProcessPool
+from toolproof.backends.protocol import MAX_FRAME
+from toolproof.backends.worker import WORKER_ENV
+from toolproof.contract.bounds import Seconds
+from toolproof.errors import BackendError
+
+__all__ = [
+    "BWRAP_INSTALL",
+    "SandboxConfig",
+    "SandboxPool",
+    "bwrap_command",
+    "check_mechanisms",
+]
+
+BWRAP_INSTALL = "apt-get install bubblewrap (Debian's package; README, Installing)"
+"""How to install the one system dependency of the ``sandbox`` backend."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9.-]{1,253}):(?P<port>[0-9]{1,5})$")
+_PASSED = ("PYTHONPATH",)
+"""Variables the worker needs to start (popped before any body runs unless named)."""
+
+
+class SandboxConfig(BaseModel):
+    """Config (the **profile**) of the ``sandbox`` backend.
+
+    ``[backends.sandbox]`` holds the Toolset-wide profile; a variant's own config
+    overrides its keys. The merged table is the layer's config, so the profile is in
+    the variant's descriptor and a changed profile changes the run id.
+
+    Attributes:
+        timeout: seconds a call may run before its worker is killed (``None``: no limit).
+        workers: worker processes in the pool.
+        start_timeout: seconds a worker may take to build the Toolset.
+        max_result_bytes: the largest result (bytes of canonical JSON) a worker sends back.
+        env: the names of the caller's variables the body sees (its only environment,
+            with ``TMPDIR`` = the scratch directory and ``TOOLPROOF_WORKER=1``).
+        allow: ``host:port`` destinations the body may connect to (default: none).
+        memory_mib: memory limit of each worker and what it starts, MiB (cgroup).
+        pids: the most processes (and threads) each worker and what it starts may hold.
+        cpus: CPU time per wall-clock second each worker may use (``0.5``: half a CPU).
+        bwrap: the bubblewrap executable (a name on ``PATH`` or a path).
+
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: Seconds | None = None
+    workers: int = Field(default=2, ge=1, le=64)
+    start_timeout: Seconds = 30.0
+    max_result_bytes: int = Field(default=MAX_FRAME, ge=1, le=MAX_FRAME)
+    env: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    memory_mib: int | None = Field(default=None, ge=16, le=1 << 30)
+    pids: int | None = Field(default=None, ge=4, le=1 << 22)
+    cpus: float | None = Field(default=None, gt=0, le=1024)
+    bwrap: str = "bwrap"
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if _ENV_NAME.match(name) is None:
+                raise ValueError(
+                    f"env entry {name!r} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"
+                )
+        return tuple(sorted(set(names)))
+
+    @field_validator("allow")
+    @classmethod
+    def _destinations(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            found = _HOST_PORT.match(entry)
+            if found is None or not 1 <= int(found["port"]) <= 65535:
+                raise ValueError(
+                    f"allow entry {entry!r} is not host:port (a host name or IPv4 address, "
+                    "a port 1-65535)"
+                )
+        return tuple(sorted(set(entries)))
+
+    def profile(self) -> dict[str, Any]:
+        """What the worker applies inside the sandbox (JSON; ``--sandbox``)."""
+        return {"env": list(self.env), "allow": list(self.allow)}
+
+
+def _resolve_bwrap(bwrap: str) -> str:
+    found = shutil.which(bwrap)
+    if found is None:
+        raise BackendError(
+            f"the sandbox backend cannot start: bubblewrap ({bwrap!r}) was not found (rule: "
+            f"a sandbox never runs a body unconfined; install it: {BWRAP_INSTALL})"
+        )
+    return found
+
+
+def bwrap_command(bwrap: str, scratch: Path, *, extra: list[str] | None = None) -> list[str]:
+    """The bubblewrap arguments of a worker, up to and including ``--``.
+
+    Args:
+        bwrap: the resolved bubblewrap executable.
+        scratch: the worker's scratch directory (read-write, at its own path, the cwd).
+        extra: more bubblewrap options (bind mounts, ``--setenv``), before ``--``.
+
+    """
+    return [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--bind",
+        str(scratch),
+        str(scratch),
+        "--chdir",
+        str(scratch),
+        "--clearenv",
+        *(extra or []),
+        "--",
+    ]
+
+
+_CHECKED: dict[str, str] = {}
+
+
+def check_mechanisms(bwrap: str) -> str:
+    """Check once per process that bubblewrap can build the sandbox here; return its path.
+
+    It runs ``true`` in a sandbox of the same namespaces and mounts as a worker's.
+
+    Raises:
+        BackendError: bubblewrap is missing, or the kernel refused a namespace (user
+            namespaces disabled, say): the message is bubblewrap's, with what to do.
+
+    """
+    if bwrap in _CHECKED:
+        return _CHECKED[bwrap]
+    path = _resolve_bwrap(bwrap)
+    scratch = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-check-"))
+    try:
+        probe = subprocess.run(
+            [*bwrap_command(path, scratch), "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendError(
+            f"the sandbox backend cannot start: {path} failed to run: {exc} (rule: a sandbox "
+            "never runs a body unconfined)"
+        ) from exc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if probe.returncode != 0:
+        said = (probe.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise BackendError(
+            f"the sandbox backend cannot start: bubblewrap could not build the sandbox "
+            f"(user, pid, network, ipc and uts namespaces, read-only mounts): {said} (rule: a "
+            "sandbox never runs a body unconfined; enable unprivileged user namespaces, "
+            "e.g. sysctl kernel.unprivileged_userns_clone=1, or run as root)"
+        )
+    _CHECKED[bwrap] = path
+    return path
+
+
+class SandboxCell(Cell):
+    """A worker's :class:`Cell` plus its scratch directory (removed when the cell closes)."""
+
+    def __init__(self, *, use_cgroup: bool = True) -> None:
+        super().__init__(use_cgroup=use_cgroup)
+        self.scratch = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-"))
+
+    def close(self) -> None:
+        """Kill what is left, remove the cgroup and the scratch directory (idempotent)."""
+        super().close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class SandboxPool(ProcessPool):
+    """A :class:`ProcessPool` whose workers run confined by ``config``'s profile.
+
+    Args:
+        config_path: the ``toolproof.toml`` every worker builds its Toolset from.
+        config: the profile (:class:`SandboxConfig`).
+        python: the interpreter to run workers with (default: this one).
+
+    Raises:
+        BackendError: (from the constructor) the host lacks a mechanism
+            (:func:`check_mechanisms`).
+
+    """
+
+    def __init__(
+        self, config_path: str | Path, config: SandboxConfig, *, python: str | None = None
+    ) -> None:
+        self.sandbox = config
+        inside = os.environ.get(WORKER_ENV) == "1"  # it refuses to start there anyway
+        self.bwrap = config.bwrap if inside else check_mechanisms(config.bwrap)
+        super().__init__(
+            config_path,
+            workers=config.workers,
+            start_timeout=config.start_timeout,
+            python=python,
+            max_result_bytes=config.max_result_bytes,
+        )
+
+    def _new_cell(self) -> Cell:
+        return SandboxCell(use_cgroup=self.use_cgroup)
+
+    def _launch(self, cell: Cell, command: list[str]) -> tuple[list[str], dict[str, str]]:
+        """Wrap the worker ``command`` in bubblewrap with a cleared environment."""
+        assert isinstance(cell, SandboxCell)
+        env = {**cell.environment(), "TMPDIR": str(cell.scratch)}
+        for name in (*self.sandbox.env, *_PASSED):
+            value = os.environ.get(name)
+            if value is not None:
+                env[name] = value
+        setenv: list[str] = []
+        for name, value in sorted(env.items()):
+            setenv += ["--setenv", name, value]
+        profile = {**self.sandbox.profile(), "scratch": str(cell.scratch)}
+        wrapped = [
+            *bwrap_command(self.bwrap, cell.scratch, extra=setenv),
+            *command,
+            "--sandbox",
+            json.dumps(profile, sort_keys=True),
+        ]
+        if cell.cgroup is not None:  # join the cell before bwrap forks (exec keeps the pid)
+            joins = '{ echo 0 > "$0"; } 2>/dev/null; exec "$@"'
+            wrapped = ["/bin/sh", "-c", joins, str(cell.cgroup / "cgroup.procs"), *wrapped]
+        return wrapped, {TAG_ENV: cell.tag, "PATH": os.environ.get("PATH", os.defpath)}

@@ -1,0 +1,162 @@
+"""The sandbox backend: real bubblewrap sandboxes, real rules broken for real."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproof.config import build_toolset, load_toolset
+from toolproof.contract.tools import ToolResult
+from toolproof.tools.toolset import Toolset
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sandbox" / "sandbox_tools.py"
+TOOLS = ("environ", "write", "listing", "connect", "connect_quietly", "shell", "sleep")
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)"
+)
+
+
+def write_config(folder: Path, backends: str, variant: str = "") -> Path:
+    """A composition root binding every fixture tool with a ``sandbox`` variant."""
+    shutil.copy(FIXTURE, folder / "sandbox_tools.py")
+    layer = f'[{{ name = "sandbox", config = {{ {variant} }} }}]' if variant else '["sandbox"]'
+    text = '[[python]]\nmodule = "sandbox_tools"\n\n'
+    for tool in TOOLS:
+        text += f"[tools.{tool}]\nextensions = [{layer}]\n\n"
+    text += f"[backends.sandbox]\n{backends}\n"
+    path = folder / "toolproof.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def toolset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toolset]:
+    folder = tmp_path_factory.mktemp("sandbox")
+    os.environ["TOOLPROOF_TEST_KEPT"] = "kept"
+    os.environ["TOOLPROOF_TEST_SECRET"] = "secret"
+    config = write_config(folder, 'env = ["TOOLPROOF_TEST_KEPT"]\nworkers = 1\ntimeout = 5')
+    built = asyncio.run(build_toolset(config))
+    yield built
+    asyncio.run(built.aclose())
+
+
+def call(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    return asyncio.run(toolset[f"{tool}_sandbox"].call(arguments))
+
+
+def test_environment_is_scrubbed_to_the_named_variables(toolset: Toolset) -> None:
+    environment = call(toolset, "environ", {}).value
+    scratch = environment.pop("TMPDIR")
+    assert environment == {"TOOLPROOF_TEST_KEPT": "kept", "TOOLPROOF_WORKER": "1"}
+    assert scratch.startswith("/tmp/toolproof-sandbox-")
+
+
+def test_scratch_is_writable_and_empty_at_every_call(toolset: Toolset) -> None:
+    written = call(toolset, "write", {"path": "note.txt", "text": "hello"}).value
+    assert Path(written).name == "note.txt"
+    assert call(toolset, "listing", {}).value == []
+
+
+def test_a_write_outside_scratch_is_denied_naming_the_rule(toolset: Toolset) -> None:
+    failure = call(toolset, "write", {"path": "/etc/toolproof-evil", "text": "x"}).failure
+    assert failure is not None
+    assert failure.kind == "denied_by_sandbox"
+    assert failure.where == "worker"
+    assert failure.message.startswith(
+        "tool 'write' broke its sandbox profile: write denied: /etc/toolproof-evil not in "
+        "scratch /tmp/toolproof-sandbox-"
+    )
+    assert not Path("/etc/toolproof-evil").exists()
+
+
+def test_the_kernel_refuses_writes_no_hook_sees(toolset: Toolset, tmp_path: Path) -> None:
+    target = tmp_path / "from-a-shell"
+    result = call(toolset, "shell", {"script": f"echo x > {target}"}).value
+    assert result["status"] == 2
+    assert result["stderr"].endswith("Read-only file system")
+    assert not target.exists()
+
+
+def test_a_connect_is_denied_naming_the_rule(toolset: Toolset) -> None:
+    failure = call(toolset, "connect", {"host": "127.0.0.1", "port": 9}).failure
+    assert failure is not None
+    assert failure.kind == "denied_by_sandbox"
+    assert failure.message == (
+        "tool 'connect' broke its sandbox profile: egress denied: 127.0.0.1:9 not in allow"
+    )
+    assert failure.detail == {"rules": ["egress denied: 127.0.0.1:9 not in allow"]}
+
+
+def test_a_body_that_hides_the_denial_still_fails(toolset: Toolset) -> None:
+    failure = call(toolset, "connect_quietly", {"host": "10.1.2.3", "port": 80}).failure
+    assert failure is not None
+    assert failure.message == (
+        "tool 'connect_quietly' broke its sandbox profile: egress denied: 10.1.2.3:80 not in allow"
+    )
+
+
+def test_the_network_namespace_holds_only_loopback(toolset: Toolset) -> None:
+    script = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"
+    assert call(toolset, "shell", {"script": script}).value == {
+        "status": 0,
+        "stdout": "lo",
+        "stderr": "",
+    }
+
+
+def test_a_timeout_kills_the_sandbox(toolset: Toolset) -> None:
+    failure = call(toolset, "sleep", {"seconds": 30}).failure
+    assert failure is not None and failure.kind == "timeout"
+    assert call(toolset, "sleep", {"seconds": 0}).value == 0
+
+
+def test_a_changed_profile_changes_the_descriptor(tmp_path: Path) -> None:
+    async def digests(backends: str) -> tuple[str, str]:
+        folder = tmp_path / str(abs(hash(backends)))
+        folder.mkdir()
+        async with load_toolset(write_config(folder, backends)) as built:
+            return built["connect_sandbox"].descriptor().fingerprint, built.descriptor().digest
+
+    closed = asyncio.run(digests("workers = 1"))
+    opened = asyncio.run(digests('workers = 1\nallow = ["127.0.0.1:8031"]'))
+    assert closed[0] != opened[0]
+    assert closed[1] != opened[1]
+    assert asyncio.run(digests("allow = []\nworkers = 1")) == closed
+
+
+def quarantined(config: Path) -> dict[str, str]:
+    """Build the Toolset from ``config``; return each quarantined variant's rule."""
+
+    async def build() -> dict[str, str]:
+        async with load_toolset(config) as built:
+            assert "connect_sandbox" not in built
+            return {item.name: item.rule for item in built.quarantined}
+
+    return asyncio.run(build())
+
+
+def test_a_missing_mechanism_refuses_to_start(tmp_path: Path) -> None:
+    rules = quarantined(write_config(tmp_path, 'bwrap = "/nonexistent/bwrap"'))
+    assert rules["connect_sandbox"] == (
+        "cannot apply combo [sandbox] to tool 'connect': the sandbox backend cannot start: "
+        "bubblewrap ('/nonexistent/bwrap') was not found (rule: a sandbox never runs a body "
+        "unconfined; install it: apt-get install bubblewrap (Debian's package; README, "
+        "Installing))"
+    )
+    assert sorted(rules) == sorted(f"{tool}_sandbox" for tool in TOOLS)
+
+
+def test_an_allow_entry_that_is_not_host_port_is_refused(tmp_path: Path) -> None:
+    rules = quarantined(write_config(tmp_path, 'allow = ["api.example.com"]'))
+    assert rules["connect_sandbox"] == (
+        "cannot apply combo [sandbox] to tool 'connect': invalid config for extension "
+        "'sandbox': allow: allow entry 'api.example.com' is not host:port (a host name or "
+        "IPv4 address, a port 1-65535)"
+    )
