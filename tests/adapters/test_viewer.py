@@ -6,10 +6,12 @@ another run and a tampered run; the pages are clicked through as an auditor woul
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from cli_support import toolproof
 from serve_helpers import free_port, spawn
 
+import toolproof as toolproof_lib
 from toolproof.bundle.evidence import RunEvidence
 
 pytestmark = [pytest.mark.service, pytest.mark.timeout(300)]
@@ -248,3 +251,54 @@ def test_bidi_controls_are_shown_isolated_never_obeyed(
     assert controls.first.evaluate("e => getComputedStyle(e, '::before').content") == '"[U+202E]"'
     task = cell.evaluate("e => e.textContent")  # the run's exact text is kept
     assert task.startswith(BIDI_TASK + " How many apples")
+
+
+async def _fetch(i: int) -> str:
+    """Return document ``i``."""
+    return f"document {i}"
+
+
+async def _record_many(root: Path, calls: int) -> str:
+    toolset = toolproof_lib.Toolset()
+    toolset.add(toolproof_lib.Tool.from_function(_fetch, name="fetch"))
+    toolset.seal()
+    async with toolproof_lib.record_session(toolset, root=root, task="many calls") as s:
+        for i in range(calls):
+            await s.call("fetch", {"i": i})
+    return s.run_id
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    root = tmp_path_factory.mktemp("viewer-big")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's loop
+        run_id = pool.submit(asyncio.run, _record_many(root, 200)).result()  # 1,006 events
+    port = free_port()
+    with spawn(["view", "--root", str(root), "--port", str(port)], port):
+        yield f"http://127.0.0.1:{port}", run_id
+
+
+def test_a_big_run_shows_its_first_page_then_pages_in_as_you_scroll(
+    page: Any, big: tuple[str, str]
+) -> None:
+    viewer, run_id = big
+    page.goto(f"{viewer}/#/run/{run_id}")
+    _ready(page, "timeline")  # the first page is on screen before verification
+    rows = page.locator("#timeline tbody tr")
+    assert rows.count() == 300
+    assert page.inner_text("#timeline-more") == (
+        "300 events shown; more load as you scroll (or click)"
+    )
+    page.locator("#timeline-more").scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelectorAll('#timeline tbody tr').length >= 600")
+    _ready(page, "run")
+    while page.is_enabled("#timeline-more"):
+        shown = rows.count()
+        page.click("#timeline-more")
+        page.wait_for_function(
+            f"() => document.querySelectorAll('#timeline tbody tr').length > {shown}"
+        )
+    indexes = page.eval_on_selector_all("#timeline tbody tr", "rs => rs.map(r => r.dataset.idx)")
+    assert indexes == [str(i) for i in range(1006)]  # every event once, in order
+    assert page.inner_text("#timeline-more") == "1006 events"
+    assert page.get_attribute("#verdict .verdict", "data-verdict") == "passed"

@@ -173,15 +173,24 @@ async function timeline(runId, section, timings, failing) {
   const body = h("tbody");
   const table = h("table", { class: "timeline", id: "timeline" },
     h("thead", {}, h("tr", {}, ["#", "event", "step", "what", "duration"].map((t) => h("th", {}, t)))), body);
-  const sentinel = h("div", { class: "muted" }, "…");
-  section.append(failing.has("trace.jsonl") ? h("p", { class: "banner" }, "trace.jsonl fails verification: the events below are shown as stored, not as verified") : "", table, sentinel);
-  let start = 0;
+  // the next page's X-Next-Cursor ("" before the first page, null after the last): each
+  // page is read from its own byte of trace.jsonl, however far into a big run it is
+  const more = h("button", { id: "timeline-more", class: "muted" }, "…");
+  section.append(failing.has("trace.jsonl") ? h("p", { class: "banner" }, "trace.jsonl fails verification: the events below are shown as stored, not as verified") : "", table, more);
+  let cursor = "";
   let loading = false;
   const load = async () => {
-    if (loading || start === null) return;
+    if (loading || cursor === null) return;
     loading = true;
-    const response = await api(`/runs/${runId}/trace?start=${start}&limit=300`);
-    const text = await response.text();
+    let response, text;
+    try {
+      response = await api(`/runs/${runId}/trace?limit=300` + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+      text = await response.text();
+    } catch (error) {
+      more.replaceChildren(...textNodes("cannot read the next events: " + error.message + " (click to retry)"));
+      loading = false;
+      return;
+    }
     const rows = [];
     for (const line of text.split("\n")) {
       if (!line) continue;
@@ -195,13 +204,14 @@ async function timeline(runId, section, timings, failing) {
         h("td", {}, seconds === undefined ? "" : `${(seconds * 1000).toFixed(1)} ms`)));
     }
     body.append(...rows);
-    const next = response.headers.get("X-Next-Start");
-    start = next === null ? null : Number(next);
-    sentinel.textContent = start === null ? `${body.children.length} events` : `${body.children.length} events shown; more load as you scroll`;
+    cursor = response.headers.get("X-Next-Cursor");
+    more.textContent = cursor === null ? `${body.children.length} events` : `${body.children.length} events shown; more load as you scroll (or click)`;
+    more.disabled = cursor === null;
     loading = false;
   };
+  more.onclick = load;
   await load();
-  new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }).observe(sentinel);
+  new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }).observe(more);
 }
 
 function highlighted(bytes, start, end, context) {
