@@ -55,6 +55,7 @@ class FailureKind(StrEnum):
     UNRECORDABLE = "unrecordable"
     UNRECORDED = "unrecorded"
     CASSETTE_MISS = "cassette_miss"
+    OUTCOME_UNKNOWN = "outcome_unknown"
 
 
 class FailureWhere(StrEnum):
@@ -101,6 +102,7 @@ FailureKindName: TypeAlias = Literal[
     "unrecordable",
     "unrecorded",
     "cassette_miss",
+    "outcome_unknown",
 ]
 """The values of :class:`FailureKind` as literal strings, which ``ToolResult.fail`` also
 takes (a test holds the two equal)."""
@@ -213,6 +215,10 @@ FAILURE_TABLE: dict[FailureKind, FailureMapping] = {
     ),
     FailureKind.CASSETTE_MISS: FailureMapping(
         "the cassette holds no such call",
+        retried=False, http_status=409, mcp_code=_INTERNAL,
+    ),
+    FailureKind.OUTCOME_UNKNOWN: FailureMapping(
+        "a resumed session: the call was cut before its result and may have acted; not re-run",
         retried=False, http_status=409, mcp_code=_INTERNAL,
     ),
 }

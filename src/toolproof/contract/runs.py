@@ -330,6 +330,13 @@ class ExecutionRuntime(ContentModel):
         session: the id of the recording session the run was recorded in (the id its
             calls' idempotency keys name: :mod:`toolproof.tools.idempotency`), or
             ``None`` (a plan run; absent from the JSON, so such runtimes keep their id).
+        repeatable: for a recording session, each tool (and variant) that declares a
+            call may run again harmlessly, by name: ``read_only`` (``readOnlyHint``),
+            ``idempotent`` (``idempotentHint``) or ``key`` (it honours the idempotency
+            key, ``idempotency = "key"``), the first that holds in that order; a tool
+            not named declares none of the three (the ``acted-once`` check holds its
+            calls to one execution per key: docs/durability.md). ``None`` (absent from
+            the JSON): not recorded (a plan run, or a session recorded before it was).
 
     """
 
@@ -343,12 +350,14 @@ class ExecutionRuntime(ContentModel):
     checks: list[PluginDescriptor] = Field(default_factory=list)
     providers: list[PluginDescriptor] = Field(default_factory=list)
     session: str | None = Field(default=None, min_length=1)
+    repeatable: dict[str, Literal["read_only", "idempotent", "key"]] | None = None
 
     @model_serializer(mode="wrap")
     def _omit_absent_session(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("session") is None:
-            data.pop("session", None)
+        for name in ("session", "repeatable"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
 

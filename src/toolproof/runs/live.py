@@ -71,7 +71,7 @@ from toolproof.runs.recorder import (
 )
 from toolproof.runs.spec import iter_refs
 from toolproof.runs.turns import turn_step_id
-from toolproof.tools.idempotency import SessionKeys
+from toolproof.tools.idempotency import SessionKeys, repeatable
 from toolproof.tools.observe import Observed
 from toolproof.tools.resources import CONFIG_PATH
 from toolproof.tools.toolset import Toolset
@@ -473,9 +473,10 @@ def open_recording(
     }
     if task != SESSION_TASK:
         header["task"] = task
-    reasoner = ToolResultReasoner(ReasonerSpec())
+    reasoner, session = ToolResultReasoner(ReasonerSpec()).descriptor(), session_id or name
+    declared = repeatable(tool.spec for tool in toolset)  # what acted-once holds calls to
     runtime = ExecutionRuntime(
-        toolset=toolset.descriptor(), reasoner=reasoner.descriptor(), session=session_id or name
+        toolset=toolset.descriptor(), reasoner=reasoner, session=session, repeatable=declared
     )
     try:
         directory.mkdir(parents=True)
@@ -489,7 +490,7 @@ def open_recording(
             f"{exc.strerror or exc} ({exc.filename or directory})",
             path=str(exc.filename or directory),
         ) from exc
-    keys = SessionKeys.of(session_id or name, runtime.toolset)
+    keys = SessionKeys.of(session, runtime.toolset)
     return LiveRecording(root, directory, started_at, recorder, keys)
 
 

@@ -31,8 +31,10 @@ key: ``None``. A relocated call carries it to its worker
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from typing import Literal
 
-from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.contract.tools import ToolsetDescriptor, ToolSpec
 from toolproof.identity import canonical_json, digest
 from toolproof.tools.observe import current_call
 
@@ -44,6 +46,7 @@ __all__ = [
     "arguments_digest",
     "current_idempotency_key",
     "idempotency_key",
+    "repeatable",
 ]
 
 IDEMPOTENCY_META_KEY = "io.toolproof/idempotency-key"
@@ -86,6 +89,31 @@ def idempotency_key(
         }
     )
     return KEY_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def repeatable(
+    specs: Iterable[ToolSpec],
+) -> dict[str, Literal["read_only", "idempotent", "key"]]:
+    """What each tool declares about running a call again (``ExecutionRuntime.repeatable``).
+
+    Args:
+        specs: the specs of a Toolset's tools and variants.
+
+    Returns:
+        ``{name: "read_only" | "idempotent" | "key"}``: the first of ``readOnlyHint``,
+        ``idempotentHint`` and ``idempotency = "key"`` that the tool states; a tool
+        stating none is left out (its calls must run at most once per key).
+
+    """
+    out: dict[str, Literal["read_only", "idempotent", "key"]] = {}
+    for spec in specs:
+        if spec.annotations.is_read_only:
+            out[spec.name] = "read_only"
+        elif spec.annotations.is_idempotent:
+            out[spec.name] = "idempotent"
+        elif spec.honours_key:
+            out[spec.name] = "key"
+    return out
 
 
 class Occurrences:

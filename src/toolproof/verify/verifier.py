@@ -10,6 +10,12 @@
 3. ``report`` (``INV-REPORT``, critical): ``report.json`` equals the recomputed
    report byte for byte; ``timings`` (``INV-TIMINGS``, critical): ``timings.json``
    parses.
+
+Beside the sequence, in the same pass and outside ``report.json`` (so the report and
+the run id of a run they do not apply to are unchanged): ``policy`` for a run whose
+runtime records a policy set, ``acted-once`` for a session run whose runtime records
+``repeatable``. Their findings that fail under the policy are failures; the others
+are :attr:`Verification.notes`.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import Finding, Manifest, Policy, Report, Severity, Timings
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json
+from toolproof.verify.acted import ACTED_ONCE_CHECK
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, check_findings, report_of
 from toolproof.verify.policy import POLICY_CHECK
@@ -83,7 +90,9 @@ class Verification:
         run_id: the manifest's run id (``None`` when the manifest is unreadable).
         report: the recomputed report (``None`` when the manifest check failed).
         failures: what fails verification, manifest first, then the ordered checks,
-            then ``report``/``timings``.
+            then ``report``/``timings``, then ``policy`` and ``acted-once``.
+        notes: findings of ``policy`` and ``acted-once`` reported without failing
+            under the policy (an ``outcome_unknown`` call a person should reconcile).
 
     """
 
@@ -91,6 +100,7 @@ class Verification:
     run_id: str | None
     report: Report | None
     failures: list[VerificationFailure] = field(default_factory=list)
+    notes: list[VerificationFailure] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,13 +108,16 @@ class Verification:
         return not self.failures
 
     def to_json(self) -> dict[str, Any]:
-        """The verification as JSON: run id, ok, failures and the report."""
-        return {
+        """The verification as JSON: run id, ok, failures, the report (and notes, if any)."""
+        document: dict[str, Any] = {
             "run_id": self.run_id,
             "ok": self.ok,
             "failures": [failure.to_json() for failure in self.failures],
             "report": self.report.to_json() if self.report is not None else None,
         }
+        if self.notes:
+            document["notes"] = [note.to_json() for note in self.notes]
+        return document
 
 
 def _outer(directory: Path, view: RunView, report: Report) -> list[VerificationFailure]:
@@ -158,9 +171,14 @@ def _sequence(
     return checks, []
 
 
-def _has_policy(view: RunView) -> bool:
-    """Whether ``runtime.json`` records a ``[policy]`` set (docs/policy.md)."""
-    return view.runtime is not None and view.runtime.toolset.policy is not None
+def _outside(view: RunView) -> tuple[Check, ...]:
+    """The checks outside the report's sequence that apply to the run."""
+    runtime = view.runtime
+    if runtime is None:
+        return ()
+    policy = (POLICY_CHECK,) if runtime.toolset.policy is not None else ()  # docs/policy.md
+    acted = (ACTED_ONCE_CHECK,) if runtime.repeatable is not None else ()  # docs/durability.md
+    return (*policy, *acted)
 
 
 def _trace_entry(manifest: Manifest) -> Any:
@@ -219,7 +237,7 @@ def verify_run(
         def tick(count: int) -> None:
             advance(count, total)
 
-    extra = (POLICY_CHECK,) if _has_policy(view) else ()  # outside the report's sequence
+    extra = _outside(view)  # outside the report's sequence
     found = check_findings(view, (*sequence, *extra), progress=tick)
     found, outside = found[: len(sequence)], found[len(sequence) :]
     trace = _trace_entry(manifest)
@@ -237,9 +255,11 @@ def verify_run(
         for file, text in problems
     ]
     failures += _outer(directory, view, stored_policy_report)
-    failures += [
+    judged = [
         VerificationFailure(check.id, item)
         for check, items in zip(extra, outside, strict=True)
         for item in items or ()
     ]
-    return Verification(directory, manifest.run_id, report, failures)
+    failures += [item for item in judged if report.policy.fails(item.finding.severity)]
+    notes = [item for item in judged if not report.policy.fails(item.finding.severity)]
+    return Verification(directory, manifest.run_id, report, failures, notes)

@@ -54,7 +54,7 @@ from toolproof.runs.listing import list_runs
 from toolproof.runs.replay import ReplayResult, replay_run
 from toolproof.runs.run import RunOutcome, execute_run
 from toolproof.runs.spec import load_spec
-from toolproof.verify.verifier import verify_run
+from toolproof.verify.verifier import Verification, verify_run
 
 __all__ = ["register", "runs_app"]
 
@@ -160,6 +160,36 @@ def _run(
         raise exit_for(VerificationError)
 
 
+def _print_verification(verification: Verification, directory: Path) -> None:
+    """The report's table, its notes and the failures, as ``toolproof verify`` prints them."""
+    report = verification.report
+    if report is not None:
+        title = f"verify {verification.run_id}"
+        if verification.run_id != directory.name:
+            title += f" (directory {directory.name})"
+        table = Table(title=title)
+        for column in ("check", "invariant", "status", "findings"):
+            table.add_column(column)
+        for result in report.results:
+            table.add_row(
+                result.check,
+                result.invariant,
+                row_status(result, report.policy),
+                str(len(result.findings)),
+            )
+        out_console.print(table)
+        for result in report.results:
+            for finding in result.findings:
+                if not report.policy.fails(finding.severity):
+                    out_console.print(
+                        f"[yellow]note[/] {escape(finding_line(result.check, finding))}"
+                    )
+    for note in verification.notes:  # acted-once: an outcome_unknown call to reconcile
+        out_console.print(f"[yellow]note[/] {escape(str(note))}")
+    for failure in verification.failures:
+        err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
+
+
 def _verify(
     run: str = RunArgument,
     root: Path = RootOption,
@@ -211,30 +241,7 @@ def _verify(
             document["ok"] = verification.ok and signed_ok
         emit_json(with_link(document, link))
     else:
-        report = verification.report
-        if report is not None:
-            title = f"verify {verification.run_id}"
-            if verification.run_id != directory.name:
-                title += f" (directory {directory.name})"
-            table = Table(title=title)
-            for column in ("check", "invariant", "status", "findings"):
-                table.add_column(column)
-            for result in report.results:
-                table.add_row(
-                    result.check,
-                    result.invariant,
-                    row_status(result, report.policy),
-                    str(len(result.findings)),
-                )
-            out_console.print(table)
-            for result in report.results:
-                for finding in result.findings:
-                    if not report.policy.fails(finding.severity):
-                        out_console.print(
-                            f"[yellow]note[/] {escape(finding_line(result.check, finding))}"
-                        )
-        for failure in verification.failures:
-            err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
+        _print_verification(verification, directory)
         lock = run_lock(directory)
         out_console.print(f"tool lock: {lock}" if lock else "tool lock: none (no toolproof.lock)")
         if signatures is not None:

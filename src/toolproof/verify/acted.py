@@ -1,0 +1,170 @@
+"""The ``acted-once`` check: a call that must not act twice ran at most once per key.
+
+A recording session records, in ``runtime.json``, what each tool declares about
+running a call again (``repeatable``: ``read_only``, ``idempotent`` or ``key``;
+docs/durability.md). A tool that declares none of the three acts every time its body
+runs, so from the run directory alone the check proves, for every idempotency key of
+such a tool's calls:
+
+* **at most one execution**: one ``tool_called`` whose body ran (its result is a value
+  or a failure other than those that say the body did not run, :data:`NOT_RUN`), and no
+  further attempt inside it: a ``failure_observed`` that a layer recovered from
+  (``retry`` ran the call again) or a result whose ``detail.attempts`` is above 1 is a
+  second execution under the same key;
+* **every ``outcome_unknown`` is reported**: a call a resumed session could not re-run
+  (it was cut before its result and may have acted) is a warning naming the call and
+  its key, so a person can reconcile it (``outcome_unknown`` is reported for every
+  tool).
+
+A tool that honours the key (``key``) may run a call's body again under its key (the
+service acts once per key): its attempts are one action by its declaration. Read-only
+and idempotent tools are not held to anything. A run without ``repeatable`` (a plan
+run, or a session recorded before it existed) is not checked.
+
+Memory: per call of a tool declaring none of the three, its key, call id and event
+index (about 0.3 kB), kept to the end of the pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolproof.bundle.trace import TraceLine
+from toolproof.contract.layout import TRACE_FILE
+from toolproof.contract.runs import Finding, Severity
+from toolproof.contract.trace import FailureObserved, ToolCalled, ToolReturned
+from toolproof.failures import FailureKind
+from toolproof.verify.base import Check, Findings, finding, stream_check
+from toolproof.verify.view import RunView
+
+__all__ = ["ACTED_ONCE_CHECK", "NOT_RUN", "ActedOnceState", "acted_once_state"]
+
+NOT_RUN = frozenset(
+    {
+        FailureKind.INVALID_ARGUMENTS,
+        FailureKind.CANCELLED,
+        FailureKind.DESCRIPTOR_MISMATCH,
+        FailureKind.APPROVAL_PENDING,
+        FailureKind.APPROVAL_DENIED,
+        FailureKind.DENIED_BY_POLICY,
+        FailureKind.UNKNOWN_TOOL,
+        FailureKind.UNRECORDED,
+        FailureKind.CASSETTE_MISS,
+        FailureKind.OUTCOME_UNKNOWN,
+    }
+)
+"""Failure kinds that say the call's body did not run (docs/failures.md)."""
+
+
+class ActedOnceState:
+    """The ``acted-once`` check's state over one pass of the trace.
+
+    Args:
+        declared: ``runtime.json``'s ``repeatable`` (tool name to ``read_only``,
+            ``idempotent`` or ``key``); a tool not in it must act at most once per key.
+
+    """
+
+    def __init__(self, declared: dict[str, str]) -> None:
+        self.declared = declared
+        self.out = Findings()
+        self.calls: dict[str, tuple[str, str, int]] = {}  # call id: (tool, key, called at)
+        self.executed: dict[str, tuple[str, int]] = {}  # key: (call id, called at)
+        self.again: set[str] = set()  # calls found running more than once
+
+    def _add(self, severity: Severity, message: str, **detail: Any) -> None:
+        self.out.add(finding(severity, TRACE_FILE, message, **detail))
+
+    def feed(self, line: TraceLine) -> None:
+        """Take the next event (see the module docstring)."""
+        event = line.event
+        if isinstance(event, ToolCalled):
+            key = event.idempotency_key
+            if key is not None:
+                self.calls[event.call_id] = (event.call.tool, key, event.idx)
+        elif isinstance(event, ToolReturned):
+            self._returned(event)
+        elif isinstance(event, FailureObserved) and event.recovered_by:
+            self._recovered(event)
+
+    def _recovered(self, event: FailureObserved) -> None:
+        """A layer recovered from a failed attempt by running the call again."""
+        if event.failure.kind not in NOT_RUN:
+            how = (
+                f"after its attempt failed {event.failure.kind} ({event.recovered_by!r} "
+                f"ran it again; failure_observed at event {event.idx})"
+            )
+            self._again(event.call_id, how)
+
+    def _returned(self, event: ToolReturned) -> None:
+        called = self.calls.get(event.call_id)
+        if called is None:
+            return
+        tool, key, at = called
+        failure = event.result.failure
+        if failure is not None and failure.kind == FailureKind.OUTCOME_UNKNOWN:
+            self._add(
+                Severity.WARNING,
+                f"event {event.idx}: the outcome of call {event.call_id} to {tool!r} (key "
+                f"{key}) is unknown: it was cut before its result and not re-run; find out "
+                "whether it acted and record it (toolproof sessions reconcile)",
+                event=event.idx,
+                call=event.call_id,
+                key=key,
+            )
+        if tool in self.declared:
+            del self.calls[event.call_id]  # harmless, or may run again under its key
+            return
+        if failure is not None and failure.kind in NOT_RUN:
+            return
+        first = self.executed.setdefault(key, (event.call_id, at))
+        if first != (event.call_id, at):
+            self._twice(key, tool, first, f"by call {event.call_id} at event {at}")
+        attempts = failure.detail.get("attempts") if failure is not None else None
+        if type(attempts) is int and attempts > 1:
+            how = f"in {attempts} attempts (tool_returned at event {event.idx})"
+            self._again(event.call_id, how)
+
+    def _again(self, call_id: str, how: str) -> None:
+        """Another attempt of a call whose tool must act at most once: a second execution."""
+        called = self.calls.get(call_id)
+        if called is None or called[0] in self.declared or call_id in self.again:
+            return
+        self.again.add(call_id)
+        tool, key, at = called
+        self._twice(key, tool, (call_id, at), f"again by the same call, {how}")
+
+    def _twice(self, key: str, tool: str, first: tuple[str, int], second: str) -> None:
+        self._add(
+            Severity.CRITICAL,
+            f"idempotency key {key} of tool {tool!r} (neither read-only nor idempotent, nor "
+            f"honouring the key) was executed twice: by call {first[0]} at event {first[1]} "
+            f"and {second} (rule: at most one execution per key; docs/durability.md)",
+            key=key,
+            call=first[0],
+            event=first[1],
+        )
+
+    def finish(self) -> list[Finding]:
+        """The findings, in the order found."""
+        return list(self.out)
+
+
+def acted_once_state(view: RunView) -> ActedOnceState | None:
+    """The check's state, or ``None`` when ``runtime.json`` records no ``repeatable``."""
+    runtime = view.runtime
+    if runtime is None or runtime.repeatable is None:
+        return None
+    return ActedOnceState(dict(runtime.repeatable))
+
+
+ACTED_ONCE_CHECK = Check(
+    "acted-once",
+    "INV-ACTED-ONCE",
+    Severity.CRITICAL,
+    "each call of a tool neither read-only, idempotent nor keyed ran at most once per "
+    "idempotency key (attempts included); every outcome_unknown is reported",
+    lambda view: stream_check(view, acted_once_state),
+    stream=acted_once_state,
+)
+"""The ``acted-once`` check, run by ``verify_run`` for session runs (docs/durability.md)."""
