@@ -253,5 +253,5 @@ def test_http_off_loopback_without_a_token_is_refused() -> None:
     assert done.returncode == 1
     assert (
         "serving MCP over HTTP on '0.0.0.0' (not loopback) needs a bearer token: pass "
-        "--token-file FILE or set TOOLPROOF_MCP_TOKEN"
+        "--token-file FILE, --clients FILE or set TOOLPROOF_MCP_TOKEN"
     ) in done.stderr

@@ -289,11 +289,15 @@ class PolicySet:
 
 
 class PolicyGate:
-    """One session's evaluation of its calls: the principal, the counters, the clock.
+    """One session's or server's evaluation of its calls: principals, counters, the clock.
+
+    The counters are kept per principal: ``calls`` and ``total_calls`` count the
+    calls of the principal deciding, so each served client is its own session.
 
     Args:
         policy: the Toolset's policy set.
-        principal: ``Type::id`` (:func:`principal_entity` checks it now).
+        principal: ``Type::id`` (:func:`principal_entity` checks it now): who a call
+            that names no principal of its own acts for.
 
     Raises:
         PolicyError: a principal that is not ``Type::id``.
@@ -304,12 +308,19 @@ class PolicyGate:
         principal_entity(principal)
         self.policy = policy
         self.principal = principal
-        self._calls: dict[str, int] = {}
-        self._total = 0
+        self._calls: dict[tuple[str, str], int] = {}
+        self._total: dict[str, int] = {}
         self._start = time.monotonic()
 
-    def denied(self, tool: Any, arguments: dict[str, Any]) -> ToolResult | None:
+    def denied(
+        self, tool: Any, arguments: dict[str, Any], principal: str | None = None
+    ) -> ToolResult | None:
         """Decide one call and report it (:func:`~toolproof.tools.observe.note_policy`).
+
+        Args:
+            tool: the called :class:`~toolproof.tools.tool.Tool`.
+            arguments: its validated arguments.
+            principal: who the call acts for (a served client), else the gate's.
 
         Returns:
             ``None`` when allowed; else the ``denied_by_policy`` failure (``where``
@@ -317,14 +328,15 @@ class PolicyGate:
             ``errors``) to return instead of running the body.
 
         """
-        decision, event = self.decide(tool, arguments)
+        who = principal or self.principal
+        decision, event = self.decide(tool, arguments, who)
         note_policy(event)
         if decision.decision == "allow" and (not decision.approval or asks_always(tool)):
             return None
         detail: dict[str, Any] = {
             "determining": list(decision.determining),
             "digest": self.policy.digest,
-            "principal": self.principal,
+            "principal": who,
             "errors": list(decision.errors),
         }
         if decision.decision == "allow":
@@ -338,17 +350,28 @@ class PolicyGate:
             named = ", ".join(decision.determining) or f"none (default {self.policy.default!r})"
             errors = f"; Cedar errors: {'; '.join(decision.errors)}" if decision.errors else ""
             why = f"determining {named}{errors}"
-        message = f"call to {tool.name!r} by {self.principal} denied by policy: {why}"
+        message = f"call to {tool.name!r} by {who} denied by policy: {why}"
         return ToolResult.fail("denied_by_policy", message, where="runtime", detail=detail)
 
-    def decide(self, tool: Any, arguments: dict[str, Any]) -> tuple[PolicyDecision, dict[str, Any]]:
+    def decide(
+        self, tool: Any, arguments: dict[str, Any], principal: str | None = None
+    ) -> tuple[PolicyDecision, dict[str, Any]]:
         """Decide one call of ``tool`` (a :class:`~toolproof.tools.tool.Tool`); count it.
+
+        Args:
+            tool: the called tool.
+            arguments: its validated arguments.
+            principal: ``Type::id`` the call acts for (default: the gate's).
 
         Returns:
             The decision and the ``policy_decided`` event fields (``digest``,
             ``decision``, ``determining``, ``errors``, ``request``).
 
+        Raises:
+            PolicyError: ``principal`` is not ``Type::id``.
+
         """
+        who = principal or self.principal
         hints = tool.spec.annotations
         attributes = {
             "read_only": hints.readOnlyHint is True,
@@ -356,13 +379,13 @@ class PolicyGate:
             "source": tool.source,
         }
         counters = {
-            "calls": self._calls.get(tool.name, 0),
-            "total_calls": self._total,
+            "calls": self._calls.get((who, tool.name), 0),
+            "total_calls": self._total.get(who, 0),
             "elapsed_seconds": int(time.monotonic() - self._start),
         }
-        self._calls[tool.name] = counters["calls"] + 1
-        self._total += 1
-        request = cedar_request(self.principal, tool.name, attributes, arguments, counters)
+        self._calls[who, tool.name] = counters["calls"] + 1
+        self._total[who] = counters["total_calls"] + 1
+        request = cedar_request(who, tool.name, attributes, arguments, counters)
         decision = self.policy.decide(request)
         event = {
             "type": "policy_decided",
@@ -388,8 +411,13 @@ def asks_always(tool: Any) -> bool:
     return False
 
 
-async def gated_call(gate: PolicyGate | None, tool: Any, arguments: Any) -> ToolResult:
+async def gated_call(
+    gate: PolicyGate | None, tool: Any, arguments: Any, principal: str | None = None
+) -> ToolResult:
     """``tool.call(arguments)`` with ``gate`` deciding first (``None``: no policy).
+
+    ``principal`` is who the call acts for (a served client's ``Agent::<name>``);
+    ``None``: the gate's own.
 
     The decision comes after the arguments validate (invalid ones fail
     ``invalid_arguments`` undecided) and before every layer of the tool (``approve``
@@ -397,7 +425,7 @@ async def gated_call(gate: PolicyGate | None, tool: Any, arguments: Any) -> Tool
     :meth:`PolicyGate.denied` and nothing of the tool runs.
     """
     if gate is not None and tool.check_arguments(arguments) is None:
-        denied = gate.denied(tool, copy.deepcopy(arguments))
+        denied = gate.denied(tool, copy.deepcopy(arguments), principal)
         if denied is not None:
             return denied
     result: ToolResult = await tool.call(arguments)

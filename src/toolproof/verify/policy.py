@@ -8,17 +8,19 @@ from the run directory alone:
   ``policy_decided`` names that digest;
 * each ``policy_decided`` sits right before its call's ``tool_called`` (an approval
   event may come between), and its request is that call's: the same tool, the same
-  arguments, the call counts the trace gives (``calls``: earlier decided calls of the
-  tool; ``total_calls``: all earlier decided calls) and one principal for the run;
+  arguments, the call counts the trace gives for its principal (``calls``: the
+  principal's earlier decided calls of the tool; ``total_calls``: all its earlier
+  decided calls; a served run has a principal per named client);
 * Cedar, given the stored policies and the recorded request, gives the recorded
   decision, determining ids and errors;
 * a denied call failed ``denied_by_policy`` (its body never ran), an allowed one did
   not; a call with no decision failed ``invalid_arguments`` (validation comes first).
 
 In segment 2 or later of a sealed session (``segment.json``) the counts continue the
-earlier segments': each tool's first count and the first ``total_calls`` are taken as
-recorded, and must increase by one from there. ``elapsed_seconds`` is the request's
-word (a wall clock cannot be re-read). Its
+earlier segments': each principal's first count of each tool and first ``total_calls``
+are taken as recorded, and must increase by one from there. ``elapsed_seconds`` and the
+principal are the request's word (a wall clock cannot be re-read; a served client's
+name is its token's, which the run does not hold). Its
 findings are verification failures named ``policy`` outside ``report.json``'s check
 sequence (like ``manifest``), so runs without a policy keep their report and id.
 """
@@ -59,9 +61,8 @@ class PolicyState:
         self.approved: set[str] = set()  # pending calls with an approving decision
         self.unapproved: set[str] = set()  # approval required, none given: must not run
         self.decided: dict[str, PolicyDecided] = {}
-        self.calls: dict[str, int] = {}
-        self.total: int | None = None
-        self.principal: str | None = None
+        self.calls: dict[tuple[str, str], int] = {}  # (principal, tool): decided calls
+        self.total: dict[str, int] = {}  # principal: decided calls
         self.later = later_segment(view.directory)  # its counts continue its predecessor's
         self.policy: PolicySet | None = None
         try:
@@ -113,18 +114,20 @@ class PolicyState:
         context = request.get("context")
         context = context if isinstance(context, dict) else {}
         tool = called.call.tool
-        seen = self.calls.get(tool)
+        who = str(request.get("principal"))  # the counts are the principal's own
+        seen = self.calls.get((who, tool))
         # a later segment's first call of a tool continues its predecessor's count
         calls = seen if seen is not None else self._start(context.get("calls"))
-        total = self.total if self.total is not None else self._start(context.get("total_calls"))
+        total = self.total.get(who)
+        total = total if total is not None else self._start(context.get("total_calls"))
         expected: dict[str, Any] = {
             "tool": tool,
             "arguments": dict(called.call.arguments),
             "calls": calls,
             "total_calls": total,
         }
-        self.calls[tool] = calls + 1
-        self.total = total + 1
+        self.calls[who, tool] = calls + 1
+        self.total[who] = total + 1
         given = {
             "tool": request.get("tool"),
             "arguments": context.get("arguments"),
@@ -140,16 +143,6 @@ class PolicyState:
                     call=called.call_id,
                 )
                 return
-        principal = request.get("principal")
-        if self.principal is None:
-            self.principal = str(principal)
-        elif principal != self.principal:
-            self._add(
-                f"{where}: principal {principal!r}, but the run's first decision names "
-                f"{self.principal!r}",
-                event=decided.idx,
-                call=called.call_id,
-            )
         if decided.digest != self.digest:
             self._add(
                 f"{where}: names policy set {decided.digest}, but runtime.json records "

@@ -87,14 +87,28 @@ MCP_TOKEN_ENV = "TOOLPROOF_MCP_TOKEN"
 """The environment variable that holds the bearer token of ``serve --http``."""
 
 
-def _mcp_token(host: str, token_file: Path | None) -> str | None:
+def _mcp_token(host: str, token_file: Path | None, clients: bool = False) -> str | None:
+    """The single bearer token of ``serve --http`` (``None`` with ``--clients``: theirs).
+
+    Raises:
+        InputError: a bad token, ``--token-file`` with ``--clients``, or a host that is
+            not loopback with neither.
+
+    """
     from toolproof.adapters.http.tokens import is_loopback, resolve_token
 
+    if clients:
+        if token_file is not None:
+            raise InputError(
+                "--clients and --token-file are two ways to say who may call: give one "
+                "(--clients names each client's token; $TOOLPROOF_MCP_TOKEN is not used with it)"
+            )
+        return None
     token = resolve_token(None, token_file, MCP_TOKEN_ENV)
     if token is None and not is_loopback(host):
         raise InputError(
             f"serving MCP over HTTP on {host!r} (not loopback) needs a bearer token: "
-            f"pass --token-file FILE or set {MCP_TOKEN_ENV}",
+            f"pass --token-file FILE, --clients FILE or set {MCP_TOKEN_ENV}",
             host=host,
         )
     return token
@@ -106,6 +120,7 @@ async def _serve_mcp(
     record: Path | None,
     token_file: Path | None = None,
     segment_calls: int | None = None,
+    clients_file: Path | None = None,
 ) -> None:
     try:
         from toolproof.adapters.mcp.server import StdioWire
@@ -114,14 +129,21 @@ async def _serve_mcp(
             f"toolproof serve needs the mcp SDK 2.x: pip install 'mcp>=2.3' ({exc})"
         ) from exc
 
+    from toolproof.adapters.http.tokens import load_named_tokens
+
     address = parse_address(http) if http is not None else None
-    token = _mcp_token(address[0], token_file) if address is not None else None
+    if clients_file is not None and address is None:
+        raise InputError("--clients needs --http HOST:PORT (over stdio the client is the parent)")
+    clients = load_named_tokens(clients_file, "--clients") if clients_file is not None else None
+    token = _mcp_token(address[0], token_file, bool(clients)) if address is not None else None
     stop = asyncio.Event()
     _stop_on_signals(stop)
     # stdio: fd 1 carries JSON-RPC only, from before the first user module is imported
     wire = StdioWire() if address is None else None
     try:
-        clean = await _serve_loaded(config, address, token, record, stop, wire, segment_calls)
+        clean = await _serve_loaded(
+            config, address, token, record, stop, wire, segment_calls, clients
+        )
     finally:
         if wire is not None:
             wire.release()
@@ -141,6 +163,7 @@ async def _serve_loaded(
     stop: asyncio.Event,
     wire: StdioWire | None,
     segment_calls: int | None = None,
+    clients: dict[str, str] | None = None,
 ) -> bool:
     """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
     from toolproof.adapters.mcp.server import (
@@ -176,6 +199,7 @@ async def _serve_loaded(
                     port,
                     stop,
                     token=token,
+                    clients=clients,
                     ready=lambda: err_console.print(
                         f"toolproof: serving {serving} over MCP at http://{shown}:{port}/mcp"
                     ),
@@ -258,6 +282,13 @@ def register(app: typer.Typer) -> None:
             help="With --http: require this bearer token (the file's first line; "
             "default $TOOLPROOF_MCP_TOKEN). Required off loopback.",
         ),
+        clients_file: Path | None = typer.Option(
+            None,
+            "--clients",
+            help='With --http: named client tokens (TOML, NAME = "TOKEN" per line); each '
+            "request carries one, and \\[policy] decides its calls for Agent::NAME.",
+            metavar="FILE",
+        ),
         segment_calls: int | None = typer.Option(
             None,
             "--segment-calls",
@@ -268,7 +299,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
-        run_async(_serve_mcp(config, http, record, token_file, segment_calls))
+        run_async(_serve_mcp(config, http, record, token_file, segment_calls, clients_file))
 
     @app.command("serve-api", cls=ToolproofCommand, epilog=docs_epilog("serve.md"))
     def serve_api(

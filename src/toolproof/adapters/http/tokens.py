@@ -21,8 +21,10 @@ from toolproof.adapters.http.rebinding import loopback_address
 from toolproof.errors import AuthenticationError, InputError, error_mapping
 
 __all__ = [
+    "CLIENT_STATE",
     "MIN_TOKEN_CHARS",
     "BearerGuard",
+    "ClientBearerGuard",
     "NamedBearerGuard",
     "bearer_problem",
     "is_loopback",
@@ -106,12 +108,14 @@ def resolve_token(token: str | None, token_file: Path | None, env: str) -> str |
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 
 
-def load_named_tokens(path: Path) -> dict[str, str]:
+def load_named_tokens(path: Path, option: str = "--approvers") -> dict[str, str]:
     """Read a file of named bearer tokens: TOML, one ``NAME = "TOKEN"`` per line.
 
     The name is who a request carrying the token acts as (an approver's decision is
-    recorded under it); names match ``^[A-Za-z0-9_.-]{1,64}$``; each token follows the
-    rules of :func:`resolve_token` and is used by one name only.
+    recorded under it; a served client's calls are decided for ``Agent::NAME``); names
+    match ``^[A-Za-z0-9_.-]{1,64}$``; each token follows the rules of
+    :func:`resolve_token` and is used by one name only. ``option`` is the command-line
+    option that named the file, for the messages.
 
     Returns:
         ``{name: token}`` in file order.
@@ -121,7 +125,7 @@ def load_named_tokens(path: Path) -> dict[str, str]:
             name or token breaks its rule, two names share a token, or it names none.
 
     """
-    where = f"--approvers {str(path)!r}"
+    where = f"{option} {str(path)!r}"
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -289,4 +293,40 @@ class NamedBearerGuard:
             except AuthenticationError as exc:
                 await _refuse(send, exc.message)
                 return
+        await self.app(scope, receive, send)
+
+
+CLIENT_STATE = "toolproof.client"
+"""The key of ``scope["state"]`` under which :class:`ClientBearerGuard` leaves the name of
+the client a request's token belongs to (read back from the Starlette request's state)."""
+
+
+class ClientBearerGuard:
+    """ASGI middleware: every HTTP request carries one of the named client ``tokens``.
+
+    A request without one gets the 401 of :class:`BearerGuard` before its body is read;
+    one with a token goes on with the token's name in ``scope["state"][CLIENT_STATE]``
+    (a copy of the scope and its state: nothing shared between requests is changed), so
+    what serves it knows who is calling (``toolproof serve --clients``).
+
+    Args:
+        app: the ASGI app to guard (every HTTP request).
+        tokens: ``{name: token}`` (:func:`load_named_tokens`); not empty.
+
+    """
+
+    def __init__(self, app: ASGIApp, tokens: Mapping[str, str]) -> None:
+        self.app = app
+        self.tokens = dict(tokens)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection; an HTTP request without a named token gets a 401."""
+        if scope["type"] == "http":
+            raw = dict(scope.get("headers", [])).get(b"authorization")
+            try:
+                name = named_bearer(raw.decode("latin-1") if raw else None, self.tokens)
+            except AuthenticationError as exc:
+                await _refuse(send, exc.message)
+                return
+            scope = {**scope, "state": {**scope.get("state", {}), CLIENT_STATE: name}}
         await self.app(scope, receive, send)

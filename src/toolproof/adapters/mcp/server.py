@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolproof.adapters.http.asgi import serve_asgi
 from toolproof.adapters.http.rebinding import HostGuard, loopback_names
-from toolproof.adapters.http.tokens import BearerGuard
+from toolproof.adapters.http.tokens import CLIENT_STATE, BearerGuard, ClientBearerGuard
 from toolproof.adapters.mcp.content import (
     FAILURE_META_KEY,
     WRAP_KEY,
@@ -61,6 +61,7 @@ __all__ = [
     "RecordingObserver",
     "StdioWire",
     "build_server",
+    "client_principal",
     "mcp_error",
     "mcp_output_schema",
     "mcp_result",
@@ -193,6 +194,20 @@ def _unknown_tool(toolset: Toolset, name: str) -> MCPError:
     )
 
 
+def client_principal(ctx: Any) -> str | None:
+    """Who a served request acts for: ``Agent::<name>`` of its named client token, or ``None``.
+
+    The name is the one :class:`~toolproof.adapters.http.tokens.ClientBearerGuard` left
+    in the HTTP request's state (``serve --http --clients FILE``); a request over
+    stdio, or one served with a single token or none, names no client.
+    """
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    name = state.get(CLIENT_STATE) if isinstance(state, dict) else None
+    return f"Agent::{name}" if isinstance(name, str) and name else None
+
+
 def build_server(
     toolset: Toolset,
     *,
@@ -215,7 +230,7 @@ def build_server(
 
     """
     served = {tool.name: tool for tool in toolset.exposed()}
-    policy = toolset.policy  # [policy]: one principal and one set of counters per server
+    policy = toolset.policy  # [policy]: counters per principal (each named client its own)
     gate = None if policy is None else PolicyGate(policy, DEFAULT_PRINCIPAL)
     listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in served.values()])
     schemas = {name: tool.spec.input_schema for name, tool in served.items()}
@@ -240,9 +255,10 @@ def build_server(
         if tool is None:
             raise _unknown_tool(toolset, params.name)
         arguments: Any = params.arguments if params.arguments is not None else {}
+        principal = client_principal(ctx)  # the named client token's, else the gate's
         if observer is None:
             channel = RequestChannel(ctx, levels)
-            observed = await observe(gated_call(gate, tool, arguments), channel=channel)
+            observed = await observe(gated_call(gate, tool, arguments, principal), channel=channel)
             return mcp_result(tool, observed.result).reply
         await observer.room()
         try:
@@ -255,7 +271,7 @@ def build_server(
         channel = RequestChannel(ctx, levels, relayed)
         try:
             observed = await observe(
-                gated_call(gate, tool, arguments),
+                gated_call(gate, tool, arguments, principal),
                 relayed,
                 call_id=call_id,
                 channel=channel,
@@ -294,6 +310,7 @@ async def serve_http(
     stop: asyncio.Event,
     *,
     token: str | None = None,
+    clients: Mapping[str, str] | None = None,
     ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``server`` over MCP streamable HTTP at ``http://HOST:PORT/mcp`` until ``stop`` is set.
@@ -302,15 +319,26 @@ async def serve_http(
     requests whose ``Host`` and ``Origin`` name the bound address and port are served
     (:class:`~toolproof.adapters.http.rebinding.HostGuard`, the guard ``serve-api`` uses: 421
     or 403 otherwise); the SDK's own, narrower check is off. With ``token``, every
-    request must carry ``Authorization: Bearer <token>`` (401 otherwise). In-flight
-    requests finish before it returns; ``ready`` is called once the socket listens.
+    request must carry ``Authorization: Bearer <token>`` (401 otherwise). With
+    ``clients`` (``{name: token}``, instead of ``token``), every request must carry one
+    of them, and its calls are decided by ``[policy]`` for ``Agent::<name>``
+    (:func:`client_principal`). In-flight requests finish before it returns; ``ready``
+    is called once the socket listens.
+
+    Raises:
+        ValueError: both ``token`` and ``clients`` are given.
+
     """
+    if token is not None and clients:
+        raise ValueError("serve_http takes token or clients, not both")
     app: Any = server.streamable_http_app(
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     if token is not None:
         app = BearerGuard(app, token)
+    elif clients:
+        app = ClientBearerGuard(app, clients)
     names = loopback_names(host, port)
     if names is not None:
         app = HostGuard(app, names)
