@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,16 @@ from toolproof.contract.tools import ToolResult
 from toolproof.tools.toolset import Toolset
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sandbox" / "sandbox_tools.py"
-TOOLS = ("environ", "write", "listing", "connect", "connect_quietly", "shell", "sleep")
+TOOLS = (
+    "environ",
+    "write",
+    "listing",
+    "connect",
+    "connect_quietly",
+    "connect_unix",
+    "shell",
+    "sleep",
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="needs bubblewrap (apt-get install bubblewrap)"
@@ -58,7 +70,18 @@ def test_environment_is_scrubbed_to_the_named_variables(toolset: Toolset) -> Non
     assert scratch.startswith("/tmp/toolproof-sandbox-")
 
 
-def test_scratch_is_writable_and_empty_at_every_call(toolset: Toolset) -> None:
+def test_scratch_is_writable_and_empty_at_every_call(tmp_path: Path) -> None:
+    async def session() -> list[Any]:
+        async with load_toolset(write_config(tmp_path, "workers = 1")) as built:
+            first = await built["listing_sandbox"].call({})
+            written = await built["write_sandbox"].call({"path": "note.txt", "text": "hi"})
+            after = await built["listing_sandbox"].call({})
+            return [first.value, Path(written.value).name, after.value]
+
+    assert asyncio.run(session()) == [[], "note.txt", []]
+
+
+def test_a_relative_write_lands_in_scratch(toolset: Toolset) -> None:
     written = call(toolset, "write", {"path": "note.txt", "text": "hello"}).value
     assert Path(written).name == "note.txt"
     assert call(toolset, "listing", {}).value == []
@@ -159,4 +182,88 @@ def test_an_allow_entry_that_is_not_host_port_is_refused(tmp_path: Path) -> None
         "cannot apply combo [sandbox] to tool 'connect': invalid config for extension "
         "'sandbox': allow: allow entry 'api.example.com' is not host:port (a host name or "
         "IPv4 address, a port 1-65535)"
+    )
+
+
+def greeter() -> int:
+    """A real TCP server on a free loopback port that greets each connection; its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port: int = server.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            connection, _ = server.accept()
+            with connection:
+                connection.sendall(f"hello from {port}\n".encode())
+
+    threading.Thread(target=serve, daemon=True).start()
+    return port
+
+
+@pytest.fixture(scope="module")
+def open_toolset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Toolset, int, int]]:
+    """A sandbox allowing one port by address and one by ``localhost``; their ports."""
+    allowed, other = greeter(), greeter()
+    folder = tmp_path_factory.mktemp("sandbox-allow")
+    backends = f'allow = ["127.0.0.1:{allowed}", "localhost:{other}"]\nworkers = 1\ntimeout = 20'
+    built = asyncio.run(build_toolset(write_config(folder, backends)))
+    yield built, allowed, other
+    asyncio.run(built.aclose())
+
+
+def test_an_allowed_port_is_reached_through_the_allow_list(
+    open_toolset: tuple[Toolset, int, int],
+) -> None:
+    toolset, allowed, _ = open_toolset
+    result = call(toolset, "connect", {"host": "127.0.0.1", "port": allowed})
+    assert result.value == f"hello from {allowed}"
+    again = call(toolset, "connect", {"host": "127.0.0.1", "port": allowed})
+    assert again.value == f"hello from {allowed}"
+
+
+def test_an_allowed_host_name_resolves_inside_the_sandbox(
+    open_toolset: tuple[Toolset, int, int],
+) -> None:
+    toolset, _, other = open_toolset
+    assert call(toolset, "connect", {"host": "localhost", "port": other}).value == (
+        f"hello from {other}"
+    )
+
+
+def test_a_port_not_in_allow_stays_closed(open_toolset: tuple[Toolset, int, int]) -> None:
+    toolset = open_toolset[0]
+    other = greeter()  # a real server, not in allow
+    failure = call(toolset, "connect", {"host": "127.0.0.1", "port": other}).failure
+    assert failure is not None
+    assert failure.message == (
+        f"tool 'connect' broke its sandbox profile: egress denied: 127.0.0.1:{other} not in allow"
+    )
+    script = (
+        f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {other}))\""
+    )
+    result = call(toolset, "shell", {"script": script}).value
+    assert result["status"] == 1
+    assert result["stderr"].endswith("ConnectionRefusedError: [Errno 111] Connection refused")
+    lookup = call(toolset, "connect", {"host": "evil.example", "port": 443}).failure
+    assert lookup is not None
+    assert lookup.message == (
+        "tool 'connect' broke its sandbox profile: egress denied: evil.example:443 not in allow"
+    )
+
+
+def test_unix_sockets_cannot_be_opened(toolset: Toolset, tmp_path: Path) -> None:
+    path = str(tmp_path / "service.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(path)
+        server.listen()
+        result = call(toolset, "connect_unix", {"path": path}).value
+    assert result == "PermissionError: Permission denied"
+
+
+def test_an_allow_entry_outside_loopback_needs_a_host_name(tmp_path: Path) -> None:
+    rules = quarantined(write_config(tmp_path, 'allow = ["10.1.2.3:80"]'))
+    assert rules["connect_sandbox"] == (
+        "cannot apply combo [sandbox] to tool 'connect': invalid config for extension "
+        "'sandbox': allow: allow entry '10.1.2.3:80': the sandbox reaches an address outside "
+        "127.0.0.0/8 only by a host name (its /etc/hosts maps the name)"
     )

@@ -144,12 +144,13 @@ class ProcessPool:
         command = [self.python, "-m", WORKER_MODULE, "--config", str(self.config_path)]
         if self.max_result_bytes != MAX_FRAME:
             command += ["--max-result-bytes", str(self.max_result_bytes)]
-        command, env = self._launch(cell, command)
+        command, env, fds = self._launch(cell, command)
         proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
+            pass_fds=fds,
             start_new_session=True,
             env=env,
         )
@@ -173,13 +174,15 @@ class ProcessPool:
         """The container of a new worker (a subclass may add to it)."""
         return Cell(use_cgroup=self.use_cgroup)
 
-    def _launch(self, cell: Cell, command: list[str]) -> tuple[list[str], dict[str, str]]:
-        """The command and environment that start a worker ``command`` in ``cell``."""
+    def _launch(
+        self, cell: Cell, command: list[str]
+    ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+        """The command, environment and inherited fds that start ``command`` in ``cell``."""
         env = dict(os.environ)
         env.pop(WORKER_ENV, None)
         env.update(cell.environment())
         env[PARENT_ENV] = str(os.getpid())
-        return command, env
+        return command, env, ()
 
     async def _greet(self, worker: WorkerHandle) -> str | None:
         """Read the worker's hello; return why it cannot serve, or ``None``."""

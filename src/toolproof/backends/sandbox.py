@@ -22,10 +22,12 @@ it: a sandbox variant never runs a body unconfined.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,8 +36,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolproof.backends.containment import TAG_ENV, Cell
+from toolproof.backends.egress import EgressLink, EgressProxy, inside_addresses
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME
+from toolproof.backends.seccomp import write_filter
 from toolproof.backends.worker import WORKER_ENV
 from toolproof.contract.bounds import Seconds
 from toolproof.errors import BackendError
@@ -111,6 +115,15 @@ class SandboxConfig(BaseModel):
                 raise ValueError(
                     f"allow entry {entry!r} is not host:port (a host name or IPv4 address, "
                     "a port 1-65535)"
+                )
+            try:
+                address = ipaddress.IPv4Address(found["host"])
+            except ValueError:
+                continue
+            if not address.is_loopback:
+                raise ValueError(
+                    f"allow entry {entry!r}: the sandbox reaches an address outside "
+                    "127.0.0.0/8 only by a host name (its /etc/hosts maps the name)"
                 )
         return tuple(sorted(set(entries)))
 
@@ -213,16 +226,67 @@ def check_mechanisms(bwrap: str) -> str:
 
 
 class SandboxCell(Cell):
-    """A worker's :class:`Cell` plus its scratch directory (removed when the cell closes)."""
+    """A worker's :class:`Cell` plus its sandbox's files and egress channel.
 
-    def __init__(self, *, use_cgroup: bool = True) -> None:
+    Its directory holds ``scratch/`` (bound read-write), ``hosts`` (the sandbox's
+    ``/etc/hosts``) and the seccomp program; all of it is removed when the cell closes.
+
+    Args:
+        use_cgroup: as for :class:`Cell`.
+        pool: the pool whose worker this cell contains.
+
+    """
+
+    def __init__(self, *, use_cgroup: bool, pool: SandboxPool) -> None:
         super().__init__(use_cgroup=use_cgroup)
-        self.scratch = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-"))
+        self.home = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-"))
+        self.scratch = self.home / "scratch"
+        self.scratch.mkdir()
+        self.hosts = self.home / "hosts"
+        lines = ["127.0.0.1 localhost"]  # no IPv6: an entry is reached over IPv4
+        for entry, inside in pool.inside.items():
+            host = entry.rsplit(":", 1)[0]
+            if not inside.startswith(f"{host}:") and host != "localhost":
+                lines.append(f"{inside.rsplit(':', 1)[0]} {host}")
+        self.hosts.write_text("\n".join(dict.fromkeys(lines)) + "\n", encoding="ascii")
+        self.filter = os.open(pool.filter, os.O_RDONLY)
+        self.pool = pool
+        self.link: EgressLink | None = None
+        self.control: socket.socket | None = None
+        self.inherited: socket.socket | None = None
+        if pool.inside:
+            self.control, self.inherited = socket.socketpair()
+
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors the worker inherits (seccomp program, egress channel)."""
+        extra = () if self.inherited is None else (self.inherited.fileno(),)
+        return (self.filter, *extra)
+
+    def enter(self, pid: int) -> None:
+        """Move ``pid`` into the cgroup; close the worker's fds here; serve its egress."""
+        super().enter(pid)
+        os.close(self.filter)
+        self.filter = -1
+        if self.inherited is not None and self.control is not None:
+            self.inherited.close()
+            self.inherited = None
+            self.link = self.pool.egress.attach(self.control, self.pool.targets)
+            self.control = None
 
     def close(self) -> None:
-        """Kill what is left, remove the cgroup and the scratch directory (idempotent)."""
+        """Kill what is left, stop its egress, remove the cgroup and its files (idempotent)."""
         super().close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.link is not None:
+            self.pool.egress.detach(self.link)
+            self.link = None
+        for sock in (self.control, self.inherited):
+            if sock is not None:
+                sock.close()
+        self.control = self.inherited = None
+        if self.filter >= 0:
+            os.close(self.filter)
+            self.filter = -1
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 class SandboxPool(ProcessPool):
@@ -235,7 +299,7 @@ class SandboxPool(ProcessPool):
 
     Raises:
         BackendError: (from the constructor) the host lacks a mechanism
-            (:func:`check_mechanisms`).
+            (:func:`check_mechanisms`, or libseccomp).
 
     """
 
@@ -245,6 +309,22 @@ class SandboxPool(ProcessPool):
         self.sandbox = config
         inside = os.environ.get(WORKER_ENV) == "1"  # it refuses to start there anyway
         self.bwrap = config.bwrap if inside else check_mechanisms(config.bwrap)
+        self.inside = inside_addresses(config.allow)
+        self.targets = [(e.rsplit(":", 1)[0], int(e.rsplit(":", 1)[1])) for e in self.inside]
+        self.egress = EgressProxy()
+        self._files: Path | None = None
+        self.filter = Path(os.devnull)
+        if not inside:  # a worker's own Toolset never starts this pool: nothing to write
+            self._files = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-pool-"))
+            self.filter = self._files / "seccomp.bpf"
+            try:
+                write_filter(self.filter)
+            except OSError as exc:
+                shutil.rmtree(self._files, ignore_errors=True)
+                raise BackendError(
+                    f"the sandbox backend cannot start: {exc} (rule: a sandbox never runs a "
+                    "body unconfined)"
+                ) from exc
         super().__init__(
             config_path,
             workers=config.workers,
@@ -254,9 +334,11 @@ class SandboxPool(ProcessPool):
         )
 
     def _new_cell(self) -> Cell:
-        return SandboxCell(use_cgroup=self.use_cgroup)
+        return SandboxCell(use_cgroup=self.use_cgroup, pool=self)
 
-    def _launch(self, cell: Cell, command: list[str]) -> tuple[list[str], dict[str, str]]:
+    def _launch(
+        self, cell: Cell, command: list[str]
+    ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
         """Wrap the worker ``command`` in bubblewrap with a cleared environment."""
         assert isinstance(cell, SandboxCell)
         env = {**cell.environment(), "TMPDIR": str(cell.scratch)}
@@ -264,12 +346,20 @@ class SandboxPool(ProcessPool):
             value = os.environ.get(name)
             if value is not None:
                 env[name] = value
-        setenv: list[str] = []
+        extra = ["--ro-bind", str(cell.hosts), "/etc/hosts", "--seccomp", str(cell.filter)]
+        if any(port < 1024 for _, port in self.targets):  # to bind it in its own namespace
+            extra += ["--cap-add", "CAP_NET_BIND_SERVICE"]
         for name, value in sorted(env.items()):
-            setenv += ["--setenv", name, value]
-        profile = {**self.sandbox.profile(), "scratch": str(cell.scratch)}
+            extra += ["--setenv", name, value]
+        profile: dict[str, Any] = {
+            **self.sandbox.profile(),
+            "scratch": str(cell.scratch),
+            "listen": self.inside,
+        }
+        if cell.inherited is not None:
+            profile["egress_fd"] = cell.inherited.fileno()
         wrapped = [
-            *bwrap_command(self.bwrap, cell.scratch, extra=setenv),
+            *bwrap_command(self.bwrap, cell.scratch, extra=extra),
             *command,
             "--sandbox",
             json.dumps(profile, sort_keys=True),
@@ -277,4 +367,12 @@ class SandboxPool(ProcessPool):
         if cell.cgroup is not None:  # join the cell before bwrap forks (exec keeps the pid)
             joins = '{ echo 0 > "$0"; } 2>/dev/null; exec "$@"'
             wrapped = ["/bin/sh", "-c", joins, str(cell.cgroup / "cgroup.procs"), *wrapped]
-        return wrapped, {TAG_ENV: cell.tag, "PATH": os.environ.get("PATH", os.defpath)}
+        environment = {TAG_ENV: cell.tag, "PATH": os.environ.get("PATH", os.defpath)}
+        return wrapped, environment, cell.fds()
+
+    def close(self, grace: float = 2.0) -> None:
+        """End every worker (:meth:`ProcessPool.close`), then the egress proxy; idempotent."""
+        super().close(grace)
+        self.egress.close()
+        if self._files is not None:
+            shutil.rmtree(self._files, ignore_errors=True)

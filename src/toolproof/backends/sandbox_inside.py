@@ -51,6 +51,29 @@ _WRITABLE = ("/dev",)
 """Paths writable in every sandbox besides the scratch directory (bwrap's own /dev)."""
 
 
+def _send_listeners(fd: int, listen: dict[str, str]) -> None:
+    """Bind a listener per allow entry in this namespace; hand them all to the pool.
+
+    They go, in the order of the sorted entries, over the socket pair ``fd`` the pool
+    gave the worker (``SCM_RIGHTS``); the pool's egress proxy serves them from outside
+    (:mod:`toolproof.backends.egress`). This process keeps no copy of them or of ``fd``.
+    """
+    control = socket.socket(fileno=fd)
+    listeners: list[socket.socket] = []
+    try:
+        for entry in sorted(listen):
+            host, port = listen[entry].rsplit(":", 1)
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listeners.append(listener)
+            listener.bind((host, int(port)))
+            listener.listen(128)
+        socket.send_fds(control, [b"listeners"], [item.fileno() for item in listeners])
+    finally:
+        for listener in listeners:
+            listener.close()
+        control.close()
+
+
 class SandboxGuard:
     """The profile inside the worker (see the module docstring).
 
@@ -69,6 +92,9 @@ class SandboxGuard:
             host, port = str(inside).rsplit(":", 1)
             self.allowed.add((host, int(port)))
             self.hosts.add(str(entry).rsplit(":", 1)[0])
+        egress = profile.get("egress_fd")
+        if egress is not None:
+            _send_listeners(int(egress), dict(profile.get("listen") or {}))
         self.violations: list[str] = []
         self.in_call = False
         keep = {*profile.get("env", ()), "TMPDIR"}
