@@ -3,9 +3,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from toolproof.bundle.trace import TraceWriter, read_trace
+from toolproof.bundle.trace import ParsedLines, TraceWriter, read_trace
 from toolproof.contract.trace import StepFinished, StepStarted
 from toolproof.identity import digest
+from toolproof.verify.view import RunView
 
 
 def test_writer_assigns_idx_and_chains_prev(tmp_path: Path) -> None:
@@ -72,3 +73,40 @@ def test_a_deferred_file_digest_is_the_digest_of_the_file_whoever_hashes_it(
     data = (tmp_path / "trace.jsonl").read_bytes()
     assert (size, file_digest) == (len(data), digest(data))
     assert data.count(b"\n") == 2000
+
+
+def test_parsed_lines_stand_for_a_line_only_with_its_digest(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path / "trace.jsonl")
+    writer.emit(StepStarted, step="a", kind="call")
+    writer.emit(StepFinished, step="a", status="ok")
+    writer.close()
+    lines, _ = read_trace((tmp_path / "trace.jsonl").read_bytes())
+    parsed = ParsedLines.of(lines)
+    assert parsed.event(1, lines[1].digest) is lines[1].event
+    assert parsed.event(1, lines[0].digest) is None  # another line's bytes
+    assert parsed.event(2, lines[1].digest) is None  # past the parsed lines
+
+
+def test_a_view_takes_parsed_events_for_the_same_bytes_and_parses_changed_ones(
+    tmp_path: Path,
+) -> None:
+    """RunView(parsed=): the same bytes are not parsed again; changed bytes are judged anew."""
+    writer = TraceWriter(tmp_path / "trace.jsonl")
+    writer.emit(StepStarted, step="a", kind="call")
+    writer.emit(StepFinished, step="a", status="ok")
+    writer.close()
+    data = (tmp_path / "trace.jsonl").read_bytes()
+    lines, _ = read_trace(data)
+    parsed = ParsedLines.of(lines)
+    events = RunView(tmp_path, parsed=parsed).events
+    assert events is not None
+    assert [event is line.event for event, line in zip(events, lines, strict=True)] == [True, True]
+    first, second = data.splitlines()
+    spaced = second.replace(b'"idx":1', b'"idx": 1')
+    (tmp_path / "trace.jsonl").write_bytes(first + b"\n" + spaced + b"\n")
+    view = RunView(tmp_path, parsed=parsed)
+    assert view.events is None
+    assert view.problems["trace.jsonl"] == (
+        f"trace.jsonl line 2 (byte offset {len(first) + 1}) is not in canonical JSON form "
+        "(RFC 8785) or holds unknown content"
+    )

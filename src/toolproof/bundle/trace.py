@@ -11,7 +11,7 @@ import hashlib
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from toolproof.identity import canonical_json, digest, hash_digest
 __all__ = [
     "MAX_LINE_BYTES",
     "READ_BLOCK_BYTES",
+    "ParsedLines",
     "RawLine",
     "TraceLine",
     "TraceReader",
@@ -318,6 +319,37 @@ class TraceLine:
     event: TraceEvent | None
     problem: str | None
     offset: int = 0
+
+
+@dataclass(frozen=True)
+class ParsedLines:
+    """Lines of a trace already parsed, by position: each one's digest and event.
+
+    Two flat lists (the collector never walks a ``str``), not a :class:`TraceLine` each.
+
+    Attributes:
+        digests: ``sha256:<hex>`` of each line's bytes.
+        events: each line's event, ``None`` for a line that did not parse.
+
+    """
+
+    digests: Sequence[str]
+    events: Sequence[TraceEvent | None]
+
+    @classmethod
+    def of(cls, lines: Sequence[TraceLine]) -> ParsedLines:
+        """The digests and events of ``lines`` (positions ``0..len(lines) - 1``, in order)."""
+        return cls([line.digest for line in lines], [line.event for line in lines])
+
+    def event(self, position: int, line_digest: str) -> TraceEvent | None:
+        """The event of the line at ``position`` when its bytes hash to ``line_digest``.
+
+        ``None`` otherwise (other bytes, a position past the lines, a line that did not
+        parse). The same bytes parse the same: the event stands for a parse of them.
+        """
+        if position < len(self.digests) and self.digests[position] == line_digest:
+            return self.events[position]
+        return None
 
 
 def parse_event(raw: bytes) -> tuple[TraceEvent | None, str | None]:

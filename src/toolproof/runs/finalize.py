@@ -47,7 +47,7 @@ from pydantic import JsonValue
 
 from toolproof.bundle.pack import PACK_FILE, PackContents, read_pack
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, recorder_alive
-from toolproof.bundle.trace import TraceLine, read_trace
+from toolproof.bundle.trace import ParsedLines, TraceLine, read_trace
 from toolproof.contract.layout import (
     EVIDENCE_DIR,
     MANIFEST_FILE,
@@ -80,7 +80,7 @@ from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
-from toolproof.runs.run import RecordedRun, record_run, step_kinds
+from toolproof.runs.run import RecordedRun, long_lived, record_run, step_kinds
 from toolproof.runs.turns import RecordedTurns, turn_providers
 
 __all__ = [
@@ -253,6 +253,7 @@ async def _commit(
     header: dict[str, Any],
     dropped: list[str] | None,
     pack: PackContents | None,
+    parsed: ParsedLines,
 ) -> SessionOutcome:
     runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
@@ -299,6 +300,7 @@ async def _commit(
             dropped,
             len(calls),
             pack,
+            parsed,
             segment,
         )
     except OSError as exc:
@@ -370,6 +372,7 @@ async def _write_run(
     dropped: list[str] | None,
     calls: int,
     pack: PackContents | None,
+    parsed: ParsedLines,
     segment: dict[str, Any] | None = None,
 ) -> tuple[CommittedRun, RecordedRun]:
     turns = RecordedTurns(events, live, pack=pack)
@@ -390,6 +393,7 @@ async def _write_run(
             reasoner=reasoner_registry().create(spec.reasoner),
             handlers=handlers,
             adopt=adopt,
+            parsed=parsed,  # the run's trace repeats the live lines: not parsed again
         )
         first = _first_difference(live / TRACE_FILE, writer.temp / TRACE_FILE, len(events))
         if first is not None:
@@ -450,8 +454,10 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
             "run `toolproof verify --recover` on it",
             path=str(live),
         )
-    del lines  # the events are kept; the lines' digests and wrappers are not needed
-    return await _commit(live, root, events, header, None, evidence.pack)
+    parsed = ParsedLines.of(lines)  # the checks of the run take them (not parsed twice)
+    del lines  # the lines' wrappers are not needed
+    with long_lived():  # the events, held to the end
+        return await _commit(live, root, events, header, None, evidence.pack, parsed)
 
 
 async def recover_session(live: Path) -> SessionOutcome:
@@ -476,5 +482,8 @@ async def recover_session(live: Path) -> SessionOutcome:
             path=str(live),
         )
     events, dropped = _damage(lines, evidence)
+    parsed = ParsedLines.of(lines)
     del lines
-    return await _commit(live, live.parent.parent, events, header, dropped, evidence.pack)
+    root = live.parent.parent
+    with long_lived():
+        return await _commit(live, root, events, header, dropped, evidence.pack, parsed)

@@ -9,13 +9,16 @@ ordered checks over the files it wrote and commits the run directory atomically.
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from toolproof.bundle.rundir import RUNS_DIR, CommittedRun, RunDirectoryWriter, write_file
+from toolproof.bundle.trace import ParsedLines
 from toolproof.contract.layout import (
     CLAIMS_FILE,
     PLAN_FILE,
@@ -46,7 +49,14 @@ from toolproof.verify.checks import CHECKS, run_checks
 from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
-__all__ = ["RecordedRun", "RunOutcome", "execute_run", "record_run", "step_kinds"]
+__all__ = [
+    "RecordedRun",
+    "RunOutcome",
+    "execute_run",
+    "long_lived",
+    "record_run",
+    "step_kinds",
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,28 @@ class RunOutcome:
         return f"RunOutcome({self.run_id}, outcome={self.report.outcome!r}, reused={self.reused})"
 
 
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """Keep the garbage collector's full collections off every object alive on entry.
+
+    A run re-executed from a recording (a finalized session) holds the recording's
+    parsed events from start to end; every full collection its own allocations
+    trigger would walk them all again (about a third of a 10,000-call finalize's CPU).
+    ``gc.freeze()`` on entry moves them out of the collector's sight, ``gc.unfreeze()``
+    on exit gives them back (cycles among them are collected then, not lost). Nothing
+    is done when the process has frozen objects of its own (``gc.get_freeze_count()``):
+    unfreezing would undo its freeze.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def step_kinds(handlers: Mapping[str, StepHandler] | None) -> set[str]:
     """The step kinds a runtime with ``handlers`` can execute."""
     return {"call", *(handlers or {})}
@@ -116,13 +148,17 @@ async def record_run(
     durable: bool = True,
     checks: tuple[Check, ...] = CHECKS,
     adopt: Sequence[tuple[str, int, int]] = (),
+    parsed: ParsedLines | None = None,
 ) -> RecordedRun:
     """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
 
     ``durable=False`` skips fsync (frozen replay's scratch directory); ``checks`` is the
     check sequence (built-ins plus the spec's additional checks); ``adopt`` lists the
     items of an ``evidence.pack`` already in ``directory`` (a finalized session's, copied)
-    that the run stores in that order, taken as they lie instead of written again.
+    that the run stores in that order, taken as they lie instead of written again;
+    ``parsed`` are trace lines the run's trace is expected to repeat, already parsed
+    (a finalized session's live trace): the checks take each line whose bytes match
+    instead of parsing it again (:class:`~toolproof.verify.view.RunView`).
 
     Raises:
         CanonicalizationError: a recorded value has no canonical JSON form.
@@ -152,7 +188,8 @@ async def record_run(
     known[CLAIMS_FILE] = write_file(directory / CLAIMS_FILE, claims, sync=durable)
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
     sizes = {path: size for path, (size, _) in known.items()}
-    report = run_checks(RunView(directory, digests, sizes), spec.policy, checks)
+    view = RunView(directory, digests, sizes, parsed=parsed)
+    report = run_checks(view, spec.policy, checks)
     report_bytes = canonical_json(report.to_json())
     known[REPORT_FILE] = write_file(directory / REPORT_FILE, report_bytes, sync=durable)
     return RecordedRun(outcome, report, known)

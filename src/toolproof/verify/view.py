@@ -21,7 +21,13 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 
 from toolproof.bundle.evidence import RunEvidence
-from toolproof.bundle.trace import MAX_LINE_BYTES, TraceLine, TraceReader, parse_event
+from toolproof.bundle.trace import (
+    MAX_LINE_BYTES,
+    ParsedLines,
+    TraceLine,
+    TraceReader,
+    parse_event,
+)
 from toolproof.contract.evidence import Claim
 from toolproof.contract.layout import (
     CLAIMS_FILE,
@@ -81,6 +87,10 @@ class RunView:
         sizes: the sizes that go with them (read from the files when not given).
         max_line_bytes: the longest trace line accepted.
         max_claims: the most claims ``claims.json`` may hold.
+        parsed: trace lines already parsed, by position (a finalized session's live
+            trace, which its run's trace repeats line for line): a line whose SHA-256
+            is the one at its position there takes that event instead of being parsed
+            again (:meth:`scan`).
 
     """
 
@@ -92,8 +102,10 @@ class RunView:
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
         max_claims: int = MAX_CLAIMS,
+        parsed: ParsedLines | None = None,
     ) -> None:
         self.directory = Path(directory)
+        self._parsed = parsed
         self.evidence = RunEvidence.open(self.directory, dict(digests or {}), dict(sizes or {}))
         self._problems: dict[str, str] = {}
         self.max_line_bytes = max_line_bytes
@@ -207,6 +219,9 @@ class RunView:
         (:attr:`max_line_bytes`): a line is parsed, handed on and dropped. After the
         first line that is not a valid canonical event, nothing more is parsed (the
         rest is still read, for :attr:`trace_digest`), and :attr:`trace_ok` is False.
+        A line whose bytes hash to those of the same position in the view's ``parsed``
+        lines takes that line's event (the same bytes parse the same) instead of
+        being parsed again.
         The trace's problem, if any, goes into :attr:`problems` (naming the line and
         its byte offset, or the missing final newline).
 
@@ -228,6 +243,7 @@ class RunView:
         reader = TraceReader(path, max_line_bytes=self.max_line_bytes, progress=progress)
         bad: str | None = None
         last_offset = 0
+        parsed = self._parsed
         for raw in reader.lines():
             last_offset = raw.offset
             if bad is not None:
@@ -239,11 +255,15 @@ class RunView:
                     "trace line; refused unread"
                 )
                 continue
-            event, problem = parse_event(raw.data)
+            line_digest = digest(raw.data)
+            event = parsed.event(raw.position, line_digest) if parsed is not None else None
+            problem = None
+            if event is None:
+                event, problem = parse_event(raw.data)
             if problem is not None:
                 bad = f"{where} {problem}"
                 continue
-            line = TraceLine(raw.position, digest(raw.data), event, None, raw.offset)
+            line = TraceLine(raw.position, line_digest, event, None, raw.offset)
             for consume in consumers:
                 consume(line)
         if self.trace_digest is None:  # the first pass's: what the streaming checks read
