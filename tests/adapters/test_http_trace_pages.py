@@ -8,6 +8,7 @@ is a real process, and what it reads is its own count of bytes read (``rchar`` i
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +173,23 @@ def test_an_evidence_item_is_read_from_the_pack_alone(
     read = _read_by(pid) - before
     assert (answer.status_code, answer.content) == (200, evidence.read(name))
     assert read < 16 * KIB  # its line and its 1,200 bytes, and the request
+
+
+def test_the_summary_counts_the_calls_once_and_matches_the_listing(
+    served: tuple[httpx.Client, Path, int],
+) -> None:
+    client, run, pid = served
+    timings = json.loads((run / "timings.json").read_bytes())
+    summary = _get(served, "summary").json()
+    assert summary == {
+        "run_id": run.name,
+        "task": "many",
+        "outcome": "passed",
+        "started_at": timings["started_at"],
+        "claims": 0,
+        "tool_calls": CALLS,
+    }
+    before = _read_by(pid)
+    assert _get(served, "summary").json() == summary
+    assert _read_by(pid) - before < 1024 * KIB  # the small files again, not the 9 MB trace
+    assert client.get("/v1/runs").json()["runs"] == [summary]

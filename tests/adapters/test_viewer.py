@@ -302,3 +302,4 @@ def test_a_big_run_shows_its_first_page_then_pages_in_as_you_scroll(
     assert indexes == [str(i) for i in range(1006)]  # every event once, in order
     assert page.inner_text("#timeline-more") == "1006 events"
     assert page.get_attribute("#verdict .verdict", "data-verdict") == "passed"
+    assert page.inner_text("#task") == "many calls — 200 tool calls"  # from the summary

@@ -32,6 +32,7 @@ from toolproof.bundle.tracepages import TraceCursor, TraceLocator, read_page
 from toolproof.contract.layout import CLAIMS_FILE, REPORT_FILE, SPEC_FILE, TIMINGS_FILE, TRACE_FILE
 from toolproof.errors import InputError
 from toolproof.runs.diff import diff_runs
+from toolproof.runs.listing import count_tool_calls, spec_task
 from toolproof.version import __version__
 
 __all__ = ["public", "router"]
@@ -80,27 +81,40 @@ def _read_json(path: Path, budget: int) -> tuple[Any, int]:
 
 
 def _summary(settings: ApiSettings, run_id: str) -> RunSummary:
+    """What a listing shows of one run, read in bounded memory and time.
+
+    The task is read from ``spec.json``'s tail when it is big (a recorded session's spec
+    restates every call), the calls are counted in one pass over the trace, remembered
+    (:func:`toolproof.runs.listing.count_tool_calls`); the small documents (report,
+    timings, claims) are read whole, up to the response limit (``None`` past it).
+    """
     directory = settings.root / "runs" / run_id
     budget = settings.max_response_bytes
-    spec, _ = _read_json(directory / SPEC_FILE, budget)
-    report, _ = _read_json(directory / REPORT_FILE, budget)
-    timings, _ = _read_json(directory / TIMINGS_FILE, budget)
-    claims, _ = _read_json(directory / CLAIMS_FILE, budget)
-    task = spec.get("task") if isinstance(spec, dict) else None
+    report, timings, claims = (
+        _small_json(directory / name, budget) for name in (REPORT_FILE, TIMINGS_FILE, CLAIMS_FILE)
+    )
     outcome = report.get("outcome") if isinstance(report, dict) else None
     started = timings.get("started_at") if isinstance(timings, dict) else None
     trace = directory / TRACE_FILE
-    calls = None
-    if trace.is_file() and not trace.is_symlink():
-        calls = trace.read_bytes().count(b'"type":"tool_called"')
+    calls = None if trace.is_symlink() else count_tool_calls(trace)
     return RunSummary(
         run_id=run_id,
-        task=task if isinstance(task, str) else None,
+        task=spec_task(directory / SPEC_FILE),
         outcome=outcome if outcome in ("passed", "failed") else None,
         started_at=started if isinstance(started, str) else None,
         claims=len(claims) if isinstance(claims, list) else None,
         tool_calls=calls,
     )
+
+
+def _small_json(path: Path, budget: int) -> Any:
+    """``path``'s JSON, or ``None`` when unreadable or over ``budget`` bytes."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > budget:
+        return None
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, OSError):
+        return None
 
 
 @router.get("/runs", tags=["runs"], responses=_ERRORS)
@@ -168,6 +182,17 @@ def get_run(run_id: RunId, settings: Settings) -> RunDocuments:
         documents[name], used = _read_json(directory / f"{name}.json", budget)
         budget -= used
     return RunDocuments(run_id=run_id, **documents)
+
+
+@router.get("/runs/{run_id}/summary", tags=["runs"], responses=_RUN_ERRORS)
+def get_summary(run_id: RunId, settings: Settings) -> RunSummary:
+    """What the listing shows of one run (task, outcome, start, claims, tool calls).
+
+    Read in bounded memory and time whatever the run's size (the viewer's run page
+    heads itself with it instead of reading ``spec.json``); not verified.
+    """
+    run_directory(settings, run_id)
+    return _summary(settings, run_id)
 
 
 @router.get(

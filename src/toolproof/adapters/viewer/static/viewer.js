@@ -291,11 +291,18 @@ async function jsonFile(runId, rel) {
 }
 
 async function runPage(app, runId) {
-  // Small files first (spec, report), then the first timeline page; verification starts
-  // once the page is usable, so on a big run it does not hold the timeline back.
-  const [spec, report, timings] = await Promise.all([
-    jsonFile(runId, "spec.json"), jsonFile(runId, "report.json"), jsonFile(runId, "timings.json")]);
+  // Small files first (report, timings), then the first timeline page; verification
+  // starts once the page is usable, so on a big run it does not hold the timeline back.
+  // The task comes from the run's summary (spec.json restates every call of a recorded
+  // session: 116 MB for a million calls), filled in when it answers.
+  const [report, timings] = await Promise.all([jsonFile(runId, "report.json"), jsonFile(runId, "timings.json")]);
   const policy = report ? report.policy : "?";
+  const task = h("p", { id: "task", class: "muted" }, "…");
+  getJSON(`/runs/${runId}/summary`).then((summary) => {
+    task.className = "";
+    task.replaceChildren(...textNodes(summary.task === null ? "(spec.json cannot be read)" : summary.task),
+      summary.tool_calls === null ? "" : h("span", { class: "muted" }, ` — ${summary.tool_calls} tool call${summary.tool_calls === 1 ? "" : "s"}`));
+  }).catch((error) => task.replaceChildren(...textNodes("(summary: " + error.message + ")")));
   const head = h("div", { id: "verdict" }, verdictBox(undefined, policy));
   const sections = {};
   for (const name of ["timeline", "claims", "checks", "descriptor", "compare"]) sections[name] = h("section", { id: "section-" + name });
@@ -303,7 +310,7 @@ async function runPage(app, runId) {
   const go = h("button", { onclick: () => { location.hash = `#/compare/${runId}/${other.value.trim()}`; } }, "compare");
   sections.compare.append(other, " ", go);
   app.replaceChildren(
-    h("h1", { class: "mono" }, runId), h("p", {}, spec ? spec.task : "(spec.json cannot be read)"), head,
+    h("h1", { class: "mono" }, runId), task, head,
     h("h2", {}, "timeline"), sections.timeline, h("h2", {}, "claims"), sections.claims,
     h("h2", {}, "checks"), sections.checks, h("h2", {}, "runtime descriptor"), sections.descriptor,
     h("h2", {}, "compare"), sections.compare);
