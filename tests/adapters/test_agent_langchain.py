@@ -15,7 +15,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 import toolproof
 from toolproof import ReplayRefused, Session, Tool, Toolset
-from toolproof.errors import InputError
 from toolproof.verify.verifier import verify_run
 
 
@@ -87,7 +86,8 @@ def test_a_langchain_agent_records_verifies_and_replays_frozen(tmp_path: Path) -
         asyncio.run(toolproof.replay_session(run, _agent("plum"), toolset=_toolset(bodies)))
 
 
-def test_a_frozen_replay_without_the_toolset_says_how_to_give_it(tmp_path: Path) -> None:
+def test_a_frozen_replay_without_the_toolset_serves_the_recorded_tools(tmp_path: Path) -> None:
+    # an older run, which stores no tools, still needs toolset= (test_agent_self_contained)
     async def go() -> str:
         async with toolproof.record_session(_toolset([]), root=tmp_path, task="?") as session:
             await _agent("pear")(session)
@@ -95,9 +95,7 @@ def test_a_frozen_replay_without_the_toolset_says_how_to_give_it(tmp_path: Path)
         return session.run_id
 
     run = tmp_path / "runs" / asyncio.run(go())
-    with pytest.raises(InputError) as raised:
-        asyncio.run(toolproof.replay_session(run, _agent("pear")))
-    assert raised.value.message == (
-        "session.langchain_tools() in a frozen replay needs the Toolset: pass "
-        "replay_session(..., toolset=...) or toolproof replay --config toolproof.toml"
-    )
+    replay = asyncio.run(toolproof.replay_session(run, _agent("pear")))
+    assert (replay.identical, replay.calls, replay.live_calls) == (True, 2, 0)
+    with pytest.raises(ReplayRefused, match="an unrecorded call to 'lookup'"):
+        asyncio.run(toolproof.replay_session(run, _agent("plum")))

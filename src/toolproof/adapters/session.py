@@ -157,7 +157,7 @@ class Session:
         ``[serve] expose`` names them (:meth:`Toolset.exposed
         <toolproof.tools.toolset.Toolset.exposed>`).
         """
-        if self._toolset is None:  # frozen without a Toolset: the recorded names
+        if self._toolset is None:  # frozen without a Toolset: the recorded tools
             assert self._frozen is not None
             return list(self._frozen.specs)
         return [tool.spec for tool in self._toolset.exposed()]
@@ -451,13 +451,15 @@ class Session:
         ``ToolException`` (:mod:`toolproof.adapters.frameworks.langchain`).
 
         Raises:
-            InputError: langchain-core is not installed, or a frozen replay was started
+            InputError: langchain-core is not installed, or a frozen replay of a run that
+                stores no tool definitions (recorded before runs did) was started
                 without ``toolset=`` (the tools' schemas are needed).
 
         """
-        if self._toolset is None:
+        if self._toolset is None and self._frozen is not None and self._frozen.presented is None:
             raise InputError(
-                "session.langchain_tools() in a frozen replay needs the Toolset: pass "
+                "session.langchain_tools() in a frozen replay of a run that stores no tool "
+                "definitions (recorded before runs did) needs the Toolset: pass "
                 "replay_session(..., toolset=...) or toolproof replay --config toolproof.toml",
                 rule="toolset",
             )
@@ -465,7 +467,7 @@ class Session:
             from toolproof.adapters.frameworks.langchain import session_structured_tools
         except ImportError as exc:
             raise _needs_extra("langchain_tools", "langchain", "langchain", exc) from exc
-        return session_structured_tools(self, self._toolset.exposed())
+        return session_structured_tools(self)
 
     def openai_agents_tools(self) -> list[Any]:
         """The session's tools as OpenAI Agents SDK ``FunctionTool`` s (needs ``openai-agents``).

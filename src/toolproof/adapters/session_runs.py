@@ -32,6 +32,7 @@ from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
+from toolproof.sessions.presented import present, presented_changes
 from toolproof.tools.policy import principal_entity
 from toolproof.tools.resources import RAW_CONFIG
 from toolproof.tools.toolset import Toolset
@@ -117,7 +118,10 @@ async def record_session(
         principal_entity(principal)  # a bad principal is refused before anything opens
     async with toolset_of(source) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)
-        live = SegmentedRecording(Path(root), toolset, task=task, segment_calls=segment_calls)
+        presented = present(tool.spec for tool in toolset.exposed())  # what replay needs
+        live = SegmentedRecording(
+            Path(root), toolset, task=task, segment_calls=segment_calls, presented=presented
+        )
         session = Session(toolset, live, approver=approver, grounding=chosen, principal=principal)
         try:
             yield session
@@ -168,6 +172,32 @@ async def _run_frozen(
         raise frozen.refused
 
 
+def _check_tools(frozen: FrozenSession, current: Toolset) -> None:
+    """Refuse a replay whose Toolset is not the recorded one, naming every change.
+
+    Raises:
+        ReplayRefused: the descriptor changed (rule ``runtime descriptor``): the
+            message names the changed tools and, for a run that stores its tools,
+            every field of them the agent's framework would now be shown otherwise.
+
+    """
+    recorded = frozen.descriptor
+    if recorded is None or current.descriptor().id == recorded.id:
+        return
+    change = describe_descriptor_change(recorded, current.descriptor())
+    if frozen.presented is not None:
+        now = presented_changes(frozen.presented, present(t.spec for t in current.exposed()))
+        if now:
+            change += (
+                "; the tools as presented to the agent's framework differ from the recorded "
+                f"ones: {'; '.join(now)}"
+            )
+    raise ReplayRefused(
+        f"frozen replay refused: the runtime descriptor changed: {change}",
+        rule="runtime descriptor",
+    )
+
+
 async def replay_session(
     run_dir: str | Path,
     agent: Callable[[Session], Coroutine[Any, Any, None]],
@@ -191,8 +221,11 @@ async def replay_session(
     Args:
         run_dir: the run directory (``ROOT/runs/<run_id>``).
         agent: the agent code, ``async (Session) -> None``.
-        toolset: the current Toolset (or ``toolproof.toml``) whose specs the agent
-            sees; its descriptor must equal the recorded one. ``None``: the recorded
+        toolset: the current Toolset (or ``toolproof.toml``), checked against the
+            recording: its descriptor must equal the recorded one (a refusal names
+            every field of the tools as presented that differs). ``None``: the agent
+            sees the tools the run stores as presented (``runtime.json``'s
+            ``presented``); a run recorded before runs stored them gets the recorded
             tool names with an open ``{"type": "object"}`` schema. No tool of it is
             ever called.
         chain: ``run_dir`` is the head of a sealed session's chain: verify the chain,
@@ -203,7 +236,8 @@ async def replay_session(
 
     Raises:
         ReplayRefused: ``run_dir`` is not a directory, the run does not verify, the
-            Toolset's descriptor changed, or
+            Toolset's descriptor changed (with the presented tools' field-level
+            changes), or
             the agent diverged: an unrecorded
             or extra call (naming the recorded event index, with a unified diff), a
             recorded call it never made, or a different answer. With ``chain``, a
@@ -226,13 +260,7 @@ async def replay_session(
         await _run_frozen(agent, session, frozen)
     else:
         async with toolset_of(toolset) as current:
-            recorded = frozen.descriptor
-            if recorded is not None and current.descriptor().id != recorded.id:
-                change = describe_descriptor_change(recorded, current.descriptor())
-                raise ReplayRefused(
-                    f"frozen replay refused: the runtime descriptor changed: {change}",
-                    rule="runtime descriptor",
-                )
+            _check_tools(frozen, current)
             session = Session(current, None, frozen)
             await _run_frozen(agent, session, frozen)
     frozen.finish(session.answered)

@@ -18,6 +18,8 @@ from toolproof.contract.runs import (
 from toolproof.contract.tools import (
     FailureKind,
     FailureWhere,
+    PresentedTool,
+    PresentedTools,
     StackLayer,
     ToolAnnotations,
     ToolCall,
@@ -40,6 +42,8 @@ __all__ = [
     "FailureWhere",
     "Finding",
     "PluginDescriptor",
+    "PresentedTool",
+    "PresentedTools",
     "Report",
     "RunSpec",
     "Severity",

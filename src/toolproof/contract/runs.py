@@ -24,7 +24,7 @@ from pydantic import (
 
 from toolproof.contract.base import CanonicalModel, ContentModel
 from toolproof.contract.layout import TIMINGS_FILE
-from toolproof.contract.tools import ToolsetDescriptor
+from toolproof.contract.tools import PresentedTools, ToolsetDescriptor
 from toolproof.identity import content_id, digest_json
 
 __all__ = [
@@ -337,6 +337,8 @@ class ExecutionRuntime(ContentModel):
             not named declares none of the three (the ``acted-once`` check holds its
             calls to one execution per key: docs/durability.md). ``None`` (absent from
             the JSON): not recorded (a plan run, or a session recorded before it was).
+        presented: an agent session's tools as presented to its framework (what its
+            frozen replay presents again), or ``None`` (absent from the JSON).
 
     """
 
@@ -351,11 +353,12 @@ class ExecutionRuntime(ContentModel):
     providers: list[PluginDescriptor] = Field(default_factory=list)
     session: str | None = Field(default=None, min_length=1)
     repeatable: dict[str, Literal["read_only", "idempotent", "key"]] | None = None
+    presented: PresentedTools | None = None
 
     @model_serializer(mode="wrap")
     def _omit_absent_session(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for name in ("session", "repeatable"):
+        for name in ("session", "repeatable", "presented"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -24,9 +24,12 @@ from toolproof.failures import FailureKind, FailureKindName, FailureWhere, Failu
 from toolproof.identity import digest_json, digest_of_hex
 
 __all__ = [
+    "PRESENTED_FORMAT",
     "ExposureRecord",
     "FailureKind",
     "FailureWhere",
+    "PresentedTool",
+    "PresentedTools",
     "StackLayer",
     "ToolAnnotations",
     "ToolCall",
@@ -319,6 +322,48 @@ class ExposureRecord(CanonicalModel):
     expose: list[str] = Field(default_factory=list)
     hide: list[str] = Field(default_factory=list)
     hidden: list[str] = Field(default_factory=list)
+
+
+PRESENTED_FORMAT: Literal[1] = 1
+"""The version of :class:`PresentedTools` this toolproof writes and reads."""
+
+
+class PresentedTool(CanonicalModel):
+    """One tool exactly as a recorded session presented it to the agent's framework.
+
+    The session's adapters build each framework's tool from these fields alone
+    (docs/agents.md, "What a run stores of its tools"), so a frozen replay given only
+    the run presents the same tools.
+
+    Attributes:
+        name: the tool's name (a variant's own name).
+        description: its description (``""``: none).
+        input_schema: its input JSON Schema, as declared.
+        output_schema: its output JSON Schema, or ``None``.
+        strict: whether the framework was asked for strict schemas (toolproof never
+            does: pydantic-ai's ``strict`` left unset, the Agents SDK's
+            ``strict_json_schema=False``).
+
+    """
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, JsonValue]
+    output_schema: dict[str, JsonValue] | None = None
+    strict: bool = False
+
+
+class PresentedTools(CanonicalModel):
+    """The tools a recorded session presented, in its order: ``runtime.json``'s ``presented``.
+
+    Attributes:
+        format: the record's version (:data:`PRESENTED_FORMAT`); another one is refused.
+        tools: every exposed tool and variant, in the Toolset's order.
+
+    """
+
+    format: Literal[1] = PRESENTED_FORMAT
+    tools: list[PresentedTool]
 
 
 class ToolsetDescriptor(ContentModel):

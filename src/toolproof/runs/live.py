@@ -47,6 +47,7 @@ from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
+from toolproof.contract.tools import PresentedTools
 from toolproof.errors import InputError, RecordingError
 from toolproof.evidence.encoding import read_contents
 from toolproof.evidence.tool_results_reasoner import ToolResultReasoner
@@ -62,13 +63,7 @@ from toolproof.runs.admission import (
     step_id,
     unrecordable,
 )
-from toolproof.runs.recorder import (
-    CallRecord,
-    Durability,
-    ModelExchange,
-    Recorder,
-    call_json,
-)
+from toolproof.runs.recorder import CallRecord, Durability, ModelExchange, Recorder, call_json
 from toolproof.runs.spec import iter_refs
 from toolproof.runs.turns import turn_step_id
 from toolproof.tools.idempotency import SessionKeys, repeatable
@@ -440,6 +435,7 @@ def open_recording(
     durability: Durability = Durability.GROUP,
     name: str = "",
     session_id: str | None = None,
+    presented: PresentedTools | None = None,
 ) -> LiveRecording:
     """Open a live recording under ``root/sessions/`` for the calls made to ``toolset``.
 
@@ -450,6 +446,7 @@ def open_recording(
         durability: when recorded calls become durable (default group commit).
         name: the directory's name under ``sessions/`` (default ``<stamp>-<pid>``).
         session_id: the id its calls' idempotency keys name (``None``: the directory's name).
+        presented: an agent session's tools as presented to its framework (the runtime's).
 
     Raises:
         InputError: ``root`` exists and is not a directory.
@@ -474,9 +471,12 @@ def open_recording(
     if task != SESSION_TASK:
         header["task"] = task
     reasoner, session = ToolResultReasoner(ReasonerSpec()).descriptor(), session_id or name
-    declared = repeatable(tool.spec for tool in toolset)  # what acted-once holds calls to
-    runtime = ExecutionRuntime(
-        toolset=toolset.descriptor(), reasoner=reasoner, session=session, repeatable=declared
+    runtime = ExecutionRuntime(  # repeatable: what acted-once holds calls to
+        toolset=toolset.descriptor(),
+        reasoner=reasoner,
+        session=session,
+        repeatable=repeatable(tool.spec for tool in toolset),
+        presented=presented,
     )
     try:
         directory.mkdir(parents=True)

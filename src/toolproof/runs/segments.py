@@ -51,6 +51,7 @@ from toolproof.contract.bounds import DEFAULT_SEGMENT_CALLS
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
+from toolproof.contract.tools import PresentedTools
 from toolproof.errors import InputError, RecordingError
 from toolproof.runs.admission import Admission
 from toolproof.runs.finalize import SEGMENT_FILE, SessionOutcome, finalize_session
@@ -90,7 +91,8 @@ class SegmentedRecording:
     :meth:`record`, :meth:`admit_turn`, :meth:`record_turn`, :meth:`record_read`,
     :meth:`record_prompt`), plus :meth:`abandon` (an admitted call that will never be
     recorded) and :meth:`finish` (seal the rest, return every segment's run). See the
-    module docstring.
+    module docstring. ``presented``: an agent session's tools as presented to its
+    framework, stored in every segment's runtime.
 
     Attributes:
         root: the artifact root.
@@ -110,6 +112,7 @@ class SegmentedRecording:
         task: str = SESSION_TASK,
         segment_calls: int = DEFAULT_SEGMENT_CALLS,
         durability: Durability = Durability.GROUP,
+        presented: PresentedTools | None = None,
     ) -> None:
         if isinstance(segment_calls, bool) or not isinstance(segment_calls, int):
             raise InputError(
@@ -123,7 +126,10 @@ class SegmentedRecording:
         self.root = Path(root)
         self.segment_calls = segment_calls
         self._toolset, self._task, self._durability = toolset, task, durability
-        self.current = open_recording(self.root, toolset, task=task, durability=durability)
+        self._presented = presented  # every segment's runtime holds it: each replays alone
+        self.current = open_recording(
+            self.root, toolset, task=task, durability=durability, presented=presented
+        )
         self.session = self.current.directory.name
         self.index = 1
         self.outcomes: list[SessionOutcome] = []
@@ -231,6 +237,7 @@ class SegmentedRecording:
             self._toolset,
             task=self._task,
             durability=self._durability,
+            presented=self._presented,
             name=f"{self.session}.{self.index}",
             session_id=self.session,  # the runtime names the session, as its keys do
         )

@@ -24,7 +24,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from toolproof.contract.tools import ToolResult, ToolsetDescriptor, ToolSpec
+from toolproof.contract.tools import PresentedTools, ToolResult, ToolsetDescriptor, ToolSpec
 from toolproof.contract.trace import (
     ModelTurn,
     PromptGot,
@@ -40,6 +40,7 @@ from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.presented import specs_of
 from toolproof.tools.exposure import GATE_EXTENSION
 from toolproof.verify.verifier import verify_run
 from toolproof.verify.view import RunView
@@ -64,7 +65,10 @@ class FrozenSession:
         turns: the recorded model turns by (source, match key), in asked order.
         reads: the recorded resource reads and prompt gets by canonical request.
         answer: the recorded answer (``{"answer", "citations"}``), if any.
-        specs: the recorded exposed tool names, open schemas.
+        specs: the recorded exposed tools as presented (a run written before runs stored
+            them: the names, with open schemas).
+        presented: the recorded tools as presented to the framework, or ``None`` (a run
+            written before runs stored them).
         descriptor: the recorded Toolset descriptor.
         gated: the recorded tools whose layer chain holds ``approve``.
         refused: the first refusal, kept so a framework that wraps or swallows it
@@ -87,6 +91,7 @@ class FrozenSession:
         self.reads = reads
         self.answer = answer
         self.specs: tuple[ToolSpec, ...] = ()
+        self.presented: PresentedTools | None = None
         self.descriptor: ToolsetDescriptor | None = None
         self.gated: frozenset[str] = frozenset()
         self.refused: ReplayRefused | None = None
@@ -148,13 +153,18 @@ class FrozenSession:
             Matcher(reads),
             answer,
         )
-        if view.runtime is not None:  # names only: without a Toolset the schemas are not known
+        if view.runtime is not None:
             toolset = view.runtime.toolset
             hidden = set(toolset.exposure.hidden) if toolset.exposure is not None else set()
-            frozen.specs = tuple(
-                ToolSpec(name=tool.name, input_schema={"type": "object"})
-                for tool in toolset.tools
-                if tool.name not in hidden
+            frozen.presented = view.runtime.presented
+            frozen.specs = (  # an older run: the names only, the schemas are not known
+                specs_of(frozen.presented)
+                if frozen.presented is not None
+                else tuple(
+                    ToolSpec(name=tool.name, input_schema={"type": "object"})
+                    for tool in toolset.tools
+                    if tool.name not in hidden
+                )
             )
             frozen.gated = frozenset(
                 tool.name
@@ -207,17 +217,18 @@ class FrozenSession:
             last, or a call or turn of it is still unserved (the agent diverged here).
 
         Raises:
-            ReplayRefused: the next segment recorded another Toolset descriptor.
+            ReplayRefused: the next segment recorded another Toolset descriptor or other
+                presented tools.
 
         """
         if not self._rest or self.calls.first_pending() or self.turns.first_pending():
             return False
         following = FrozenSession.load(self._rest.popleft(), verify=False)
-        if following.descriptor != self.descriptor:
+        if (following.descriptor, following.presented) != (self.descriptor, self.presented):
             raise ReplayRefused(
                 f"frozen replay refused: segment {self.segment + 1} (run "
-                f"{following.run_id}) recorded another Toolset descriptor than segment "
-                f"{self.segment}",
+                f"{following.run_id}) recorded another Toolset descriptor (or other tools "
+                f"presented) than segment {self.segment}",
                 rule="runtime descriptor",
             )
         self._before = (self.calls_served, self.turns_served)
@@ -284,9 +295,9 @@ class FrozenSession:
         Raises:
             ReplayRefused: no such turn was recorded, or every recorded one was served
                 (naming the recorded event index of the next unserved turn, with a
-                unified diff of its match key and the asked one; with ``open_schemas``,
-                the agent saw the recorded names with open schemas, which the message
-                says).
+                unified diff of its match key and the asked one; with ``open_schemas``
+                and a run that stores no tools, the agent saw the recorded names with
+                open schemas, which the message says).
 
         """
         entry = (source, key)
@@ -300,9 +311,10 @@ class FrozenSession:
         index, expected = self._expected(self.turns, _turn_shown)
         what = "an extra" if entry in self.turns else "an unrecorded"
         hint = ""
-        if open_schemas:
+        if open_schemas and self.presented is None:
             hint = (
-                " (this replay has no toolset=, so the agent sees the recorded tool names "
+                " (this run stores no tool definitions, being recorded before runs did, and "
+                "this replay has no toolset=, so the agent sees the recorded tool names "
                 "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "
                 "toolproof replay --config toolproof.toml)"
             )

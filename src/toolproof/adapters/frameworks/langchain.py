@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from toolproof.adapters.frameworks.params import Param, object_schema, params_of
-from toolproof.contract.tools import ToolResult
+from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.errors import ToolCallError
 from toolproof.sessions.port import SessionPort
 from toolproof.tools.tool import Tool
@@ -107,7 +107,7 @@ def _fields(params: list[Param], *, typed: bool) -> dict[str, Any]:
     return fields
 
 
-def args_model(tool: Tool) -> type[BaseModel]:
+def args_model(tool: Tool | ToolSpec) -> type[BaseModel]:
     """A pydantic model of ``tool``'s root properties, aliased where Python cannot hold a name.
 
     Field names are Python names, aliases the wire names (``validate_by_alias``,
@@ -115,12 +115,16 @@ def args_model(tool: Tool) -> type[BaseModel]:
     ``Any`` fields rather than failing: the model is for introspection, the JSON
     Schema decides what is valid.
 
+    Args:
+        tool: the tool, or its spec (a frozen replay's recorded tool).
+
     Returns:
         The model class (named ``Args_<tool name>``).
 
     """
-    params = params_of(tool, reserved=LANGCHAIN_RESERVED) or []
-    schema = object_schema(tool)
+    spec = tool.spec if isinstance(tool, Tool) else tool
+    params = params_of(spec, reserved=LANGCHAIN_RESERVED) or []
+    schema = object_schema(spec)
     closed = schema is not None and schema.get("additionalProperties") is False
     config = ConfigDict(
         extra="forbid" if closed else "allow",
@@ -129,14 +133,14 @@ def args_model(tool: Tool) -> type[BaseModel]:
         serialize_by_alias=True,
         arbitrary_types_allowed=True,
     )
-    name = _model_name(tool.name)
+    name = _model_name(spec.name)
     try:
         model: type[BaseModel] = create_model(
             name, __config__=config, **_fields(params, typed=True)
         )
     except (TypeError, ValueError, NameError):  # an annotation pydantic cannot build
         model = create_model(name, __config__=config, **_fields(params, typed=False))
-    model.__doc__ = tool.spec.description or None
+    model.__doc__ = spec.description or None
     return model
 
 
@@ -161,33 +165,42 @@ def as_structured_tool(
 
     """
 
+    async def direct(arguments: dict[str, Any], model_call_id: str | None = None) -> ToolResult:
+        return await tool.call(arguments)
+
+    return _structured(tool.spec, call or direct)
+
+
+def _structured(
+    spec: ToolSpec, call: Callable[..., Awaitable[ToolResult]]
+) -> ToolproofStructuredTool:
+    """The ``StructuredTool`` of ``spec`` (built from the spec alone) whose calls run ``call``."""
+
     async def run(arguments: dict[str, Any], model_call_id: str | None = None) -> Any:
-        if call is None:
-            result = await tool.call(arguments)
-        else:
-            result = await call(arguments, model_call_id=model_call_id)
+        result = await call(arguments, model_call_id=model_call_id)
         if result.failure is not None:
             raise ToolException(result.failure.message) from ToolCallError(result.failure)
         return result.value
 
     return ToolproofStructuredTool(
-        name=tool.name,
-        description=tool.spec.description or tool.name,
-        args_schema=args_model(tool),
+        name=spec.name,
+        description=spec.description or spec.name,
+        args_schema=args_model(spec),
         coroutine=run,
-        declared_schema=tool.spec.input_schema,
+        declared_schema=spec.input_schema,
     )
 
 
-def session_structured_tools(
-    session: SessionPort, tools: Iterable[Tool]
-) -> list[ToolproofStructuredTool]:
-    """``tools`` as ``StructuredTool`` s whose calls go through ``session`` (recorded, or frozen).
+def session_structured_tools(session: SessionPort) -> list[ToolproofStructuredTool]:
+    """The session's tools as ``StructuredTool`` s whose calls go through it (recorded, or frozen).
 
-    Each keeps its tool's exact declared schema and hands the caller's arguments
-    unchanged to ``session.call(tool.name, arguments, model_call_id=...)``, with the id of
-    the model's ``ToolCall`` when LangChain was given one (a model's tool call always is).
+    Built from :meth:`SessionPort.tool_specs` alone (a frozen replay's are the tools the
+    run stores as presented). Each keeps its tool's exact declared schema and hands the
+    caller's arguments unchanged to ``session.call(name, arguments, model_call_id=...)``,
+    with the id of the model's ``ToolCall`` when LangChain was given one (a model's tool
+    call always is). A failure raises ``ToolException``.
     """
     return [
-        as_structured_tool(tool, call=functools.partial(session.call, tool.name)) for tool in tools
+        _structured(spec, functools.partial(session.call, spec.name))
+        for spec in session.tool_specs()
     ]

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from toolproof.contract.tools import ToolSpec
 from toolproof.errors import ToolBindError
 from toolproof.schema.refs import RefWalker
 from toolproof.tools.declared import declarable_field
@@ -61,15 +62,16 @@ class Param:
         return self.wire != self.python
 
 
-def object_schema(tool: Tool) -> dict[str, Any] | None:
-    """The root object schema of ``tool`` (a root ``$ref`` followed), or ``None``.
+def object_schema(tool: Tool | ToolSpec) -> dict[str, Any] | None:
+    """The root object schema of ``tool`` (a tool or its spec; a root ``$ref`` followed).
 
     ``None`` when the root does not declare ``properties`` as an object.
     """
-    schema: Any = tool.spec.input_schema
+    spec = tool.spec if isinstance(tool, Tool) else tool
+    schema: Any = spec.input_schema
     hops = 0
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and hops < 8:
-        walker = RefWalker(tool.spec.input_schema, tool=tool.name, field="input_schema", draft=2020)
+        walker = RefWalker(spec.input_schema, tool=spec.name, field="input_schema", draft=2020)
         walker.index()
         try:
             schema, _ = walker.lookup(walker.root_base, schema["$ref"], (None, "$ref"))
@@ -133,11 +135,13 @@ def _python_name(wire: str, taken: set[str], reserved: frozenset[str]) -> str:
     return unique
 
 
-def params_of(tool: Tool, *, reserved: frozenset[str] = frozenset()) -> list[Param] | None:
+def params_of(
+    tool: Tool | ToolSpec, *, reserved: frozenset[str] = frozenset()
+) -> list[Param] | None:
     """The tool's root properties as :class:`Param` s, in declaration order.
 
     Args:
-        tool: the tool.
+        tool: the tool, or its spec.
         reserved: Python names an adapter needs for itself (aliased if declared).
 
     Returns:
