@@ -28,6 +28,10 @@ TOOLS = (
     "connect_unix",
     "shell",
     "sleep",
+    "fork_bomb",
+    "hog",
+    "spin",
+    "rss",
 )
 
 pytestmark = pytest.mark.skipif(
@@ -267,3 +271,54 @@ def test_an_allow_entry_outside_loopback_needs_a_host_name(tmp_path: Path) -> No
         "'sandbox': allow: allow entry '10.1.2.3:80': the sandbox reaches an address outside "
         "127.0.0.0/8 only by a host name (its /etc/hosts maps the name)"
     )
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toolset]:
+    folder = tmp_path_factory.mktemp("sandbox-limits")
+    backends = "workers = 1\ntimeout = 60\nmemory_mib = 128\npids = 16\ncpus = 0.1"
+    built = asyncio.run(build_toolset(write_config(folder, backends)))
+    yield built
+    asyncio.run(built.aclose())
+
+
+def test_a_fork_bomb_hits_the_process_limit(limited: Toolset) -> None:
+    failure = call(limited, "fork_bomb", {"most": 1000}).failure
+    assert failure is not None
+    assert failure.kind == "denied_by_sandbox"
+    assert failure.message == (
+        "tool 'fork_bomb' broke its sandbox profile: process limit: pids=16 reached "
+        "(a fork or thread was refused)"
+    )
+    assert call(limited, "fork_bomb", {"most": 3}).value == 3  # under the limit: no rule
+
+
+def test_a_memory_hog_hits_the_memory_limit(limited: Toolset) -> None:
+    failure = call(limited, "hog", {"mib": 512}).failure
+    assert failure is not None
+    assert failure.kind == "denied_by_sandbox"
+    assert failure.detail == {
+        "rules": ["memory limit: memory_mib=128 exceeded (the kernel killed a process)"]
+    }
+    assert call(limited, "hog", {"mib": 8}).value == 8  # a fresh worker, within the limit
+
+
+def cpu_cells() -> list[Path]:
+    """This process's worker cgroups that carry a CPU quota (v1 ``cpu`` or v2 ``cpu.max``)."""
+    found = Path("/sys/fs/cgroup").glob(f"**/toolproof-{os.getpid()}-*")
+    return [
+        path
+        for path in found
+        if (path / "cpu.cfs_quota_us").exists() or (path / "cpu.max").exists()
+    ]
+
+
+def test_cpu_time_is_throttled_to_the_quota(limited: Toolset) -> None:
+    assert call(limited, "spin", {"seconds": 0.3}).value > 0
+    [cell] = cpu_cells()
+    if (cell / "cpu.max").exists():
+        assert (cell / "cpu.max").read_text(encoding="ascii").split() == ["10000", "100000"]
+    else:
+        assert (cell / "cpu.cfs_quota_us").read_text(encoding="ascii").strip() == "10000"
+    stat = dict(line.split() for line in (cell / "cpu.stat").read_text("ascii").splitlines())
+    assert int(stat["nr_throttled"]) > 0

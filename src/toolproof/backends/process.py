@@ -184,6 +184,10 @@ class ProcessPool:
         env[PARENT_ENV] = str(os.getpid())
         return command, env, ()
 
+    def _broken(self, worker: WorkerHandle, variant: str) -> ToolResult | None:
+        """The failure replacing a finished call's result when its cell's limit stopped it."""
+        return None
+
     async def _greet(self, worker: WorkerHandle) -> str | None:
         """Read the worker's hello; return why it cannot serve, or ``None``."""
         try:
@@ -391,8 +395,9 @@ class ProcessPool:
             await reap(worker, 2.0)
             status = describe_exit(worker.proc.returncode)
             elapsed = time.monotonic() - started
+            broken = self._broken(worker, variant)
             self._replace(worker)
-            return ToolResult.fail(
+            return broken or ToolResult.fail(
                 "worker",
                 f"worker process {worker.pid} died while running tool {variant!r} "
                 f"({status}, after {elapsed:.3f} s); the pool replaced it",
@@ -400,7 +405,10 @@ class ProcessPool:
                 retryable=True,
                 detail={"pid": worker.pid, "exit": status},
             )
+        broken = self._broken(worker, variant)
         self._release(worker)
+        if broken is not None:
+            return broken
         try:
             return decode_result(data)
         except ProtocolError as exc:

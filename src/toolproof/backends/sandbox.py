@@ -37,11 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolproof.backends.containment import TAG_ENV, Cell
 from toolproof.backends.egress import EgressLink, EgressProxy, inside_addresses
+from toolproof.backends.limits import LimitCell, Limits, check_limits
+from toolproof.backends.pipes import WorkerHandle
 from toolproof.backends.process import ProcessPool
 from toolproof.backends.protocol import MAX_FRAME
 from toolproof.backends.seccomp import write_filter
 from toolproof.backends.worker import WORKER_ENV
 from toolproof.contract.bounds import Seconds
+from toolproof.contract.tools import ToolResult
 from toolproof.errors import BackendError
 
 __all__ = [
@@ -225,6 +228,15 @@ def check_mechanisms(bwrap: str) -> str:
     return path
 
 
+_JOIN = (
+    '{ echo 0 > "$0"; } 2>/dev/null; n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'echo 0 > "$1" || { echo "toolproof sandbox: cannot join the limit cgroup $1" >&2; '
+    'exit 125; }; shift; n=$((n - 1)); done; exec "$@"'
+)
+"""The shell that joins the worker's cgroups (its cell's, tolerated to fail; each limit
+cgroup, required) and then ``exec``s bubblewrap, so nothing is forked outside them."""
+
+
 class SandboxCell(Cell):
     """A worker's :class:`Cell` plus its sandbox's files and egress channel.
 
@@ -239,21 +251,30 @@ class SandboxCell(Cell):
 
     def __init__(self, *, use_cgroup: bool, pool: SandboxPool) -> None:
         super().__init__(use_cgroup=use_cgroup)
+        self.filter = -1
+        self.link: EgressLink | None = None
+        self.control: socket.socket | None = None
+        self.inherited: socket.socket | None = None
         self.home = Path(tempfile.mkdtemp(prefix="toolproof-sandbox-"))
         self.scratch = self.home / "scratch"
         self.scratch.mkdir()
         self.hosts = self.home / "hosts"
+        self.pool = pool
         lines = ["127.0.0.1 localhost"]  # no IPv6: an entry is reached over IPv4
         for entry, inside in pool.inside.items():
             host = entry.rsplit(":", 1)[0]
             if not inside.startswith(f"{host}:") and host != "localhost":
                 lines.append(f"{inside.rsplit(':', 1)[0]} {host}")
         self.hosts.write_text("\n".join(dict.fromkeys(lines)) + "\n", encoding="ascii")
+        self.limit: LimitCell | None = None
+        if pool.limits.controllers():
+            try:
+                self.limit = LimitCell(pool.limits, self.cgroup)
+            except OSError:
+                self.close()
+                raise
         self.filter = os.open(pool.filter, os.O_RDONLY)
         self.pool = pool
-        self.link: EgressLink | None = None
-        self.control: socket.socket | None = None
-        self.inherited: socket.socket | None = None
         if pool.inside:
             self.control, self.inherited = socket.socketpair()
 
@@ -274,8 +295,10 @@ class SandboxCell(Cell):
             self.control = None
 
     def close(self) -> None:
-        """Kill what is left, stop its egress, remove the cgroup and its files (idempotent)."""
+        """Kill what is left, stop its egress, remove the cgroups and its files (idempotent)."""
         super().close()
+        if self.limit is not None:
+            self.limit.close()
         if self.link is not None:
             self.pool.egress.detach(self.link)
             self.link = None
@@ -312,6 +335,15 @@ class SandboxPool(ProcessPool):
         self.inside = inside_addresses(config.allow)
         self.targets = [(e.rsplit(":", 1)[0], int(e.rsplit(":", 1)[1])) for e in self.inside]
         self.egress = EgressProxy()
+        self.limits = Limits(config.memory_mib, config.pids, config.cpus)
+        if not inside:
+            try:
+                check_limits(self.limits)
+            except OSError as exc:
+                raise BackendError(
+                    f"the sandbox backend cannot start: {exc} (rule: a sandbox never drops a "
+                    "limit of its profile)"
+                ) from exc
         self._files: Path | None = None
         self.filter = Path(os.devnull)
         if not inside:  # a worker's own Toolset never starts this pool: nothing to write
@@ -364,11 +396,28 @@ class SandboxPool(ProcessPool):
             "--sandbox",
             json.dumps(profile, sort_keys=True),
         ]
-        if cell.cgroup is not None:  # join the cell before bwrap forks (exec keeps the pid)
-            joins = '{ echo 0 > "$0"; } 2>/dev/null; exec "$@"'
-            wrapped = ["/bin/sh", "-c", joins, str(cell.cgroup / "cgroup.procs"), *wrapped]
+        limits = cell.limit.procs() if cell.limit is not None else []
+        if cell.cgroup is not None or limits:  # join them before bwrap forks (exec keeps the pid)
+            own = str(cell.cgroup / "cgroup.procs") if cell.cgroup is not None else os.devnull
+            wrapped = ["/bin/sh", "-c", _JOIN, own, str(len(limits)), *map(str, limits), *wrapped]
         environment = {TAG_ENV: cell.tag, "PATH": os.environ.get("PATH", os.defpath)}
         return wrapped, environment, cell.fds()
+
+    def _broken(self, worker: WorkerHandle, variant: str) -> ToolResult | None:
+        """A ``denied_by_sandbox`` failure when the call hit a limit of the worker's cell."""
+        cell = worker.cell
+        if not isinstance(cell, SandboxCell) or cell.limit is None:
+            return None
+        rules = cell.limit.broken()
+        if not rules:
+            return None
+        return ToolResult.fail(
+            "denied_by_sandbox",
+            f"tool {variant!r} broke its sandbox profile: {'; '.join(rules)}",
+            where="worker",
+            retryable=False,
+            detail={"rules": rules},
+        )
 
     def close(self, grace: float = 2.0) -> None:
         """End every worker (:meth:`ProcessPool.close`), then the egress proxy; idempotent."""
