@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,9 @@ from cli_support import toolproof
 from runs_support import copy_run, rechain, trace_events
 
 from toolproof.adapters.session_runs import record_session
+from toolproof.verify.checks import CHECK_SEQUENCE, CHECKS
+from toolproof.verify.policy import POLICY_CHECK
+from toolproof.verify.sequence import with_recorded
 from toolproof.verify.verifier import verify_run
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
@@ -65,11 +69,46 @@ def _policy_failures(run_dir: Path) -> list[str]:
     return [f.finding.message for f in verify_run(run_dir).failures if f.check == "policy"]
 
 
-def test_the_recorded_run_verifies_and_its_report_keeps_the_sequence(recorded: Path) -> None:
+def test_the_recorded_run_verifies_and_its_report_holds_the_policy_check(recorded: Path) -> None:
     verification = verify_run(recorded)
     assert verification.ok, [f.finding.message for f in verification.failures]
     assert verification.report is not None
-    assert "policy" not in verification.report.sequence
+    assert verification.report.sequence == [*CHECK_SEQUENCE, "policy"]  # after the built-ins
+    stored = json.loads((recorded / "report.json").read_bytes())
+    assert stored["sequence"] == [*CHECK_SEQUENCE, "policy"]
+    assert stored["results"][-1] == {
+        "schema_version": 1,
+        "check": "policy",
+        "invariant": "INV-POLICY-DECIDED",
+        "severity": "critical",
+        "status": "passed",
+        "findings": [],
+    }
+
+
+def test_a_forged_decision_fails_the_policy_check_in_the_report(
+    recorded: Path, tmp_path: Path
+) -> None:
+    def allow(events: list[dict[str, Any]]) -> None:
+        _decisions(events)[1]["decision"] = "allow"
+
+    verification = verify_run(_forge(recorded, tmp_path, allow))
+    assert verification.report is not None
+    result = verification.report.results[-1]
+    assert (result.check, result.status, len(result.findings)) == ("policy", "failed", 2)
+    assert verification.report.outcome == "failed"
+    assert sorted({failure.check for failure in verification.failures}) == ["policy", "report"]
+
+
+def test_a_run_without_a_policy_keeps_the_built_in_sequence() -> None:
+    assert with_recorded(CHECKS, False) == CHECKS
+    extra = dataclasses.replace(CHECKS[0], id="mine")
+    assert [c.id for c in with_recorded((*CHECKS, extra), True)] == [
+        *CHECK_SEQUENCE,
+        "policy",
+        "mine",
+    ]
+    assert with_recorded((*CHECKS, POLICY_CHECK), True) == (*CHECKS, POLICY_CHECK)
 
 
 def test_a_denial_forged_into_an_allow_fails(recorded: Path, tmp_path: Path) -> None:
@@ -209,6 +248,11 @@ def test_the_counts_continue_across_the_segments_of_a_sealed_session(tmp_path: P
     for run in runs:
         verification = verify_run(run)
         assert verification.ok, [f.finding.message for f in verification.failures]
+        assert verification.report is not None
+        assert verification.report.results[-1].check == "policy"
+    # a later segment's report (its policy check continuing the counts) replays as stored
+    answer = json.loads(toolproof("replay", str(runs[1]), "--json").stdout)
+    assert (answer["identical"], answer["report_matches"]) == (True, True)
 
 
 APPROVAL = """@id("big") @approval("required")

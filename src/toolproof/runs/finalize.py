@@ -383,6 +383,8 @@ async def _write_run(
         # the copy); the re-execution stores the same items in the same order, so it
         # takes them instead of writing each again, and cuts what it does not store
         adopt = pack.copy_sound(writer.temp / PACK_FILE) if pack and pack.items else ()
+        if segment is not None:  # before the checks: a later segment's counts continue
+            writer.write_json(SEGMENT_FILE, segment)
         recorded = await record_run(
             writer.temp,
             spec=spec,
@@ -409,8 +411,6 @@ async def _write_run(
                 RECOVERY_FILE,
                 {"session": live.name, "kept_calls": calls, "dropped": dropped},
             )
-        if segment is not None:
-            writer.write_json(SEGMENT_FILE, segment)
         started_at, seconds = _started(header)
         writer.write_json(TIMINGS_FILE, Timings(started_at=started_at, wall_seconds=seconds))
         return writer.commit(), recorded

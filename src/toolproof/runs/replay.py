@@ -13,6 +13,7 @@ tampered or missing file, a changed descriptor or plan, or an unrecorded call; w
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from toolproof.runs.registries import RunRegistries
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
 from toolproof.runs.turns import RecordedTurns
+from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.sequence import check_sequence
 from toolproof.verify.view import RunView
 
@@ -159,6 +161,16 @@ def _with_turns(
     return {**handlers, "model": RecordedTurns(events, directory)}
 
 
+def _carry_segment(directory: Path, scratch: Path) -> None:
+    """Copy a segment's ``segment.json`` into the re-execution's directory.
+
+    A later segment's checks read it (``policy`` continues its predecessor's counts),
+    so its report is recomputed the way it was recorded.
+    """
+    if (directory / SEGMENT_FILE).is_file():
+        shutil.copyfile(directory / SEGMENT_FILE, scratch / SEGMENT_FILE)
+
+
 async def replay_run(
     directory: Path,
     *,
@@ -250,6 +262,7 @@ async def replay_run(
     calls = FrozenCalls(events, lenient=lenient)
     with tempfile.TemporaryDirectory(prefix=".tmp-replay-", dir=_scratch_root(directory)) as tmp:
         scratch = Path(tmp)
+        _carry_segment(directory, scratch)
         recorded = await record_run(
             scratch,
             spec=spec,

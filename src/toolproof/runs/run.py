@@ -46,7 +46,7 @@ from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, run_checks
-from toolproof.verify.sequence import check_sequence
+from toolproof.verify.sequence import check_sequence, with_recorded
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -153,7 +153,8 @@ async def record_run(
     """Execute ``plan`` and write the run's files (all but timings and manifest) into ``directory``.
 
     ``durable=False`` skips fsync (frozen replay's scratch directory); ``checks`` is the
-    check sequence (built-ins plus the spec's additional checks); ``adopt`` lists the
+    check sequence (built-ins plus the spec's additional checks; ``policy`` joins it when
+    ``runtime`` records a ``[policy]`` set); ``adopt`` lists the
     items of an ``evidence.pack`` already in ``directory`` (a finalized session's, copied)
     that the run stores in that order, taken as they lie instead of written again;
     ``parsed`` are trace lines the run's trace is expected to repeat, already parsed
@@ -164,6 +165,7 @@ async def record_run(
         CanonicalizationError: a recorded value has no canonical JSON form.
 
     """
+    checks = with_recorded(checks, runtime.toolset.policy is not None)  # docs/policy.md
     known: dict[str, tuple[int, str]] = {}
     for name, model in ((SPEC_FILE, spec), (PLAN_FILE, plan), (RUNTIME_FILE, runtime)):
         known[name] = write_file(directory / name, canonical_json(model.to_json()), sync=durable)

@@ -1,5 +1,9 @@
 """The check sequence of a run: the built-ins, then the spec's ``[[checks]]`` in order.
 
+A run whose runtime records a ``[policy]`` set has the ``policy`` check right after the
+built-ins (:func:`with_recorded`): it is in that run's report like every other check,
+and a run without a policy keeps the sequence, report and id it had (docs/policy.md).
+
 An additional check is found by name in the :class:`CheckRegistry` the run or
 verification is given: first among checks registered in code, then in the
 ``toolproof.checks`` entry-point group. Its value is a
@@ -28,6 +32,7 @@ from toolproof.plugins.loading import plugin_error
 from toolproof.plugins.registry import Registry
 from toolproof.verify.base import Check, finding
 from toolproof.verify.checks import CHECKS
+from toolproof.verify.policy import POLICY_CHECK
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "check_for",
     "check_sequence",
     "register_check",
+    "with_recorded",
 ]
 
 CHECK_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
@@ -199,3 +205,24 @@ def check_sequence(
         checks.append(check)
         descriptors.append(descriptor)
     return tuple(checks), descriptors
+
+
+def with_recorded(checks: Sequence[Check], policy: bool) -> tuple[Check, ...]:
+    """``checks`` with the ``policy`` check after the built-ins when the run records a policy.
+
+    Args:
+        checks: a sequence (the built-ins first, then any additional checks).
+        policy: whether the run's runtime records a ``[policy]`` set
+            (``runtime.toolset.policy``).
+
+    Returns:
+        ``checks`` unchanged without a policy (or when ``policy`` is in it already),
+        else with :data:`~toolproof.verify.policy.POLICY_CHECK` inserted after the
+        leading built-in checks.
+
+    """
+    if not policy or any(check.id == POLICY_CHECK.id for check in checks):
+        return tuple(checks)
+    built_in = {check.id for check in CHECKS}
+    at = next((n for n, check in enumerate(checks) if check.id not in built_in), len(checks))
+    return (*checks[:at], POLICY_CHECK, *checks[at:])

@@ -11,11 +11,12 @@
    report byte for byte; ``timings`` (``INV-TIMINGS``, critical): ``timings.json``
    parses.
 
+A run whose runtime records a ``[policy]`` set has the ``policy`` check in its
+sequence, right after the built-ins (:func:`~toolproof.verify.sequence.with_recorded`).
 Beside the sequence, in the same pass and outside ``report.json`` (so the report and
-the run id of a run they do not apply to are unchanged): ``policy`` for a run whose
-runtime records a policy set, ``acted-once`` for a session run whose runtime records
-``repeatable``. Their findings that fail under the policy are failures; the others
-are :attr:`Verification.notes`.
+the run id of a run it does not apply to are unchanged): ``acted-once`` for a session
+run whose runtime records ``repeatable``. Its findings that fail under the policy are
+failures; the others are :attr:`Verification.notes`.
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ from toolproof.identity import canonical_json
 from toolproof.verify.acted import ACTED_ONCE_CHECK
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, check_findings, report_of
-from toolproof.verify.policy import POLICY_CHECK
-from toolproof.verify.sequence import CheckRegistry, check_sequence
+from toolproof.verify.sequence import CheckRegistry, check_sequence, with_recorded
 from toolproof.verify.view import RunView
 
 __all__ = ["OUTER_CHECKS", "Progress", "Verification", "VerificationFailure", "verify_run"]
@@ -90,8 +90,8 @@ class Verification:
         run_id: the manifest's run id (``None`` when the manifest is unreadable).
         report: the recomputed report (``None`` when the manifest check failed).
         failures: what fails verification, manifest first, then the ordered checks,
-            then ``report``/``timings``, then ``policy`` and ``acted-once``.
-        notes: findings of ``policy`` and ``acted-once`` reported without failing
+            then ``report``/``timings``, then ``acted-once``.
+        notes: findings of ``acted-once`` reported without failing
             under the policy (an ``outcome_unknown`` call a person should reconcile).
 
     """
@@ -176,9 +176,7 @@ def _outside(view: RunView) -> tuple[Check, ...]:
     runtime = view.runtime
     if runtime is None:
         return ()
-    policy = (POLICY_CHECK,) if runtime.toolset.policy is not None else ()  # docs/policy.md
-    acted = (ACTED_ONCE_CHECK,) if runtime.repeatable is not None else ()  # docs/durability.md
-    return (*policy, *acted)
+    return (ACTED_ONCE_CHECK,) if runtime.repeatable is not None else ()  # docs/durability.md
 
 
 def _trace_entry(manifest: Manifest) -> Any:
@@ -230,6 +228,8 @@ def verify_run(
     )
     own = view.spec.policy if view.spec is not None else Policy.STRICT
     sequence, problems = _sequence(view, checks if checks is not None else CheckRegistry())
+    recorded = view.runtime is not None and view.runtime.toolset.policy is not None
+    sequence = with_recorded(sequence, recorded)  # a [policy] run's report has `policy`
     tick = None
     if progress is not None:
         advance, total = progress, sum(entry.size for entry in manifest.files)
