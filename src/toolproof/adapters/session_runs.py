@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from toolproof.adapters.resumed import ResumedSession
 from toolproof.adapters.session import Session
 from toolproof.config import load_toolset
-from toolproof.errors import ReplayRefused
+from toolproof.errors import InputError, ReplayRefused
 from toolproof.evidence.grounding import DEFAULT_MIN_QUOTE_WORDS, Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.replay import describe_descriptor_change
+from toolproof.runs.resume import check_session_id, live_segments, prepare_resume
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.presented import present, presented_changes
@@ -72,6 +74,8 @@ async def record_session(
     grounding: Literal["quote", "details"] | None = None,
     min_quote_words: int | None = None,
     principal: str | None = None,
+    session_id: str | None = None,
+    resume: bool = False,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
 
@@ -99,6 +103,15 @@ async def record_session(
         principal: who the session acts for, ``Type::id`` (``"Agent::triage"``): the
             Cedar principal of every call when the Toolset has a ``[policy]``
             (docs/policy.md); ``None``: ``Agent::default``.
+        session_id: the session's name (its idempotency keys name it; its live
+            directory is ``root/sessions/<session_id>``): a named session logs the
+            intent of each call of a tool that must act once, so it can resume
+            (docs/durability.md). ``None``: ``<stamp>-<pid>``, not resumable.
+        resume: continue the session ``session_id`` a crash left: the agent is served
+            every recorded call and model turn (no body run, no model asked), then
+            records live in a new segment linked to the recovered one; a cut call of a
+            tool neither read-only, idempotent nor keyed fails ``outcome_unknown``
+            (:class:`~toolproof.adapters.resumed.ResumedSession`).
 
     Yields:
         The live :class:`Session`; after the block, :attr:`Session.run_ids` lists every
@@ -112,24 +125,49 @@ async def record_session(
         RecordingError: the session or one of its runs cannot be written (that
             segment and every later one are kept live for ``toolproof verify
             --recover``).
+        ReplayRefused: resumed, the agent diverged from the recorded steps.
 
     """
     if principal is not None:
         principal_entity(principal)  # a bad principal is refused before anything opens
+    name = "" if session_id is None else check_session_id(session_id)
+    if resume and not name:
+        raise InputError("resume=True needs the session_id of the session to resume")
+    if name and not resume and live_segments(Path(root), name):
+        raise InputError(f"session {name!r} is unfinished: resume it (resume=True)")
     async with toolset_of(source) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)
         presented = present(tool.spec for tool in toolset.exposed())  # what replay needs
+        resumed = await prepare_resume(Path(root), name, toolset) if resume else None
         live = SegmentedRecording(
-            Path(root), toolset, task=task, segment_calls=segment_calls, presented=presented
+            Path(root),
+            toolset,
+            task=task,
+            segment_calls=segment_calls,
+            presented=presented,
+            name=name,
+            resumed=resumed,
         )
-        session = Session(toolset, live, approver=approver, grounding=chosen, principal=principal)
+        options: dict[str, Any] = {
+            "approver": approver,
+            "grounding": chosen,
+            "principal": principal,
+        }
+        session = (
+            Session(toolset, live, **options)
+            if resumed is None
+            else ResumedSession(
+                toolset, live, FrozenSession.load_chain(resumed.head), resumed, **options
+            )
+        )
         try:
             yield session
         except BaseException:
             await live.abort()
             raise
         outcomes = await live.finish()
-        session.run_ids = [outcome.run_id for outcome in outcomes]
+        earlier = [] if resumed is None else resumed.run_ids
+        session.run_ids = earlier + [outcome.run_id for outcome in outcomes]
         session.run_id = session.run_ids[-1]
 
 

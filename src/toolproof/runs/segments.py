@@ -53,7 +53,8 @@ from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.contract.tools import PresentedTools
 from toolproof.errors import InputError, RecordingError
-from toolproof.runs.admission import Admission
+from toolproof.identity import canonical_json
+from toolproof.runs.admission import Admission, unrecordable
 from toolproof.runs.finalize import SEGMENT_FILE, SessionOutcome, finalize_session
 from toolproof.runs.live import (
     SESSION_TASK,
@@ -62,6 +63,8 @@ from toolproof.runs.live import (
     open_recording,
 )
 from toolproof.runs.recorder import CallRecord, Durability, ModelExchange
+from toolproof.runs.resume import Resumed, write_intent
+from toolproof.tools.idempotency import repeatable
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
 
@@ -113,6 +116,8 @@ class SegmentedRecording:
         segment_calls: int = DEFAULT_SEGMENT_CALLS,
         durability: Durability = Durability.GROUP,
         presented: PresentedTools | None = None,
+        name: str = "",
+        resumed: Resumed | None = None,
     ) -> None:
         if isinstance(segment_calls, bool) or not isinstance(segment_calls, int):
             raise InputError(
@@ -127,14 +132,31 @@ class SegmentedRecording:
         self.segment_calls = segment_calls
         self._toolset, self._task, self._durability = toolset, task, durability
         self._presented = presented  # every segment's runtime holds it: each replays alone
+        self.index = 1 if resumed is None else resumed.index + 1
+        first = name if self.index == 1 else f"{name}.{self.index}"
         self.current = open_recording(
-            self.root, toolset, task=task, durability=durability, presented=presented
+            self.root,
+            toolset,
+            task=task,
+            durability=durability,
+            presented=presented,
+            name=first,
+            session_id=name,
         )
-        self.session = self.current.directory.name
-        self.index = 1
+        self.session = name or self.current.directory.name
+        # a named session logs the intent of each call that must act once (runs/resume.py)
+        self._once = frozenset(toolset.names()) - set(repeatable(t.spec for t in toolset))
+        self._intents = bool(name)
         self.outcomes: list[SessionOutcome] = []
-        self._indexes: dict[Path, int] = {self.current.directory: 1}
+        self._indexes: dict[Path, int] = {self.current.directory: self.index}
         self._base = 0  # steps admitted before the open segment (calls and turns)
+        if resumed is not None:  # go on where the recorded chain ends
+            live = self.current
+            live.admitted, live.turns_admitted = resumed.admitted, resumed.turns
+            live.keys, self._base = resumed.keys, resumed.admitted + resumed.turns
+            self._write_segment(live, self.index, resumed.link)
+            for intent in resumed.cut.values():  # still cut if this one crashes too
+                write_intent(live.directory, intent["step"], intent["tool"], intent["key"])
         self._pending: dict[str, LiveRecording] = {}  # admitted, unrecorded: step -> segment
         self._draining: list[LiveRecording] = []
         self._last_seal: asyncio.Future[SessionOutcome] | None = None
@@ -167,7 +189,17 @@ class SegmentedRecording:
         live = self._open()
         admission = live.admit(tool, arguments)
         self._pending[admission.step] = live
+        if self._intents and tool in self._once:
+            try:  # on disk before the body runs: a crash now leaves the call cut, not lost
+                write_intent(live.directory, admission.step, tool, admission.idempotency_key)
+            except OSError as exc:
+                self.abandon(admission)
+                raise unrecordable(tool, f"its intent cannot be written ({exc})") from exc
         return admission
+
+    def peek_key(self, tool: str, arguments: Any) -> str:
+        """The idempotency key the next call of ``tool(arguments)`` will get (none counted)."""
+        return self.current.keys.peek(tool, canonical_json(arguments))
 
     def record(self, admission: Admission, observed: Observed) -> CallRecord:
         """:meth:`LiveRecording.record` in the segment that admitted the call."""

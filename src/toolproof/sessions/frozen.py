@@ -209,6 +209,12 @@ class FrozenSession:
         """Model turns served, over every segment served so far."""
         return self._before[1] + self.turns.served
 
+    @property
+    def exhausted(self) -> bool:
+        """Whether every recorded call and model turn of every segment was served."""
+        pending = self.calls.first_pending() or self.turns.first_pending()
+        return not self._rest and pending is None
+
     def _advance(self) -> bool:
         """Open the next segment when this one's calls and turns were all served.
 

@@ -128,6 +128,10 @@ class Occurrences:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str, str], int] = {}
 
+    def peek(self, tool: str, fingerprint: str, arguments_digest: str) -> int:
+        """The occurrence :meth:`next` would return now, without counting it."""
+        return self._seen.get((tool, fingerprint, arguments_digest), 0) + 1
+
     def next(self, tool: str, fingerprint: str, arguments_digest: str) -> int:
         """Count one more call of ``tool`` with these arguments; return its occurrence (from 1)."""
         key = (tool, fingerprint, arguments_digest)
@@ -162,6 +166,13 @@ class SessionKeys:
     def of(cls, session: str, toolset: ToolsetDescriptor) -> SessionKeys:
         """The keys of session ``session`` over the tools (and variants) of ``toolset``."""
         return cls(session, {tool.name: tool.fingerprint for tool in toolset.tools})
+
+    def peek(self, tool: str, encoded: bytes) -> str:
+        """The key :meth:`key` would give the next call of ``tool`` now, without counting it."""
+        fingerprint = self.fingerprints.get(tool, "")
+        digest_ = arguments_digest(encoded)
+        occurrence = self._occurrences.peek(tool, fingerprint, digest_)
+        return idempotency_key(self.session, tool, fingerprint, digest_, occurrence)
 
     def key(self, tool: str, encoded: bytes) -> str:
         """The key of the next admitted call of ``tool``, arguments' canonical JSON ``encoded``.

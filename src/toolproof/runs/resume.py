@@ -1,0 +1,225 @@
+"""Named sessions that resume after a crash: the intent log, and what a resume starts from.
+
+A session recorded under a name (``record_session(..., session_id="nightly-42")``) lives
+in ``ROOT/sessions/nightly-42`` (its later segments in ``nightly-42.2``...). Before the
+body of a call of a tool that declares none of read-only, idempotent or
+``idempotency = "key"`` runs, the recorder appends the call's **intent** to the open
+segment's ``intents.jsonl`` and fsyncs it (``{"step", "tool", "key"}``, one a line): a
+call whose intent is on disk but whose block is not in the trace was *cut*, and may
+have acted.
+
+After a crash (the process SIGKILLed, or power lost once the intent and the trace
+lines it wrote reached the disk: group commit, docs/runs.md), :func:`prepare_resume`
+recovers the session's one live directory into a run (``toolproof verify --recover``'s
+:func:`~toolproof.runs.finalize.recover_session`, its ``segment.json`` written first so
+the run is a segment of the session), checks the chain it ends, and returns a
+:class:`Resumed`: where the next segment links to, the step numbers and idempotency-key
+occurrences the session reached, and the cut calls. The resumed session serves the
+agent every recorded call and model turn from the chain, in order, then records live
+in that next segment; a cut call asked again fails ``outcome_unknown``
+(:mod:`toolproof.adapters.resumed`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE
+from toolproof.contract.runs import ExecutionRuntime, Manifest
+from toolproof.contract.trace import ModelTurn, ToolCalled
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json
+from toolproof.runs.admission import admission_number, admission_sorted
+from toolproof.runs.chain import verify_chain
+from toolproof.runs.finalize import SEGMENT_FILE, recover_session
+from toolproof.runs.live import SESSIONS_DIR
+from toolproof.tools.idempotency import SessionKeys
+from toolproof.tools.toolset import Toolset
+from toolproof.verify.view import RunView
+
+__all__ = [
+    "INTENTS_FILE",
+    "SESSION_ID",
+    "Resumed",
+    "check_session_id",
+    "live_segments",
+    "prepare_resume",
+    "read_intents",
+    "write_intent",
+]
+
+INTENTS_FILE = "intents.jsonl"
+"""A named session's intent log, in each live segment's directory (see the module)."""
+
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+"""What a session id may be: a letter or digit, then letters, digits, ``_`` and ``-``."""
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` when it is a valid name (:data:`SESSION_ID`).
+
+    Raises:
+        InputError: it is not.
+
+    """
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
+        raise InputError(
+            f"session_id {session_id!r}: not a session name (rule: a letter or digit, then "
+            "up to 99 letters, digits, '_' or '-')"
+        )
+    return session_id
+
+
+def write_intent(directory: Path, step: str, tool: str, key: str) -> None:
+    """Append one call's intent to ``directory``'s intent log and fsync it (before its body).
+
+    Raises:
+        OSError: it cannot be written (the call must then not run).
+
+    """
+    line = canonical_json({"key": key, "step": step, "tool": tool}) + b"\n"
+    fd = os.open(directory / INTENTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_intents(directory: Path) -> list[dict[str, str]]:
+    """The intents in ``directory``'s log, in order; a torn last line is dropped."""
+    try:
+        data = (directory / INTENTS_FILE).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in data.split(b"\n"):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and {"key", "step", "tool"} <= value.keys():
+            out.append({name: str(value[name]) for name in ("key", "step", "tool")})
+    return out
+
+
+def live_segments(root: Path, session_id: str) -> list[Path]:
+    """The live directories of session ``session_id`` under ``root/sessions``, by index."""
+    sessions = Path(root) / SESSIONS_DIR
+    found = []
+    for path in sessions.glob(f"{session_id}*"):
+        rest = path.name[len(session_id) :]
+        if path.is_dir() and (rest == "" or re.fullmatch(r"\.[0-9]+", rest)):
+            found.append((int(rest[1:]) if rest else 1, path))
+    return [path for _, path in sorted(found)]
+
+
+@dataclass
+class Resumed:
+    """Where a resumed session starts (built by :func:`prepare_resume`).
+
+    Attributes:
+        session: the session's id.
+        head: the run directory of the last recorded segment (the recovered one).
+        index: that segment's number; the resumed session records segment ``index + 1``.
+        link: ``{"run_id", "files_digest"}`` of ``head``, the next segment's ``previous``.
+        admitted: call steps the session numbered (the next call is ``admitted + 1``).
+        turns: model-turn steps it numbered.
+        keys: the session's keys, every recorded call's occurrence counted.
+        cut: the cut calls by key: ``{"step", "tool", "key"}`` (intents with no record).
+        run_ids: the chain's run ids, segment 1 first.
+
+    """
+
+    session: str
+    head: Path
+    index: int
+    link: dict[str, str]
+    admitted: int
+    turns: int
+    keys: SessionKeys
+    cut: dict[str, dict[str, str]] = field(default_factory=dict)
+    run_ids: list[str] = field(default_factory=list)
+
+
+def _segment_of(live: Path, session_id: str) -> dict[str, Any]:
+    """The live directory's ``segment.json``, written as segment 1 when it has none."""
+    path = live / SEGMENT_FILE
+    if path.is_file():
+        value: dict[str, Any] = json.loads(path.read_bytes())
+        return value
+    value = {"session": session_id, "index": 1, "previous": None}
+    path.write_bytes(json.dumps(value, sort_keys=True).encode("utf-8"))
+    return value
+
+
+async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resumed:
+    """Recover the crashed session ``session_id`` under ``root`` and say where to resume.
+
+    Args:
+        root: the artifact root.
+        session_id: the session's name.
+        toolset: the Toolset the agent runs with now; its descriptor must be the one the
+            session recorded (the keys name its tools' fingerprints).
+
+    Returns:
+        The :class:`Resumed` (its ``head`` is the recovered run).
+
+    Raises:
+        InputError: no live directory of the session is left (nothing to resume: see
+            ``toolproof sessions list``), more than one is (recover them first with
+            ``toolproof verify --recover``), its recorder is still running, it recorded
+            another session or Toolset, or the chain it ends does not verify.
+
+    """
+    lives = live_segments(root, check_session_id(session_id))
+    where = Path(root) / SESSIONS_DIR
+    if not lives:
+        raise InputError(
+            f"session {session_id!r}: no unfinished session of that name under {where} "
+            "(rule: resume=True continues a session a crash left; see toolproof sessions list)"
+        )
+    if len(lives) > 1:
+        names = ", ".join(path.name for path in lives)
+        raise InputError(
+            f"session {session_id!r}: {len(lives)} live segments are left ({names}); "
+            "resume continues one: recover the earlier ones with toolproof verify --recover"
+        )
+    live = lives[0]
+    runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
+    if runtime.session != session_id or runtime.toolset.id != toolset.descriptor().id:
+        raise InputError(
+            f"session {session_id!r}: {live} recorded session {runtime.session!r} with "
+            f"Toolset {runtime.toolset.id}; resuming needs the same session and Toolset "
+            f"(now {toolset.descriptor().id})"
+        )
+    index = int(_segment_of(live, session_id).get("index", 1))
+    intents = read_intents(live)
+    outcome = await recover_session(live)
+    chain = verify_chain(outcome.path)
+    if not chain.ok:
+        raise InputError(f"session {session_id!r}: cannot resume: {chain.problem}")
+    manifest = Manifest.model_validate_json((outcome.path / MANIFEST_FILE).read_bytes())
+    link = {"run_id": outcome.run_id, "files_digest": manifest.files_digest}
+    keys = SessionKeys.of(session_id, runtime.toolset)
+    admitted = turns = 0
+    recorded: set[str] = set()
+    directories = [segment.directory for segment in reversed(chain.segments)]
+    for directory in directories:
+        events = RunView(directory).events or []
+        called = [event for event in events if isinstance(event, ToolCalled)]
+        for event in admission_sorted(called, lambda e: e.step):
+            keys.key(event.call.tool, canonical_json(dict(event.call.arguments)))
+            recorded.add(event.idempotency_key or "")
+            admitted = max(admitted, admission_number(event.step) or 0)
+        for turn in events:
+            if isinstance(turn, ModelTurn):
+                turns = max(turns, admission_number(turn.step) or 0)
+    cut = {i["key"]: i for i in intents if i["key"] not in recorded}
+    run_ids = [directory.name for directory in directories]
+    return Resumed(session_id, outcome.path, index, link, admitted, turns, keys, cut, run_ids)

@@ -1,0 +1,138 @@
+"""Named sessions that resume after a real SIGKILL (issue 34 point 3).
+
+The agent runs in its own process (``resume_agent.py``: look A, charge A-1, pay B-1,
+charge A-2, look C) and is SIGKILLed inside a side-effecting body, before or after
+its side effect; the same agent code then runs again with ``resume=True``. The
+recorded steps are served from the record (no body runs), recording goes on live in
+a second segment linked to the recovered one, the ledger of side effects holds no
+duplicate key, and the chain verifies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolproof
+from toolproof.errors import InputError
+from toolproof.runs.chain import verify_chain
+from toolproof.verify.verifier import verify_run
+
+AGENT = Path(__file__).with_name("resume_agent.py")
+
+
+def run_agent(root: Path, mode: str, kill: str = "") -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, str(AGENT), str(root), mode, *([kill] if kill else [])]
+    return subprocess.run(args, capture_output=True, text=True, env=os.environ, check=False)
+
+
+def ledger(root: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in (root / "ledger.jsonl").read_text().splitlines()]
+
+
+def crash_and_resume(root: Path, kill: str) -> dict[str, Any]:
+    """Record until ``kill`` SIGKILLs the agent, then resume it; the resumed run's output."""
+    killed = run_agent(root, "record", kill)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [path.name for path in (root / "sessions").iterdir()] == ["nightly-42"]
+    resumed = run_agent(root, "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    output: dict[str, Any] = json.loads(resumed.stdout)
+    assert not (root / "sessions" / "nightly-42").exists()  # recovered into segment 1
+    return output
+
+
+def no_duplicate_key(root: Path) -> None:
+    keys = [entry["key"] for entry in ledger(root)]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_charge_cut_after_its_side_effect_is_outcome_unknown_and_never_charged_again(
+    tmp_path: Path,
+) -> None:
+    output = crash_and_resume(tmp_path, "charge:A-2:after")
+    # look A, charge A-1, pay B-1 served from the record; look C the one live body
+    assert (output["served_calls"], output["live_calls"]) == (3, 1)
+    [a1, a2] = [entry for entry in ledger(tmp_path) if entry["tool"] == "charge"]
+    assert (a1["order"], a2["order"]) == ("A-1", "A-2")
+    no_duplicate_key(tmp_path)
+    results = output["results"]
+    assert [r["ok"] for r in results] == [True, True, True, False, True]
+    failure = results[3]["failure"]
+    assert failure["kind"] == "outcome_unknown"
+    assert failure["message"] == (
+        f"call call-00000004 to 'charge' (idempotency key {a2['key']}) of session "
+        "'nightly-42' was cut before its result was recorded and may have acted; its tool "
+        "is neither read-only nor idempotent, nor does it honour the key, so it is not run "
+        "again: find out and record it (toolproof sessions reconcile nightly-42 "
+        "call-00000004 --outcome FILE)"
+    )
+    first, head = (tmp_path / "runs" / run_id for run_id in output["run_ids"])
+    segment = json.loads((head / "segment.json").read_bytes())
+    assert (segment["session"], segment["index"], segment["previous"]["run_id"]) == (
+        "nightly-42",
+        2,
+        first.name,
+    )
+    chain = verify_chain(head)
+    assert (chain.ok, len(chain.segments)) == (True, 2)
+    notes = verify_run(head).notes
+    assert [(note.check, a2["key"] in note.finding.message) for note in notes] == [
+        ("acted-once", True)
+    ]
+
+
+def test_a_keyed_call_cut_after_its_side_effect_runs_again_with_its_key(tmp_path: Path) -> None:
+    output = crash_and_resume(tmp_path, "pay:B-1:after")
+    # look A and charge A-1 served; pay B-1 (cut, keyed), charge A-2 and look C live
+    assert (output["served_calls"], output["live_calls"]) == (2, 3)
+    [paid] = [entry for entry in ledger(tmp_path) if entry["tool"] == "pay"]
+    assert output["results"][2]["value"] == paid["key"]  # the same key: paid once
+    no_duplicate_key(tmp_path)
+    head = tmp_path / "runs" / output["run_ids"][-1]
+    assert verify_chain(head).ok is True
+    verification = verify_run(head)
+    assert (verification.ok, verification.notes) == (True, [])
+
+
+def test_a_charge_cut_before_its_side_effect_is_outcome_unknown_too(tmp_path: Path) -> None:
+    output = crash_and_resume(tmp_path, "charge:A-2:before")
+    assert [entry["order"] for entry in ledger(tmp_path)] == ["A-1", "B-1"]  # A-2 never acted
+    assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
+    assert verify_chain(tmp_path / "runs" / output["run_ids"][-1]).ok is True
+
+
+def test_resume_needs_a_name_and_an_unfinished_session(tmp_path: Path) -> None:
+    toolset = toolproof.Toolset().seal()
+
+    async def open_(**options: Any) -> None:
+        async with toolproof.record_session(toolset, root=tmp_path, task="t", **options):
+            pass
+
+    with pytest.raises(InputError) as nameless:
+        asyncio.run(open_(resume=True))
+    assert nameless.value.message == "resume=True needs the session_id of the session to resume"
+    with pytest.raises(InputError) as missing:
+        asyncio.run(open_(session_id="nightly-42", resume=True))
+    assert missing.value.message == (
+        f"session 'nightly-42': no unfinished session of that name under {tmp_path}/sessions "
+        "(rule: resume=True continues a session a crash left; see toolproof sessions list)"
+    )
+    with pytest.raises(InputError) as bad:
+        asyncio.run(open_(session_id="../x"))
+    assert bad.value.message == (
+        "session_id '../x': not a session name (rule: a letter or digit, then up to 99 "
+        "letters, digits, '_' or '-')"
+    )
+    (tmp_path / "sessions" / "nightly-42").mkdir(parents=True)
+    with pytest.raises(InputError) as unfinished:
+        asyncio.run(open_(session_id="nightly-42"))
+    assert unfinished.value.message == "session 'nightly-42' is unfinished: resume it (resume=True)"
