@@ -22,7 +22,8 @@ REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "conformance" / "
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "toolproof.toml"
     path.write_text(
-        f'[[mcp]]\nname = "ref"\ncommand = "{sys.executable}"\nargs = ["{REFERENCE}"]\n',
+        f'[[mcp]]\nname = "ref"\ncommand = "{sys.executable}"\nargs = ["{REFERENCE}"]\n'
+        'protocol = "2025-11-25"\n',  # its scenarios are 2025-11-25 ones (resources/subscribe)
         encoding="utf-8",
     )
     return path

@@ -70,7 +70,8 @@ def proxy_config(tmp_path: Path) -> Path:
         'name = "reference"\n'
         f'command = "{sys.executable}"\n'
         f'args = ["{FIXTURES / "reference_server.py"}"]\n'
-        'prefix = ""\n',
+        'prefix = ""\n'
+        'protocol = "2025-11-25"\n',  # its scenarios ask as 2025-11-25 servers do
         encoding="utf-8",
     )
     return config

@@ -30,7 +30,9 @@ LISTS = [
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "toolproof.toml"
     path.write_text(
-        f'[[mcp]]\nname = "n"\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\nprefix = ""\n',
+        f'[[mcp]]\nname = "n"\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\nprefix = ""\n'
+        # a 2025-11-25 server: it notifies on its own (2026-07-28 has subscriptions/listen)
+        'protocol = "2025-11-25"\n',
         encoding="utf-8",
     )
     return path

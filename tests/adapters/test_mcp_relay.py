@@ -28,7 +28,8 @@ def proxy_config(tmp_path: Path) -> Path:
     config = tmp_path / "proxy.toml"
     config.write_text(
         f'[[mcp]]\nname = "reference"\ncommand = "{sys.executable}"\n'
-        f'args = ["{FIXTURES / "reference_server.py"}"]\nprefix = ""\n',
+        f'args = ["{FIXTURES / "reference_server.py"}"]\nprefix = ""\n'
+        'protocol = "2025-11-25"\n',  # it asks with server-initiated requests (2025-11-25)
         encoding="utf-8",
     )
     return config
@@ -55,7 +56,7 @@ async def drive(config: Path, level: str | None = None) -> dict[str, Any]:
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"username": "ada", "email": "a@b"})
 
-    async with load_toolset(config) as toolset:
+    async with load_toolset(config, relay=True) as toolset:  # as toolproof serve loads it
         client = Client(
             build_server(toolset),
             logging_callback=on_log,

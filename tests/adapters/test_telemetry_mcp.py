@@ -261,7 +261,9 @@ def test_over_streamable_http_both_sides_name_the_same_session(
     )
     port = free_port()
     (tmp_path / "toolproof.toml").write_text(
-        f'[[mcp]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\n', encoding="utf-8"
+        # 2025-11-25: a session (2026-07-28 is stateless: no Mcp-Session-Id to name)
+        f'[[mcp]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\nprotocol = "2025-11-25"\n',
+        encoding="utf-8",
     )
 
     async def main() -> Any:

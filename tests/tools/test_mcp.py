@@ -430,9 +430,12 @@ class _RecordingMcpHandler(http.server.BaseHTTPRequestHandler):
             "tools/list": {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]},
             "tools/call": {"content": [{"type": "text", "text": "hello back"}]},
         }
-        payload = json.dumps(
-            {"jsonrpc": "2.0", "id": body["id"], "result": results[body["method"]]}
-        )
+        # a method it lacks (server/discover) gets -32601, as a server's must
+        if body["method"] in results:
+            answer = {"result": results[body["method"]]}
+        else:
+            answer = {"error": {"code": -32601, "message": "Method not found"}}
+        payload = json.dumps({"jsonrpc": "2.0", "id": body["id"], **answer})
         data = payload.encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

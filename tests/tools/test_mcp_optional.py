@@ -25,6 +25,7 @@ import sys
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
@@ -66,9 +67,10 @@ server = Server(
 )
 
 
-async def main():
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+async def main():  # a 2025-11-25 server: the initialize handshake only (no server/discover)
+    async with stdio_server() as (read, write), server.lifespan(server) as state:
+        options = server.create_initialization_options()
+        await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
 
 anyio.run(main)

@@ -233,6 +233,33 @@ def test_everything_server_tools_bind_or_are_quarantined_and_answer(tmp_path: Pa
     asyncio.run(main())
 
 
+ASKING_TOOLS = [
+    "trigger-elicitation-request",
+    "trigger-sampling-request",
+    "trigger-url-elicitation",
+]
+
+
+def test_everything_offers_its_asking_tools_only_to_a_client_that_can_answer(
+    tmp_path: Path,
+) -> None:
+    # outside toolproof serve nobody answers sampling or elicitation: neither capability
+    # is announced, so the server does not offer the tools that would ask
+    config = write(tmp_path, everything_config())
+
+    async def main() -> None:
+        async with load_toolset(config) as toolset:
+            entry = toolset.resources[MCP_SERVERS]["everything"]
+            assert entry["protocol_version"] == "2025-11-25"  # after server/discover failed
+            assert toolset.names() == [f"everything_{name}" for name in EVERYTHING_TOOLS]
+        async with load_toolset(config, relay=True) as toolset:  # as toolproof serve loads
+            assert toolset.names() == sorted(
+                f"everything_{name}" for name in EVERYTHING_TOOLS + ASKING_TOOLS
+            )
+
+    asyncio.run(main())
+
+
 def test_killing_a_real_server_mid_call_fails_within_the_call_timeout(tmp_path: Path) -> None:
     config = everything_config(call_timeout=20)
 

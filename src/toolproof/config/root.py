@@ -34,6 +34,7 @@ from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.runs.registries import RunRegistries
 from toolproof.schema.isolation import ValidationBounds, configure_validation
 from toolproof.sources.retrieval.seam import RetrievalRegistry
+from toolproof.tools.asking import ASKERS, Askers
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lint_toolset import apply_lint
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
@@ -172,7 +173,11 @@ def lock_path_of(file: Path, config: ToolproofConfig) -> Path:
 
 
 async def build_toolset(
-    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+    path: str | Path,
+    *,
+    lock: Path | bool = True,
+    approver: Approver | None = None,
+    askers: Askers | None = None,
 ) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
@@ -191,6 +196,10 @@ async def build_toolset(
         approver: the Python approval channel of every ``approve`` layer: ``async
             approver(request: ApprovalRequest) -> bool | Decision`` (docs/approvals.md);
             ``None``: decisions come from the store (``toolproof approvals``, HTTP).
+        askers: who answers the ``[[mcp]]`` servers' sampling and elicitation requests
+            (:class:`~toolproof.tools.asking.Askers`, kept as ``resources[ASKERS]``); the
+            servers are told the client can sample or elicit only when it can.
+            ``None``: nobody (nothing announced).
 
     Raises:
         ConfigError: the file or one of its entries is invalid, the lock cannot be
@@ -208,6 +217,8 @@ async def build_toolset(
     toolset.resources[CONFIG_PATH] = str(file.resolve())
     toolset.resources[CONFIG] = config
     toolset.resources[RAW_CONFIG] = raw
+    if askers is not None:
+        toolset.resources[ASKERS] = askers
     try:
         for index, source in enumerate(config.python):
             await import_python_source(source, file, index)
@@ -271,18 +282,29 @@ class ToolsetLoader:
     """
 
     def __init__(
-        self, path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+        self,
+        path: str | Path,
+        *,
+        lock: Path | bool = True,
+        approver: Approver | None = None,
+        askers: Askers | None = None,
     ) -> None:
         self.path = Path(path)
         self.lock = lock
         self.approver = approver
+        self.askers = askers
         self._toolset: Toolset | None = None
 
     def __await__(self) -> Generator[Any, None, Toolset]:
-        return build_toolset(self.path, lock=self.lock, approver=self.approver).__await__()
+        return self._build().__await__()
+
+    async def _build(self) -> Toolset:
+        return await build_toolset(
+            self.path, lock=self.lock, approver=self.approver, askers=self.askers
+        )
 
     async def __aenter__(self) -> Toolset:
-        self._toolset = await build_toolset(self.path, lock=self.lock, approver=self.approver)
+        self._toolset = await self._build()
         return self._toolset
 
     async def __aexit__(
@@ -296,7 +318,11 @@ class ToolsetLoader:
 
 
 def load_toolset(
-    path: str | Path, *, lock: Path | bool = True, approver: Approver | None = None
+    path: str | Path,
+    *,
+    lock: Path | bool = True,
+    approver: Approver | None = None,
+    relay: bool = False,
 ) -> ToolsetLoader:
     """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
 
@@ -304,6 +330,9 @@ def load_toolset(
         path: the ``toolproof.toml`` file.
         lock: as :func:`build_toolset`: the default checks ``toolproof.lock`` when present.
         approver: as :func:`build_toolset`: the approver callback of ``approve`` layers.
+        relay: ``toolproof serve`` sets it: the ``[[mcp]]`` servers' sampling and
+            elicitation requests are relayed to the client it serves, so both
+            capabilities are announced to them (docs/mcp.md).
 
     Returns:
         A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
@@ -313,4 +342,5 @@ def load_toolset(
         ConfigError: (when awaited or entered) the file or an entry is invalid.
 
     """
-    return ToolsetLoader(path, lock=lock, approver=approver)
+    askers = Askers(relay=True) if relay else None
+    return ToolsetLoader(path, lock=lock, approver=approver, askers=askers)

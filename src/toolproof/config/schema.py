@@ -91,7 +91,9 @@ class McpSource(_Closed):
     the server's names. ``startup_timeout`` and ``call_timeout`` are seconds;
     ``max_message_bytes`` bounds one JSON-RPC message the stdio server writes.
     ``include``/``exclude`` are globs over the server's tool names (see
-    :mod:`toolproof.tools.filters`). See ``docs/mcp.md``.
+    :mod:`toolproof.tools.filters`). ``protocol``: ``auto`` negotiates 2026-07-28 and
+    falls back to the ``initialize`` handshake; ``2025-11-25`` sends only the handshake.
+    See ``docs/mcp.md``.
     """
 
     name: str = Field(pattern=TOOL_NAME_PATTERN)
@@ -107,6 +109,7 @@ class McpSource(_Closed):
     max_message_bytes: MessageBytes = STDIO_MESSAGE_BYTES
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
+    protocol: Literal["auto", "2025-11-25"] = "auto"
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
@@ -150,6 +153,7 @@ class McpSource(_Closed):
             max_message_bytes=self.max_message_bytes,
             include=tuple(self.include) if self.include is not None else None,
             exclude=tuple(self.exclude),
+            protocol=self.protocol,
         )
 
 

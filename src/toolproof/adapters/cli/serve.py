@@ -175,7 +175,7 @@ async def _serve_loaded(
     from toolproof.runs.segments import SegmentedRecording
 
     clean = True
-    async with load_toolset(config) as toolset:
+    async with load_toolset(config, relay=True) as toolset:
         print_quarantine(toolset)
         if segment_calls is None:
             segment_calls = toolset.resources[CONFIG].serve.segment_calls

@@ -12,7 +12,6 @@ with the original names, each within ``call_timeout``.
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -149,16 +148,7 @@ def bind_catalog(catalog: Catalog, connection: Any, prefix: str) -> None:
         return await connection.request("completion/complete", send)  # type: ignore[no-any-return]
 
     async def subscribe(uri: str, on: bool) -> None:
-        method = "resources/subscribe" if on else "resources/unsubscribe"
-
-        async def send(session: Any) -> Any:
-            with warnings.catch_warnings():  # removed by protocol 2026-07-28 (listen())
-                warnings.simplefilter("ignore")
-                if on:
-                    return await session.subscribe_resource(uri)
-                return await session.unsubscribe_resource(uri)
-
-        await connection.request(method, send)
+        await connection.subscribe(uri, on)
 
     names: dict[str, str] = {}  # prompt name served -> the server's own
     listings = connection.listings

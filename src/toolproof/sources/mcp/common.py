@@ -12,22 +12,26 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from mcp import ClientSession
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp.types import SERVER_INFO_META_KEY
 
 from toolproof.contract.bounds import STDIO_MESSAGE_BYTES
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "ENVELOPE_META_KEYS",
     "METHOD_NOT_FOUND",
     "SDK_ERRORS",
     "STDERR_TAIL_BYTES",
     "McpCallError",
     "McpServer",
     "McpStartError",
-    "ToolCheckedSession",
     "error_code",
+    "handshake",
     "notification_method",
+    "skip_result_check",
     "stderr_tail",
+    "unstamped",
     "wire",
 ]
 
@@ -45,20 +49,41 @@ SDK_ERRORS: tuple[type[Exception], ...] = tuple(
 """The SDK's JSON-RPC error class: ``MCPError`` (2.x) or ``McpError`` (1.x)."""
 
 
-class ToolCheckedSession(ClientSession):
-    """The SDK's client session, leaving the check of a result against ``outputSchema`` to the Tool.
+async def _no_result_check(name: str, result: Any) -> None:
+    """The Tool's bounded check of the result replaces the SDK's (see :func:`skip_result_check`)."""
 
-    The ``mcp`` 2.x client checks ``structuredContent`` with python-jsonschema inside
-    the event loop, unbounded: a server's heavy ``outputSchema`` and a large result
-    would hold every other call and client of ``toolproof serve`` meanwhile. The tool
-    bound from the server checks the same value against the same schema within its
-    limits (``MAX_VALIDATION_WORK``, and in a bounded worker when the schema needs
-    isolation: :mod:`toolproof.schema.isolation`). The 1.x client's check has no
-    public hook and stays.
+
+def skip_result_check(session: Any) -> None:
+    """Leave the check of a ``tools/call`` result against ``outputSchema`` to the Tool.
+
+    The ``mcp`` client checks ``structuredContent`` with python-jsonschema inside the
+    event loop, unbounded: a server's heavy ``outputSchema`` and a large result would
+    hold every other call and client of ``toolproof serve`` meanwhile. The tool bound
+    from the server checks the same value against the same schema within its limits
+    (``MAX_VALIDATION_WORK``, and in a bounded worker when the schema needs isolation:
+    :mod:`toolproof.schema.isolation`). :class:`mcp.Client` builds its own
+    ``ClientSession``, so the session's public ``validate_tool_result`` hook is
+    replaced on that instance.
     """
+    session.validate_tool_result = _no_result_check
 
-    async def validate_tool_result(self, name: str, result: Any) -> None:
-        """Skip the SDK's check: the Tool's bounded check of the result replaces it."""
+
+def handshake(client: Any) -> dict[str, Any]:
+    """What the negotiation settled, in the shape of an ``initialize`` result (wire form).
+
+    ``protocolVersion`` (``2026-07-28`` after ``server/discover``, ``2025-11-25`` or
+    older after ``initialize``), ``capabilities``, and ``serverInfo`` and
+    ``instructions`` when the server gave them (a 2026-07-28 server may stay anonymous).
+    """
+    settled: dict[str, Any] = {
+        "protocolVersion": client.protocol_version,
+        "capabilities": wire(client.server_capabilities),
+    }
+    if client.server_info is not None:
+        settled["serverInfo"] = wire(client.server_info)
+    if client.instructions:
+        settled["instructions"] = client.instructions
+    return settled
 
 
 @dataclass(frozen=True)
@@ -83,6 +108,9 @@ class McpServer:
         include: globs over the server's tool names; only matching tools bind
             (``None``: all).
         exclude: globs over the server's tool names; matching tools do not bind.
+        protocol: ``auto``: ``server/discover`` at 2026-07-28, falling back to the
+            ``initialize`` handshake; ``2025-11-25``: the handshake only (the server
+            may settle on an older revision).
 
     """
 
@@ -99,6 +127,7 @@ class McpServer:
     max_message_bytes: int = STDIO_MESSAGE_BYTES
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
+    protocol: str = "auto"
 
 
 class McpStartError(Exception):
@@ -158,6 +187,27 @@ def wire(model: Any) -> dict[str, Any]:
     """An SDK model in MCP wire form (camelCase JSON, ``None`` fields left out)."""
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
+
+
+ENVELOPE_META_KEYS = frozenset({SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY})
+"""The 2026-07-28 envelope keys a server stamps into ``_meta``: its ``serverInfo`` (every
+result, display-only) and the ``subscriptionId`` of a ``subscriptions/listen`` stream
+(every notification on it)."""
+
+
+def unstamped(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (a result or notification params, wire form) without the envelope keys.
+
+    The same tool answers the same value, and the same change reads the same, over both
+    revisions: :data:`ENVELOPE_META_KEYS` are left out of ``_meta`` (and ``_meta`` with
+    them when nothing else is in it).
+    """
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or ENVELOPE_META_KEYS.isdisjoint(meta):
+        return result
+    kept = {key: value for key, value in meta.items() if key not in ENVELOPE_META_KEYS}
+    rest = {key: value for key, value in result.items() if key != "_meta"}
+    return {**rest, "_meta": kept} if kept else rest
 
 
 def error_code(exc: BaseException) -> int | None:

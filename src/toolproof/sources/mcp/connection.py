@@ -1,15 +1,22 @@
 """One live MCP client session, owned by a background task (the MCP tool source's engine).
 
 :class:`McpConnection` starts a server (stdio subprocess or streamable-HTTP URL)
-through the official ``mcp`` SDK client, performs the ``initialize`` handshake,
-lists every tool (following ``nextCursor``), and keeps the session open until
-:meth:`McpConnection.aclose`. The SDK's transports and session are anyio task
-groups that must be entered and left by the same task, so one private task owns
-them and any task may call :meth:`McpConnection.call_tool`.
+through the official ``mcp`` SDK's public client (:class:`mcp.Client`, ``mode="auto"``),
+which negotiates the protocol revision itself: ``server/discover`` at 2026-07-28,
+falling back to the ``initialize`` handshake (2025-11-25 and older) for a server that
+does not speak it. It lists every tool (following ``nextCursor``) and keeps the
+session open until :meth:`McpConnection.aclose`. The SDK's transports and session are
+anyio task groups that must be entered and left by the same task, so one private task
+owns them and any task may call :meth:`McpConnection.call_tool`.
+
+The client announces ``sampling`` and ``elicitation`` only when the Toolset has
+someone to ask (:class:`~toolproof.tools.asking.Askers`); such a request, a
+server-initiated one (2025-11-25) or one inside an ``InputRequiredResult``
+(2026-07-28, resolved by the SDK's client), goes to the channel of the call that
+caused it.
 
 Everything crossing the SDK boundary is converted to the MCP wire form (camelCase
-JSON, ``model_dump(by_alias=True, mode="json", exclude_none=True)``), which is the
-same for the ``mcp`` 1.x and 2.x clients.
+JSON, ``model_dump(by_alias=True, mode="json", exclude_none=True)``).
 """
 
 from __future__ import annotations
@@ -21,16 +28,18 @@ import logging
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import IO, Any
 
 import anyio
-from mcp import ClientSession
+from mcp.client import Client, InputRequiredRoundsExceededError
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from toolproof.errors import ToolCallError
 from toolproof.redaction import redact_url
+from toolproof.sources.mcp.callers import Callers
 from toolproof.sources.mcp.catalog import list_catalog, list_tools
 from toolproof.sources.mcp.common import (
     CONNECTION_CLOSED,
@@ -38,12 +47,15 @@ from toolproof.sources.mcp.common import (
     McpCallError,
     McpServer,
     McpStartError,
-    ToolCheckedSession,
     error_code,
+    handshake,
     notification_method,
+    skip_result_check,
     stderr_tail,
+    unstamped,
     wire,
 )
+from toolproof.sources.mcp.listen import Listening
 from toolproof.sources.mcp.stdio import (
     EXIT_WAIT_SECONDS,
     JunkReport,
@@ -52,19 +64,16 @@ from toolproof.sources.mcp.stdio import (
     stdio_parameters,
 )
 from toolproof.sources.mcp.trace import Outbox, SessionFacts, traced
+from toolproof.tools.asking import Askers
 from toolproof.tools.catalog import NOTICES
-from toolproof.tools.context import CallChannel, current_channel
+from toolproof.tools.context import current_channel
 from toolproof.tools.idempotency import IDEMPOTENCY_META_KEY, current_idempotency_key
 
 __all__ = ["McpConnection"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-_mcp_types: Any = importlib.import_module("mcp.types")
-INVALID_REQUEST = -32600
-"""JSON-RPC: the request cannot be served (a relayed request with no single caller)."""
-INTERNAL_ERROR = -32603
-"""JSON-RPC: the relayed request failed on the caller's side."""
+_streamable: Any = importlib.import_module("mcp.client.streamable_http")
 _CLOSE_GRACE = 8.0
 """Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
 
@@ -77,6 +86,8 @@ class McpConnection:
         on_list_changed: called (no arguments) for each ``notifications/tools/list_changed``.
         on_notice: awaited with ``(method, params)`` (wire form) for each notification of
             :data:`~toolproof.tools.catalog.NOTICES` (resource updates and list changes).
+        askers: who answers the server's sampling and elicitation requests; the client
+            announces each capability only when there is one (default: nobody).
 
     """
 
@@ -85,11 +96,14 @@ class McpConnection:
         server: McpServer,
         on_list_changed: Callable[[], None],
         on_notice: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
+        askers: Askers | None = None,
     ) -> None:
         self.server = server
         self._on_list_changed = on_list_changed
         self._on_notice = on_notice
-        self._session: ClientSession | None = None
+        self.callers = Callers(server.name, askers or Askers())
+        self._client: Client | None = None
+        self._session: Any = None  # the client's ClientSession, once listed
         self._stderr: IO[bytes] | None = None
         self._task: asyncio.Task[None] | None = None
         self._scope = anyio.CancelScope()  # entered by the owner task; cancelled to abort
@@ -98,14 +112,14 @@ class McpConnection:
         self._failure: BaseException | None = None
         self.initialize: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []
-        self._inflight: list[CallChannel] = []  # the channels of the calls in flight
         self.listings: dict[str, list[dict[str, Any]]] = {}  # resources, templates, prompts
         self.skipped: list[str] = []  # optional list methods the server lacks (-32601)
         self._phase = "initialize"  # the MCP method start() is waiting for
         self._status: str | None = None  # the stdio server's exit-status file
         self._junk = JunkReport(server.name)  # its stdout lines that are not JSON-RPC
         self.facts = SessionFacts(server)  # what its client spans share
-        self._session_id_of: Callable[[], str | None] | None = None  # 1.x streamable HTTP
+        self._timed_out = False  # start() gave up after startup_timeout
+        self.listening = Listening(server.name)  # 2026-07-28: the change streams
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -121,7 +135,12 @@ class McpConnection:
             os.close(handle)
             os.unlink(self._status)  # the watcher creates it when the server ends
         self._task = asyncio.create_task(self._run(), name=f"toolproof-mcp-{self.server.name}")
-        await self._ready.wait()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready.wait()), self.server.startup_timeout)
+        except TimeoutError:  # the owner task is cancelled: start() reports the phase
+            self._timed_out = True
+            self._scope.cancel()
+            await self._ready.wait()
         if self._session is None:
             await self._stop_task()
             reason = self._start_reason()
@@ -141,7 +160,7 @@ class McpConnection:
             if self._phase in ("initialize", "tools/list")
             else f"initialize, tools/list and {self._phase}"
         )
-        if isinstance(exc, TimeoutError):
+        if self._timed_out or isinstance(exc, TimeoutError):
             limit = self.server.startup_timeout
             return f"did not answer {waited} within {limit:g} s (startup_timeout)"
         ended = read_status(self._status)
@@ -158,53 +177,58 @@ class McpConnection:
             return f"cannot connect to {shown}: {type(exc).__name__}: {exc}"
         return f"failed to start: {type(exc).__name__}: {exc}"
 
-    async def _open(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The SDK transport of the server (a ``mcp.client.Transport``): its two streams."""
         server = self.server
-        if server.command is not None:
-            assert self._status is not None
-            params = stdio_parameters(server, self._status)
-            streams = await stack.enter_async_context(stdio_client(params, errlog=self._stderr))  # type: ignore[arg-type]
-            return streams[0], Outbox(streams[1])
-        module: Any = importlib.import_module("mcp.client.streamable_http")
-        if hasattr(module, "streamable_http_client"):  # 2.x: headers live on the HTTP client
-            client = await stack.enter_async_context(
-                module.create_mcp_http_client(headers=dict(server.headers))
-            )
-            client.event_hooks["response"].append(self.facts.on_response)
-            streams = await stack.enter_async_context(
-                module.streamable_http_client(server.url, http_client=client)
-            )
-        else:  # 1.x
-            opened: Any = await stack.enter_async_context(
-                module.streamablehttp_client(server.url, headers=dict(server.headers))
-            )
-            self._session_id_of = opened[2]
-            return opened[0], Outbox(opened[1])
-        return streams[0], Outbox(streams[1])
+        async with AsyncExitStack() as stack:
+            if server.command is not None:
+                assert self._status is not None
+                params = stdio_parameters(server, self._status)
+                streams: Any = await stack.enter_async_context(
+                    stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+                )
+            else:  # streamable HTTP: the headers live on the HTTP client
+                assert server.url is not None
+                http = await stack.enter_async_context(
+                    _streamable.create_mcp_http_client(headers=dict(server.headers))
+                )
+                http.event_hooks["response"].append(self.facts.on_response)
+                streams = await stack.enter_async_context(
+                    streamable_http_client(server.url, http_client=http)
+                )
+            yield streams[0], Outbox(streams[1])
+
+    def _client_for(self) -> Client:
+        """The SDK client, with a callback (so a capability) only where someone answers."""
+        return Client(
+            self._transport(),
+            mode="legacy" if self.server.protocol == "2025-11-25" else "auto",
+            cache=None,  # every listing reaches the server (the lock checks what it lists)
+            log_level="debug",  # 2026-07-28 sends log messages only to requests that opt in
+            message_handler=self._on_message,
+            **self.callers.callbacks(),
+        )
 
     async def _run(self) -> None:
         try:
             with self._scope:
                 async with AsyncExitStack() as stack:
-                    read, write = await self._open(stack)
-                    session = await stack.enter_async_context(
-                        ToolCheckedSession(
-                            read,
-                            write,
-                            sampling_callback=self._on_sampling,
-                            elicitation_callback=self._on_elicitation,
-                            logging_callback=self._on_log,
-                            message_handler=self._on_message,
-                        )
+                    client = await stack.enter_async_context(self._client_for())
+                    session = client.session
+                    skip_result_check(session)
+                    self.initialize = handshake(client)
+                    self.facts.protocol_version = client.protocol_version
+                    self._phase = "subscriptions/listen"
+                    stack.push_async_callback(self.listening.aclose)
+                    capabilities = self.initialize.get("capabilities") or {}
+                    await self.listening.list_changes(client, capabilities)
+                    self._phase = "tools/list"
+                    self.tools = await list_tools(session)
+                    self.listings, self.skipped = await list_catalog(
+                        session, self.initialize, self._enter
                     )
-                    with anyio.fail_after(self.server.startup_timeout):
-                        self.initialize = wire(await session.initialize())
-                        self._note_session()
-                        self._phase = "tools/list"
-                        self.tools = await list_tools(session)
-                        self.listings, self.skipped = await list_catalog(
-                            session, self.initialize, self._enter
-                        )
+                    self._client = client
                     self._session = session
                     self._ready.set()
                     await self._stop.wait()
@@ -214,6 +238,7 @@ class McpConnection:
                 raise
         finally:
             self._session = None
+            self._client = None
             self._ready.set()
 
     def _enter(self, method: str) -> None:
@@ -223,12 +248,6 @@ class McpConnection:
     def closing(self) -> bool:
         """Whether :meth:`aclose` has begun (a request failing now is the shutdown's doing)."""
         return self._stop.is_set()
-
-    def _note_session(self) -> None:
-        version = self.initialize.get("protocolVersion")
-        self.facts.protocol_version = version if isinstance(version, str) else None
-        if self._session_id_of is not None:
-            self.facts.session_id = self._session_id_of()
 
     async def relist(self) -> list[dict[str, Any]]:
         """List the server's tools again (wire form), after a ``list_changed``.
@@ -249,40 +268,6 @@ class McpConnection:
             tools = await list_tools(session)
         return tools
 
-    def _caller(self) -> CallChannel | None:
-        """The channel of the one call in flight; ``None`` when there are none or several."""
-        return self._inflight[0] if len(self._inflight) == 1 else None
-
-    async def _on_log(self, params: Any) -> None:
-        level = getattr(params, "level", "info")
-        data = getattr(params, "data", None)
-        channel = self._caller()
-        if channel is not None:
-            await channel.log(str(level), data, getattr(params, "logger", None))
-            return
-        logger.debug("MCP server %r log [%s]: %s", self.server.name, level, data)
-
-    async def _relay(self, method: str, params: Any, result_type: Any) -> Any:
-        channel = self._caller()
-        if channel is None:
-            why = (
-                "no call of this server is in flight"
-                if not self._inflight
-                else (f"{len(self._inflight)} calls of this server are in flight (ambiguous)")
-            )
-            return _mcp_types.ErrorData(code=INVALID_REQUEST, message=f"{method}: {why}")
-        try:
-            ask = channel.sample if method == "sampling/createMessage" else channel.elicit
-            return result_type.model_validate(await ask(wire(params)))
-        except ToolCallError as exc:
-            return _mcp_types.ErrorData(code=INTERNAL_ERROR, message=exc.failure.message)
-
-    async def _on_sampling(self, context: Any, params: Any) -> Any:
-        return await self._relay("sampling/createMessage", params, _mcp_types.CreateMessageResult)
-
-    async def _on_elicitation(self, context: Any, params: Any) -> Any:
-        return await self._relay("elicitation/create", params, _mcp_types.ElicitResult)
-
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             self._junk.note(message)
@@ -292,7 +277,7 @@ class McpConnection:
             self._on_list_changed()
         if method in NOTICES and self._on_notice is not None:
             params = getattr(getattr(message, "root", message), "params", None)
-            await self._on_notice(method, wire(params) if params is not None else {})
+            await self._on_notice(method, unstamped(wire(params)) if params is not None else {})
 
     async def exit_status(self) -> str | None:
         """How the stdio server process ended (``exited with status 7``...), or ``None``.
@@ -328,16 +313,10 @@ class McpConnection:
             raise McpCallError(
                 "transport", f"MCP server {name!r} is not connected{why}{how}; tools/call not sent"
             )
-        channel = current_channel()
-        if channel is not None:
-            self._inflight.append(channel)
-        try:
+        with self.callers.calling():
             return await traced(
                 self.facts, "tools/call", tool, lambda meta: self._send_call(tool, arguments, meta)
             )
-        finally:
-            if channel is not None:
-                self._inflight.remove(channel)
 
     async def _send_call(
         self, tool: str, arguments: dict[str, Any], meta: dict[str, str]
@@ -351,9 +330,9 @@ class McpConnection:
             McpCallError: see :meth:`call_tool`.
 
         """
-        session = self._session
+        client = self._client
         name = self.server.name
-        if session is None:
+        if client is None:
             raise McpCallError(
                 "transport", f"MCP server {name!r} is not connected; tools/call not sent"
             )
@@ -365,9 +344,13 @@ class McpConnection:
         extra: dict[str, Any] = {"meta": meta} if meta else {}
         try:
             async with self._answering("tools/call"):
-                result = await session.call_tool(
+                result = await client.call_tool(
                     tool, arguments, progress_callback=progress, **extra
                 )
+        except InputRequiredRoundsExceededError as exc:  # 2026-07-28: it kept asking
+            raise McpCallError(
+                "protocol", f"MCP server {name!r} kept asking during tools/call: {exc}"
+            ) from exc
         except RuntimeError as exc:  # the SDK's own outputSchema check
             raise McpCallError(
                 "invalid_result", f"MCP client refused the tools/call result: {exc}"
@@ -376,29 +359,66 @@ class McpConnection:
             raise McpCallError(
                 "protocol", f"MCP server {name!r} sent a malformed tools/call result: {exc}"
             ) from exc
-        return wire(result)
+        return unstamped(wire(result))
 
     async def request(self, method: str, send: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
-        """Send one request (``send(session)``) within ``call_timeout``; its result, wire form.
+        """Send one request (``send(client)``) within ``call_timeout``; its result, wire form.
+
+        ``client`` is the SDK's :class:`mcp.Client`, which answers a 2026-07-28
+        ``InputRequiredResult`` of ``resources/read`` or ``prompts/get`` as it does for
+        ``tools/call``.
 
         Raises:
             McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error,
                 a broken connection; the message names ``method``.
 
         """
-        session = self._session
+        client = self._client
         name = self.server.name
-        if session is None:
+        if client is None:
             raise McpCallError(
                 "transport", f"MCP server {name!r} is not connected; {method} not sent"
             )
 
         async def once(meta: dict[str, str]) -> dict[str, Any]:
             async with self._answering(method):
-                answer = await send(session)
-            return wire(answer)
+                answer = await send(client)
+            return unstamped(wire(answer))
 
         return await traced(self.facts, method, None, once)
+
+    async def subscribe(self, uri: str, on: bool) -> None:
+        """Follow (``on``) or stop following the updates of resource ``uri``.
+
+        ``resources/subscribe`` / ``resources/unsubscribe`` on a 2025-11-25 server; a
+        ``subscriptions/listen`` stream of that URI on a 2026-07-28 one (the revision
+        removed the two methods). Either way its ``notifications/resources/updated``
+        reach ``on_notice``.
+
+        Raises:
+            McpCallError: as :meth:`request`; the message names the MCP method.
+
+        """
+        client = self._client
+        if client is None or not self.listening.modern(client):
+            method = "resources/subscribe" if on else "resources/unsubscribe"
+
+            async def send(client: Any) -> Any:
+                with warnings.catch_warnings():  # deprecated by 2026-07-28 (listen)
+                    warnings.simplefilter("ignore")
+                    if on:
+                        return await client.subscribe_resource(uri)
+                    return await client.unsubscribe_resource(uri)
+
+            await self.request(method, send)
+            return
+
+        async def listen(meta: dict[str, str]) -> dict[str, Any]:
+            async with self._answering("subscriptions/listen"):
+                await self.listening.watch(client, uri, on)
+            return {}
+
+        await traced(self.facts, "subscriptions/listen", None, listen)
 
     @contextlib.asynccontextmanager
     async def _answering(self, method: str) -> AsyncIterator[None]:

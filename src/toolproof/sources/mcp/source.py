@@ -44,6 +44,7 @@ from toolproof.sources.mcp.catalog import bind_catalog
 from toolproof.sources.mcp.common import McpCallError, McpServer, McpStartError
 from toolproof.sources.mcp.connection import McpConnection
 from toolproof.sources.mcp.live import PINNED_EXTRAS, LiveGuard, duplicate_rule
+from toolproof.tools.asking import ASKERS
 from toolproof.tools.content import content_value
 from toolproof.tools.declared import ToolContribution, bind_contributions
 from toolproof.tools.filters import ToolFilter
@@ -225,7 +226,10 @@ async def bind_mcp_servers(toolset: Toolset, servers: Sequence[McpServer]) -> No
         guards[server.name] = guard = LiveGuard(server.name)
         toolset.resources.setdefault(MCP_LIVE, dict)[server.name] = guard
         connection = McpConnection(
-            server, partial(_list_changed, toolset, server, guard), toolset.catalog.publish
+            server,
+            partial(_list_changed, toolset, server, guard),
+            toolset.catalog.publish,
+            toolset.resources.get(ASKERS),
         )
         guard.connection = connection
         toolset.on_close(connection.aclose)
