@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -322,3 +324,68 @@ def test_cpu_time_is_throttled_to_the_quota(limited: Toolset) -> None:
         assert (cell / "cpu.cfs_quota_us").read_text(encoding="ascii").strip() == "10000"
     stat = dict(line.split() for line in (cell / "cpu.stat").read_text("ascii").splitlines())
     assert int(stat["nr_throttled"]) > 0
+
+
+def sleepers(seconds: str) -> list[int]:
+    """Host pids of the live processes running ``sleep <seconds>``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", seconds.encode()] and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
+
+
+def gone(seconds: str) -> bool:
+    """Wait (at most 10 s) until no ``sleep <seconds>`` is left; whether none is."""
+    for _ in range(500):
+        if not sleepers(seconds):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_timeout_ends_what_the_body_detached(toolset: Toolset) -> None:
+    seconds = f"{secrets.randbelow(10**6) + 10**6}"
+    script = f"setsid sleep {seconds} >/dev/null 2>&1 & sleep 30"
+    failure = call(toolset, "shell", {"script": script}).failure
+    assert failure is not None and failure.kind == "timeout"
+    assert gone(seconds)
+
+
+def test_closing_the_toolset_ends_what_bodies_left_running(tmp_path: Path) -> None:
+    seconds = f"{secrets.randbelow(10**6) + 10**6}"
+    script = f"setsid sleep {seconds} >/dev/null 2>&1 &"
+
+    async def leave_a_daemon() -> list[int]:
+        async with load_toolset(write_config(tmp_path, "workers = 1")) as built:
+            assert (await built["shell_sandbox"].call({"script": script})).value["status"] == 0
+            return sleepers(seconds)
+
+    assert len(asyncio.run(leave_a_daemon())) == 1
+    assert gone(seconds)
+
+
+def test_dev_is_read_only_and_dev_shm_is_emptied_after_each_call(toolset: Toolset) -> None:
+    assert call(toolset, "shell", {"script": "touch /dev/shm/left && ls /dev/shm"}).value == {
+        "status": 0,
+        "stdout": "left",
+        "stderr": "",
+    }
+    assert call(toolset, "shell", {"script": "ls /dev/shm"}).value["stdout"] == ""
+    devices = call(toolset, "shell", {"script": "touch /dev/planted"}).value
+    assert devices["status"] == 1
+    assert devices["stderr"] == "touch: cannot touch '/dev/planted': Read-only file system"

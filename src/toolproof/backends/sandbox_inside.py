@@ -13,7 +13,7 @@ naming it, even when the body caught the exception.
 Before the Toolset is built the guard scrubs ``os.environ`` to the named variables
 (plus ``TMPDIR`` and ``TOOLPROOF_WORKER``), stops bytecode writes, and makes the
 scratch directory the working directory; after every call it empties the scratch
-directory, so each call starts with an empty one.
+directory (and the sandbox's private ``/dev/shm``), so each call starts with empty ones.
 """
 
 from __future__ import annotations
@@ -47,8 +47,13 @@ _WRITE_EVENTS = {
 }
 """Audit events that write to the filesystem -> the index of the path they write."""
 
-_WRITABLE = ("/dev",)
-"""Paths writable in every sandbox besides the scratch directory (bwrap's own /dev)."""
+_WRITABLE = ("/dev", "/proc")
+"""Paths the hook lets a write through besides the scratch directory: the sandbox's own
+``/dev`` (read-only but for its device nodes and a private ``/dev/shm``) and ``/proc``
+(``/proc/self/fd/N``); the kernel refuses the rest there."""
+
+_SHM = Path("/dev/shm")
+"""The sandbox's private shared-memory tmpfs, emptied after every call like scratch."""
 
 
 def _send_listeners(fd: int, listen: dict[str, str]) -> None:
@@ -181,12 +186,14 @@ class SandboxGuard:
 
         """
         self.in_call = False
-        for entry in list(os.scandir(self.scratch)):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+        for folder in (self.scratch, _SHM):
+            with contextlib.suppress(OSError):
+                for entry in list(os.scandir(folder)):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
         if not self.violations:
             return answer
         try:
