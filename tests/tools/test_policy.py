@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import cedarpy
 import pytest
 from mcp import Client
 
@@ -14,7 +15,8 @@ from toolproof import ConfigError, load_toolset
 from toolproof.adapters.mcp.server import build_server
 from toolproof.adapters.session_runs import record_session
 from toolproof.contract.tools import ToolResult
-from toolproof.tools.policy import PolicyError, PolicySet
+from toolproof.tools.policy import PolicyError, PolicySet, cedar_request
+from toolproof.tools.policy_source import for_tool
 from toolproof.verify.verifier import verify_run
 
 HERE = Path(__file__).resolve().parent
@@ -273,4 +275,62 @@ def test_a_served_call_is_decided_and_a_denied_one_never_runs(tmp_path: Path) ->
     assert purged.content[0].text == (
         "denied_by_policy: call to 'purge' by Agent::default denied by policy: determining "
         "no-destructive"
+    )
+
+
+def test_a_decision_asks_cedar_only_the_policies_whose_scope_admits_the_tool() -> None:
+    text = (
+        'permit(principal, action, resource == Tool::"other");\n'
+        '@id("few") permit(principal, action, resource == Tool::"transfer") '
+        "when { context.calls < 5 };\n"
+        "forbid(principal, action, resource is Tool) when { context.arguments.x == 1 };\n"
+        'permit(principal, action, resource == Account::"transfer");\n'
+        "permit(principal, action, resource) when { context.arguments.y == 2 };\n"
+    )
+    policy = PolicySet((("p.cedar", text),), "deny")
+    whole = json.loads(cedarpy.policies_to_json_str(text))
+    subset = for_tool(whole, "transfer")
+    assert subset is not None
+    assert sorted(subset["staticPolicies"]) == ["policy1", "policy2", "policy4"]
+    assert for_tool(whole, "other") is not None
+    request = cedar_request(
+        "Agent::a",
+        "transfer",
+        {"read_only": False, "destructive": False, "source": "python:m.transfer"},
+        {"amount": 1},
+        {"calls": 0, "total_calls": 0, "elapsed_seconds": 0},
+    )
+    decision = policy.decide(request)
+    # the whole set, asked directly, answers the same: same ids, same errors
+    entities = cedarpy.Entities.from_json_str(
+        json.dumps(
+            [
+                {
+                    "uid": {"type": "Tool", "id": "transfer"},
+                    "attrs": request["attributes"],
+                    "parents": [],
+                }
+            ]
+        )
+    )
+    answer = cedarpy.is_authorized(
+        {
+            "principal": {"type": "Agent", "id": "a"},
+            "action": 'Action::"call_tool"',
+            "resource": {"type": "Tool", "id": "transfer"},
+            "context": request["context"],
+        },
+        text,
+        entities,
+    )
+    names = answer.diagnostics.id_annotations_by_reason
+    assert (decision.decision, decision.determining, decision.errors) == (
+        "allow",
+        tuple(sorted(names.get(r, r) for r in answer.diagnostics.reasons)),
+        tuple(sorted(str(e) for e in answer.diagnostics.errors)),
+    )
+    assert decision.determining == ("few",)
+    assert decision.errors == (
+        "error while evaluating policy `policy2`: record does not have the attribute `x`",
+        "error while evaluating policy `policy4`: record does not have the attribute `y`",
     )

@@ -34,7 +34,12 @@ from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError
 from toolproof.identity import digest_json
 from toolproof.tools.observe import note_policy
-from toolproof.tools.policy_source import attribute_problems, parse_problem, request_schema
+from toolproof.tools.policy_source import (
+    attribute_problems,
+    for_tool,
+    parse_problem,
+    request_schema,
+)
 from toolproof.version import install_hint
 
 __all__ = [
@@ -158,8 +163,10 @@ class PolicySet:
     default: Literal["deny", "allow"] = "deny"
     _parsed: Any = field(default=None, repr=False, compare=False)
     _digest: str = field(default="", repr=False, compare=False)
-    _entities: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _entities: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     _approval: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    _json: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _by_tool: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Parse every file (one Cedar parse each, so an error names its file)."""
@@ -180,7 +187,8 @@ class PolicySet:
                 ) from exc
         object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
         object.__setattr__(self, "_digest", digest_json(self._body()))
-        static = json.loads(cedar.policies_to_json_str(self.text)).get("staticPolicies", {})
+        object.__setattr__(self, "_json", json.loads(cedar.policies_to_json_str(self.text)))
+        static = self._json.get("staticPolicies", {})
         required = frozenset(
             ident
             for ident, policy in static.items()
@@ -251,8 +259,26 @@ class PolicySet:
         """``sha256:`` of the canonical JSON of ``{"default", "files"}`` (computed once)."""
         return self._digest
 
+    def _for_tool(self, tool: Any) -> Any:
+        """The parsed policies that can apply to ``tool`` (built once per tool name)."""
+        parsed = self._by_tool.get(tool)
+        if parsed is None:
+            subset = for_tool(self._json, str(tool))
+            cedar = _cedar()
+            parsed = (
+                self._parsed
+                if subset is None
+                else cedar.PolicySet.from_json_str(json.dumps(subset))
+            )
+            self._by_tool[tool] = parsed
+        return parsed
+
     def decide(self, request: dict[str, Any]) -> PolicyDecision:
         """Evaluate one recorded request (:func:`cedar_request`) with Cedar.
+
+        Only the policies whose resource scope admits the request's tool are given to
+        Cedar (:func:`~toolproof.tools.policy_source.for_tool`: the same answer as the
+        whole set's); Cedar's errors are sorted.
 
         Raises:
             PolicyError: the request's principal is not ``Type::id``.
@@ -260,7 +286,7 @@ class PolicySet:
         """
         cedar = _cedar()
         entity = {"type": "Tool", "id": request["tool"]}
-        key = json.dumps([request["tool"], request["attributes"]], sort_keys=True)
+        key = (request["tool"], tuple(sorted(request["attributes"].items())))
         entities = self._entities.get(key)
         if entities is None:  # parsed once per tool and attributes, as Cedar allows
             plain = [{"uid": entity, "attrs": request["attributes"], "parents": []}]
@@ -273,13 +299,13 @@ class PolicySet:
                 "resource": entity,
                 "context": request["context"],
             },
-            self._parsed,
+            self._for_tool(request["tool"]),
             entities,
         )
         diagnostics = answer.diagnostics
         names = diagnostics.id_annotations_by_reason
         determining = tuple(sorted(names.get(r, r) for r in diagnostics.reasons))
-        errors = tuple(str(error) for error in diagnostics.errors)
+        errors = tuple(sorted(str(error) for error in diagnostics.errors))
         if answer.allowed:
             approval = any(reason in self._approval for reason in diagnostics.reasons)
             return PolicyDecision("allow", determining, errors, approval=approval)

@@ -13,6 +13,10 @@ says where.
 :func:`check_attributes` asks Cedar's validator (``cedarpy.validate_policies``) about a
 loaded policy set with a schema of the request toolproof builds (:func:`request_schema`),
 and refuses a policy that names an attribute the request never has.
+
+:func:`for_tool` is the part of a policy set that can apply to one tool (its
+resource scope admits ``Tool::"<name>"``), so a decision costs the policies about
+that tool, not the whole set.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ __all__ = [
     "TOOL_ATTRIBUTES",
     "Statement",
     "attribute_problems",
+    "for_tool",
     "parse_problem",
     "request_schema",
     "statements",
@@ -263,3 +268,45 @@ def attribute_problems(cedar: Any, text: str, schema: dict[str, Any]) -> list[tu
         line = 1 if statement is None else _attribute_line(statement, name)
         found.append((line, error.error))
     return sorted(found, key=lambda item: item[0])
+
+
+def _admits(scope: Mapping[str, Any], tool: str) -> bool:
+    """Whether a policy's resource scope (Cedar's JSON form) can hold for ``Tool::"<tool>"``."""
+    op = scope.get("op")
+    entity = scope.get("entity")
+    if op == "==" and isinstance(entity, Mapping):
+        return entity.get("type") == "Tool" and entity.get("id") == tool
+    if op == "is":
+        return scope.get("entity_type") == "Tool"
+    return True  # All, in (the Tool entity has no parents: kept, Cedar answers), slots
+
+
+def for_tool(policies: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
+    """The policy set (Cedar's JSON form) of the policies whose scope admits ``tool``.
+
+    A policy whose resource scope cannot hold for ``Tool::"<tool>"`` (``resource ==
+    Tool::"other"``, ``resource is Other``) is never satisfied by the tool's calls, and
+    never evaluates its conditions, so it is never determining nor in error: the
+    subset gives the same decision, determining ids (kept: the policies keep their
+    ``policy<N>`` ids and annotations) and errors as the whole set.
+
+    Args:
+        policies: ``cedarpy.policies_to_json_str``'s object (``staticPolicies``, ...).
+        tool: the called tool's name.
+
+    Returns:
+        The subset's JSON object, or ``None`` when it is the whole set (or the set has
+        templates, which are left to Cedar).
+
+    """
+    static = policies.get("staticPolicies") or {}
+    if policies.get("templates") or policies.get("templateLinks"):
+        return None
+    kept = {
+        ident: policy
+        for ident, policy in static.items()
+        if _admits(policy.get("resource") or {}, tool)
+    }
+    if len(kept) == len(static):
+        return None
+    return {"staticPolicies": kept, "templates": {}, "templateLinks": []}

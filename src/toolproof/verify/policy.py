@@ -159,7 +159,7 @@ class PolicyState:
         recorded = (
             decided.decision,
             list(decided.determining),
-            list(decided.errors),
+            sorted(decided.errors),  # in Cedar's order before they were sorted
             decided.approval_required,
         )
         given_now = (now.decision, list(now.determining), list(now.errors), now.approval)
