@@ -6,7 +6,9 @@ run directory), verified (the answer's
 citations are looked up byte for byte in the results of the calls they name), and
 replayed offline with ``toolproof.replay_session`` (the same agent code, every tool
 result and model response served from the recording: no tool body runs, no model is
-asked).
+asked). The model is shown read-only git tools only: ``toolproof.toml``'s ``include``
+filter binds no tool that writes, and :func:`read_only_tools` refuses to hand the model
+a tool that does not declare ``readOnlyHint``.
 
     python examples/agent-pydantic-ai/agent.py                 # a scripted model (offline)
     python examples/agent-pydantic-ai/agent.py \\
@@ -130,6 +132,27 @@ def citations_of(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     return citations
 
 
+def read_only_tools(session: toolproof.Session) -> list[str]:
+    """The names of the tools the model is shown, each checked to declare ``readOnlyHint``.
+
+    ``toolproof.toml``'s ``include`` filter binds only the server's read-only tools;
+    this check keeps it so if the filter is edited or a tool changes its annotations.
+
+    Raises:
+        SystemExit: a tool the session would hand the model does not declare
+            ``readOnlyHint`` (the message names it); nothing was asked of the model.
+
+    """
+    specs = session.tool_specs()
+    writing = [spec.name for spec in specs if not spec.annotations.is_read_only]
+    if writing:
+        raise SystemExit(
+            f"refusing to show a live model tools that may write: {', '.join(writing)} "
+            "(each tool must declare readOnlyHint: see toolproof.toml's include filter)"
+        )
+    return sorted(spec.name for spec in specs)
+
+
 def make_agent(model: Model) -> Agent_:
     """The agent code, run live and frozen alike: ``async (Session) -> None``."""
 
@@ -171,7 +194,7 @@ SCRIPTED = FunctionModel(script, model_name="scripted")
 
 agent = make_agent(SCRIPTED)
 """The agent with the scripted model, for ``toolproof replay RUN --agent agent:agent``
-(from this folder, with ``--config toolproof.toml``)."""
+(from this folder; ``--config toolproof.toml`` also checks the tools did not change)."""
 
 
 def _replayed(replay: toolproof.AgentReplay) -> dict[str, Any]:
@@ -189,19 +212,26 @@ async def main(args: argparse.Namespace, agent: Agent_) -> dict[str, Any]:
         recorded = Path(args.replay)
         if not recorded.is_dir():  # a run id, as `recorded ...` prints it: under ROOT/runs
             recorded = Path(args.root) / "runs" / args.replay
-        replay = await toolproof.replay_session(recorded, agent, toolset=CONFIG)
+        replay = await toolproof.replay_session(recorded, agent)  # the run alone
         return {"run_id": recorded.name, "replay": _replayed(replay)}
     root = Path(args.root).resolve()
     async with toolproof.record_session(CONFIG, root=root, task=QUESTION) as session:
+        tools = read_only_tools(session)
+        print(
+            f"tools: {', '.join(tools)} (read-only: toolproof.toml's include filter binds "
+            "no git tool that writes)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
         await agent(session)
     run = root / "runs" / str(session.run_id)
     claim = json.loads((run / "claims.json").read_bytes())[0]
     verification = toolproof.verify_run(run)
-    # frozen: no tool body runs and no model is asked; the Toolset gives the tools' schemas
-    # (a model request carries them), its server is started but never called
-    replay = await toolproof.replay_session(run, agent, toolset=CONFIG)
+    # frozen: no tool body runs and no model is asked; the run stores the tools as the
+    # model was shown them, so no Toolset (and no server) is needed
+    replay = await toolproof.replay_session(run, agent)
     return {
         "run_id": session.run_id,
+        "tools": tools,
         "run": str(run),
         "answer": (session.answered or {}).get("answer"),
         "claim": {"status": claim["status"], "citations": [c["text"] for c in claim["citations"]]},

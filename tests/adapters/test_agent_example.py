@@ -30,6 +30,15 @@ EXAMPLE = ROOT / "examples" / "agent-pydantic-ai"
 BIN = Path(sys.executable).parent
 BASE_URL = os.environ.get("TOOLPROOF_LLM_BASE_URL", "http://127.0.0.1:8031/v1")
 LIVE_PATH = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+READ_ONLY = [
+    "git_branch",
+    "git_diff",
+    "git_diff_staged",
+    "git_diff_unstaged",
+    "git_log",
+    "git_show",
+    "git_status",
+]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -90,6 +99,16 @@ def _cited_bytes(run: Path) -> list[str]:
     return texts
 
 
+def _shown_tools(run: Path) -> list[str]:
+    """The tool names each recorded model request showed the model, the same in each."""
+    shown = set()
+    for turn in (e for e in _events(run) if e["type"] == "model_turn"):
+        request = json.loads(RunEvidence.open(run).read(turn["request"]))
+        shown.add(tuple(tool["name"] for tool in request["parameters"]["function_tools"]))
+    (names,) = shown
+    return sorted(names)
+
+
 def test_the_scripted_agent_records_verifies_and_replays(
     project: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -98,6 +117,12 @@ def test_the_scripted_agent_records_verifies_and_replays(
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("model: scripted (a pydantic-ai FunctionModel")
     outcome = json.loads(done.stdout)
+    # only the read-only git tools are shown to the model (toolproof.toml's include filter)
+    assert outcome["tools"] == READ_ONLY
+    assert done.stderr.splitlines()[1] == (
+        f"tools: {', '.join(READ_ONLY)} (read-only: toolproof.toml's include filter binds "
+        "no git tool that writes)"
+    )
     # the answer cites the git_log call by the id the model gave it (recorded on the call)
     git_log = next(e for e in _events(Path(outcome["run"])) if e["type"] == "tool_called")
     cited = git_log["model_call_id"]
@@ -128,6 +153,7 @@ def test_the_scripted_agent_records_verifies_and_replays(
 
     kinds = [e["type"] for e in _events(run) if e["type"] in ("model_turn", "tool_called")]
     assert kinds == ["model_turn", "tool_called", "model_turn", "tool_called", "model_turn"]
+    assert _shown_tools(run) == READ_ONLY  # what every model request held
 
     again = example("--replay", str(run), cwd=work)
     assert again.returncode == 0, again.stderr
@@ -151,6 +177,26 @@ def test_the_scripted_agent_records_verifies_and_replays(
     assert cli.stdout.splitlines()[-1] == (
         "agent replay identical: 2 tool calls and 3 model turns served from the recording, "
         "0 live calls; the run verifies"
+    )
+
+
+def test_a_tool_that_may_write_is_never_shown_to_the_model(
+    project: tuple[Path, str], tmp_path: Path
+) -> None:
+    work, _ = project
+    config = (work / "toolproof.toml").read_text(encoding="utf-8")
+    unfiltered = re.sub(r"include = \[[^\]]*\]\n", "", config)
+    assert unfiltered != config
+    (work / "toolproof.toml").write_text(unfiltered, encoding="utf-8")
+    done = example("--root", str(tmp_path / "root"), cwd=work)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "refusing to show a live model tools that may write: git_add, git_checkout, "
+        "git_commit, git_create_branch, git_reset (each tool must declare readOnlyHint: "
+        "see toolproof.toml's include filter)"
+    )
+    assert not (tmp_path / "root" / "runs").exists() or not any(
+        (tmp_path / "root" / "runs").iterdir()
     )
 
 
@@ -216,6 +262,7 @@ def test_the_agent_with_a_real_model_server_records_verifies_and_replays(
     assert (outcome["verified"], outcome["failures"]) == (True, [])
     turns = [e for e in events if e["type"] == "model_turn"]
     assert len(turns) >= 1
+    assert _shown_tools(run) == READ_ONLY  # the live model was never shown a writing tool
     assert outcome["replay"] == {
         "identical": True,
         "calls": len(calls),
