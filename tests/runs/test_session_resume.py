@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import toolproof as cli
 
 import toolproof
 from toolproof.errors import InputError
@@ -108,6 +109,66 @@ def test_a_charge_cut_before_its_side_effect_is_outcome_unknown_too(tmp_path: Pa
     assert [entry["order"] for entry in ledger(tmp_path)] == ["A-1", "B-1"]  # A-2 never acted
     assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
     assert verify_chain(tmp_path / "runs" / output["run_ids"][-1]).ok is True
+
+
+def test_sessions_list_shows_the_cut_call_and_reconcile_records_a_persons_finding(
+    tmp_path: Path,
+) -> None:
+    killed = run_agent(tmp_path, "record", "charge:A-2:after")
+    assert killed.returncode == -signal.SIGKILL
+    [a2] = [entry for entry in ledger(tmp_path) if entry["order"] == "A-2"]
+    listed = cli("sessions", "list", "--root", str(tmp_path), "--json")
+    [session] = json.loads(listed.stdout)["sessions"]
+    cut = {"key": a2["key"], "step": "call-00000004", "tool": "charge"}
+    assert (session["session"], session["running"], session["calls"]) == ("nightly-42", False, 3)
+    assert (session["cut"], session["reconciled"]) == ([cut], [])
+    found = tmp_path / "found.json"
+    found.write_text('{"acted": true, "charge": "ch_1"}')
+    args = ("sessions", "reconcile", "nightly-42", "call-00000004", "--outcome", str(found))
+    stored = json.loads(cli(*args, "--root", str(tmp_path), "--json").stdout)
+    assert {k: stored[k] for k in ("session", "step", "tool", "key", "outcome")} == {
+        "session": "nightly-42",
+        **cut,
+        "outcome": {"acted": True, "charge": "ch_1"},
+    }
+    again = cli(*args, "--root", str(tmp_path))
+    assert again.returncode == 1
+    assert "call call-00000004 is reconciled already" in again.stderr
+    resumed = run_agent(tmp_path, "resume")
+    output = json.loads(resumed.stdout)
+    failure = output["results"][3]["failure"]
+    assert (failure["kind"], failure["detail"]["reconciled"]) == ("outcome_unknown", stored)
+    assert failure["message"].endswith(
+        f"not run again: reconciled by {stored['who']} at {stored['at']} (outcome "
+        f"{stored['outcome_digest']})"
+    )
+    head = tmp_path / "runs" / output["run_ids"][-1]
+    verification = verify_run(head)
+    assert (verification.ok, verification.notes) == (True, [])  # reconciled, not reported
+    no_duplicate_key(tmp_path)
+
+
+def test_reconcile_refuses_a_call_that_is_not_cut(tmp_path: Path) -> None:
+    killed = run_agent(tmp_path, "record", "charge:A-2:after")
+    assert killed.returncode == -signal.SIGKILL
+    found = tmp_path / "found.json"
+    found.write_text("{}")
+    ran = cli(
+        "sessions",
+        "reconcile",
+        "nightly-42",
+        "call-00000002",
+        "--outcome",
+        str(found),
+        "--root",
+        str(tmp_path),
+    )
+    assert ran.returncode == 1
+    assert (
+        f"session 'nightly-42': no cut call 'call-00000002' in an unfinished session of that "
+        f"name under {tmp_path}/sessions (cut calls: call-00000004; rule: a call is "
+        "reconciled before the session resumes)"
+    ) in " ".join(ran.stderr.split())
 
 
 def test_resume_needs_a_name_and_an_unfinished_session(tmp_path: Path) -> None:

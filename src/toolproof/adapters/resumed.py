@@ -91,15 +91,26 @@ class ResumedSession(Session):
         except ToolCallError as refused:
             return ToolResult(ok=False, failure=refused.failure)
         key, session = intent["key"], self._resumed.session
+        found = self._resumed.reconciled.get(key)
+        detail: dict[str, Any] = {"idempotency_key": key, "cut_step": intent["step"]}
+        then = (
+            f"find out and record it (toolproof sessions reconcile {session} "
+            f"{intent['step']} --outcome FILE)"
+        )
+        if found is not None:  # a person's finding, recorded with the call
+            detail["reconciled"] = found
+            then = (
+                f"reconciled by {found.get('who')} at {found.get('at')} (outcome "
+                f"{found.get('outcome_digest')})"
+            )
         failure = ToolResult.fail(
             "outcome_unknown",
             f"call {intent['step']} to {name!r} (idempotency key {key}) of session "
             f"{session!r} was cut before its result was recorded and may have acted; its "
             "tool is neither read-only nor idempotent, nor does it honour the key, so it is "
-            f"not run again: find out and record it (toolproof sessions reconcile {session} "
-            f"{intent['step']} --outcome FILE)",
+            f"not run again: {then}",
             where="runtime",
-            detail={"idempotency_key": key, "cut_step": intent["step"]},
+            detail=detail,
         )
         observed = Observed(failure, idempotency_key=admission.idempotency_key or None)
         try:

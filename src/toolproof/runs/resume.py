@@ -44,14 +44,21 @@ from toolproof.verify.view import RunView
 
 __all__ = [
     "INTENTS_FILE",
+    "RECONCILED_DIR",
     "SESSION_ID",
     "Resumed",
     "check_session_id",
+    "json_object",
     "live_segments",
     "prepare_resume",
     "read_intents",
+    "read_reconciled",
     "write_intent",
 ]
+
+RECONCILED_DIR = "reconciled"
+"""Where a live directory keeps a person's reconciliations, one ``<step>.json`` per cut
+call (:func:`toolproof.runs.unfinished.reconcile`)."""
 
 INTENTS_FILE = "intents.jsonl"
 """A named session's intent log, in each live segment's directory (see the module)."""
@@ -108,6 +115,25 @@ def read_intents(directory: Path) -> list[dict[str, str]]:
     return out
 
 
+def json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or ``{}`` when it is missing or not one."""
+    try:
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_reconciled(directory: Path) -> dict[str, dict[str, Any]]:
+    """A live directory's reconciliations (:data:`RECONCILED_DIR`), by idempotency key."""
+    found = {}
+    for path in sorted((directory / RECONCILED_DIR).glob("*.json")):
+        value = json_object(path)
+        if isinstance(value.get("key"), str):
+            found[value["key"]] = value
+    return found
+
+
 def live_segments(root: Path, session_id: str) -> list[Path]:
     """The live directories of session ``session_id`` under ``root/sessions``, by index."""
     sessions = Path(root) / SESSIONS_DIR
@@ -133,6 +159,7 @@ class Resumed:
         keys: the session's keys, every recorded call's occurrence counted.
         cut: the cut calls by key: ``{"step", "tool", "key"}`` (intents with no record).
         run_ids: the chain's run ids, segment 1 first.
+        reconciled: a person's reconciliations of cut calls, by key.
 
     """
 
@@ -145,6 +172,7 @@ class Resumed:
     keys: SessionKeys
     cut: dict[str, dict[str, str]] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
+    reconciled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _segment_of(live: Path, session_id: str) -> dict[str, Any]:
@@ -199,7 +227,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
             f"(now {toolset.descriptor().id})"
         )
     index = int(_segment_of(live, session_id).get("index", 1))
-    intents = read_intents(live)
+    intents, reconciled = read_intents(live), read_reconciled(live)
     outcome = await recover_session(live)
     chain = verify_chain(outcome.path)
     if not chain.ok:
@@ -222,4 +250,5 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
                 turns = max(turns, admission_number(turn.step) or 0)
     cut = {i["key"]: i for i in intents if i["key"] not in recorded}
     run_ids = [directory.name for directory in directories]
-    return Resumed(session_id, outcome.path, index, link, admitted, turns, keys, cut, run_ids)
+    kept = {key: value for key, value in reconciled.items() if key in cut}
+    return Resumed(session_id, outcome.path, index, link, admitted, turns, keys, cut, run_ids, kept)

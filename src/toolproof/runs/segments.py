@@ -63,7 +63,7 @@ from toolproof.runs.live import (
     open_recording,
 )
 from toolproof.runs.recorder import CallRecord, Durability, ModelExchange
-from toolproof.runs.resume import Resumed, write_intent
+from toolproof.runs.resume import RECONCILED_DIR, Resumed, write_intent
 from toolproof.tools.idempotency import repeatable
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
@@ -157,6 +157,10 @@ class SegmentedRecording:
             self._write_segment(live, self.index, resumed.link)
             for intent in resumed.cut.values():  # still cut if this one crashes too
                 write_intent(live.directory, intent["step"], intent["tool"], intent["key"])
+            for found in resumed.reconciled.values():  # and still reconciled
+                (live.directory / RECONCILED_DIR).mkdir(exist_ok=True)
+                path = live.directory / RECONCILED_DIR / f"{found['step']}.json"
+                write_file(path, canonical_json(found))
         self._pending: dict[str, LiveRecording] = {}  # admitted, unrecorded: step -> segment
         self._draining: list[LiveRecording] = []
         self._last_seal: asyncio.Future[SessionOutcome] | None = None

@@ -11,10 +11,11 @@ such a tool's calls:
   further attempt inside it: a ``failure_observed`` that a layer recovered from
   (``retry`` ran the call again) or a result whose ``detail.attempts`` is above 1 is a
   second execution under the same key;
-* **every ``outcome_unknown`` is reported**: a call a resumed session could not re-run
-  (it was cut before its result and may have acted) is a warning naming the call and
-  its key, so a person can reconcile it (``outcome_unknown`` is reported for every
-  tool).
+* **every ``outcome_unknown`` is reconciled or reported**: a call a resumed session
+  could not re-run (it was cut before its result and may have acted) is reconciled
+  when its failure carries a person's finding (``detail.reconciled``,
+  ``toolproof sessions reconcile``); otherwise it is a warning naming the call and its
+  key (for every tool).
 
 A tool that honours the key (``key``) may run a call's body again under its key (the
 service acts once per key): its attempts are one action by its declaration. Read-only
@@ -32,6 +33,7 @@ from typing import Any
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
+from toolproof.contract.tools import ToolFailure
 from toolproof.contract.trace import FailureObserved, ToolCalled, ToolReturned
 from toolproof.failures import FailureKind
 from toolproof.verify.base import Check, Findings, finding, stream_check
@@ -54,6 +56,13 @@ NOT_RUN = frozenset(
     }
 )
 """Failure kinds that say the call's body did not run (docs/failures.md)."""
+
+
+def _unreconciled(failure: ToolFailure | None) -> bool:
+    """An ``outcome_unknown`` failure that carries no person's reconciliation."""
+    if failure is None or failure.kind != FailureKind.OUTCOME_UNKNOWN:
+        return False
+    return not isinstance(failure.detail.get("reconciled"), dict)
 
 
 class ActedOnceState:
@@ -102,7 +111,7 @@ class ActedOnceState:
             return
         tool, key, at = called
         failure = event.result.failure
-        if failure is not None and failure.kind == FailureKind.OUTCOME_UNKNOWN:
+        if _unreconciled(failure):
             self._add(
                 Severity.WARNING,
                 f"event {event.idx}: the outcome of call {event.call_id} to {tool!r} (key "

@@ -209,6 +209,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.lock",
     "toolproof.adapters.cli.view",
     "toolproof.adapters.cli.approvals",
+    "toolproof.adapters.cli.sessions",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 

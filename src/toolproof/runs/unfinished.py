@@ -1,0 +1,159 @@
+"""Unfinished sessions and a person's reconciliation of a cut call (docs/durability.md).
+
+:func:`unfinished_sessions` lists the live directories under ``ROOT/sessions`` (what
+``toolproof sessions list`` shows): a session still recording, or one a crash left for
+``record_session(..., resume=True)`` or ``toolproof verify --recover``, with its cut
+calls (an intent logged, no result recorded: :mod:`toolproof.runs.resume`).
+
+:func:`reconcile` records what a person found about one cut call of an unfinished
+session (``toolproof sessions reconcile SESSION CALL --outcome FILE``): the outcome
+file's JSON, its digest, who and when, bound to the call's idempotency key (which
+digests the session, the tool's fingerprint, the arguments and the occurrence) and its
+step, in ``reconciled/<step>.json`` of the session's live directory. When the session
+resumes and the agent asks the call again, its ``outcome_unknown`` result carries the
+reconciliation (``detail.reconciled``), recorded in the call's block, so the
+``acted-once`` check counts it reconciled instead of reporting it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from toolproof.bundle.rundir import recorder_alive, write_file
+from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
+from toolproof.errors import InputError
+from toolproof.identity import canonical_json, digest
+from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
+from toolproof.runs.resume import (
+    RECONCILED_DIR,
+    check_session_id,
+    json_object,
+    live_segments,
+    read_intents,
+    read_reconciled,
+)
+
+__all__ = [
+    "MAX_OUTCOME_BYTES",
+    "cut_calls",
+    "reconcile",
+    "unfinished_sessions",
+]
+
+MAX_OUTCOME_BYTES = 1 << 20
+"""The largest outcome file :func:`reconcile` takes (1 MiB)."""
+
+
+def cut_calls(directory: Path) -> list[dict[str, str]]:
+    """The intents of a live directory with no ``tool_called`` of their key in its trace."""
+    recorded: set[str] = set()
+    try:
+        lines = (directory / TRACE_FILE).read_bytes().split(b"\n")
+    except OSError:
+        lines = []
+    for line in lines:
+        if b'"tool_called"' in line:
+            try:
+                recorded.add(str(json.loads(line).get("idempotency_key")))
+            except ValueError:
+                continue
+    return [intent for intent in read_intents(directory) if intent["key"] not in recorded]
+
+
+def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
+    """Every live directory under ``root/sessions``, in name order.
+
+    Returns:
+        One ``{"directory", "session", "started_at", "pid", "running", "calls", "cut",
+        "reconciled"}`` per live directory: ``running`` whether its recorder still runs
+        (else a crash or a kill left it), ``calls`` the calls its trace recorded, ``cut``
+        its cut calls (``{"step", "tool", "key"}``), ``reconciled`` the cut calls'
+        steps a person reconciled.
+
+    """
+    out = []
+    sessions = Path(root) / SESSIONS_DIR
+    for directory in sorted(p for p in sessions.glob("*") if p.is_dir()):
+        header, runtime = (
+            json_object(directory / SESSION_FILE),
+            json_object(directory / RUNTIME_FILE),
+        )
+        try:
+            calls = (directory / TRACE_FILE).read_bytes().count(b'"type":"tool_returned"')
+        except OSError:
+            calls = 0
+        pid = header.get("pid")
+        running = pid == os.getpid() or recorder_alive(pid, header.get("process"))
+        reconciled = read_reconciled(directory)
+        out.append(
+            {
+                "directory": directory.name,
+                "session": str(runtime.get("session") or directory.name),
+                "started_at": str(header.get("started_at", "")),
+                "pid": pid,
+                "running": bool(running),
+                "calls": calls,
+                "cut": cut_calls(directory),
+                "reconciled": sorted(str(r.get("step")) for r in reconciled.values()),
+            }
+        )
+    return out
+
+
+def reconcile(root: Path, session_id: str, call: str, outcome: Path, who: str) -> dict[str, Any]:
+    """Record a person's finding about cut call ``call`` of unfinished session ``session_id``.
+
+    Args:
+        root: the artifact root.
+        session_id: the session's name.
+        call: the cut call's step (``call-00000004``) or its idempotency key.
+        outcome: a JSON file saying what the person found (at most
+            :data:`MAX_OUTCOME_BYTES`), e.g. ``{"acted": true, "charge": "ch_1"}``.
+        who: who found it (the OS user, for the CLI).
+
+    Returns:
+        The reconciliation as stored: ``{"session", "step", "tool", "key", "outcome",
+        "outcome_digest", "who", "at"}``.
+
+    Raises:
+        InputError: no unfinished session of that name, no cut call ``call`` in it, it
+            was reconciled already, or the outcome file is missing, too large or not
+            JSON.
+
+    """
+    lives = live_segments(Path(root), check_session_id(session_id))
+    cut = [(live, intent) for live in lives for intent in cut_calls(live)]
+    found = [(live, i) for live, i in cut if call in (i["step"], i["key"])]
+    if not found:
+        known = ", ".join(intent["step"] for _, intent in cut) or "none"
+        raise InputError(
+            f"session {session_id!r}: no cut call {call!r} in an unfinished session of that "
+            f"name under {Path(root) / SESSIONS_DIR} (cut calls: {known}; rule: a call is "
+            "reconciled before the session resumes)"
+        )
+    live, intent = found[0]
+    target = live / RECONCILED_DIR / f"{intent['step']}.json"
+    if target.exists():
+        raise InputError(f"session {session_id!r}: call {intent['step']} is reconciled already")
+    try:
+        if outcome.stat().st_size > MAX_OUTCOME_BYTES:
+            raise InputError(f"--outcome {outcome}: over {MAX_OUTCOME_BYTES} bytes")
+        data = outcome.read_bytes()
+        value = json.loads(data)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--outcome {outcome}: not a readable JSON file ({exc})") from exc
+    stored = {
+        "session": session_id,
+        **intent,
+        "outcome": value,
+        "outcome_digest": digest(data),
+        "who": who,
+        "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+    target.parent.mkdir(exist_ok=True)
+    write_file(target, canonical_json(stored))
+    return stored
