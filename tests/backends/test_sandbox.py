@@ -28,6 +28,7 @@ TOOLS = (
     "connect",
     "connect_quietly",
     "connect_unix",
+    "connect_in_thread",
     "shell",
     "sleep",
     "fork_bomb",
@@ -389,3 +390,29 @@ def test_dev_is_read_only_and_dev_shm_is_emptied_after_each_call(toolset: Toolse
     devices = call(toolset, "shell", {"script": "touch /dev/planted"}).value
     assert devices["status"] == 1
     assert devices["stderr"] == "touch: cannot touch '/dev/planted': Read-only file system"
+
+
+def test_a_denial_in_a_thread_the_body_started_is_charged_to_the_call(toolset: Toolset) -> None:
+    failure = call(toolset, "connect_in_thread", {"host": "127.0.0.1", "port": 9}).failure
+    assert failure is not None
+    assert failure.detail == {"rules": ["egress denied: 127.0.0.1:9 not in allow"]}
+
+
+def test_a_kernel_that_refuses_the_namespaces_refuses_the_backend(tmp_path: Path) -> None:
+    # A fake for a fault this root machine cannot cause without changing every process's
+    # sysctl: a bubblewrap that fails the way it does when user namespaces are disabled.
+    fake = tmp_path / "bwrap"
+    said = (
+        "bwrap: No permissions to create new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces."
+    )
+    fake.write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n", encoding="utf-8")
+    fake.chmod(0o755)
+    rules = quarantined(write_config(tmp_path, f'bwrap = "{fake}"'))
+    assert rules["connect_sandbox"] == (
+        "cannot apply combo [sandbox] to tool 'connect': the sandbox backend cannot start: "
+        "bubblewrap could not build the sandbox (user, pid, network, ipc and uts namespaces, "
+        f"read-only mounts): {said} (rule: a sandbox never runs a body unconfined; enable "
+        "unprivileged user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1, or "
+        "run as root)"
+    )

@@ -8,7 +8,8 @@ audit hook (:func:`sys.addaudithook`, which a body cannot remove) sees a connect
 destination not in ``allow`` or a write outside the scratch directory, raises
 ``PermissionError`` with the rule at once (``egress denied: 127.0.0.1:9 not in
 allow``) and records it; the call then fails with ``kind="denied_by_sandbox"``
-naming it, even when the body caught the exception.
+naming it, even when the body caught the exception. A denial in a thread that was
+running before the first call (a span exporter's) is raised but charged to no call.
 
 Before the Toolset is built the guard scrubs ``os.environ`` to the named variables
 (plus ``TMPDIR`` and ``TOOLPROOF_WORKER``), stops bytecode writes, and makes the
@@ -24,6 +25,7 @@ import os
 import shutil
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,7 @@ class SandboxGuard:
         if egress is not None:
             _send_listeners(int(egress), dict(profile.get("listen") or {}))
         self.violations: list[str] = []
+        self.background: set[int | None] | None = None
         self.in_call = False
         keep = {*profile.get("env", ()), "TMPDIR"}
         for name in list(os.environ):
@@ -113,7 +116,8 @@ class SandboxGuard:
     # -- the audit hook -------------------------------------------------------------
 
     def _deny(self, rule: str) -> None:
-        if self.in_call and rule not in self.violations:
+        attributed = self.in_call and threading.get_ident() not in (self.background or ())
+        if attributed and rule not in self.violations:
             self.violations.append(rule)
         raise PermissionError(rule)
 
@@ -176,6 +180,10 @@ class SandboxGuard:
         """Start a call: no rule broken yet; the scratch directory is the cwd."""
         self.violations = []
         os.chdir(self.scratch)
+        if self.background is None:  # threads already running before the first call (a
+            # span exporter's) are not a body's; the sync-body threads start after it
+            caller = threading.get_ident()
+            self.background = {t.ident for t in threading.enumerate() if t.ident != caller}
         self.in_call = True
 
     def end(self, request: bytes, answer: bytes) -> bytes:
