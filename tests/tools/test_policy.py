@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import cedarpy
+import policy_fixture_tools as tool_fixtures
 import pytest
 from mcp import Client
 
-from toolproof import ConfigError, load_toolset
+from toolproof import ConfigError, Tool, load_toolset
 from toolproof.adapters.mcp.server import build_server
 from toolproof.adapters.session_runs import record_session
 from toolproof.contract.tools import ToolResult
-from toolproof.tools.policy import PolicyError, PolicySet, cedar_request
+from toolproof.tools.policy import PolicyError, PolicySet, cedar_request, tool_attributes
 from toolproof.tools.policy_source import for_tool
 from toolproof.verify.verifier import verify_run
 
@@ -97,6 +98,7 @@ def test_a_permit_allows_and_a_call_it_does_not_cover_is_denied_without_running(
             "read_only": False,
             "destructive": False,
             "source": "python:policy_fixture_tools.transfer",
+            "server": "",
         },
     }
     assert [
@@ -143,6 +145,15 @@ def test_a_permit_allows_and_a_call_it_does_not_cover_is_denied_without_running(
         "default": "deny",
         "files": [{"name": "policies/transfer.cedar", "text": SMALL}],
         "digest": digest,
+        "tools": {  # each tool's attributes as bound, which the policy check holds to
+            "purge": {
+                "read_only": False,
+                "destructive": True,
+                "source": "python:policy_fixture_tools.purge",
+                "server": "",
+            },
+            "transfer": request["attributes"],
+        },
     }
     assert verify_run(run).ok
 
@@ -296,7 +307,7 @@ def test_a_decision_asks_cedar_only_the_policies_whose_scope_admits_the_tool() -
     request = cedar_request(
         "Agent::a",
         "transfer",
-        {"read_only": False, "destructive": False, "source": "python:m.transfer"},
+        {"read_only": False, "destructive": False, "source": "python:m.transfer", "server": ""},
         {"amount": 1},
         {"calls": 0, "total_calls": 0, "elapsed_seconds": 0},
     )
@@ -334,3 +345,18 @@ def test_a_decision_asks_cedar_only_the_policies_whose_scope_admits_the_tool() -
         "error while evaluating policy `policy2`: record does not have the attribute `x`",
         "error while evaluating policy `policy4`: record does not have the attribute `y`",
     )
+
+
+def test_a_tool_from_an_mcp_server_names_its_server() -> None:
+    async def body(arguments: dict[str, Any]) -> Any:
+        return "x"
+
+    plain = Tool.from_function(tool_fixtures.purge)
+    served = Tool(plain.spec, body, source="mcp:bank")
+    assert tool_attributes(served) == {
+        "read_only": False,
+        "destructive": True,
+        "source": "mcp:bank",
+        "server": "bank",
+    }
+    assert tool_attributes(plain)["server"] == ""

@@ -16,8 +16,8 @@ HERE = Path(__file__).resolve().parent
 SYNTAX = "(rule: Cedar policy syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
 READS = (
     "(rule: a policy reads only what a request has: resource.read_only, resource.destructive, "
-    "resource.source, context.arguments.<an argument of a tool>, context.calls, "
-    "context.total_calls, context.elapsed_seconds)"
+    "resource.source, resource.server, context.arguments.<an argument of a tool>, "
+    "context.calls, context.total_calls, context.elapsed_seconds)"
 )
 GOOD = """@id("small")
 permit(principal == Agent::"triage", action == Action::"call_tool", resource == Tool::"transfer")

@@ -164,6 +164,24 @@ def test_a_request_edited_to_pass_the_policy_fails(recorded: Path, tmp_path: Pat
     )
 
 
+def test_a_request_with_forged_attributes_fails(recorded: Path, tmp_path: Path) -> None:
+    def disguise(events: list[dict[str, Any]]) -> None:
+        _decisions(events)[0]["request"]["attributes"]["destructive"] = True
+
+    forged = _forge(recorded, tmp_path, disguise)
+    first = _decisions(trace_events(forged))[0]
+    bound = {  # as recorded: canonical JSON, keys sorted
+        "destructive": False,
+        "read_only": False,
+        "server": "",
+        "source": "python:policy_fixture_tools.transfer",
+    }
+    assert _policy_failures(forged) == [
+        f"policy_decided at event {first['idx']} for call {first['call_id']}: its request's "
+        f"attributes is { ({**bound, 'destructive': True})!r}, but the call's is {bound!r}"
+    ]
+
+
 def test_a_dropped_decision_fails(recorded: Path, tmp_path: Path) -> None:
     def drop(events: list[dict[str, Any]]) -> None:
         events.remove(_decisions(events)[0])

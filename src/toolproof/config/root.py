@@ -38,7 +38,7 @@ from toolproof.tools.asking import ASKERS, Askers
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lint_toolset import apply_lint
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
-from toolproof.tools.policy import PolicyError, PolicySet
+from toolproof.tools.policy import PolicyError, PolicySet, tool_attributes
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
 from toolproof.tools.toolset import Toolset
 
@@ -104,7 +104,8 @@ def _load_policy(toolset: Toolset, section: PolicySection, file: Path) -> None:
             except (OSError, UnicodeError) as exc:
                 raise ConfigError(str(file), f"policy.files[{index}]", f"{name}: {exc}") from exc
     try:
-        policy = PolicySet(tuple(files), section.default)
+        tools = {tool.name: tool_attributes(tool) for tool in toolset}
+        policy = PolicySet(tuple(files), section.default, tools)
         policy.check_attributes(tool.spec.input_schema for tool in toolset)
         toolset.set_policy(policy)
     except PolicyError as exc:

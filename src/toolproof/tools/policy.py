@@ -53,6 +53,7 @@ __all__ = [
     "cedar_request",
     "gated_call",
     "principal_entity",
+    "tool_attributes",
 ]
 
 ACTION = 'Action::"call_tool"'
@@ -156,11 +157,16 @@ class PolicySet:
         files: ``(name, text)`` per policy file, in load order (names relative to the
             ``toolproof.toml``).
         default: ``"deny"`` or ``"allow"``: the answer when no policy is determining.
+        tools: each tool's resource attributes (:func:`tool_attributes`) by name, as
+            bound when the set was loaded; recorded with the set (not in its digest),
+            so the ``policy`` check binds each request's attributes to its tool's.
+            Empty for a set built without a Toolset.
 
     """
 
     files: tuple[tuple[str, str], ...]
     default: Literal["deny", "allow"] = "deny"
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     _parsed: Any = field(default=None, repr=False, compare=False)
     _digest: str = field(default="", repr=False, compare=False)
     _entities: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -223,7 +229,8 @@ class PolicySet:
                 raise PolicyError(
                     f"policy file {name}:{line}: Cedar's validator: {message}{more} (rule: a "
                     "policy reads only what a request has: resource.read_only, "
-                    "resource.destructive, resource.source, context.arguments.<an argument "
+                    "resource.destructive, resource.source, resource.server, "
+                    "context.arguments.<an argument "
                     "of a tool>, context.calls, context.total_calls, context.elapsed_seconds)"
                 )
 
@@ -237,7 +244,8 @@ class PolicySet:
         """
         try:
             files = tuple((str(item["name"]), str(item["text"])) for item in data["files"])
-            return cls(files, data["default"])
+            tools = data.get("tools") or {}
+            return cls(files, data["default"], {str(k): dict(v) for k, v in tools.items()})
         except (KeyError, TypeError) as exc:
             raise PolicyError(f"policy record: malformed ({exc!r})") from exc
 
@@ -247,8 +255,9 @@ class PolicySet:
         return "\n".join(text for _, text in self.files)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"default", "files": [{"name", "text"}], "digest"}`` (plain JSON)."""
-        return {**self._body(), "digest": self._digest}
+        """``{"default", "files": [{"name", "text"}], "digest"}``, and ``tools`` when bound."""
+        tools = {"tools": {k: dict(v) for k, v in self.tools.items()}} if self.tools else {}
+        return {**self._body(), "digest": self._digest, **tools}
 
     def _body(self) -> dict[str, Any]:
         files = [{"name": name, "text": text} for name, text in self.files]
@@ -398,12 +407,7 @@ class PolicyGate:
 
         """
         who = principal or self.principal
-        hints = tool.spec.annotations
-        attributes = {
-            "read_only": hints.readOnlyHint is True,
-            "destructive": hints.destructiveHint is True,
-            "source": tool.source,
-        }
+        attributes = tool_attributes(tool)
         counters = {
             "calls": self._calls.get((who, tool.name), 0),
             "total_calls": self._total.get(who, 0),
@@ -423,6 +427,26 @@ class PolicyGate:
             "request": request,
         }
         return decision, event
+
+
+def tool_attributes(tool: Any) -> dict[str, Any]:
+    """The Cedar attributes of ``Tool::"<name>"`` for a :class:`~toolproof.tools.tool.Tool`.
+
+    Returns:
+        ``read_only`` and ``destructive`` (its MCP annotations; an unstated hint is
+        ``false``), ``source`` (``python:mod.fn``, ``mcp:<server>``, ...) and ``server``
+        (the ``[[mcp]]`` server's name for a tool it serves, else ``""``: Cedar has no
+        null).
+
+    """
+    hints = tool.spec.annotations
+    source = str(tool.source)
+    return {
+        "read_only": hints.readOnlyHint is True,
+        "destructive": hints.destructiveHint is True,
+        "source": source,
+        "server": source.removeprefix("mcp:") if source.startswith("mcp:") else "",
+    }
 
 
 def asks_always(tool: Any) -> bool:

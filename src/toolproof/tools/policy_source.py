@@ -37,7 +37,7 @@ __all__ = [
     "statements",
 ]
 
-TOOL_ATTRIBUTES = ("read_only", "destructive", "source")
+TOOL_ATTRIBUTES = ("read_only", "destructive", "source", "server")
 """The attributes of the resource ``Tool::"<name>"``."""
 
 CONTEXT_ATTRIBUTES = ("arguments", "calls", "total_calls", "elapsed_seconds")
@@ -209,6 +209,7 @@ def request_schema(input_schemas: Iterable[Mapping[str, Any]]) -> dict[str, Any]
         "read_only": {"type": "Boolean"},
         "destructive": {"type": "Boolean"},
         "source": {"type": "String"},
+        "server": {"type": "String"},
     }
     context = {
         "arguments": {"type": "Record", "attributes": arguments},

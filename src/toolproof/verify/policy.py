@@ -7,7 +7,8 @@ from the run directory alone:
 * the recorded policy set digests to its recorded ``digest``, and every
   ``policy_decided`` names that digest;
 * each ``policy_decided`` sits right before its call's ``tool_called`` (an approval
-  event may come between), and its request is that call's: the same tool, the same
+  event may come between), and its request is that call's: the same tool, with the
+  attributes the recorded set binds to it (``tools``, when recorded), the same
   arguments, the call counts the trace gives for its principal (``calls``: the
   principal's earlier decided calls of the tool; ``total_calls``: all its earlier
   decided calls; a served run has a principal per named client);
@@ -128,12 +129,16 @@ class PolicyState:
         }
         self.calls[who, tool] = calls + 1
         self.total[who] = total + 1
-        given = {
+        given: dict[str, Any] = {
             "tool": request.get("tool"),
             "arguments": context.get("arguments"),
             "calls": context.get("calls"),
             "total_calls": context.get("total_calls"),
         }
+        bound = self.policy.tools.get(tool)
+        if bound is not None:  # the set records each tool's attributes as loaded
+            expected["attributes"] = dict(bound)
+            given["attributes"] = request.get("attributes")
         for name, value in expected.items():
             if given[name] != value:
                 self._add(
