@@ -22,6 +22,7 @@ from toolproof.contract.runs import ExecutionRuntime
 from toolproof.contract.tools import ToolResult
 from toolproof.extensions import ComboElement, build_combo
 from toolproof.identity import canonical_json
+from toolproof.runs.chain import verify_chain
 from toolproof.verify.verifier import verify_run
 
 RULE = "(rule: at most one execution per key; docs/durability.md)"
@@ -226,3 +227,33 @@ def test_a_session_recorded_before_repeatable_existed_is_not_checked(tmp_path: P
     forged = verify_run(rechain(run, forge))
     checks = {f.check for f in forged.failures}
     assert ("call-linkage" in checks, "acted-once" in checks) == (True, False)
+
+
+def test_one_key_executed_in_two_segments_fails_the_chain(tmp_path: Path) -> None:
+    toolset = toolset_of(Tool.from_function(charge))
+
+    async def main() -> list[str]:
+        async with toolproof.record_session(
+            toolset, root=tmp_path, task="t", segment_calls=2
+        ) as session:
+            for order in ("A-1", "A-2", "A-3"):
+                await session.call("charge", {"order": order})
+        return session.run_ids
+
+    first, second = (tmp_path / "runs" / run_id for run_id in asyncio.run(main()))
+    assert verify_chain(second).ok is True
+    [one, _] = called(trace_events(first))
+    [three] = called(trace_events(second))
+
+    def forge(events: list[dict[str, Any]]) -> None:
+        called(events)[0]["idempotency_key"] = one["idempotency_key"]  # A-1's key again
+
+    forged = rechain(second, forge)
+    assert acted(forged) == []  # within its own segment the key is recorded once
+    assert verify_chain(forged).problem == (
+        f"acted-once: idempotency key {one['idempotency_key']} of tool 'charge' was executed "
+        f"in segment 1 (run {first.name}, call {one['call_id']} at event {one['idx']}) and "
+        f"again in segment 2 (run {forged.name}, call {three['call_id']} at event "
+        f"{three['idx']}) (rule: at most one execution per key across a session's segments; "
+        "docs/durability.md)"
+    )

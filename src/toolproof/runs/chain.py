@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
 from toolproof.runs.finalize import SEGMENT_FILE
+from toolproof.verify.acted import across_segments
 from toolproof.verify.verifier import Verification, verify_run
 
 __all__ = [
@@ -245,7 +246,9 @@ def verify_chain(
 
     Every segment must verify, every link must hold (:func:`check_link`) and every
     predecessor must be under the same root; a run that is not a segment is a chain of
-    one. Only each segment's summary is kept, so memory is one segment's verify.
+    one. Only each segment's summary is kept, so memory is one segment's verify. Then no
+    idempotency key of a tool that must act once was executed in two segments
+    (:func:`~toolproof.verify.acted.across_segments`: each segment read once more).
 
     Args:
         head: the last segment's run directory (any segment checks the chain before it).
@@ -275,4 +278,6 @@ def verify_chain(
         if problem or link.status in ("none", "first"):
             break
         directory = link.previous
+    if not problem and len(results) > 1:  # one key, two segments (a resumed session's too)
+        problem = across_segments([result.directory for result in reversed(results)])
     return ChainVerification(results, problem)
