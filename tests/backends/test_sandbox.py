@@ -7,6 +7,7 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -306,23 +307,27 @@ def test_a_memory_hog_hits_the_memory_limit(limited: Toolset) -> None:
     assert call(limited, "hog", {"mib": 8}).value == 8  # a fresh worker, within the limit
 
 
+def quota(path: Path) -> str | None:
+    """The CPU quota of the cgroup ``path`` in microseconds per 100 ms, or None (no quota)."""
+    for name in ("cpu.max", "cpu.cfs_quota_us"):
+        try:
+            value = (path / name).read_text(encoding="ascii").split()[0]
+        except OSError:
+            continue
+        return None if value in ("max", "-1") else value
+    return None
+
+
 def cpu_cells() -> list[Path]:
     """This process's worker cgroups that carry a CPU quota (v1 ``cpu`` or v2 ``cpu.max``)."""
     found = Path("/sys/fs/cgroup").glob(f"**/toolproof-{os.getpid()}-*")
-    return [
-        path
-        for path in found
-        if (path / "cpu.cfs_quota_us").exists() or (path / "cpu.max").exists()
-    ]
+    return [path for path in found if quota(path) is not None]
 
 
 def test_cpu_time_is_throttled_to_the_quota(limited: Toolset) -> None:
     assert call(limited, "spin", {"seconds": 0.3}).value > 0
     [cell] = cpu_cells()
-    if (cell / "cpu.max").exists():
-        assert (cell / "cpu.max").read_text(encoding="ascii").split() == ["10000", "100000"]
-    else:
-        assert (cell / "cpu.cfs_quota_us").read_text(encoding="ascii").strip() == "10000"
+    assert quota(cell) == "10000"  # cpus = 0.1 of a 100000 us period
     stat = dict(line.split() for line in (cell / "cpu.stat").read_text("ascii").splitlines())
     assert int(stat["nr_throttled"]) > 0
 
@@ -374,6 +379,10 @@ def test_closing_the_toolset_ends_what_bodies_left_running(tmp_path: Path) -> No
     async def leave_a_daemon() -> list[int]:
         async with load_toolset(write_config(tmp_path, "workers = 1")) as built:
             assert (await built["shell_sandbox"].call({"script": script})).value["status"] == 0
+            for _ in range(500):  # the detached sleep may not have started yet
+                if sleepers(seconds):
+                    break
+                await asyncio.sleep(0.02)
             return sleepers(seconds)
 
     assert len(asyncio.run(leave_a_daemon())) == 1
@@ -416,3 +425,19 @@ def test_a_kernel_that_refuses_the_namespaces_refuses_the_backend(tmp_path: Path
         "unprivileged user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1, or "
         "run as root)"
     )
+
+
+def test_limit_cgroups_a_dead_caller_left_are_removed() -> None:
+    from toolproof.backends.limits import LimitCell, Limits
+
+    try:
+        probe = LimitCell(Limits(pids=8), None)  # a cgroup v1 limit cell
+    except OSError:
+        pytest.skip("this host has no writable cgroup v1 pids hierarchy")
+    base = probe.created[0].parent
+    probe.close()
+    dead = int(subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout)
+    stale = base / f"toolproof-{dead}-0123456789abcdef"
+    stale.mkdir()
+    LimitCell(Limits(pids=8), None).close()
+    assert not stale.exists()

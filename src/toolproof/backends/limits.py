@@ -17,6 +17,7 @@ hit a limit fails naming it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -99,6 +100,18 @@ def _v1_base(controller: str) -> Path | None:
     return base if os.access(base, os.W_OK) else None
 
 
+def _remove_stale(base: Path) -> None:
+    """Remove the empty limit cgroups of callers that died (one killed by SIGKILL leaves them)."""
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            if not entry.name.startswith(_PREFIX):
+                continue
+            owner = entry.name[len(_PREFIX) :].split("-", 1)[0]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                with contextlib.suppress(OSError):
+                    entry.rmdir()
+
+
 def _write(path: Path, files: list[tuple[str, str]]) -> None:
     for name, value in files:
         target = path / name
@@ -140,6 +153,7 @@ class LimitCell:
                         f"+{controller} > <parent>/cgroup.subtree_control) nor as a writable "
                         "cgroup v1 hierarchy"
                     )
+                _remove_stale(base)
                 path = base / f"{_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
                 path.mkdir()
                 self.created.append(path)
