@@ -65,6 +65,8 @@ def toolset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toolset]:
     built = asyncio.run(build_toolset(config))
     yield built
     asyncio.run(built.aclose())
+    for name in ("TOOLPROOF_TEST_KEPT", "TOOLPROOF_TEST_SECRET"):
+        os.environ.pop(name, None)
 
 
 def call(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolResult:
