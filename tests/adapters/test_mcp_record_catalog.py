@@ -45,7 +45,8 @@ def proxy_config(tmp_path: Path) -> Path:
     config = tmp_path / "proxy.toml"
     config.write_text(
         f'[[mcp]]\nname = "reference"\ncommand = "{sys.executable}"\n'
-        f'args = ["{FIXTURES / "reference_server.py"}"]\nprefix = ""\n',
+        f'args = ["{FIXTURES / "reference_server.py"}"]\nprefix = ""\n'
+        'protocol = "2025-11-25"\n',  # it asks with server-initiated requests (2025-11-25)
         encoding="utf-8",
     )
     return config

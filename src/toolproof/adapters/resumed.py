@@ -29,6 +29,7 @@ from toolproof.runs.resume import Resumed
 from toolproof.runs.segments import SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
+from toolproof.tools.asking import Askers
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
 
@@ -54,8 +55,9 @@ class ResumedSession(Session):
         approver: Approver | None = None,
         grounding: Grounding | None = None,
         principal: str | None = None,
+        askers: Askers | None = None,
     ) -> None:
-        super().__init__(toolset, live, None, approver, grounding, principal)
+        super().__init__(toolset, live, None, approver, grounding, principal, askers)
         self._record, self._resumed, self._recording = record, resumed, live
         self.served_calls = 0
         self.served_turns = 0

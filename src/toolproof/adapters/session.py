@@ -37,18 +37,14 @@ from toolproof.runs.segments import SegmentedRecording
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.port import RecordedTurn
+from toolproof.tools.asking import Askers, AskingChannel
 from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe
 from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.toolset import Toolset
 from toolproof.version import install_hint
 
-__all__ = [
-    "ANSWER_FILE",
-    "RecordedTurn",
-    "Session",
-    "SessionTool",
-]
+__all__ = ["ANSWER_FILE", "RecordedTurn", "Session", "SessionTool"]
 
 
 def _needs_extra(method: str, what: str, extra: str, exc: ImportError) -> InputError:
@@ -87,8 +83,10 @@ class Session:
         approver: Approver | None = None,
         grounding: Grounding | None = None,
         principal: str | None = None,
+        askers: Askers | None = None,
     ) -> None:
         self._approver = approver
+        self._askers = askers if askers is not None and askers.answers else None
         policy = None if toolset is None or live is None else toolset.policy
         self._gate = None if policy is None else PolicyGate(policy, principal or DEFAULT_PRINCIPAL)
         self._grounding = grounding or Grounding()
@@ -205,11 +203,15 @@ class Session:
             return ToolResult(ok=False, failure=refused.failure)
         self.live_calls += 1
         call_id = admission.recorded_id or admission.call_id  # a span names it (telemetry)
+        relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
+        channel = None if self._askers is None else AskingChannel(self._askers, relayed)
         try:
             observed = await observe(
                 gated_call(self._gate, tool, arguments),
+                relayed,
                 call_id=call_id,
                 approver=self._approver,
+                channel=channel,
                 idempotency_key=admission.idempotency_key or None,
             )
         except BaseException:  # cancelled before its answer: never recorded

@@ -35,6 +35,7 @@ from toolproof.runs.resume import check_session_id, live_segments, prepare_resum
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.presented import present, presented_changes
+from toolproof.tools.asking import ASKERS, Ask, Askers
 from toolproof.tools.policy import principal_entity
 from toolproof.tools.resources import RAW_CONFIG
 from toolproof.tools.toolset import Toolset
@@ -43,12 +44,18 @@ __all__ = ["AgentReplay", "record_session", "replay_session", "toolset_of"]
 
 
 @asynccontextmanager
-async def toolset_of(source: Toolset | str | Path) -> AsyncIterator[Toolset]:
-    """``source`` itself when a Toolset, else the Toolset loaded from the ``toolproof.toml``."""
+async def toolset_of(
+    source: Toolset | str | Path, askers: Askers | None = None
+) -> AsyncIterator[Toolset]:
+    """``source`` itself when a Toolset, else the Toolset loaded from the ``toolproof.toml``.
+
+    ``askers``: the sampling and elicitation callbacks a loaded Toolset gets.
+    """
     if isinstance(source, Toolset):
         yield source
         return
-    async with load_toolset(Path(source)) as toolset:
+    asks = askers or Askers()
+    async with load_toolset(Path(source), sample=asks.sample, elicit=asks.elicit) as toolset:
         yield toolset
 
 
@@ -76,6 +83,8 @@ async def record_session(
     principal: str | None = None,
     session_id: str | None = None,
     resume: bool = False,
+    sample: Ask | None = None,
+    elicit: Ask | None = None,
 ) -> AsyncIterator[Session]:
     """Record an agent's session over a Toolset (or a ``toolproof.toml``) as a run.
 
@@ -112,6 +121,15 @@ async def record_session(
             records live in a new segment linked to the recovered one; a cut call of a
             tool neither read-only, idempotent nor keyed fails ``outcome_unknown``
             (:class:`~toolproof.adapters.resumed.ResumedSession`).
+        sample: ``async sample(params) -> result``, answering the
+            ``sampling/createMessage`` requests an imported MCP server sends during
+            this session's calls (and a Python tool's ``Context.sample``), MCP wire
+            form; it takes precedence over ``load_toolset(sample=)``. Each request and
+            answer is a ``request_relayed`` event of the call's block, with both as
+            evidence. A ``source`` path is loaded with it, so ``sampling`` is announced
+            to the servers; a Toolset announces only what it was loaded with.
+        elicit: the same for ``elicitation/create`` (``ElicitRequestParams`` in, an
+            ``ElicitResult`` out).
 
     Yields:
         The live :class:`Session`; after the block, :attr:`Session.run_ids` lists every
@@ -135,7 +153,8 @@ async def record_session(
         raise InputError("resume=True needs the session_id of the session to resume")
     if name and not resume and live_segments(Path(root), name):
         raise InputError(f"session {name!r} is unfinished: resume it (resume=True)")
-    async with toolset_of(source) as toolset:
+    given = Askers(sample, elicit)
+    async with toolset_of(source, given) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)
         presented = present(tool.spec for tool in toolset.exposed())  # what replay needs
         resumed = await prepare_resume(Path(root), name, toolset) if resume else None
@@ -152,6 +171,7 @@ async def record_session(
             "approver": approver,
             "grounding": chosen,
             "principal": principal,
+            "askers": given.over(toolset.resources.get(ASKERS)),
         }
         session = (
             Session(toolset, live, **options)

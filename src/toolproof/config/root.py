@@ -34,7 +34,7 @@ from toolproof.extensions.registry import ExtensionRegistry
 from toolproof.runs.registries import RunRegistries
 from toolproof.schema.isolation import ValidationBounds, configure_validation
 from toolproof.sources.retrieval.seam import RetrievalRegistry
-from toolproof.tools.asking import ASKERS, Askers
+from toolproof.tools.asking import ASKERS, Ask, Askers
 from toolproof.tools.exposure import Exposure
 from toolproof.tools.lint_toolset import apply_lint
 from toolproof.tools.lock import check_toolset_lock, check_variant_lock
@@ -323,6 +323,8 @@ def load_toolset(
     *,
     lock: Path | bool = True,
     approver: Approver | None = None,
+    sample: Ask | None = None,
+    elicit: Ask | None = None,
     relay: bool = False,
 ) -> ToolsetLoader:
     """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
@@ -331,6 +333,14 @@ def load_toolset(
         path: the ``toolproof.toml`` file.
         lock: as :func:`build_toolset`: the default checks ``toolproof.lock`` when present.
         approver: as :func:`build_toolset`: the approver callback of ``approve`` layers.
+        sample: ``async sample(params) -> result``: answers the ``[[mcp]]`` servers'
+            ``sampling/createMessage`` requests (``CreateMessageRequestParams`` in, a
+            ``CreateMessageResult`` out, MCP wire form); ``sampling`` is announced to
+            them only with it. Also what a Python tool's ``Context.sample`` asks in a
+            recording session. ``None``: nobody samples.
+        elicit: ``async elicit(params) -> result``: the same for ``elicitation/create``
+            (``ElicitRequestParams`` in, an ``ElicitResult`` out: ``action`` and, when
+            accepted, ``content``). ``None``: nobody answers.
         relay: ``toolproof serve`` sets it: the ``[[mcp]]`` servers' sampling and
             elicitation requests are relayed to the client it serves, so both
             capabilities are announced to them (docs/mcp.md).
@@ -343,5 +353,5 @@ def load_toolset(
         ConfigError: (when awaited or entered) the file or an entry is invalid.
 
     """
-    askers = Askers(relay=True) if relay else None
+    askers = Askers(sample, elicit, relay) if (sample or elicit or relay) else None
     return ToolsetLoader(path, lock=lock, approver=approver, askers=askers)

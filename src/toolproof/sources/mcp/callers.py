@@ -19,9 +19,11 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import ValidationError
+
 from toolproof.errors import ToolCallError
 from toolproof.sources.mcp.common import wire
-from toolproof.tools.asking import Askers
+from toolproof.tools.asking import Askers, AskingChannel
 from toolproof.tools.context import CallChannel, current_channel
 
 __all__ = ["INTERNAL_ERROR", "INVALID_REQUEST", "Callers"]
@@ -88,8 +90,14 @@ class Callers:
         logger.debug("MCP server %r log [%s]: %s", self.name, level, data)
 
     async def relay(self, method: str, params: Any, result_type: Any) -> Any:
-        """Ask the caller's channel; its answer as ``result_type``, or an ``ErrorData``."""
+        """Ask the caller's channel; its answer as ``result_type``, or an ``ErrorData``.
+
+        With no caller's channel (a call made from Python, or several calls of a
+        2025-11-25 server in flight), the Toolset's callbacks answer, unrecorded.
+        """
         channel = self.caller()
+        if channel is None and self.askers.answers:
+            channel = AskingChannel(self.askers)
         if channel is None:
             why = (
                 "no call of this server is in flight"
@@ -102,6 +110,11 @@ class Callers:
             return result_type.model_validate(await ask(wire(params)))
         except ToolCallError as exc:
             return _mcp_types.ErrorData(code=INTERNAL_ERROR, message=exc.failure.message)
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            where = "/".join(str(part) for part in problem["loc"])
+            message = f"{method}: the answer is malformed: {where}: {problem['msg']}"
+            return _mcp_types.ErrorData(code=INTERNAL_ERROR, message=message)
 
     async def on_sampling(self, context: Any, params: Any) -> Any:
         """The SDK's sampling callback."""
