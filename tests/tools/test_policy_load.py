@@ -17,7 +17,7 @@ SYNTAX = "(rule: Cedar policy syntax, https://docs.cedarpolicy.com/policies/synt
 READS = (
     "(rule: a policy reads only what a request has: resource.read_only, resource.destructive, "
     "resource.source, resource.server, context.arguments.<an argument of a tool>, "
-    "context.calls, context.total_calls, context.elapsed_seconds)"
+    'context.calls, context.total_calls, context.elapsed_seconds; action Action::"call_tool")'
 )
 GOOD = """@id("small")
 permit(principal == Agent::"triage", action == Action::"call_tool", resource == Tool::"transfer")
@@ -170,4 +170,33 @@ def test_a_stored_policy_set_that_does_not_parse_names_its_line() -> None:
         )
     assert str(caught.value) == (
         f"policy file x.cedar:3: Cedar cannot parse it: unexpected end of input {SYNTAX}"
+    )
+
+
+def test_an_action_other_than_call_tool_is_refused(tmp_path: Path) -> None:
+    text = (
+        "permit(principal, action,\n  resource);\n"
+        'forbid(principal, action == Action::"calltool", resource);\n'
+    )
+    assert refusal(tmp_path, text) == (
+        "policy file policies/b.cedar:3: Cedar's validator: for policy `policy1`, unrecognized "
+        f'action `Action::"calltool"` {READS}'
+    )
+
+
+def test_a_policy_about_a_tool_the_toolset_lacks_is_refused(tmp_path: Path) -> None:
+    text = 'permit(principal, action,\n  resource == Tool::"trasnfer");\n'
+    assert refusal(tmp_path, text) == (
+        'policy file policies/b.cedar:2: resource == Tool::"trasnfer" names no tool of this '
+        "Toolset (tools: purge, transfer; rule: a policy about one tool names a bound or "
+        "quarantined tool, so a misspelt name is noticed)"
+    )
+
+
+def test_an_approval_annotation_other_than_required_is_refused(tmp_path: Path) -> None:
+    text = '@id("big")\n@approval("requried")\npermit(principal, action, resource);\n'
+    assert refusal(tmp_path, text) == (
+        'policy file policies/b.cedar:2: @approval("requried") is not an approval toolproof '
+        'knows (rule: @approval("required") is the only one: the permit allows a call only '
+        "through an approve layer that asks a person)"
     )

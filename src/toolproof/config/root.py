@@ -106,7 +106,8 @@ def _load_policy(toolset: Toolset, section: PolicySection, file: Path) -> None:
     try:
         tools = {tool.name: tool_attributes(tool) for tool in toolset}
         policy = PolicySet(tuple(files), section.default, tools)
-        policy.check_attributes(tool.spec.input_schema for tool in toolset)
+        known = [tool.name for tool in toolset] + [item.name for item in toolset.quarantined]
+        policy.check_attributes((tool.spec.input_schema for tool in toolset), known)
         toolset.set_policy(policy)
     except PolicyError as exc:
         raise ConfigError(str(file), "policy.files", str(exc)) from exc

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +39,8 @@ from toolproof.tools.policy_source import (
     for_tool,
     parse_problem,
     request_schema,
+    scope_problems,
+    tool_attributes,
 )
 from toolproof.version import install_hint
 
@@ -191,6 +193,9 @@ class PolicySet:
                     f"policy file {name}:{line}: Cedar cannot parse it: {message} (rule: Cedar "
                     "policy syntax, https://docs.cedarpolicy.com/policies/syntax-policy.html)"
                 ) from exc
+            scoped = scope_problems(cedar, text, None)  # an @approval other than "required"
+            if scoped:
+                raise PolicyError(f"policy file {name}:{scoped[0][0]}: {scoped[0][1]}")
         object.__setattr__(self, "_parsed", cedar.PolicySet.from_str(self.text))
         object.__setattr__(self, "_digest", digest_json(self._body()))
         object.__setattr__(self, "_json", json.loads(cedar.policies_to_json_str(self.text)))
@@ -202,8 +207,10 @@ class PolicySet:
         )
         object.__setattr__(self, "_approval", required)
 
-    def check_attributes(self, input_schemas: Iterable[Mapping[str, Any]]) -> None:
-        """Refuse a policy that names an attribute no request of these tools has.
+    def check_attributes(
+        self, input_schemas: Iterable[Mapping[str, Any]], tools: Collection[str] | None = None
+    ) -> None:
+        """Refuse a policy that names an attribute, action or tool no request of these has.
 
         Cedar's validator (``cedarpy.validate_policies``) checks each file against the
         schema of toolproof's requests (:func:`~toolproof.tools.policy_source.request_schema`:
@@ -212,11 +219,16 @@ class PolicySet:
         ``Agent`` principals with none). Only its "attribute ... not found" complaints
         refuse; its other ones are about the schema's guesses (docs/policy.md).
 
+        A policy whose resource scope is ``==`` (or ``in``) a ``Tool::"<name>"`` that is
+        not among ``tools`` is refused too
+        (:func:`~toolproof.tools.policy_source.scope_problems`).
+
         Args:
             input_schemas: the input JSON Schema of every tool the set will decide.
+            tools: every tool name the Toolset knows (``None``: not checked).
 
         Raises:
-            PolicyError: the first such complaint: the file, the line, Cedar's message.
+            PolicyError: the first such complaint: the file, the line, the message.
 
         """
         cedar = _cedar()
@@ -230,9 +242,13 @@ class PolicySet:
                     f"policy file {name}:{line}: Cedar's validator: {message}{more} (rule: a "
                     "policy reads only what a request has: resource.read_only, "
                     "resource.destructive, resource.source, resource.server, "
-                    "context.arguments.<an argument "
-                    "of a tool>, context.calls, context.total_calls, context.elapsed_seconds)"
+                    "context.arguments.<an argument of a tool>, context.calls, "
+                    'context.total_calls, context.elapsed_seconds; action Action::"call_tool")'
                 )
+            scoped = scope_problems(cedar, text, tools)
+            if scoped:
+                line, message = scoped[0]
+                raise PolicyError(f"policy file {name}:{line}: {message}")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicySet:
@@ -427,26 +443,6 @@ class PolicyGate:
             "request": request,
         }
         return decision, event
-
-
-def tool_attributes(tool: Any) -> dict[str, Any]:
-    """The Cedar attributes of ``Tool::"<name>"`` for a :class:`~toolproof.tools.tool.Tool`.
-
-    Returns:
-        ``read_only`` and ``destructive`` (its MCP annotations; an unstated hint is
-        ``false``), ``source`` (``python:mod.fn``, ``mcp:<server>``, ...) and ``server``
-        (the ``[[mcp]]`` server's name for a tool it serves, else ``""``: Cedar has no
-        null).
-
-    """
-    hints = tool.spec.annotations
-    source = str(tool.source)
-    return {
-        "read_only": hints.readOnlyHint is True,
-        "destructive": hints.destructiveHint is True,
-        "source": source,
-        "server": source.removeprefix("mcp:") if source.startswith("mcp:") else "",
-    }
 
 
 def asks_always(tool: Any) -> bool:

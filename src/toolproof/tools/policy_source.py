@@ -21,8 +21,9 @@ that tool, not the whole set.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,9 @@ __all__ = [
     "for_tool",
     "parse_problem",
     "request_schema",
+    "scope_problems",
     "statements",
+    "tool_attributes",
 ]
 
 TOOL_ATTRIBUTES = ("read_only", "destructive", "source", "server")
@@ -57,6 +60,9 @@ _UNKNOWN = re.compile(
     r"attribute `(?P<path>[^`]+)` (?:on entity type `[^`]+`|in context .*) not found"
 )
 """Cedar's validator's words for an attribute the schema does not have."""
+
+_ACTION = re.compile(r'unrecognized action `(?:[A-Za-z_:]*::)?Action::"(?P<id>[^"]*)"`')
+"""Cedar's validator's words for an action other than ``Action::"call_tool"``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +239,21 @@ def request_schema(input_schemas: Iterable[Mapping[str, Any]]) -> dict[str, Any]
     }
 
 
-def _attribute_line(statement: Statement, name: str) -> int:
+def _line_of(statement: Statement | None, word: str, after: tuple[str, ...]) -> int:
+    """The line of the first token ``word`` right after one of ``after`` in ``statement``."""
+    if statement is None:
+        return 1
+    words = [statement.text[start:end] for start, end in statement.tokens]
+    for index in range(1, len(words)):
+        if words[index] == word and words[index - 1] in after:
+            return statement.lines[index]
+    return statement.line
+
+
+def _attribute_line(statement: Statement | None, name: str) -> int:
     """The line of the first ``.name``, ``["name"]`` or ``has name`` in ``statement``."""
+    if statement is None:
+        return 1
     words = [statement.text[start:end] for start, end in statement.tokens]
     for index in range(1, len(words)):
         if (words[index] == name and words[index - 1] in (".", "has")) or (
@@ -244,12 +263,19 @@ def _attribute_line(statement: Statement, name: str) -> int:
     return statement.line
 
 
-def attribute_problems(cedar: Any, text: str, schema: dict[str, Any]) -> list[tuple[int, str]]:
-    """Cedar validator's complaints that a policy of ``text`` names an unknown attribute.
+def _policy_index(ident: str) -> int | None:
+    """``N`` of Cedar's positional id ``policyN``, else ``None``."""
+    return int(ident[6:]) if ident.startswith("policy") and ident[6:].isdigit() else None
 
-    Only these are kept: Cedar's other complaints (types it cannot prove, an optional
-    argument read without ``has``, an entity type outside the schema) are about the
-    generated schema's guesses, not about a name the request never has.
+
+def attribute_problems(cedar: Any, text: str, schema: dict[str, Any]) -> list[tuple[int, str]]:
+    """Cedar validator's complaints that a policy of ``text`` names what no request has.
+
+    Kept: an unknown attribute ("attribute ... not found") and an action other than
+    ``Action::"call_tool"`` ("unrecognized action"). Cedar's other complaints (types
+    it cannot prove, an optional argument read without ``has``, an entity type outside
+    the schema) are about the generated schema's guesses, not about a name the request
+    never has.
 
     Returns:
         ``(line, Cedar's message)`` per such complaint, in file order.
@@ -259,15 +285,77 @@ def attribute_problems(cedar: Any, text: str, schema: dict[str, Any]) -> list[tu
     found: list[tuple[int, str]] = []
     parts = statements(text)
     for error in result.errors:
-        match = _UNKNOWN.search(error.error)
-        ident = str(error.policy_id)
-        if match is None or not ident.startswith("policy") or not ident[6:].isdigit():
+        index = _policy_index(str(error.policy_id))
+        if index is None:
             continue
-        index = int(ident[6:])
         statement = parts[index] if index < len(parts) else None
-        name = match.group("path").rsplit(".", 1)[-1]
-        line = 1 if statement is None else _attribute_line(statement, name)
-        found.append((line, error.error))
+        unknown = _UNKNOWN.search(error.error)
+        action = _ACTION.search(error.error)
+        if unknown is not None:
+            name = unknown.group("path").rsplit(".", 1)[-1]
+            found.append((_attribute_line(statement, name), error.error))
+        elif action is not None:
+            found.append((_line_of(statement, f'"{action.group("id")}"', ("::",)), error.error))
+    return sorted(found, key=lambda item: item[0])
+
+
+def scope_problems(cedar: Any, text: str, tools: Collection[str] | None) -> list[tuple[int, str]]:
+    """A policy of ``text`` about a tool that is not there, or with an unknown ``@approval``.
+
+    Args:
+        cedar: the ``cedarpy`` module.
+        text: one policy file (it parses).
+        tools: every tool name the Toolset knows (bound, variants, quarantined);
+            ``None``: tool names are not checked (a set read back from a run).
+
+    Returns:
+        ``(line, message)`` per problem, in file order: a resource scope ``==`` or
+        ``in`` a ``Tool::"<name>"`` no tool has (such a policy never applies, so a
+        misspelt name would pass unnoticed), and an ``@approval`` whose value is not
+        ``"required"`` (a misspelt one would let the permit allow the call directly).
+
+    """
+    found: list[tuple[int, str]] = []
+    parts: list[Statement] = []  # split only when a policy has a problem to place
+
+    def statement_of(ident: str) -> Statement | None:
+        if not parts:
+            parts.extend(statements(text))
+        index = _policy_index(ident)
+        return parts[index] if index is not None and index < len(parts) else None
+
+    static = json.loads(cedar.policies_to_json_str(text)).get("staticPolicies") or {}
+    for ident, policy in static.items():
+        annotations = policy.get("annotations") or {}
+        if "approval" in annotations and annotations["approval"] != "required":
+            value = json.dumps(annotations["approval"])
+            found.append(
+                (
+                    _line_of(statement_of(ident), "approval", ("@",)),
+                    f"@approval({value}) is not an approval toolproof knows (rule: "
+                    '@approval("required") is the only one: the permit allows a call only '
+                    "through an approve layer that asks a person)",
+                )
+            )
+        scope = policy.get("resource") or {}
+        entity = scope.get("entity")
+        if (
+            tools is not None
+            and scope.get("op") in ("==", "in")
+            and isinstance(entity, dict)
+            and entity.get("type") == "Tool"
+            and entity.get("id") not in tools
+        ):
+            name = str(entity.get("id"))
+            shown = ", ".join(sorted(tools)) or "none"
+            found.append(
+                (
+                    _line_of(statement_of(ident), json.dumps(name), ("::",)),
+                    f"resource {scope['op']} Tool::{json.dumps(name)} names no tool of this "
+                    f"Toolset (tools: {shown}; rule: a policy about one tool names a bound "
+                    "or quarantined tool, so a misspelt name is noticed)",
+                )
+            )
     return sorted(found, key=lambda item: item[0])
 
 
@@ -311,3 +399,23 @@ def for_tool(policies: Mapping[str, Any], tool: str) -> dict[str, Any] | None:
     if len(kept) == len(static):
         return None
     return {"staticPolicies": kept, "templates": {}, "templateLinks": []}
+
+
+def tool_attributes(tool: Any) -> dict[str, Any]:
+    """The Cedar attributes of ``Tool::"<name>"`` for a :class:`~toolproof.tools.tool.Tool`.
+
+    Returns:
+        ``read_only`` and ``destructive`` (its MCP annotations; an unstated hint is
+        ``false``), ``source`` (``python:mod.fn``, ``mcp:<server>``, ...) and ``server``
+        (the ``[[mcp]]`` server's name for a tool it serves, else ``""``: Cedar has no
+        null).
+
+    """
+    hints = tool.spec.annotations
+    source = str(tool.source)
+    return {
+        "read_only": hints.readOnlyHint is True,
+        "destructive": hints.destructiveHint is True,
+        "source": source,
+        "server": source.removeprefix("mcp:") if source.startswith("mcp:") else "",
+    }
