@@ -4,7 +4,8 @@ MODE is ``record`` (a new session ``nightly-42``) or ``resume``. Its tools write
 side effects to ``ROOT/ledger.jsonl`` (fsynced): ``look`` is read-only, ``pay`` honours
 the idempotency key (acts once per key), ``charge`` declares nothing (acts every time).
 KILL (``tool:order:before`` or ``tool:order:after``) SIGKILLs this process inside that
-call's body, before or after its side effect. Prints the agent's results as JSON.
+call's body, before or after its side effect; $RESUME_SEGMENT_CALLS is the session's
+``segment_calls`` (default 2000). Prints the agent's results as JSON.
 """
 
 from __future__ import annotations
@@ -71,8 +72,14 @@ async def main() -> None:
         toolset.add(Tool.from_function(function))
     toolset.seal()
     results = []
+    segment_calls = int(os.environ.get("RESUME_SEGMENT_CALLS", "2000"))
     async with toolproof.record_session(
-        toolset, root=ROOT, task="Nightly.", session_id="nightly-42", resume=MODE == "resume"
+        toolset,
+        root=ROOT,
+        task="Nightly.",
+        session_id="nightly-42",
+        resume=MODE == "resume",
+        segment_calls=segment_calls,
     ) as session:
         for tool, order in (("look", "A"), ("charge", "A-1"), ("pay", "B-1"), ("charge", "A-2")):
             result = await session.call(tool, {"order": order})

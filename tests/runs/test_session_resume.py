@@ -30,9 +30,12 @@ from toolproof.verify.verifier import verify_run
 AGENT = Path(__file__).with_name("resume_agent.py")
 
 
-def run_agent(root: Path, mode: str, kill: str = "") -> subprocess.CompletedProcess[str]:
+def run_agent(
+    root: Path, mode: str, kill: str = "", segment_calls: int = 2000
+) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, str(AGENT), str(root), mode, *([kill] if kill else [])]
-    return subprocess.run(args, capture_output=True, text=True, env=os.environ, check=False)
+    env = {**os.environ, "RESUME_SEGMENT_CALLS": str(segment_calls)}
+    return subprocess.run(args, capture_output=True, text=True, env=env, check=False)
 
 
 def ledger(root: Path) -> list[dict[str, str]]:
@@ -109,6 +112,24 @@ def test_a_charge_cut_before_its_side_effect_is_outcome_unknown_too(tmp_path: Pa
     assert [entry["order"] for entry in ledger(tmp_path)] == ["A-1", "B-1"]  # A-2 never acted
     assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
     assert verify_chain(tmp_path / "runs" / output["run_ids"][-1]).ok is True
+
+
+def test_a_session_killed_in_its_second_segment_resumes_as_a_third(tmp_path: Path) -> None:
+    killed = run_agent(tmp_path, "record", "charge:A-2:after", segment_calls=2)
+    assert killed.returncode == -signal.SIGKILL
+    live = sorted(path.name for path in (tmp_path / "sessions").iterdir())
+    assert live[-1] == "nightly-42.2"  # segment 1 sealed already, or still live beside it
+    resumed = run_agent(tmp_path, "resume", segment_calls=2)
+    assert resumed.returncode == 0, resumed.stderr
+    output = json.loads(resumed.stdout)
+    assert (output["served_calls"], output["live_calls"]) == (3, 1)
+    assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
+    assert list((tmp_path / "sessions").iterdir()) == []
+    head = tmp_path / "runs" / output["run_ids"][-1]
+    chain = verify_chain(head)
+    assert (chain.ok, len(chain.segments), len(output["run_ids"])) == (True, 3, 3)
+    assert json.loads((head / "segment.json").read_bytes())["index"] == 3
+    no_duplicate_key(tmp_path)
 
 
 def test_sessions_list_shows_the_cut_call_and_reconcile_records_a_persons_finding(

@@ -35,7 +35,7 @@ from toolproof.contract.trace import ModelTurn, ToolCalled
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json
 from toolproof.runs.admission import admission_number, admission_sorted
-from toolproof.runs.chain import verify_chain
+from toolproof.runs.chain import check_link
 from toolproof.runs.finalize import SEGMENT_FILE, recover_session
 from toolproof.runs.live import SESSIONS_DIR
 from toolproof.tools.idempotency import SessionKeys
@@ -186,6 +186,53 @@ def _segment_of(live: Path, session_id: str) -> dict[str, Any]:
     return value
 
 
+def _link_of(run: Path) -> dict[str, str]:
+    """``{"run_id", "files_digest"}`` of a committed run: a next segment's ``previous``."""
+    manifest = Manifest.model_validate_json((run / MANIFEST_FILE).read_bytes())
+    return {"run_id": run.name, "files_digest": manifest.files_digest}
+
+
+def _sealed(root: Path, session_id: str, index: int) -> Path:
+    """The sealed run of segment ``index - 1`` of the session (its link was not written).
+
+    Raises:
+        InputError: no run under ``root/runs`` is that segment.
+
+    """
+    for run in (Path(root) / "runs").glob("run_*"):
+        segment = json_object(run / SEGMENT_FILE)
+        if segment.get("session") == session_id and segment.get("index") == index - 1:
+            return run
+    raise InputError(
+        f"session {session_id!r}: segment {index - 1}, before live segment {index}, is "
+        "neither live nor sealed under runs/; cannot resume"
+    )
+
+
+def _chain(head: Path, session_id: str) -> list[Path]:
+    """The runs of the chain ending at ``head``, segment 1 first, by their links.
+
+    Each link's predecessor digest is checked here; the segments themselves are verified
+    once, when the resumed session loads them for serving
+    (:meth:`~toolproof.sessions.frozen.FrozenSession.load_chain`).
+
+    Raises:
+        InputError: a link does not hold or a predecessor is missing.
+
+    """
+    directories: list[Path] = []
+    directory: Path | None = head
+    while directory is not None:
+        directories.append(directory)
+        link = check_link(directory)
+        if link.status in ("none", "first"):
+            break
+        if link.status != "checked":
+            raise InputError(f"session {session_id!r}: cannot resume: {link.message}")
+        directory = link.previous
+    return directories[::-1]
+
+
 async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resumed:
     """Recover the crashed session ``session_id`` under ``root`` and say where to resume.
 
@@ -200,9 +247,12 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
 
     Raises:
         InputError: no live directory of the session is left (nothing to resume: see
-            ``toolproof sessions list``), more than one is (recover them first with
-            ``toolproof verify --recover``), its recorder is still running, it recorded
-            another session or Toolset, or the chain it ends does not verify.
+            ``toolproof sessions list``), its recorder is still running, it recorded
+            another session or Toolset, or a link of the chain it ends does not hold
+            (the resumed session verifies every segment before serving it).
+
+    When more than one live segment is left (the crash came while a full segment
+    awaited its seal), each is recovered in order, each linked to the one before.
 
     """
     lives = live_segments(root, check_session_id(session_id))
@@ -212,32 +262,32 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
             f"session {session_id!r}: no unfinished session of that name under {where} "
             "(rule: resume=True continues a session a crash left; see toolproof sessions list)"
         )
-    if len(lives) > 1:
-        names = ", ".join(path.name for path in lives)
-        raise InputError(
-            f"session {session_id!r}: {len(lives)} live segments are left ({names}); "
-            "resume continues one: recover the earlier ones with toolproof verify --recover"
-        )
-    live = lives[0]
-    runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
-    if runtime.session != session_id or runtime.toolset.id != toolset.descriptor().id:
-        raise InputError(
-            f"session {session_id!r}: {live} recorded session {runtime.session!r} with "
-            f"Toolset {runtime.toolset.id}; resuming needs the same session and Toolset "
-            f"(now {toolset.descriptor().id})"
-        )
-    index = int(_segment_of(live, session_id).get("index", 1))
-    intents, reconciled = read_intents(live), read_reconciled(live)
-    outcome = await recover_session(live)
-    chain = verify_chain(outcome.path)
-    if not chain.ok:
-        raise InputError(f"session {session_id!r}: cannot resume: {chain.problem}")
-    manifest = Manifest.model_validate_json((outcome.path / MANIFEST_FILE).read_bytes())
-    link = {"run_id": outcome.run_id, "files_digest": manifest.files_digest}
+    intents: list[dict[str, str]] = []
+    reconciled: dict[str, dict[str, Any]] = {}
+    outcome = None
+    for live in lives:  # a crash while a full segment awaited its seal leaves two
+        runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
+        if runtime.session != session_id or runtime.toolset.id != toolset.descriptor().id:
+            raise InputError(
+                f"session {session_id!r}: {live} recorded session {runtime.session!r} with "
+                f"Toolset {runtime.toolset.id}; resuming needs the same session and Toolset "
+                f"(now {toolset.descriptor().id})"
+            )
+        segment = _segment_of(live, session_id)
+        index = int(segment.get("index", 1))
+        if index > 1 and segment.get("previous") is None:  # sealed before it could link
+            before = outcome.path if outcome is not None else _sealed(root, session_id, index)
+            segment["previous"] = _link_of(before)
+            (live / SEGMENT_FILE).write_bytes(json.dumps(segment, sort_keys=True).encode())
+        intents += read_intents(live)
+        reconciled.update(read_reconciled(live))
+        outcome = await recover_session(live)
+    assert outcome is not None
+    directories = _chain(outcome.path, session_id)
+    link = _link_of(outcome.path)
     keys = SessionKeys.of(session_id, runtime.toolset)
     admitted = turns = 0
     recorded: set[str] = set()
-    directories = [segment.directory for segment in reversed(chain.segments)]
     for directory in directories:
         events = RunView(directory).events or []
         called = [event for event in events if isinstance(event, ToolCalled)]
