@@ -449,3 +449,10 @@ def test_limit_cgroups_a_dead_caller_left_are_removed() -> None:
     stale.mkdir()
     LimitCell(Limits(pids=8), None).close()
     assert not stale.exists()
+
+
+def test_a_body_cannot_remount_the_filesystem_writable(toolset: Toolset) -> None:
+    result = call(toolset, "shell", {"script": "mount -o remount,rw / && touch /etc/owned"})
+    assert result.value["status"] == 32  # mount(8): the kernel refused (no capability)
+    assert "permission denied" in result.value["stderr"]
+    assert not Path("/etc/owned").exists()
