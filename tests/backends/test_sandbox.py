@@ -218,10 +218,12 @@ def greeter() -> int:
 
 @pytest.fixture(scope="module")
 def open_toolset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Toolset, int, int]]:
-    """A sandbox allowing one port by address and one by ``localhost``; their ports."""
+    """A sandbox allowing one port by address (and by ``localhost``: one listener serves
+    both) and one by ``localhost`` only; their ports."""
     allowed, other = greeter(), greeter()
     folder = tmp_path_factory.mktemp("sandbox-allow")
-    backends = f'allow = ["127.0.0.1:{allowed}", "localhost:{other}"]\nworkers = 1\ntimeout = 20'
+    entries = f'"127.0.0.1:{allowed}", "localhost:{allowed}", "localhost:{other}"'
+    backends = f"allow = [{entries}]\nworkers = 1\ntimeout = 20"
     built = asyncio.run(build_toolset(write_config(folder, backends)))
     yield built, allowed, other
     asyncio.run(built.aclose())
@@ -456,3 +458,12 @@ def test_a_body_cannot_remount_the_filesystem_writable(toolset: Toolset) -> None
     assert result.value["status"] == 32  # mount(8): the kernel refused (no capability)
     assert "permission denied" in result.value["stderr"]
     assert not Path("/etc/owned").exists()
+
+
+def test_the_alias_range_is_refused_as_an_address(tmp_path: Path) -> None:
+    rules = quarantined(write_config(tmp_path, 'allow = ["127.64.0.1:443"]'))
+    assert rules["connect_sandbox"] == (
+        "cannot apply combo [sandbox] to tool 'connect': invalid config for extension "
+        "'sandbox': allow: allow entry '127.64.0.1:443': 127.64.0.0/24 is reserved for the "
+        "sandbox's host-name aliases"
+    )

@@ -27,7 +27,13 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-__all__ = ["CONNECT_TIMEOUT", "EgressLink", "EgressProxy", "inside_addresses"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "EgressLink",
+    "EgressProxy",
+    "inside_addresses",
+    "listener_targets",
+]
 
 CONNECT_TIMEOUT = 10.0
 """Seconds the proxy waits for an allowed destination to accept a connection."""
@@ -64,6 +70,19 @@ def inside_addresses(allow: tuple[str, ...]) -> dict[str, str]:
                 address = aliases[name]
         inside[entry] = f"{address}:{port}"
     return inside
+
+
+def listener_targets(inside: dict[str, str]) -> list[tuple[str, int]]:
+    """The destination of each listener, in the order the worker binds and sends them.
+
+    A worker binds one listener per distinct inside address (sorted), so two entries
+    that meet there (``localhost:8031`` and ``127.0.0.1:8031``) share one; its
+    destination is the first of them, sorted.
+    """
+    first: dict[str, str] = {}
+    for entry in sorted(inside):
+        first.setdefault(inside[entry], entry)
+    return [(first[at].rsplit(":", 1)[0], int(first[at].rsplit(":", 1)[1])) for at in sorted(first)]
 
 
 @dataclass(eq=False)

@@ -36,7 +36,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolproof.backends.containment import TAG_ENV, Cell
-from toolproof.backends.egress import EgressLink, EgressProxy, inside_addresses
+from toolproof.backends.egress import (
+    EgressLink,
+    EgressProxy,
+    inside_addresses,
+    listener_targets,
+)
 from toolproof.backends.limits import LimitCell, Limits, check_limits
 from toolproof.backends.pipes import WorkerHandle
 from toolproof.backends.process import ProcessPool
@@ -60,6 +65,7 @@ BWRAP_INSTALL = "apt-get install bubblewrap (Debian's package; README, Installin
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9.-]{1,253}):(?P<port>[0-9]{1,5})$")
+_ALIASES = ipaddress.IPv4Network("127.64.0.0/24")
 _PASSED = ("PYTHONPATH",)
 """Variables the worker needs to start (popped before any body runs unless named)."""
 
@@ -123,6 +129,11 @@ class SandboxConfig(BaseModel):
                 address = ipaddress.IPv4Address(found["host"])
             except ValueError:
                 continue
+            if address in _ALIASES:
+                raise ValueError(
+                    f"allow entry {entry!r}: {_ALIASES} is reserved for the sandbox's "
+                    "host-name aliases"
+                )
             if not address.is_loopback:
                 raise ValueError(
                     f"allow entry {entry!r}: the sandbox reaches an address outside "
@@ -337,7 +348,7 @@ class SandboxPool(ProcessPool):
         inside = os.environ.get(WORKER_ENV) == "1"  # it refuses to start there anyway
         self.bwrap = config.bwrap if inside else check_mechanisms(config.bwrap)
         self.inside = inside_addresses(config.allow)
-        self.targets = [(e.rsplit(":", 1)[0], int(e.rsplit(":", 1)[1])) for e in self.inside]
+        self.targets = listener_targets(self.inside)
         self.egress = EgressProxy()
         self.limits = Limits(config.memory_mib, config.pids, config.cpus)
         if not inside:

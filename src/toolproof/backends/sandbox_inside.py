@@ -61,15 +61,15 @@ _SHM = Path("/dev/shm")
 def _send_listeners(fd: int, listen: dict[str, str]) -> None:
     """Bind a listener per allow entry in this namespace; hand them all to the pool.
 
-    They go, in the order of the sorted entries, over the socket pair ``fd`` the pool
+    They go, one per distinct address in sorted order, over the socket pair ``fd`` the pool
     gave the worker (``SCM_RIGHTS``); the pool's egress proxy serves them from outside
     (:mod:`toolproof.backends.egress`). This process keeps no copy of them or of ``fd``.
     """
     control = socket.socket(fileno=fd)
     listeners: list[socket.socket] = []
     try:
-        for entry in sorted(listen):
-            host, port = listen[entry].rsplit(":", 1)
+        for inside in sorted(set(listen.values())):  # one per address (listener_targets)
+            host, port = inside.rsplit(":", 1)
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             listeners.append(listener)
             listener.bind((host, int(port)))
