@@ -175,8 +175,9 @@ def test_a_changed_prompt_refuses_at_the_first_model_turn_with_a_diff(tmp_path: 
         "request (occurrence 1); a live model turn would be a new run"
     )
     assert refused.value.event == 3
-    assert '-          "content": "Who created README.md?",' in diff
-    assert '+          "content": "Who wrote README.md?",' in diff
+    # the diff is of the requests' normal forms (docs/agents.md, "Replay matching")
+    assert '-      "content": "Who created README.md?",' in diff
+    assert '+      "content": "Who wrote README.md?",' in diff
 
 
 def test_a_replay_without_the_toolset_presents_the_recorded_tools(tmp_path: Path) -> None:

@@ -220,3 +220,23 @@ def test_every_changed_field_of_the_presented_tools_is_named() -> None:
     assert presented_changes(recorded, swapped) == [
         "the order changed: a, read_file -> read_file, a"
     ]
+
+
+V1 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v1" / "runs"
+
+
+@pytest.mark.parametrize(
+    ("run_id", "agent"),
+    [
+        ("run_d0c96c39e6e6154537c5485d6b7200a81edbae2c357286743cd5ad3a1b369d61", "pydantic-ai"),
+        ("run_0b7c9b2fa98a9c01a78f764a3a8e0c7ffff2c4882dc4e9ad465bdc6cceeb13b6", "openai-agents"),
+    ],
+)
+def test_a_committed_run_replays_alone_under_the_installed_framework(
+    run_id: str, agent: str
+) -> None:
+    # recorded with pydantic-ai-slim 2.78.0 and openai-agents 0.24.0 (record.py beside
+    # them); replayed with whatever versions are installed: they match on normal forms
+    code = pydantic_ai_agent() if agent == "pydantic-ai" else openai_agents_agent()
+    replay = asyncio.run(toolproof.replay_session(V1 / run_id, code))
+    assert (replay.identical, replay.calls, replay.turns, replay.live_calls) == (True, 1, 2, 0)

@@ -90,7 +90,7 @@ def test_without_the_toolset_the_tools_schemas_differ_and_the_turn_misses(
     with pytest.raises(InputError) as missed:
         asyncio.run(_agent([], [])(toolproof.Session.from_cassette(cassette)))
     assert (
-        '-        "description": "Advance a counter; a repeated identical call answers anew.",'
+        '-      "description": "Advance a counter; a repeated identical call answers anew.",'
         in (missed.value.message.splitlines())
     )
 

@@ -4,14 +4,15 @@ A model turn is one request an agent's model made and the response it got, recor
 a session's model recorder as a ``model`` step (``turn-00000001`` and up, numbered in
 the order the requests were asked and written when their responses arrive; the block
 is :meth:`~toolproof.runs.recorder.Recorder.model_block`). Frozen replay matches a turn
-by its *match key* (:func:`turn_key`): the canonical request without what varies from
-one call to the next:
+by its *match key* (:func:`turn_key`): what the model was asked, without what varies
+from one call to the next or from one release of the framework to the next:
 
 * ``pydantic-ai``: the request is ``{"messages", "model_settings", "parameters"}``,
-  pydantic-ai's own objects as JSON; the key drops every message's and part's
-  ``timestamp`` and every message's ``run_id`` and ``conversation_id``;
-* ``openai-agents``: the request is every argument of ``Model.get_response`` but
-  ``tracing``, as JSON; the key is the request;
+  pydantic-ai's own objects as JSON; ``openai-agents``: every argument of
+  ``Model.get_response`` but ``tracing``, as JSON. The key of both is the request's
+  provider-neutral normal form (:func:`toolproof.runs.normal_form.normal_form`:
+  messages, tools, settings, output), so a release that adds a defaulted field, or
+  stamps messages with other times and ids, still matches;
 * ``http``: the request is the body bytes; the key is ``{"method", "url", "body"}``
   with a JSON body parsed (so key order and spacing do not matter), other bodies as
   text or base64. Headers are not in it (they vary per call: retry counts, timeouts).
@@ -43,6 +44,7 @@ from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
 from toolproof.runs.matcher import Matcher
+from toolproof.runs.normal_form import normal_form
 from toolproof.runs.recorder import ModelExchange
 
 __all__ = [
@@ -62,9 +64,6 @@ TURN_SOURCES = ("pydantic-ai", "openai-agents", "http")
 """The recorders a model turn can come from."""
 TURN_PROVIDER_ORIGIN = "agent-session"
 """The ``origin`` of the model providers a session's model turns add to its runtime."""
-
-_PER_CALL_MESSAGE_FIELDS = ("timestamp", "run_id", "conversation_id")
-_PER_CALL_PART_FIELDS = ("timestamp",)
 
 
 def turn_step_id(number: int) -> str:
@@ -102,30 +101,6 @@ def turn_providers(
             )
         )
     return sorted(out, key=lambda p: (p.kind, p.name))
-
-
-def _key_message(message: Any) -> Any:
-    """A pydantic-ai message as its match key keeps it (per-call fields dropped)."""
-    if not isinstance(message, dict):
-        return message
-    kept = {k: v for k, v in message.items() if k not in _PER_CALL_MESSAGE_FIELDS}
-    parts = kept.get("parts")
-    if isinstance(parts, list):
-        kept["parts"] = [_key_part(part) for part in parts]
-    return kept
-
-
-def _key_part(part: Any) -> Any:
-    """A message part as the match key keeps it (its ``timestamp`` dropped)."""
-    if not isinstance(part, dict):
-        return part
-    return {k: v for k, v in part.items() if k not in _PER_CALL_PART_FIELDS}
-
-
-def _pydantic_ai_key(request: Any) -> Any:
-    if not isinstance(request, dict):
-        return request
-    return {**request, "messages": [_key_message(m) for m in request.get("messages") or []]}
 
 
 def _body(body: bytes) -> dict[str, Any]:
@@ -175,7 +150,7 @@ def value_key(source: str, request: Any) -> bytes:
         CanonicalizationError: the value has no canonical JSON form.
 
     """
-    return canonical_json(_pydantic_ai_key(request) if source == "pydantic-ai" else request)
+    return canonical_json(normal_form(source, request))
 
 
 def key_text(key: bytes) -> str:

@@ -38,6 +38,7 @@ from toolproof.identity import canonical_json
 from toolproof.runs.chain import verify_chain
 from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
+from toolproof.runs.normal_form import version_change
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
 from toolproof.sessions.presented import specs_of
@@ -69,6 +70,8 @@ class FrozenSession:
             them: the names, with open schemas).
         presented: the recorded tools as presented to the framework, or ``None`` (a run
             written before runs stored them).
+        turn_details: each recorded turn's ``detail`` (its framework and version), by
+            event index.
         descriptor: the recorded Toolset descriptor.
         gated: the recorded tools whose layer chain holds ``approve``.
         refused: the first refusal, kept so a framework that wraps or swallows it
@@ -92,6 +95,7 @@ class FrozenSession:
         self.answer = answer
         self.specs: tuple[ToolSpec, ...] = ()
         self.presented: PresentedTools | None = None
+        self.turn_details: dict[int, dict[str, Any]] = {}
         self.descriptor: ToolsetDescriptor | None = None
         self.gated: frozenset[str] = frozenset()
         self.refused: ReplayRefused | None = None
@@ -172,6 +176,7 @@ class FrozenSession:
                 if any(layer.name == GATE_EXTENSION for layer in tool.stack)
             )
             frozen.descriptor = toolset
+        frozen.turn_details = {index: turn.detail for _, index, turn, _ in turns}
         frozen.run_id = Path(directory).name
         return frozen
 
@@ -240,6 +245,7 @@ class FrozenSession:
         self._before = (self.calls_served, self.turns_served)
         self.calls, self.turns, self.reads = following.calls, following.turns, following.reads
         self.answer, self.run_id = following.answer, following.run_id
+        self.turn_details = following.turn_details
         self.segment += 1
         return True
 
@@ -316,9 +322,9 @@ class FrozenSession:
             return turn
         index, expected = self._expected(self.turns, _turn_shown)
         what = "an extra" if entry in self.turns else "an unrecorded"
-        hint = ""
+        hint = version_change(source, self.turn_details.get(index, {}))
         if open_schemas and self.presented is None:
-            hint = (
+            hint += (
                 " (this run stores no tool definitions, being recorded before runs did, and "
                 "this replay has no toolset=, so the agent sees the recorded tool names "
                 "with open schemas: pass the Toolset, replay_session(..., toolset=...) or "

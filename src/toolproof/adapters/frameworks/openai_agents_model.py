@@ -39,7 +39,9 @@ from pydantic import BaseModel, TypeAdapter
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.redaction import redact_json
+from toolproof.runs.normal_form import framework_detail
 from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.turns import value_key
 from toolproof.sessions.port import SessionPort, turn_recorded
 from toolproof.tools import hooks
 
@@ -169,7 +171,7 @@ class RecordedAgentsModel(Model):
             "model_settings": redact_json(_plain(model_settings.to_json_dict())),
         }
         request = canonical_json(value)
-        key = request  # the match key of an Agents SDK turn is its request (value_key)
+        key = value_key(SOURCE, value)  # the request's normal form (docs/agents.md)
         recorded = self.session.known_turn(SOURCE, key)
         if recorded is not None:
             return response_from(recorded.response)
@@ -195,6 +197,7 @@ class RecordedAgentsModel(Model):
                 request=request,
                 response=response_bytes(response),
                 key=digest(key),
+                detail=framework_detail(SOURCE),  # the SDK and its version
             )
             turn_recorded(span, self.session.record_turn(turn, step), turn)
             if span is not hooks.NO_SPAN:

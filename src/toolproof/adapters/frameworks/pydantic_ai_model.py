@@ -38,6 +38,7 @@ from pydantic_ai.settings import ModelSettings
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.redaction import redact_json, redact_url
+from toolproof.runs.normal_form import framework_detail
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import value_key
 from toolproof.sessions.port import SessionPort, turn_recorded
@@ -229,6 +230,7 @@ class RecordedModel(WrapperModel):
             request=request,
             response=response_bytes(response),
             key=digest(key),
+            detail=framework_detail(SOURCE),  # pydantic-ai and its version
         )
 
     @asynccontextmanager
