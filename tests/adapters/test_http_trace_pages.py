@@ -114,6 +114,11 @@ def test_a_page_far_into_the_trace_reads_about_its_own_bytes(
     assert page.headers["x-next-cursor"] == _cursor(lines, 14_300)
     # the page (about 190 kB), one 256 KiB read block and the request: not the 9 MB trace
     assert len(page.content) < read < len(page.content) + 300 * KIB
+    before = _read_by(pid)
+    first = _get(served, "trace", limit=300)  # from the first byte: no line to find
+    read = _read_by(pid) - before
+    assert first.content == b"".join(lines[:300])
+    assert len(first.content) < read < len(first.content) + 300 * KIB
 
 
 def test_start_finds_its_event_once_then_pages_from_what_it_found(

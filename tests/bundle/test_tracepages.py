@@ -143,6 +143,8 @@ def test_the_locator_finds_every_line_and_remembers_its_checkpoints(tmp_path: Pa
     path = _trace(tmp_path, lines)
     offsets = _offsets(lines)
     locator = TraceLocator(block_bytes=4096)
+    assert locator.cursor_at(path, 0) == TraceCursor(0, 0)
+    assert locator.bytes_read == 0  # the first line is found without a read
     assert locator.cursor_at(path, 4000) == TraceCursor(4000, offsets[4000])
     first_scan = locator.bytes_read
     assert first_scan >= offsets[4000]  # one pass up to the line

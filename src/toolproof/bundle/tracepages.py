@@ -283,6 +283,8 @@ class TraceLocator:
             while len(self._files) > self.capacity:
                 self._files.popitem(last=False)
             size = stat.st_size
+            if position == 0:  # the first line: nothing to find
+                return TraceCursor(0, 0) if size else None
             # scan on until a checkpoint lies past the line, or the file ends
             while marks.positions[-1] <= position and marks.scanned < size:
                 file.seek(marks.scanned)
