@@ -39,6 +39,7 @@ from toolproof.tools.lint import RULE_IDS, Allow, FailOn
 from toolproof.tools.lock import LOCK_FILE, OnDrift
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
+    from toolproof.sources.mcp.oauth import McpAuth
     from toolproof.sources.mcp.source import McpServer
 
 __all__ = [
@@ -82,6 +83,22 @@ class PythonSource(_Closed):
     import_timeout: Seconds = 60.0
 
 
+class McpAuthTable(_Closed):
+    """``[mcp.auth]``: OAuth 2.1 ``client_credentials`` for a streamable-HTTP server.
+
+    ``client_secret_env`` names the environment variable holding the secret (never the
+    secret itself); ``token_file`` (relative to the toml file) defaults to one file per
+    server under ``$TOOLPROOF_CACHE/mcp-tokens``. See ``docs/mcp.md`` (*OAuth*).
+    """
+
+    grant: Literal["client_credentials"] = "client_credentials"
+    client_id: str = Field(min_length=1)
+    client_secret_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    issuer: str | None = None
+    scope: str | None = None
+    token_file: str | None = None
+
+
 class McpSource(_Closed):
     """A ``[[mcp]]`` entry: an MCP server whose tools become ToolContributions.
 
@@ -110,6 +127,7 @@ class McpSource(_Closed):
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
     protocol: Literal["auto", "2025-11-25"] = "auto"
+    auth: McpAuthTable | None = None
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
@@ -122,8 +140,12 @@ class McpSource(_Closed):
                 raise ValueError(
                     f"{stdio_only[0]!r} applies to stdio servers ('command'), not 'url'"
                 )
-        elif "headers" in self.model_fields_set:
-            raise ValueError("'headers' applies to streamable-HTTP servers ('url'), not 'command'")
+        else:
+            for key in ("headers", "auth"):
+                if key in self.model_fields_set:
+                    raise ValueError(
+                        f"{key!r} applies to streamable-HTTP servers ('url'), not 'command'"
+                    )
         return self
 
     def server(self, base: Path) -> McpServer:
@@ -154,6 +176,26 @@ class McpSource(_Closed):
             include=tuple(self.include) if self.include is not None else None,
             exclude=tuple(self.exclude),
             protocol=self.protocol,
+            auth=self._auth(base),
+        )
+
+    def _auth(self, base: Path) -> McpAuth | None:
+        from toolproof.sources.mcp.oauth import McpAuth, default_token_path
+
+        table = self.auth
+        if table is None or self.url is None:
+            return None
+        token_file = (
+            (base / table.token_file).resolve()
+            if table.token_file is not None
+            else default_token_path(self.name, self.url)
+        )
+        return McpAuth(
+            client_id=table.client_id,
+            client_secret_env=table.client_secret_env,
+            token_file=str(token_file),
+            issuer=table.issuer,
+            scope=table.scope,
         )
 
 

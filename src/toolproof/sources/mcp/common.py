@@ -16,6 +16,7 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import SERVER_INFO_META_KEY
 
 from toolproof.contract.bounds import STDIO_MESSAGE_BYTES
+from toolproof.sources.mcp.oauth import McpAuth
 
 __all__ = [
     "CONNECTION_CLOSED",
@@ -111,6 +112,7 @@ class McpServer:
         protocol: ``auto``: ``server/discover`` at 2026-07-28, falling back to the
             ``initialize`` handshake; ``2025-11-25``: the handshake only (the server
             may settle on an older revision).
+        auth: OAuth for a streamable-HTTP server (``[mcp.auth]``), or ``None``.
 
     """
 
@@ -128,6 +130,7 @@ class McpServer:
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
     protocol: str = "auto"
+    auth: McpAuth | None = None
 
 
 class McpStartError(Exception):

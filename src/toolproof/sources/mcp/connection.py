@@ -56,6 +56,7 @@ from toolproof.sources.mcp.common import (
     wire,
 )
 from toolproof.sources.mcp.listen import Listening
+from toolproof.sources.mcp.oauth import OAuthSetupError, oauth_provider
 from toolproof.sources.mcp.stdio import (
     EXIT_WAIT_SECONDS,
     JunkReport,
@@ -119,6 +120,7 @@ class McpConnection:
         self._junk = JunkReport(server.name)  # its stdout lines that are not JSON-RPC
         self.facts = SessionFacts(server)  # what its client spans share
         self._timed_out = False  # start() gave up after startup_timeout
+        self._secret = ""  # the OAuth client secret, kept out of every message
         self.listening = Listening(server.name)  # 2026-07-28: the change streams
 
     async def start(self) -> None:
@@ -149,7 +151,11 @@ class McpConnection:
                 reason += f" (the server process {ended})"
             tail = stderr_tail(self._stderr) if self.server.command is not None else None
             await self.aclose()
-            raise McpStartError(reason, tail)
+            raise McpStartError(self._clean(reason), tail)
+
+    def _clean(self, text: str) -> str:
+        """``text`` with the OAuth client secret (if any) masked."""
+        return text.replace(self._secret, "***") if self._secret else text
 
     def _start_reason(self) -> str:
         exc = self._failure
@@ -160,6 +166,8 @@ class McpConnection:
             if self._phase in ("initialize", "tools/list")
             else f"initialize, tools/list and {self._phase}"
         )
+        if isinstance(exc, OAuthSetupError):
+            return str(exc)
         if self._timed_out or isinstance(exc, TimeoutError):
             limit = self.server.startup_timeout
             return f"did not answer {waited} within {limit:g} s (startup_timeout)"
@@ -188,10 +196,13 @@ class McpConnection:
                 streams: Any = await stack.enter_async_context(
                     stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
                 )
-            else:  # streamable HTTP: the headers live on the HTTP client
+            else:  # streamable HTTP: the headers (and OAuth) live on the HTTP client
                 assert server.url is not None
+                auth = None
+                if server.auth is not None:
+                    auth, self._secret = oauth_provider(server.auth, server.url)
                 http = await stack.enter_async_context(
-                    _streamable.create_mcp_http_client(headers=dict(server.headers))
+                    _streamable.create_mcp_http_client(headers=dict(server.headers), auth=auth)
                 )
                 http.event_hooks["response"].append(self.facts.on_response)
                 streams = await stack.enter_async_context(
