@@ -378,7 +378,7 @@ async def _write_run(
     turns = RecordedTurns(events, live, pack=pack)
     handlers = {**default_handlers(events=events), "model": turns}
     plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
-    with RunDirectoryWriter(root) as writer:
+    with long_lived(), RunDirectoryWriter(root) as writer:  # the spec and plan too
         # the live pack's sound items become the run's pack as they lie (one write of
         # the copy); the re-execution stores the same items in the same order, so it
         # takes them instead of writing each again, and cuts what it does not store
@@ -456,7 +456,7 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
         )
     parsed = ParsedLines.of(lines)  # the checks of the run take them (not parsed twice)
     del lines  # the lines' wrappers are not needed
-    with long_lived():  # the events, held to the end
+    with long_lived():  # the events, held to the end (and the spec and plan: _write_run)
         return await _commit(live, root, events, header, None, evidence.pack, parsed)
 
 

@@ -10,6 +10,7 @@ ordered checks over the files it wrote and commits the run directory atomically.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -107,26 +108,38 @@ class RunOutcome:
         return f"RunOutcome({self.run_id}, outcome={self.report.outcome!r}, reused={self.reused})"
 
 
+_HELD = [0]
+"""How deep :func:`long_lived` is entered while it owns the freeze (0: it does not)."""
+_HOLDING = threading.Lock()
+
+
 @contextmanager
 def long_lived() -> Iterator[None]:
     """Keep the garbage collector's full collections off every object alive on entry.
 
     A run re-executed from a recording (a finalized session) holds the recording's
-    parsed events from start to end; every full collection its own allocations
-    trigger would walk them all again (about a third of a 10,000-call finalize's CPU).
-    ``gc.freeze()`` on entry moves them out of the collector's sight, ``gc.unfreeze()``
-    on exit gives them back (cycles among them are collected then, not lost). Nothing
-    is done when the process has frozen objects of its own (``gc.get_freeze_count()``):
-    unfreezing would undo its freeze.
+    parsed events, its spec and its plan from start to end; every full collection its
+    own allocations trigger would walk them all again (about a third of a 10,000-call
+    finalize's CPU). ``gc.freeze()`` on entry moves them out of the collector's sight;
+    leaving the outermost ``long_lived`` gives them back (``gc.unfreeze()``: cycles
+    among them are collected then, not lost). Entered again inside, it freezes what
+    was allocated since too. Nothing is done when the process has frozen objects of
+    its own (``gc.get_freeze_count()`` outside any ``long_lived``): unfreezing would
+    undo its freeze.
     """
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    with _HOLDING:
+        owned = _HELD[0] > 0 or not gc.get_freeze_count()
+        if owned:
+            gc.freeze()
+            _HELD[0] += 1
     try:
         yield
     finally:
-        gc.unfreeze()
+        if owned:
+            with _HOLDING:
+                _HELD[0] -= 1
+                if not _HELD[0]:
+                    gc.unfreeze()
 
 
 def step_kinds(handlers: Mapping[str, StepHandler] | None) -> set[str]:
