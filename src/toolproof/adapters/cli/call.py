@@ -7,6 +7,8 @@ load and run (``print``, fd 1, child processes) goes to stderr, so stdout stays 
 document; what did not bind is shown on stderr first (the quarantine table).
 ``--record ROOT`` records the call as a session run under ``ROOT/runs/`` (the
 recorder of ``record_session`` and ``serve --record``) and prints its path on stderr.
+With a ``[policy]``, the call is decided first, recorded or not, for ``--principal``
+(default ``Agent::default``; docs/policy.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from toolproof.config import load_toolset
 from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError, ToolCallError
 from toolproof.extensions.wrappers.audit import json_kind
+from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call, principal_entity
 from toolproof.tools.toolset import Toolset
 
 __all__ = [
@@ -142,26 +145,41 @@ def _unknown(name: str, toolset: Toolset, config: Path) -> InputError:
 
 
 async def _call(
-    name: str, arguments: dict[str, Any], config: Path, record: Path | None
+    name: str,
+    arguments: dict[str, Any],
+    config: Path,
+    record: Path | None,
+    principal: str | None = None,
 ) -> tuple[ToolResult, Path | None]:
     """Load ``config``, call ``name`` once (recorded under ``record`` when given).
+
+    A ``[policy]`` decides the call first for ``principal`` (``Type::id``, default
+    ``Agent::default``), recorded or not.
 
     Returns:
         The result, and the run directory when recorded.
 
     Raises:
-        InputError: a bad config, or no exposed tool named ``name``.
+        InputError: a bad config, no exposed tool named ``name``, or a ``principal``
+            that is not ``Type::id``.
         RecordingError: the run cannot be written.
 
     """
+    if principal is not None:
+        principal_entity(principal)  # refused before anything loads
     async with load_toolset(config) as toolset:
         print_quarantine(toolset)
         tool = toolset.exposed_tool(name)  # a hidden tool reads as an unknown one, as served
         if tool is None:
             raise _unknown(name, toolset, config)
         if record is None:
-            return await tool.call(arguments), None
-        async with record_session(toolset, root=record, task=call_task(name)) as session:
+            policy = toolset.policy
+            who = principal or DEFAULT_PRINCIPAL
+            gate = None if policy is None else PolicyGate(policy, who)
+            return await gated_call(gate, tool, arguments), None
+        async with record_session(
+            toolset, root=record, task=call_task(name), principal=principal
+        ) as session:
             result = await session.call(name, arguments)
         assert session.run_id is not None  # set when the block ends
         return result, record / "runs" / session.run_id
@@ -209,11 +227,18 @@ def register(app: typer.Typer) -> None:
             "its path is printed on stderr.",
             metavar="ROOT",
         ),
+        principal: str | None = typer.Option(
+            None,
+            "--principal",
+            help="Who the call acts for, Type::id (\\[policy]'s Cedar principal; default "
+            "Agent::default).",
+            metavar="TYPE::ID",
+        ),
     ) -> None:
         """Call one tool and print its result as JSON (exit 0), or its failure (exit 1)."""
         arguments = parse_arguments(args)
         with stdout_to_stderr():  # stdout carries one JSON document
-            result, run = run_async(_call(name, arguments, config, record))
+            result, run = run_async(_call(name, arguments, config, record, principal))
         if run is not None:
             err_console.print(f"toolproof: recorded 1 call in {run}", markup=False)
         if result.ok:
