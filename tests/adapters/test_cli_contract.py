@@ -63,6 +63,8 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "runs list",
         "serve",
         "serve-api",
+        "sessions list",
+        "sessions reconcile",
         "show",
         "tools lint",
         "tools list",
@@ -71,7 +73,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "view",
         "worker",
     ]
-    assert GROUPS == ["", "approvals", "corpus", "extensions", "runs", "tools"]
+    assert GROUPS == ["", "approvals", "corpus", "extensions", "runs", "sessions", "tools"]
 
 
 @pytest.mark.parametrize("group", GROUPS)
