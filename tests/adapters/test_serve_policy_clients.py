@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import httpx2
+from cli_support import toolproof
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from serve_helpers import TOOLPROOF, free_port, spawn
@@ -108,6 +109,9 @@ def test_each_named_client_is_its_own_principal_with_its_own_counts(tmp_path: Pa
         ("Agent::triage", 2, 2, "deny", []),
     ]
     assert verify_run(run).ok
+    # frozen replay serves the recorded decisions, each client's principal included
+    answer = json.loads(toolproof("replay", str(run), "--json").stdout)
+    assert (answer["identical"], answer["report_matches"], answer["live_calls"]) == (True, True, 0)
 
 
 def _refused(*extra: str) -> tuple[int, str]:
