@@ -228,8 +228,8 @@ V1 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v1" / "runs"
 @pytest.mark.parametrize(
     ("run_id", "agent"),
     [
-        ("run_d0c96c39e6e6154537c5485d6b7200a81edbae2c357286743cd5ad3a1b369d61", "pydantic-ai"),
-        ("run_0b7c9b2fa98a9c01a78f764a3a8e0c7ffff2c4882dc4e9ad465bdc6cceeb13b6", "openai-agents"),
+        ("run_ad9a6db80e5e938863361fc92a563311cee3caf1fc3c4e5d83ee3a0d5bb2a01d", "pydantic-ai"),
+        ("run_f72337e6051a4d8e2abd025851c89a0d580a055ad10ff4a1036f530dc647075e", "openai-agents"),
     ],
 )
 def test_a_committed_run_replays_alone_under_the_installed_framework(

@@ -162,6 +162,9 @@ def test_each_framework_turn_records_its_framework_and_version(tmp_path: Path) -
         "framework": "openai-agents",
         "version": metadata.version("openai-agents"),
     }
+    # the runtime descriptor names them too: the model provider's version
+    (provider,) = json.loads((pai / "runtime.json").read_bytes())["providers"]
+    assert provider["version"] == f"pydantic-ai-slim {version}"
     replay = asyncio.run(toolproof.replay_session(pai, pydantic_ai_agent()))
     assert (replay.identical, replay.turns) == (True, 2)
 

@@ -186,10 +186,13 @@ class ModelTurn(EventBase):
         request: the evidence id of the request bytes (the framework's request objects
             as canonical JSON; ``http``: the request body).
         response: the evidence id of the response bytes (``http``: the response body).
-        key: ``sha256:<hex>`` of the match key: the canonical request without the
-            fields that vary per call (frozen replay matches on it).
+        key: ``sha256:<hex>`` of the match key: the canonical request's normal form
+            (:mod:`toolproof.runs.normal_form`; ``http``: method, URL and body), which
+            frozen replay matches on.
         detail: ``http``: ``method``, ``url`` (secret query values redacted), ``status``
-            and the allow-listed ``request_headers`` / ``response_headers``.
+            and the allow-listed ``request_headers`` / ``response_headers``;
+            ``pydantic-ai`` and ``openai-agents``: ``framework`` and ``version`` (the
+            installed distribution, absent from turns recorded before).
 
     """
 

@@ -83,6 +83,9 @@ def turn_providers(
 
     These declare the agent's model a source of variation (``toolproof diff`` shows
     ``varies: model``); sorted by kind and name, as ``ExecutionRuntime.providers`` is.
+    A provider's ``version`` is the framework and version its turns recorded
+    (``"pydantic-ai-slim 2.78.0"``), or ``"1"`` (an HTTP turn, or one recorded before
+    turns named their framework).
     """
     out = list(providers)
     names = {(p.kind, p.name) for p in out}
@@ -95,12 +98,20 @@ def turn_providers(
             PluginDescriptor(
                 kind=MODEL_PROVIDER_KIND,
                 name=name,
-                version="1",
+                version=_framework(turn.detail),
                 config_digest=digest_json({"source": turn.source, "model": turn.model}),
                 origin=TURN_PROVIDER_ORIGIN,
             )
         )
     return sorted(out, key=lambda p: (p.kind, p.name))
+
+
+def _framework(detail: Any) -> str:
+    """``"<framework> <version>"`` of a turn's ``detail``, or ``"1"`` when it names none."""
+    framework, version = detail.get("framework"), detail.get("version")
+    if isinstance(framework, str) and isinstance(version, str):
+        return f"{framework} {version}"
+    return "1"
 
 
 def _body(body: bytes) -> dict[str, Any]:
