@@ -248,7 +248,7 @@ def verify_chain(
     predecessor must be under the same root; a run that is not a segment is a chain of
     one. Only each segment's summary is kept, so memory is one segment's verify. Then no
     idempotency key of a tool that must act once was executed in two segments
-    (:func:`~toolproof.verify.acted.across_segments`: each segment read once more).
+    (:func:`~toolproof.verify.acted.across_segments`, from each segment's verify).
 
     Args:
         head: the last segment's run directory (any segment checks the chain before it).
@@ -260,6 +260,7 @@ def verify_chain(
 
     """
     results: list[SegmentResult] = []
+    executed: list[tuple[str, dict[str, tuple[str, str, int]]]] = []
     directory: Path | None = Path(head)
     problem = ""
     while directory is not None:
@@ -268,6 +269,7 @@ def verify_chain(
         failures = [str(failure) for failure in verification.failures]
         result = SegmentResult(directory, verification.run_id, verification.ok, link, failures)
         results.append(result)
+        executed.append((directory.name, verification.executed))
         if on_segment is not None:
             on_segment(result)
         name = directory.name
@@ -279,5 +281,5 @@ def verify_chain(
             break
         directory = link.previous
     if not problem and len(results) > 1:  # one key, two segments (a resumed session's too)
-        problem = across_segments([result.directory for result in reversed(results)])
+        problem = across_segments(executed[::-1])
     return ChainVerification(results, problem)

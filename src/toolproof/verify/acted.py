@@ -29,7 +29,6 @@ index (about 0.3 kB), kept to the end of the pass.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.trace import TraceLine
@@ -47,7 +46,6 @@ __all__ = [
     "ActedOnceState",
     "across_segments",
     "acted_once_state",
-    "executed_keys",
 ]
 
 NOT_RUN = frozenset(
@@ -167,6 +165,10 @@ class ActedOnceState:
         """The findings, in the order found."""
         return list(self.out)
 
+    def executed_keys(self) -> dict[str, tuple[str, str, int]]:
+        """``{key: (tool, call id, event index of its tool_called)}`` of every execution."""
+        return {key: (self.calls[call][0], call, at) for key, (call, at) in self.executed.items()}
+
 
 def acted_once_state(view: RunView) -> ActedOnceState | None:
     """The check's state, or ``None`` when ``runtime.json`` records no ``repeatable``."""
@@ -188,40 +190,25 @@ ACTED_ONCE_CHECK = Check(
 """The ``acted-once`` check, run by ``verify_run`` for session runs (docs/durability.md)."""
 
 
-def executed_keys(directory: Path) -> dict[str, tuple[str, str, int]]:
-    """Every key a run executed a call of a tool that must act once under.
-
-    Returns:
-        ``{key: (tool, call id, event index of its tool_called)}``; ``{}`` for a run the
-        check does not apply to (no ``repeatable``) or whose trace does not parse.
-
-    """
-    view = RunView(directory)
-    state = acted_once_state(view)
-    if state is None:
-        return {}
-    view.scan([state.feed])
-    return {key: (state.calls[call][0], call, at) for key, (call, at) in state.executed.items()}
-
-
-def across_segments(directories: Sequence[Path]) -> str:
+def across_segments(segments: Sequence[tuple[str, dict[str, tuple[str, str, int]]]]) -> str:
     """The first key a sealed session's segments executed twice, as a problem, or ``""``.
 
     Args:
-        directories: the session's segments' run directories, segment 1 first.
+        segments: each segment's run id and executed keys
+            (:attr:`~toolproof.verify.verifier.Verification.executed`), segment 1 first.
 
-    Each segment is read once more (one at a time); memory is the keys of the calls of
-    tools that must act once, over the chain (about 0.2 kB each).
+    Memory: the keys of the calls of tools that must act once, over the chain (about
+    0.2 kB each).
     """
     seen: dict[str, tuple[int, str, str, int]] = {}
-    for index, directory in enumerate(directories, 1):
-        for key, (tool, call, at) in executed_keys(directory).items():
-            first = seen.setdefault(key, (index, directory.name, call, at))
+    for index, (run_id, executed) in enumerate(segments, 1):
+        for key, (tool, call, at) in executed.items():
+            first = seen.setdefault(key, (index, run_id, call, at))
             if first[0] != index:
                 return (
                     f"acted-once: idempotency key {key} of tool {tool!r} was executed in "
                     f"segment {first[0]} (run {first[1]}, call {first[2]} at event {first[3]}) "
-                    f"and again in segment {index} (run {directory.name}, call {call} at event "
+                    f"and again in segment {index} (run {run_id}, call {call} at event "
                     f"{at}) (rule: at most one execution per key across a session's segments; "
                     "docs/durability.md)"
                 )

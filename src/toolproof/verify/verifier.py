@@ -21,6 +21,7 @@ failures; the others are :attr:`Verification.notes`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from toolproof.contract.layout import (
 from toolproof.contract.runs import Finding, Manifest, Policy, Report, Severity, Timings
 from toolproof.errors import InputError
 from toolproof.identity import canonical_json
-from toolproof.verify.acted import ACTED_ONCE_CHECK
+from toolproof.verify.acted import ACTED_ONCE_CHECK, ActedOnceState, acted_once_state
 from toolproof.verify.base import Check
 from toolproof.verify.checks import CHECKS, check_findings, report_of
 from toolproof.verify.sequence import CheckRegistry, check_sequence, with_recorded
@@ -101,6 +102,7 @@ class Verification:
     report: Report | None
     failures: list[VerificationFailure] = field(default_factory=list)
     notes: list[VerificationFailure] = field(default_factory=list)
+    executed: dict[str, tuple[str, str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -171,12 +173,12 @@ def _sequence(
     return checks, []
 
 
-def _outside(view: RunView) -> tuple[Check, ...]:
-    """The checks outside the report's sequence that apply to the run."""
-    runtime = view.runtime
-    if runtime is None:
-        return ()
-    return (ACTED_ONCE_CHECK,) if runtime.repeatable is not None else ()  # docs/durability.md
+def _outside(view: RunView) -> tuple[tuple[Check, ...], ActedOnceState | None]:
+    """The checks outside the report's sequence that apply to the run, and acted-once's state."""
+    state = acted_once_state(view)  # docs/durability.md; None: it does not apply
+    if state is None:
+        return (), None
+    return (dataclasses.replace(ACTED_ONCE_CHECK, stream=lambda _: state),), state
 
 
 def _trace_entry(manifest: Manifest) -> Any:
@@ -237,7 +239,7 @@ def verify_run(
         def tick(count: int) -> None:
             advance(count, total)
 
-    extra = _outside(view)  # outside the report's sequence
+    extra, acted = _outside(view)  # outside the report's sequence
     found = check_findings(view, (*sequence, *extra), progress=tick)
     found, outside = found[: len(sequence)], found[len(sequence) :]
     trace = _trace_entry(manifest)
@@ -262,4 +264,5 @@ def verify_run(
     ]
     failures += [item for item in judged if report.policy.fails(item.finding.severity)]
     notes = [item for item in judged if not report.policy.fails(item.finding.severity)]
-    return Verification(directory, manifest.run_id, report, failures, notes)
+    executed = acted.executed_keys() if acted is not None else {}
+    return Verification(directory, manifest.run_id, report, failures, notes, executed)
