@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,22 @@ def test_a_changed_file_is_scanned_again(tmp_path: Path) -> None:
     assert locator.cursor_at(path, 1) == TraceCursor(1, 2)
     path.write_bytes(b"aaaa\nb\n")
     assert locator.cursor_at(path, 1) == TraceCursor(1, 5)
+
+
+def test_one_locator_serves_threads_over_several_files(tmp_path: Path) -> None:
+    files = []
+    for name, count in (("a", 3000), ("b", 4000)):
+        lines = _lines(count)
+        folder = tmp_path / name
+        folder.mkdir()
+        files.append((_trace(folder, lines), _offsets(lines)))
+    locator = TraceLocator(block_bytes=4096)
+    asks = [(k % 2, (k * 997) % 3000) for k in range(400)]
+
+    def ask(index: int, position: int) -> bool:
+        path, offsets = files[index]
+        return locator.cursor_at(path, position) == TraceCursor(position, offsets[position])
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda a: ask(*a), asks))
+    assert answers == [True] * len(asks)

@@ -238,12 +238,15 @@ class _Checkpoints:
     """Bytes of the file scanned so far."""
     newlines: int = 0
     """Newlines in those bytes."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the file is scanned (one scan of a file at a time)."""
 
 
 class TraceLocator:
     """Finds the cursor of line N of a trace file, one forward pass per file, remembered.
 
-    See the module docstring. Safe to share between threads (one lock: a scan holds it).
+    See the module docstring. Safe to share between threads: a lock guards the table of
+    files, and each file's own lock its scan (two files are scanned side by side).
 
     Args:
         capacity: files whose checkpoints are kept (the least recently used goes).
@@ -275,31 +278,39 @@ class TraceLocator:
         """
         if position < 0:
             raise InputError(f"line position {position} must be 0 or more")
-        with self._lock, path.open("rb", buffering=0) as file:
+        with path.open("rb", buffering=0) as file:
             stat = os.fstat(file.fileno())
-            key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-            marks = self._files.pop(key, None) or _Checkpoints()
-            self._files[key] = marks
-            while len(self._files) > self.capacity:
-                self._files.popitem(last=False)
             size = stat.st_size
             if position == 0:  # the first line: nothing to find
                 return TraceCursor(0, 0) if size else None
-            # scan on until a checkpoint lies past the line, or the file ends
-            while marks.positions[-1] <= position and marks.scanned < size:
-                file.seek(marks.scanned)
-                block = file.read(self.block_bytes)
-                if not block:
-                    break
-                self.bytes_read += len(block)
-                first = block.find(b"\n")
-                if first >= 0 and marks.scanned + first + 1 < size:
-                    marks.positions.append(marks.newlines + 1)
-                    marks.offsets.append(marks.scanned + first + 1)
-                marks.newlines += block.count(b"\n")
-                marks.scanned += len(block)
-            at = bisect.bisect_right(marks.positions, position) - 1
-            return self._walk(file, size, marks.positions[at], marks.offsets[at], position)
+            key = (stat.st_dev, stat.st_ino, size, stat.st_mtime_ns)
+            with self._lock:  # the table only: scans of different files run side by side
+                marks = self._files.pop(key, None) or _Checkpoints()
+                self._files[key] = marks
+                while len(self._files) > self.capacity:
+                    self._files.popitem(last=False)
+            with marks.lock:
+                return self._locate(file, size, marks, position)
+
+    def _locate(
+        self, file: FileIO, size: int, marks: _Checkpoints, position: int
+    ) -> TraceCursor | None:
+        """Scan ``file`` on from ``marks`` as far as ``position`` needs, then walk to it."""
+        # scan on until a checkpoint lies past the line, or the file ends
+        while marks.positions[-1] <= position and marks.scanned < size:
+            file.seek(marks.scanned)
+            block = file.read(self.block_bytes)
+            if not block:
+                break
+            self.bytes_read += len(block)
+            first = block.find(b"\n")
+            if first >= 0 and marks.scanned + first + 1 < size:
+                marks.positions.append(marks.newlines + 1)
+                marks.offsets.append(marks.scanned + first + 1)
+            marks.newlines += block.count(b"\n")
+            marks.scanned += len(block)
+        at = bisect.bisect_right(marks.positions, position) - 1
+        return self._walk(file, size, marks.positions[at], marks.offsets[at], position)
 
     def _walk(
         self, file: FileIO, size: int, line: int, offset: int, position: int
