@@ -178,6 +178,19 @@ def test_the_scripted_agent_records_verifies_and_replays(
         "agent replay identical: 2 tool calls and 3 model turns served from the recording, "
         "0 live calls; the run verifies"
     )
+    # as the README shows it: the run alone, no --config; no mcp-server-git on the PATH
+    alone = subprocess.run(
+        [sys.executable, "-m", "toolproof", *replay[:4], "--agent", "agent:agent"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": str(tmp_path)},
+    )
+    assert (alone.returncode, alone.stdout.splitlines()[-1:]) == (
+        0,
+        cli.stdout.splitlines()[-1:],
+    ), alone.stderr
 
 
 def test_a_tool_that_may_write_is_never_shown_to_the_model(
