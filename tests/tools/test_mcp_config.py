@@ -103,9 +103,15 @@ def test_two_entries_with_one_name_are_refused(tmp_path: Path) -> None:
 def test_the_examples_in_docs_mcp_md_are_valid(tmp_path: Path) -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```toml\n(.*?)```", text, flags=re.S)
-    assert blocks
+    configs = []
     for block in blocks:
         path = tmp_path / "toolproof.toml"
         path.write_text(block, encoding="utf-8")
-        config, _ = load_config(path)
-        assert [entry.name for entry in config.mcp] == ["git", "everything", "remote"]
+        configs.append(load_config(path)[0])
+    assert [[entry.name for entry in config.mcp] for config in configs] == [
+        ["git", "everything", "remote"],
+        ["remote"],  # OAuth
+    ]
+    auth = configs[1].mcp[0].auth
+    assert auth is not None
+    assert (auth.client_id, auth.client_secret_env) == ("toolproof-ci", "REMOTE_MCP_SECRET")
