@@ -95,6 +95,27 @@ def test_client_credentials_authorize_and_the_token_is_stored_0600_and_reused(
     assert issued.read_text(encoding="utf-8").split() == [token]  # the stored one, reused
 
 
+def test_a_stored_token_the_server_no_longer_accepts_is_replaced(
+    tmp_path: Path, guarded: tuple[int, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an expired or revoked token: the server answers 401 and the client authorizes again
+    port, issued = guarded
+    monkeypatch.setenv("GUARDED_SECRET", SECRET)
+    stored = tmp_path / "tokens" / "g.json"
+    stored.parent.mkdir(mode=0o700)
+    stored.write_text(json.dumps({"tokens": {"access_token": "tok-revoked"}}), encoding="utf-8")
+    stored.chmod(0o600)
+
+    async def call() -> Any:
+        async with load_toolset(write(tmp_path, port)) as toolset:
+            return (await toolset["g_whoami"].call({})).value
+
+    assert asyncio.run(call()) == {"result": "a client with a valid token"}
+    [token] = issued.read_text(encoding="utf-8").split()
+    assert json.loads(stored.read_text(encoding="utf-8"))["tokens"]["access_token"] == token
+    assert stored.stat().st_mode & 0o777 == 0o600
+
+
 def test_a_missing_secret_or_a_wrong_one_quarantines_the_server_naming_why(
     tmp_path: Path, guarded: tuple[int, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
