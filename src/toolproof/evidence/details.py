@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -145,30 +146,40 @@ _SYMBOLS = [c for c in CURRENCIES if not c.isalpha()]
 _WORDS = [c for c in CURRENCIES if c.isalpha()]
 _UNIT_SYMBOLS = [u for u in UNITS if not u.isalpha() or len(u) <= 3 or u.isupper()]
 _UNIT_NAMES = [u for u in UNITS if u not in _UNIT_SYMBOLS]
-_PATTERN = regex.compile(
-    "|".join(
-        [
-            rf"{_START}(?P<iso>(?P<iy>\d{{4}})-(?P<im>\d{{2}})-(?P<id>\d{{2}}))"
-            r"(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])",
-            rf"{_START}(?P<dmy>(?P<dd>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?"
-            rf"{_MONTH.format('dm')},?\s+(?P<dy>\d{{4}}))(?!\w)",
-            rf"(?<!\w)(?P<mdy>{_MONTH.format('mm')}\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?,?\s+"
-            r"(?P<my>\d{4}))(?!\w)",
-            rf"(?<!\w)(?P<ym>{_MONTH.format('ym_m')},?\s+(?P<ym_y>\d{{4}}))(?!\w)",
-            r"(?<![\w/])(?P<slash>(?P<s1>\d{1,2})/(?P<s2>\d{1,2})/(?P<s3>\d{4}))(?![\w/])",
-            r"(?<![\w.])(?P<version>\d+(?:\.\d+){2,})(?!\w|\.\d)",
-            rf"(?<!\w)(?P<cur1>{_alternation(_SYMBOLS)}|(?:{_alternation(CURRENCIES.values())})\s?)"
-            rf"\s?{_NUM.format('n1')}{_SCALE.format('k1')}{_END}",
-            rf"{_START}{_NUM.format('n2')}{_SCALE.format('k2')}(?:"
-            r"\s?(?P<pct>%|(?i:per\s?cent)(?!\w))"
-            rf"|\s?(?P<cur2>{_alternation(c for c in _SYMBOLS if c in '€£¥')})"
-            rf"|\s(?P<cur3>(?i:{_alternation(_WORDS)})|{_alternation(CURRENCIES.values())})(?!\w)"
-            rf"|\s?(?P<unit>{_alternation(_UNIT_SYMBOLS)}|(?i:{_alternation(_UNIT_NAMES)}))(?![\w/])"
-            rf"|{_END})",
-        ]
+
+
+@functools.cache
+def _pattern() -> regex.Pattern[str]:
+    """The one pattern of every detail kind, compiled on first use (compiling costs ~0.2 s)."""
+    return regex.compile(
+        "|".join(
+            [
+                rf"{_START}(?P<iso>(?P<iy>\d{{4}})-(?P<im>\d{{2}})-(?P<id>\d{{2}}))"
+                r"(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])",
+                rf"{_START}(?P<dmy>(?P<dd>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?"
+                rf"{_MONTH.format('dm')},?\s+(?P<dy>\d{{4}}))(?!\w)",
+                rf"(?<!\w)(?P<mdy>{_MONTH.format('mm')}\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?,?\s+"
+                r"(?P<my>\d{4}))(?!\w)",
+                rf"(?<!\w)(?P<ym>{_MONTH.format('ym_m')},?\s+(?P<ym_y>\d{{4}}))(?!\w)",
+                r"(?<![\w/])(?P<slash>(?P<s1>\d{1,2})/(?P<s2>\d{1,2})/(?P<s3>\d{4}))(?![\w/])",
+                r"(?<![\w.])(?P<version>\d+(?:\.\d+){2,})(?!\w|\.\d)",
+                rf"(?<!\w)(?P<cur1>{_alternation(_SYMBOLS)}|(?:{_alternation(CURRENCIES.values())})\s?)"
+                rf"\s?{_NUM.format('n1')}{_SCALE.format('k1')}{_END}",
+                rf"{_START}{_NUM.format('n2')}{_SCALE.format('k2')}(?:"
+                r"\s?(?P<pct>%|(?i:per\s?cent)(?!\w))"
+                rf"|\s?(?P<cur2>{_alternation(c for c in _SYMBOLS if c in '€£¥')})"
+                rf"|\s(?P<cur3>(?i:{_alternation(_WORDS)})|{_alternation(CURRENCIES.values())})(?!\w)"
+                rf"|\s?(?P<unit>{_alternation(_UNIT_SYMBOLS)}|(?i:{_alternation(_UNIT_NAMES)}))(?![\w/])"
+                rf"|{_END})",
+            ]
+        )
     )
-)
-_NUMBER_ONLY = regex.compile(rf"{_START}{_NUM.format('n')}{_END}")
+
+
+@functools.cache
+def _number_only() -> regex.Pattern[str]:
+    """The pattern of a bare number, compiled on first use."""
+    return regex.compile(rf"{_START}{_NUM.format('n')}{_END}")
 
 
 @dataclass(frozen=True)
@@ -264,7 +275,7 @@ def _dated(found: regex.Match[str]) -> tuple[str, ...] | None:
 
 
 def _numbers(text: str, start: int, end: int) -> Iterator[Detail]:
-    for found in _NUMBER_ONLY.finditer(text, start, end):
+    for found in _number_only().finditer(text, start, end):
         value = normal_number(found.group("n"))
         yield Detail("number", found.group(), found.start(), found.end(), value, None, (value,))
 
@@ -306,7 +317,7 @@ def extract_details(text: str, start: int = 0, end: int | None = None) -> list[D
     """
     stop = len(text) if end is None else end
     out: list[Detail] = []
-    for found in _PATTERN.finditer(text, start, stop):
+    for found in _pattern().finditer(text, start, stop):
         if found.group("n1") or found.group("n2") or found.group("version"):
             out.append(_detail(found))
             continue
