@@ -1,17 +1,18 @@
 """Execution backends (DESIGN.md section 6): relocate a tool body to a worker process.
 
 Every backend is a :class:`Backend` (``async submit(BackendRequest) -> ToolResult``,
-``aclose()``): :class:`ProcessPool` (``process``), the Celery client (``celery``)
+``aclose()``): :class:`ProcessPool` (``process``), the Celery client (``celery``),
+the Temporal client (``temporal``)
 and the in-process :class:`LocalBackend` (for tests, as httpx ships
 ``MockTransport``). :func:`backend` is the form that turns a backend maker into an
 extension; :data:`PROCESS` and :data:`CELERY` are built with it. Importing this
 package registers nothing: the composition root (:func:`toolproof.config.extension_registry`,
 used by ``load_toolset``) registers them into the registry it binds from, with
-:func:`register_backends`. Celery itself is imported only when a ``celery`` variant
-is built.
+:func:`register_backends`. Celery (or ``temporalio``) is imported only when a ``celery``
+(or ``temporal``) variant is built.
 """
 
-from toolproof.backends.builtin import CELERY, PROCESS, SANDBOX
+from toolproof.backends.builtin import CELERY, PROCESS, SANDBOX, TEMPORAL
 from toolproof.backends.decorators import backend
 from toolproof.backends.local import LocalBackend
 from toolproof.backends.process import ProcessPool
@@ -22,6 +23,7 @@ __all__ = [
     "CELERY",
     "PROCESS",
     "SANDBOX",
+    "TEMPORAL",
     "Backend",
     "BackendRequest",
     "LocalBackend",
@@ -32,11 +34,13 @@ __all__ = [
 
 
 def register_backends(registry: ExtensionRegistry) -> None:
-    """Register ``process``, ``sandbox`` and ``celery`` in ``registry`` (the composition root's).
+    """Register ``process``, ``sandbox``, ``celery`` and ``temporal`` in ``registry``.
+
+    ``registry`` is the composition root's.
 
     Raises:
         ExtensionError: either name is already taken in ``registry``.
 
     """
-    for ext in (PROCESS, SANDBOX, CELERY):
+    for ext in (PROCESS, SANDBOX, CELERY, TEMPORAL):
         registry.register(ext)

@@ -1,4 +1,4 @@
-"""The ``process`` and ``celery`` BACKEND extensions.
+"""The ``process``, ``sandbox``, ``celery`` and ``temporal`` BACKEND extensions.
 
 ``[tools.add] extensions = [["process"]]`` binds ``add_process``; its body sends the
 name of the tool inside it (``add``) and the validated arguments to a worker that
@@ -38,11 +38,14 @@ __all__ = [
     "PROCESS_POOLS",
     "SANDBOX",
     "SANDBOX_POOLS",
+    "TEMPORAL",
     "CeleryConfig",
     "ProcessConfig",
+    "TemporalConfig",
     "make_celery",
     "make_process",
     "make_sandbox",
+    "make_temporal",
 ]
 
 BACKEND_VERSION = "1"
@@ -116,6 +119,25 @@ class CeleryConfig(BaseModel):
 
     timeout: Seconds = 300.0
     queue: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
+
+
+class TemporalConfig(BaseModel):
+    """Config of the ``temporal`` backend (server settings live in ``[backends.temporal]``).
+
+    Attributes:
+        timeout: seconds each activity attempt, and all attempts together, may take;
+            then the call fails with ``kind="timeout"``.
+        task_queue: this variant's task queue (default: ``[backends.temporal] task_queue``).
+        max_attempts: Temporal's ``maximum_attempts`` for a read-only, idempotent or
+            keyed tool (0: unlimited within ``timeout``); any other tool gets 1.
+
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: Seconds = 300.0
+    task_queue: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
+    max_attempts: int = Field(default=3, ge=0, le=100)
 
 
 def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:
@@ -220,6 +242,36 @@ def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
     return CeleryBackend(settings, timeout=config.timeout)
 
 
+def make_temporal(config: TemporalConfig, context: ApplyContext | None) -> Backend:
+    """The ``temporal`` backend of a variant: a Temporal client for ``toolproof worker``.
+
+    Nothing connects before the first call.
+
+    Raises:
+        ExtensionError: no composition-root file, a bad ``[backends.temporal]`` table,
+            or ``temporalio`` not installed.
+
+    """
+    ctx = _needs_file(context, "temporal")
+    try:
+        from toolproof.backends.temporal import settings_from
+        from toolproof.backends.temporal_backend import TemporalBackend
+    except ImportError as exc:
+        rule = f"the temporal backend needs its extra: {install_hint('temporal')} ({exc})"
+        raise ExtensionError(rule) from exc
+    try:
+        settings = settings_from(ctx.backends)
+    except ValidationError as exc:
+        first = validation_problem(exc)
+        raise ExtensionError(f"[backends.temporal] {first.where}: {first.message}") from None
+    return TemporalBackend(
+        settings,
+        timeout=config.timeout,
+        max_attempts=config.max_attempts,
+        task_queue=config.task_queue,
+    )
+
+
 PROCESS: Extension = backend(
     name="process",
     config=ProcessConfig,
@@ -250,3 +302,15 @@ CELERY: Extension = backend(
     register=False,
 )(make_celery)
 """The ``celery`` backend extension (needs ``toolproof[celery]`` when applied)."""
+
+TEMPORAL: Extension = backend(
+    name="temporal",
+    config=TemporalConfig,
+    version=BACKEND_VERSION,
+    description=(
+        "Run the tool as a Temporal activity on any worker "
+        "(toolproof worker --config FILE --engine temporal)."
+    ),
+    register=False,
+)(make_temporal)
+"""The ``temporal`` backend extension (needs ``toolproof[temporal]`` when applied)."""

@@ -151,6 +151,7 @@ def relocated(
     target = inner.name
     digest: list[str] = []
     options_of = tuple(call_options or ())
+    safe = inner.spec.annotations.is_idempotent or inner.spec.honours_key
 
     async def body(arguments: dict[str, Any]) -> ToolResult:
         if not digest:
@@ -158,9 +159,11 @@ def relocated(
         if options_of:
             options = {k: arguments[k] for k in options_of if k in arguments}
             arguments = {k: v for k, v in arguments.items() if k not in options_of}
-            request = BackendRequest(target, arguments, digest[0], timeout, options)
+            request = BackendRequest(
+                target, arguments, digest[0], timeout, options, retry_safe=safe
+            )
         else:
-            request = BackendRequest(target, arguments, digest[0], timeout)
+            request = BackendRequest(target, arguments, digest[0], timeout, retry_safe=safe)
         attributes = {"gen_ai.tool.name": target, "toolproof.backend": ext_name}
         with hooks.span(f"toolproof.backend.submit {target}", attributes, kind="client") as span:
             result = await _submit(client, request, ext_name)

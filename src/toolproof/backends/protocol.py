@@ -113,10 +113,13 @@ class BackendRequest:
             request is encoded.
         idempotency_key: the call's idempotency key, or ``""``; on the caller's side it
             is read from the running call when the request is encoded.
+        retry_safe: whether running the call again is harmless: the tool is read-only,
+            idempotent or honours the idempotency key (caller's side only; an engine
+            that retries, such as ``temporal``, retries only such calls).
 
     Only ``variant``, ``arguments``, ``descriptor``, ``trace`` and ``idempotency_key``
-    cross the wire (:func:`encode_request`); a decoded request has no timeout and no
-    options.
+    cross the wire (:func:`encode_request`); a decoded request has no timeout, no
+    options and ``retry_safe`` False.
     """
 
     variant: str
@@ -126,6 +129,7 @@ class BackendRequest:
     options: Mapping[str, Any] = field(default_factory=_no_options)
     trace: Mapping[str, str] = field(default_factory=_no_options)
     idempotency_key: str = ""
+    retry_safe: bool = False
 
 
 @runtime_checkable

@@ -1,12 +1,16 @@
-"""``toolproof worker``: a Celery worker serving the Toolset of one ``toolproof.toml``.
+"""``toolproof worker``: a Celery or Temporal worker serving one ``toolproof.toml``.
 
 It checks that the composition root builds, then runs ``celery worker`` with the
-``toolproof.run`` task registered (see :mod:`toolproof.backends.celery`). Run it on
-any machine that has the same ``toolproof.toml`` and tool code and reaches the broker.
+``toolproof.run`` task registered (see :mod:`toolproof.backends.celery`), or, with
+``--engine temporal``, a Temporal worker serving the ``toolproof.run`` activity (see
+:mod:`toolproof.backends.temporal`). Run it on any machine that has the same
+``toolproof.toml`` and tool code and reaches the broker or the Temporal frontend.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -36,21 +40,59 @@ async def _check(config: Path) -> tuple[int, str]:
         await toolset.aclose()
 
 
-def _settings(config: Path) -> Any:
+def _settings(config: Path, engine: str = "celery") -> Any:
     from pydantic import ValidationError
 
-    from toolproof.backends.celery import settings_from
+    if engine == "temporal":
+        from toolproof.backends.temporal import settings_from
+    else:
+        from toolproof.backends.celery import settings_from  # type: ignore[assignment]
 
     parsed, _ = load_config(config)
     try:
         return settings_from(parsed.backends)
     except ValidationError as exc:
         first = validation_problem(exc)
-        key = ".".join(["backends", "celery", *(str(part) for part in first.loc)])
+        key = ".".join(["backends", engine, *(str(part) for part in first.loc)])
         rule = first.rule
         if first.kind == "extra_forbidden":
-            rule = "unknown key (not part of the [backends.celery] table)"
+            rule = f"unknown key (not part of the [backends.{engine}] table)"
         raise ConfigError(str(config), key, rule) from None
+
+
+def _temporal_worker(config: Path, queue: list[str], concurrency: int) -> None:
+    try:
+        from toolproof.backends.temporal_worker import serve
+    except ImportError as exc:
+        raise InputError(
+            f"the temporal backend needs its extra: {install_hint('temporal')} ({exc})"
+        ) from None
+    if len(queue) > 1:
+        raise InputError("--engine temporal serves one task queue: give --queue at most once")
+    settings = _settings(config, "temporal")
+    count, digest = run_async(_check(config))
+    task_queue = queue[0] if queue else settings.task_queue
+
+    def ready() -> None:
+        err_console.print(
+            f"toolproof worker: {count} tools from {config} (descriptor {digest}), "
+            f"temporal {settings.target()} namespace {settings.namespace}, "
+            f"task queue {task_queue}, concurrency {concurrency}",
+            markup=False,
+        )
+
+    build = instrumented_builder(build_toolset)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            serve(
+                config,
+                settings,
+                build,
+                task_queue=task_queue,
+                concurrency=concurrency,
+                ready=ready,
+            )
+        )
 
 
 def worker(
@@ -59,14 +101,22 @@ def worker(
         [],
         "--queue",
         "-Q",
-        help="A queue to serve (repeatable; default: the queue of backends.celery).",
+        help="A queue to serve (repeatable for celery; default: the queue of backends.ENGINE).",
     ),
     concurrency: int = typer.Option(
         2, "--concurrency", min=1, help="Worker processes (each builds the Toolset once)."
     ),
     loglevel: str = typer.Option("INFO", "--loglevel", help="Celery log level."),
+    engine: str = typer.Option(
+        "celery", "--engine", help="The engine to serve: celery or temporal."
+    ),
 ) -> None:
-    """Run a Celery worker that serves the tools and variants of CONFIG."""
+    """Run a Celery (or Temporal) worker that serves the tools and variants of CONFIG."""
+    if engine not in ("celery", "temporal"):
+        raise InputError(f"--engine {engine!r}: not an engine (rule: celery or temporal)")
+    if engine == "temporal":
+        _temporal_worker(config, queue, concurrency)
+        return
     try:
         from toolproof.backends.celery_worker import worker_app
     except ImportError as exc:

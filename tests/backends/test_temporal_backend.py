@@ -1,0 +1,191 @@
+"""The temporal backend against a real Temporal dev server and a real ``toolproof worker``.
+
+The server comes from :func:`temporal_support.require_temporal` (under ``CI=true`` a
+missing server fails, never skips); the worker is ``toolproof worker --config FILE
+--engine temporal`` in its own process, on a task queue of this module's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporal_support import require_temporal
+from temporalio.client import Client
+
+import toolproof
+from toolproof.config import load_toolset
+from toolproof.contract.tools import ToolResult
+
+TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
+
+TOOLS = '''\
+import time
+
+import toolproof
+
+
+@toolproof.tool(idempotent=True)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@toolproof.tool(idempotency="key")
+def charge(order: str, cents: int, context: toolproof.Context) -> str:
+    """Charge an order once per idempotency key; return the key."""
+    return str(context.idempotency_key)
+
+
+@toolproof.tool
+def send(text: str) -> str:
+    """Send a message (neither idempotent nor keyed)."""
+    return text
+
+
+@toolproof.tool(read_only=True)
+def nap(seconds: float) -> float:
+    """Sleep, then return the seconds slept."""
+    time.sleep(seconds)
+    return seconds
+'''
+
+
+@dataclass
+class Setup:
+    config: Path
+    address: str
+    worker: subprocess.Popen[bytes]
+
+
+def _toml(address: str, queue: str) -> str:
+    return (
+        '[[python]]\nmodule = "temporal_tools"\n\n'
+        '[tools.add]\nextensions = [["temporal"]]\n\n'
+        '[tools.charge]\nextensions = [["temporal"]]\n\n'
+        '[tools.send]\nextensions = [["temporal"]]\n\n'
+        "[tools.nap]\n"
+        'extensions = [[{ name = "temporal", config = { timeout = 1 } }]]\n\n'
+        f'[backends.temporal]\naddress = "{address}"\ntask_queue = "{queue}"\ngrace = 20\n'
+    )
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    address = require_temporal()
+    folder = tmp_path_factory.mktemp("temporal")
+    (folder / "temporal_tools.py").write_text(TOOLS, encoding="utf-8")
+    config = folder / "toolproof.toml"
+    config.write_text(_toml(address, f"toolproof-test-{uuid.uuid4()}"), encoding="utf-8")
+    log = folder / "worker.log"
+    with log.open("wb") as handle:
+        worker = subprocess.Popen(
+            [*TOOLPROOF, "worker", "--config", str(config), "--engine", "temporal"],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while b"toolproof worker:" not in log.read_bytes():
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"worker did not start:\n{log.read_text('utf-8')}")
+            time.sleep(0.05)
+        yield Setup(config, address, worker)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def _calls(config: Path, *calls: tuple[str, dict[str, Any]]) -> list[ToolResult]:
+    async def go() -> list[ToolResult]:
+        async with load_toolset(config) as toolset:
+            return [await toolset[name].call(arguments) for name, arguments in calls]
+
+    return asyncio.run(go())
+
+
+def _recorded(setup: Setup, tool: str, arguments: dict[str, Any]) -> tuple[str, ToolResult]:
+    """Call ``tool`` in a recording session; its recorded key and its result."""
+    root = setup.config.parent / f"runs-{uuid.uuid4()}"
+
+    async def go() -> tuple[str, ToolResult]:
+        async with load_toolset(setup.config) as toolset:
+            async with toolproof.record_session(toolset, root=root, task="Temporal.") as session:
+                result = await session.call(tool, arguments)
+            assert session.run_id is not None
+            trace = (root / "runs" / session.run_id / "trace.jsonl").read_text("utf-8")
+            called = [json.loads(x) for x in trace.splitlines() if '"tool_called"' in x]
+            assert [event["call"]["tool"] for event in called] == [tool]
+            return str(called[0]["idempotency_key"]), result
+
+    return asyncio.run(go())
+
+
+def _scheduled(address: str, workflow_id: str) -> Any:
+    """The ``ActivityTaskScheduled`` attributes in the history of ``workflow_id``."""
+
+    async def go() -> Any:
+        client = await Client.connect(address)
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+        found = [
+            event.activity_task_scheduled_event_attributes
+            for event in history.events
+            if event.HasField("activity_task_scheduled_event_attributes")
+        ]
+        assert len(found) == 1
+        return found[0]
+
+    return asyncio.run(go())
+
+
+def test_a_call_round_trips_with_the_local_result(setup: Setup) -> None:
+    remote, local = _calls(
+        setup.config, ("add_temporal", {"a": 40, "b": 2}), ("add", {"a": 40, "b": 2})
+    )
+    assert remote.ok and remote.value == 42
+    assert remote.value == local.value
+    bad = _calls(setup.config, ("add_temporal", {"a": "forty", "b": 2}))[0]
+    assert bad.failure is not None and bad.failure.kind == "invalid_arguments"
+
+
+def test_activity_id_is_the_idempotency_key_and_retries_follow_the_declaration(
+    setup: Setup,
+) -> None:
+    key, result = _recorded(setup, "charge_temporal", {"order": "A-1", "cents": 500})
+    assert key.startswith("idem_") and result.value == key  # the body read the same key
+    scheduled = _scheduled(setup.address, key)
+    assert scheduled.activity_id == key
+    assert scheduled.activity_type.name == "toolproof.run"
+    assert scheduled.retry_policy.maximum_attempts == 3  # keyed: retried as configured
+
+
+def test_a_tool_neither_idempotent_nor_keyed_gets_one_attempt(setup: Setup) -> None:
+    key, result = _recorded(setup, "send_temporal", {"text": "hello"})
+    assert result.value == "hello"
+    scheduled = _scheduled(setup.address, key)
+    assert scheduled.activity_id == key
+    assert scheduled.retry_policy.maximum_attempts == 1
+
+
+def test_a_timeout_is_a_tool_failure_of_kind_timeout(setup: Setup) -> None:
+    result = _calls(setup.config, ("nap_temporal", {"seconds": 5}))[0]
+    assert result.failure is not None
+    assert result.failure.kind == "timeout"
+    assert result.failure.where == "backend"
+    assert result.failure.detail is not None
+    # scheduled before it started, with the same 1 s limit: schedule-to-close ends first
+    assert result.failure.detail["timeout_type"] == "SCHEDULE_TO_CLOSE"
+    assert result.failure.message.startswith("temporal activity toolproof-")
