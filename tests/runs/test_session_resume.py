@@ -5,17 +5,20 @@ charge A-2, look C) and is SIGKILLed inside a side-effecting body, before or aft
 its side effect; the same agent code then runs again with ``resume=True``. The
 recorded steps are served from the record (no body runs), recording goes on live in
 a second segment linked to the recovered one, the ledger of side effects holds no
-duplicate key, and the chain verifies.
+duplicate key, and the chain verifies. A resume on a full disk (a real tmpfs, filled)
+keeps the live session for the next resume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +221,50 @@ def test_resume_needs_a_name_and_an_unfinished_session(tmp_path: Path) -> None:
     with pytest.raises(InputError) as unfinished:
         asyncio.run(open_(session_id="nightly-42"))
     assert unfinished.value.message == "session 'nightly-42' is unfinished: resume it (resume=True)"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs the test can fill (``mount``, root only; CI runs as root)."""
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip("needs mount(2) for a filesystem that fills up")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_resume_on_a_full_disk_keeps_the_live_session_to_resume_again(small_disk: Path) -> None:
+    root = small_disk / "root"
+    root.mkdir()
+    assert run_agent(root, "record", "charge:A-2:after").returncode == -signal.SIGKILL
+    live = root / "sessions" / "nightly-42"
+    before = sorted(path.name for path in live.iterdir())
+    filler = small_disk / "filler"
+    with contextlib.suppress(OSError), filler.open("wb") as out:  # fill it until ENOSPC
+        while True:
+            out.write(b"\0" * 65536)
+            out.flush()
+    refused = run_agent(root, "resume")
+    assert refused.returncode == 1
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last == (
+        "toolproof.errors.RecordingError: session 'nightly-42': cannot resume: cannot write "
+        f"{live}/segment.json.new: No space left on device; the live session is kept: make "
+        "room and resume again"
+    )
+    assert sorted(path.name for path in live.iterdir()) == before  # nothing lost or half-written
+    assert not (root / "runs").exists()
+    filler.unlink()
+    output = json.loads(run_agent(root, "resume").stdout)
+    assert (output["served_calls"], output["live_calls"]) == (3, 1)
+    assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
+    no_duplicate_key(root)
+    assert verify_chain(root / "runs" / output["run_ids"][-1]).ok is True

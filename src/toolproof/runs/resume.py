@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolproof.bundle.rundir import write_file
 from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE
 from toolproof.contract.runs import ExecutionRuntime, Manifest
 from toolproof.contract.trace import ModelTurn, ToolCalled
-from toolproof.errors import InputError
+from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
 from toolproof.runs.admission import admission_number, admission_sorted
 from toolproof.runs.chain import check_link
@@ -175,14 +176,35 @@ class Resumed:
     reconciled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def _write_segment(live: Path, value: dict[str, Any], session_id: str) -> None:
+    """Replace ``live``'s ``segment.json`` atomically (the old one or the new, never half).
+
+    Raises:
+        RecordingError: it cannot be written (a full disk); the live session is kept.
+
+    """
+    path = live / SEGMENT_FILE
+    staged = path.with_name(f"{SEGMENT_FILE}.new")
+    try:
+        staged.unlink(missing_ok=True)
+        write_file(staged, json.dumps(value, sort_keys=True).encode("utf-8"))
+        os.replace(staged, path)
+    except OSError as exc:
+        staged.unlink(missing_ok=True)
+        raise RecordingError(
+            f"session {session_id!r}: cannot resume: cannot write {exc.filename or path}: "
+            f"{exc.strerror or exc}; the live session is kept: make room and resume again",
+            path=str(exc.filename or path),
+        ) from exc
+
+
 def _segment_of(live: Path, session_id: str) -> dict[str, Any]:
     """The live directory's ``segment.json``, written as segment 1 when it has none."""
-    path = live / SEGMENT_FILE
-    if path.is_file():
-        value: dict[str, Any] = json.loads(path.read_bytes())
+    value = json_object(live / SEGMENT_FILE)
+    if value:
         return value
     value = {"session": session_id, "index": 1, "previous": None}
-    path.write_bytes(json.dumps(value, sort_keys=True).encode("utf-8"))
+    _write_segment(live, value, session_id)
     return value
 
 
@@ -250,6 +272,8 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
             ``toolproof sessions list``), its recorder is still running, it recorded
             another session or Toolset, or a link of the chain it ends does not hold
             (the resumed session verifies every segment before serving it).
+        RecordingError: a recovered segment cannot be written (a full disk): what is
+            not recovered yet stays live, to resume again once there is room.
 
     When more than one live segment is left (the crash came while a full segment
     awaited its seal), each is recovered in order, each linked to the one before.
@@ -278,7 +302,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         if index > 1 and segment.get("previous") is None:  # sealed before it could link
             before = outcome.path if outcome is not None else _sealed(root, session_id, index)
             segment["previous"] = _link_of(before)
-            (live / SEGMENT_FILE).write_bytes(json.dumps(segment, sort_keys=True).encode())
+            _write_segment(live, segment, session_id)
         intents += read_intents(live)
         reconciled.update(read_reconciled(live))
         outcome = await recover_session(live)
