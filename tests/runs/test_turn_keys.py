@@ -31,9 +31,13 @@ def test_a_pydantic_ai_request_key_drops_the_per_call_fields() -> None:
     assert b'"timestamp"' not in key and b'"run_id"' not in key
     assert key == value_key("pydantic-ai", value)
     assert json.loads(canonical_json(value)) == before  # the value itself is not changed
-    kept = json.loads(key)
-    assert kept["messages"][1]["parts"][0]["args"] == {"item": "pear", "n": 1.5}
-    assert kept["model_settings"] == {"temperature": 0.5}
+    kept = json.loads(key)  # the provider-neutral normal form (docs/agents.md, Replay matching)
+    assert sorted(kept) == ["messages", "other", "output", "settings", "tools"]
+    assert kept["messages"][0] == {"content": "Which fruit is 7?", "role": "user"}
+    call = kept["messages"][1]["tool_calls"][0]
+    assert (call["name"], call["arguments"]) == ("lookup", {"item": "pear", "n": 1.5})
+    assert kept["messages"][2] == {"content": "It is a pear.", "role": "assistant"}
+    assert kept["settings"] == {"temperature": 0.5}
 
 
 @pytest.mark.parametrize(
