@@ -131,9 +131,13 @@ def test_context_is_never_in_the_schema_and_outside_serve_it_cannot_ask() -> Non
     assert refused is not None and refused.kind == "invalid_arguments"
 
 
-def test_a_client_without_sampling_gets_an_unavailable_failure() -> None:
+def test_a_2025_client_without_sampling_gets_an_unavailable_failure() -> None:
+    # over 2026-07-28 it is the JSON-RPC error -32021 (tests/adapters/test_mcp_input_required.py)
     async def main() -> Any:
-        async with load_toolset(NATIVE) as toolset, Client(build_server(toolset)) as client:
+        async with (
+            load_toolset(NATIVE) as toolset,
+            Client(build_server(toolset), mode="legacy") as client,
+        ):
             return await client.call_tool("test_sampling", {"prompt": "why?"})
 
     answer = asyncio.run(main())

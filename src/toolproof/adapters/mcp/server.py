@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
@@ -39,6 +40,7 @@ from toolproof.adapters.mcp.content import (
 )
 from toolproof.adapters.mcp.handlers import catalog_handlers
 from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChannel
+from toolproof.adapters.mcp.rounds import ROUND_TTL_SECONDS, Rounds, asks_in_rounds
 from toolproof.adapters.mcp.spans import install_server_spans
 from toolproof.adapters.mcp.stdio import StdioWire, serve_stdio
 from toolproof.adapters.server_paths import hide_server_paths
@@ -250,14 +252,16 @@ def build_server(
         levels.set(ctx.session, params.level)
         return types.EmptyResult()
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool = served.get(params.name)
-        if tool is None:
-            raise _unknown_tool(toolset, params.name)
-        arguments: Any = params.arguments if params.arguments is not None else {}
-        principal = client_principal(ctx)  # the named client token's, else the gate's
+    rounds = Rounds()  # 2026-07-28: calls waiting at a question for the client's retry
+
+    async def answer_call(
+        tool: Tool,
+        arguments: Any,
+        principal: str | None,
+        channel: RequestChannel,
+        relayed: list[dict[str, Any]],
+    ) -> types.CallToolResult:
         if observer is None:
-            channel = RequestChannel(ctx, levels)
             observed = await observe(gated_call(gate, tool, arguments, principal), channel=channel)
             return mcp_result(tool, observed.result).reply
         await observer.room()
@@ -267,12 +271,10 @@ def build_server(
             return mcp_result(tool, _failed(refused.failure)).reply
         call_id = getattr(token, "call_id", None)  # a recorded call's id: approve layers, span
         key = getattr(token, "idempotency_key", None) or None  # what the body reads
-        relayed: list[dict[str, Any]] = []  # sampling and elicitation, for the record
-        channel = RequestChannel(ctx, levels, relayed)
         try:
             observed = await observe(
                 gated_call(gate, tool, arguments, principal),
-                relayed,
+                relayed,  # sampling and elicitation, for the record
                 call_id=call_id,
                 channel=channel,
                 idempotency_key=key,
@@ -287,6 +289,25 @@ def build_server(
             return mcp_result(tool, _failed(unrecorded.failure)).reply
         return answer.reply
 
+    async def call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        tool = served.get(params.name)
+        if tool is None:
+            raise _unknown_tool(toolset, params.name)
+        arguments: Any = params.arguments if params.arguments is not None else {}
+        principal = client_principal(ctx)  # the named client token's, else the gate's
+
+        async def run(
+            channel: RequestChannel, relayed: list[dict[str, Any]]
+        ) -> types.CallToolResult:
+            return await answer_call(tool, arguments, principal, channel, relayed)
+
+        if asks_in_rounds(ctx):  # 2026-07-28: questions are InputRequiredResults
+            return await rounds.call(ctx, params, levels, run)
+        relayed: list[dict[str, Any]] = []
+        return await run(RequestChannel(ctx, levels, relayed), relayed)
+
     with warnings.catch_warnings():  # logging/setLevel: deprecated by 2026-07-28 (SEP-2577)
         warnings.simplefilter("ignore")
         server: Server[Any] = Server(
@@ -299,6 +320,9 @@ def build_server(
             on_set_logging_level=set_level,
             **catalog_handlers(toolset.catalog, observer, notices),
         )
+    # the requestState of input-required rounds: sealed, bound to the request (SEP-2322)
+    security = RequestStateSecurity.ephemeral(ttl=ROUND_TTL_SECONDS)
+    server.middleware.append(RequestStateBoundary(security, default_audience=name))
     install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
     return server
 
