@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,6 +32,7 @@ TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; mai
 
 TOOLS = '''\
 import time
+from pathlib import Path
 
 import toolproof
 
@@ -52,11 +55,24 @@ def send(text: str) -> str:
     return text
 
 
-@toolproof.tool(read_only=True)
+@toolproof.tool
 def nap(seconds: float) -> float:
     """Sleep, then return the seconds slept."""
     time.sleep(seconds)
     return seconds
+
+
+@toolproof.tool(idempotency="key")
+def charge_slowly(order: str, context: toolproof.Context) -> str:
+    """Charge once per key (the ledger holds the keys charged), then take 60 s to answer."""
+    key = str(context.idempotency_key)
+    ledger = Path(__file__).parent / "ledger.txt"
+    if ledger.exists() and key in ledger.read_text("utf-8").split():
+        return "charged before"
+    with ledger.open("a", encoding="utf-8") as handle:
+        handle.write(key + "\\n")
+    time.sleep(60)  # the test kills the worker here, after the side effect
+    return "charged"
 '''
 
 
@@ -67,6 +83,9 @@ class Setup:
     worker: subprocess.Popen[bytes]
 
 
+KILL_QUEUE = f"toolproof-kill-{uuid.uuid4()}"
+
+
 def _toml(address: str, queue: str) -> str:
     return (
         '[[python]]\nmodule = "temporal_tools"\n\n'
@@ -75,8 +94,38 @@ def _toml(address: str, queue: str) -> str:
         '[tools.send]\nextensions = [["temporal"]]\n\n'
         "[tools.nap]\n"
         'extensions = [[{ name = "temporal", config = { timeout = 1 } }]]\n\n'
-        f'[backends.temporal]\naddress = "{address}"\ntask_queue = "{queue}"\ngrace = 20\n'
+        "[tools.charge_slowly]\n"
+        'extensions = [[{ name = "temporal", config = { timeout = 90, task_queue = '
+        f'"{KILL_QUEUE}" }} }}]]\n\n'
+        f'[backends.temporal]\naddress = "{address}"\ntask_queue = "{queue}"\n'
+        "grace = 20\nheartbeat = 2\n"
     )
+
+
+def _worker(config: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start ``toolproof worker --engine temporal`` and wait until it polls."""
+    with log.open("wb") as handle:
+        worker = subprocess.Popen(
+            [*TOOLPROOF, "worker", "--config", str(config), "--engine", "temporal", *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while b"toolproof worker:" not in log.read_bytes():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            _end(worker)
+            raise AssertionError(f"worker did not start:\n{log.read_text('utf-8')}")
+        time.sleep(0.05)
+    return worker
+
+
+def _end(worker: subprocess.Popen[bytes]) -> None:
+    worker.terminate()
+    try:
+        worker.wait(15)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
 
 
 @pytest.fixture(scope="module")
@@ -86,27 +135,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     (folder / "temporal_tools.py").write_text(TOOLS, encoding="utf-8")
     config = folder / "toolproof.toml"
     config.write_text(_toml(address, f"toolproof-test-{uuid.uuid4()}"), encoding="utf-8")
-    log = folder / "worker.log"
-    with log.open("wb") as handle:
-        worker = subprocess.Popen(
-            [*TOOLPROOF, "worker", "--config", str(config), "--engine", "temporal"],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
+    worker = _worker(config, folder / "worker.log")
     try:
-        deadline = time.monotonic() + 60
-        while b"toolproof worker:" not in log.read_bytes():
-            if worker.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"worker did not start:\n{log.read_text('utf-8')}")
-            time.sleep(0.05)
         yield Setup(config, address, worker)
     finally:
-        worker.terminate()
-        try:
-            worker.wait(15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        _end(worker)
 
 
 def _calls(config: Path, *calls: tuple[str, dict[str, Any]]) -> list[ToolResult]:
@@ -134,17 +167,14 @@ def _recorded(setup: Setup, tool: str, arguments: dict[str, Any]) -> tuple[str, 
     return asyncio.run(go())
 
 
-def _scheduled(address: str, workflow_id: str) -> Any:
-    """The ``ActivityTaskScheduled`` attributes in the history of ``workflow_id``."""
+def _scheduled(address: str, workflow_id: str, field: str = "scheduled") -> Any:
+    """The ``ActivityTask<Field>`` attributes in the history of ``workflow_id``."""
+    name = f"activity_task_{field}_event_attributes"
 
     async def go() -> Any:
         client = await Client.connect(address)
         history = await client.get_workflow_handle(workflow_id).fetch_history()
-        found = [
-            event.activity_task_scheduled_event_attributes
-            for event in history.events
-            if event.HasField("activity_task_scheduled_event_attributes")
-        ]
+        found = [getattr(event, name) for event in history.events if event.HasField(name)]
         assert len(found) == 1
         return found[0]
 
@@ -186,6 +216,36 @@ def test_a_timeout_is_a_tool_failure_of_kind_timeout(setup: Setup) -> None:
     assert result.failure.kind == "timeout"
     assert result.failure.where == "backend"
     assert result.failure.detail is not None
-    # scheduled before it started, with the same 1 s limit: schedule-to-close ends first
-    assert result.failure.detail["timeout_type"] == "SCHEDULE_TO_CLOSE"
+    assert result.failure.detail["timeout_type"] == "START_TO_CLOSE"
     assert result.failure.message.startswith("temporal activity toolproof-")
+
+
+def test_a_worker_killed_mid_activity_never_acts_twice_for_a_keyed_tool(setup: Setup) -> None:
+    folder = setup.config.parent
+    ledger = folder / "ledger.txt"
+    first = _worker(setup.config, folder / "kill-a.log", "--queue", KILL_QUEUE)
+    second: subprocess.Popen[bytes] | None = None
+    outcome: list[tuple[str, ToolResult]] = []
+    caller = threading.Thread(
+        target=lambda: outcome.append(_recorded(setup, "charge_slowly_temporal", {"order": "B-7"}))
+    )
+    caller.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (ledger.exists() and ledger.read_text("utf-8").strip()):
+            assert time.monotonic() < deadline, "the body never ran"
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)  # mid-activity, after the side effect
+        first.wait()
+        second = _worker(setup.config, folder / "kill-b.log", "--queue", KILL_QUEUE)
+        caller.join(120)
+        assert not caller.is_alive()
+    finally:
+        _end(first)
+        if second is not None:
+            _end(second)
+    [(key, result)] = outcome
+    assert result.value == "charged before"  # the retry found the key in the ledger
+    assert ledger.read_text("utf-8").split() == [key]  # one side effect for the key
+    assert _scheduled(setup.address, key).retry_policy.maximum_attempts == 3
+    assert _scheduled(setup.address, key, "started").attempt == 2

@@ -125,11 +125,11 @@ class TemporalConfig(BaseModel):
     """Config of the ``temporal`` backend (server settings live in ``[backends.temporal]``).
 
     Attributes:
-        timeout: seconds each activity attempt, and all attempts together, may take;
-            then the call fails with ``kind="timeout"``.
+        timeout: seconds each activity attempt may take (``start_to_close``); a call
+            whose attempts all timed out fails with ``kind="timeout"``.
         task_queue: this variant's task queue (default: ``[backends.temporal] task_queue``).
         max_attempts: Temporal's ``maximum_attempts`` for a read-only, idempotent or
-            keyed tool (0: unlimited within ``timeout``); any other tool gets 1.
+            keyed tool; any other tool gets 1.
 
     """
 
@@ -137,7 +137,7 @@ class TemporalConfig(BaseModel):
 
     timeout: Seconds = 300.0
     task_queue: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
-    max_attempts: int = Field(default=3, ge=0, le=100)
+    max_attempts: int = Field(default=3, ge=1, le=100)
 
 
 def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:

@@ -21,8 +21,11 @@ Ids and retries (docs/backends.md, docs/durability.md):
 * the activity's retry policy follows the tool's declaration: a read-only,
   idempotent or keyed tool gets ``maximum_attempts = max_attempts``; any other tool
   ``maximum_attempts = 1`` (Temporal never runs it twice);
-* the activity's ``start_to_close`` and ``schedule_to_close`` timeouts are the
-  variant's ``timeout``; the caller waits at most ``timeout`` + ``grace`` seconds.
+* each attempt's ``start_to_close`` timeout is the variant's ``timeout``; the worker
+  heartbeats while the body runs, so a worker that dies fails its attempt after
+  ``heartbeat`` seconds (then a retry-safe call runs again, on any worker, with the
+  same activity id and key); the caller waits at most :func:`schedule_to_close`
+  (or ``timeout``) + ``grace`` seconds.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ from temporalio.common import RetryPolicy
 
 __all__ = [
     "ACTIVITY_NAME",
+    "BACKOFF_MAX",
     "DEFAULT_ADDRESS",
     "DEFAULT_TASK_QUEUE",
     "ENV_ADDRESS",
     "WORKFLOW_NAME",
     "CallWorkflow",
     "TemporalSettings",
+    "schedule_to_close",
     "settings_from",
 ]
 
@@ -57,7 +62,7 @@ DEFAULT_TASK_QUEUE = "toolproof"
 """The task queue workflows and activities go to unless told otherwise."""
 
 WORKFLOW_NAME = "toolproof.call"
-"""The workflow type: ``toolproof.call(request, activity_id, max_attempts, timeout_s) -> str``."""
+"""The workflow type: ``toolproof.call(request, activity_id, attempts, timeout_s, heartbeat_s)``."""
 
 ACTIVITY_NAME = "toolproof.run"
 """The activity a toolproof worker serves: ``toolproof.run(request: str) -> str``."""
@@ -73,9 +78,11 @@ class TemporalSettings(BaseModel):
         task_queue: the default task queue (``--queue`` of the worker).
         connect_timeout: seconds to wait for the frontend before a call fails with
             ``kind="unavailable"``.
-        grace: seconds the caller waits beyond the variant's ``timeout`` for the
-            server to report the activity's own timeout; then the workflow is
-            terminated and the call fails with ``kind="timeout"``.
+        heartbeat: the activity's heartbeat timeout (seconds): a worker that stops
+            heartbeating (killed, cut off) fails its attempt after this long.
+        grace: seconds the caller waits beyond the activity's own bound for the
+            server to report it (or for a worker to take the call); then the
+            workflow is terminated and the call fails with ``kind="timeout"``.
 
     """
 
@@ -85,6 +92,7 @@ class TemporalSettings(BaseModel):
     namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,200}$")
     task_queue: str = Field(default=DEFAULT_TASK_QUEUE, pattern=r"^[A-Za-z0-9_.:-]{1,200}$")
     connect_timeout: float = Field(default=5.0, gt=0, le=300)
+    heartbeat: float = Field(default=5.0, gt=0, le=3600)
     grace: float = Field(default=10.0, ge=0, le=3600)
 
     def target(self) -> str:
@@ -103,33 +111,64 @@ def settings_from(backends: Mapping[str, Any] | None) -> TemporalSettings:
     return TemporalSettings.model_validate(dict(table))
 
 
+BACKOFF_MAX = 10.0
+"""Seconds: the longest pause between two attempts (1 s, then doubling, up to this)."""
+
+
+def schedule_to_close(timeout_s: float, max_attempts: int) -> float | None:
+    """Seconds all attempts of one call may take together (``None``: one attempt, no bound).
+
+    ``max_attempts`` attempts of ``timeout_s`` each, plus the pauses between them (at
+    most :data:`BACKOFF_MAX` each). With one attempt there is nothing to bound beyond
+    its own ``start_to_close`` (the caller bounds the wait for a worker).
+    """
+    if max_attempts <= 1:
+        return None
+    return max_attempts * timeout_s + (max_attempts - 1) * BACKOFF_MAX
+
+
 @workflow.defn(name=WORKFLOW_NAME)
 class CallWorkflow:
     """One tool call: run the ``toolproof.run`` activity once (or as its policy allows)."""
 
     @workflow.run
-    async def run(self, request: str, activity_id: str, max_attempts: int, timeout_s: float) -> str:
+    async def run(
+        self,
+        request: str,
+        activity_id: str,
+        max_attempts: int,
+        timeout_s: float,
+        heartbeat_s: float,
+    ) -> str:
         """Run the activity with id ``activity_id``; return its canonical ``ToolResult`` text.
 
         Args:
             request: the protocol request (canonical JSON text).
             activity_id: the call's idempotency key, or a fresh id.
             max_attempts: Temporal's ``maximum_attempts`` (1: never run twice).
-            timeout_s: seconds for each attempt and for all attempts together.
+            timeout_s: seconds for each attempt (``start_to_close``).
+            heartbeat_s: the heartbeat timeout: a worker that stops heartbeating (it
+                died) fails the attempt after this many seconds.
 
         Raises:
             temporalio.exceptions.ActivityError: the activity timed out, was
                 cancelled or failed outside the tool body (the caller maps it).
 
         """
-        limit = timedelta(seconds=timeout_s)
+        total = schedule_to_close(timeout_s, max_attempts)
         result: str = await workflow.execute_activity(
             ACTIVITY_NAME,
             request,
             activity_id=activity_id,
-            start_to_close_timeout=limit,
-            schedule_to_close_timeout=limit,
-            retry_policy=RetryPolicy(maximum_attempts=max_attempts),
+            start_to_close_timeout=timedelta(seconds=timeout_s),
+            schedule_to_close_timeout=None if total is None else timedelta(seconds=total),
+            heartbeat_timeout=timedelta(seconds=heartbeat_s),
+            retry_policy=RetryPolicy(
+                maximum_attempts=max_attempts,
+                initial_interval=timedelta(seconds=1),
+                backoff_coefficient=2.0,
+                maximum_interval=timedelta(seconds=BACKOFF_MAX),
+            ),
             result_type=str,
         )
         return result

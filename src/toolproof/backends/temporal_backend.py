@@ -27,7 +27,7 @@ from toolproof.backends.protocol import (
     decode_result,
     encode_request,
 )
-from toolproof.backends.temporal import WORKFLOW_NAME, TemporalSettings
+from toolproof.backends.temporal import WORKFLOW_NAME, TemporalSettings, schedule_to_close
 from toolproof.contract.tools import ToolResult
 from toolproof.tools.idempotency import current_idempotency_key
 
@@ -145,13 +145,13 @@ class TemporalBackend:
 
         Args:
             request: the variant, validated arguments and descriptor digest;
-                ``request.timeout`` (seconds, default: the backend's) is the activity's
-                start-to-close and schedule-to-close timeout; ``request.retry_safe``
-                picks the retry policy (``max_attempts``, else 1).
+                ``request.timeout`` (seconds, default: the backend's) is each attempt's
+                start-to-close timeout; ``request.retry_safe`` picks the retry policy
+                (``max_attempts``, else 1).
 
         Returns:
-            The tool's result; a timeout (the activity's, or no answer within
-            ``timeout`` + ``grace``, after which the workflow is terminated) is
+            The tool's result; a timeout (the activity's, or no answer within its
+            bound + ``grace``, after which the workflow is terminated) is
             ``kind="timeout"``; an unreachable frontend ``"unavailable"``.
 
         Raises:
@@ -166,6 +166,7 @@ class TemporalBackend:
         timeout = self.timeout if request.timeout is None else request.timeout
         attempts = self.max_attempts if request.retry_safe else 1
         workflow_id = key or f"toolproof-{uuid.uuid4()}"
+        bound = schedule_to_close(timeout, attempts) or timeout
         try:
             client = await self.client()
         except (RuntimeError, TimeoutError, RPCError) as exc:
@@ -173,12 +174,12 @@ class TemporalBackend:
         try:
             handle: WorkflowHandle[Any, Any] = await client.start_workflow(
                 WORKFLOW_NAME,
-                args=[wire, workflow_id, attempts, timeout],
+                args=[wire, workflow_id, attempts, timeout, self.settings.heartbeat],
                 id=workflow_id,
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                execution_timeout=timedelta(seconds=timeout + self.settings.grace),
+                execution_timeout=timedelta(seconds=bound + self.settings.grace),
                 result_type=str,
             )
         except temporal_exceptions.WorkflowAlreadyStartedError:
@@ -186,7 +187,7 @@ class TemporalBackend:
             handle = client.get_workflow_handle(workflow_id, result_type=str)
         except RPCError as exc:
             return self._unavailable(exc)
-        return await self._wait(handle, workflow_id, timeout)
+        return await self._wait(handle, workflow_id, bound)
 
     async def _wait(
         self, handle: WorkflowHandle[Any, Any], workflow_id: str, timeout: float

@@ -57,8 +57,23 @@ async def serve(
 
     @activity.defn(name=ACTIVITY_NAME)
     async def run(request: str) -> str:
-        """Answer one relocation request with the canonical JSON of a ``ToolResult``."""
-        return (await server.handle(request)).decode()
+        """Answer one relocation request with the canonical JSON of a ``ToolResult``.
+
+        It heartbeats while the body runs (every third of the heartbeat timeout), so
+        the server learns of a dead worker within that timeout and a cancel reaches
+        the body.
+        """
+        limit = activity.info().heartbeat_timeout
+        beat = limit.total_seconds() / 3 if limit else 1.0
+        answer = asyncio.ensure_future(server.handle(request))
+        try:
+            while True:
+                done, _ = await asyncio.wait({answer}, timeout=beat)
+                if done:
+                    return answer.result().decode()
+                activity.heartbeat()
+        finally:
+            answer.cancel()
 
     try:
         client = await asyncio.wait_for(
