@@ -6,22 +6,28 @@ a haiku, then answers with both and how many times its body started. The officia
 2026-07-28 each question is an ``InputRequiredResult`` and the retry resumes the same
 body (it started once); over 2025-11-25 they are ``elicitation/create`` and
 ``sampling/createMessage`` requests. A client that declared no elicitation gets -32021.
+Also: ``toolproof serve --record`` over stdio keeps each round's question and answer, and
+an imported server's question (either revision upstream) reaches a 2026 client as a round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from toolproof import load_toolset
 from toolproof.adapters.mcp.server import build_server
+from toolproof.verify.verifier import verify_run
 
+TOOLPROOF = [sys.executable, "-c", "from toolproof.adapters.cli import main; main()"]
 MODULE = '''
 import toolproof
 from toolproof import Context
@@ -203,3 +209,85 @@ def test_a_forged_request_state_is_refused(tmp_path: Path) -> None:
         -32602,
         "Invalid or expired requestState",
     )
+
+
+@pytest.mark.timeout(120)
+def test_serve_record_over_stdio_keeps_each_rounds_question_and_answer(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    server = StdioServerParameters(
+        command=TOOLPROOF[0],
+        args=[*TOOLPROOF[1:], "serve", "--config", str(config(tmp_path)), "--record", str(root)],
+    )
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        return ADA
+
+    async def sample(context: Any, params: Any) -> types.CreateMessageResult:
+        return HAIKU
+
+    async def main() -> Any:
+        client = Client(
+            server, mode="2026-07-28", elicitation_callback=elicit, sampling_callback=sample
+        )
+        async with client:
+            return await client.call_tool("greet", {"greeting": "Hello"})
+
+    result = asyncio.run(main())
+    assert (result.is_error, result.structured_content) == (False, {"result": ANSWER})
+    [run] = (root / "runs").iterdir()
+    lines = (run / "trace.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    relayed = [
+        (e["step"], e["method"], e["request"], e["answer"])
+        for e in events
+        if e["type"] == "request_relayed"
+    ]
+    assert relayed == [
+        ("call-00000001", "elicitation/create", ELICIT["params"], dumped(ADA)),
+        ("call-00000001", "sampling/createMessage", SAMPLE["params"], dumped(HAIKU)),
+    ]
+    verification = verify_run(run)
+    assert verification.ok, verification.failures
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["upstream-2026", "upstream-2025"])
+def test_an_imported_servers_question_reaches_a_2026_client_as_a_round(
+    tmp_path: Path, legacy: bool
+) -> None:
+    # tests/fixtures/mcp_asking_server.py asks "Who is asking?" during ask_greet
+    asking = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_asking_server.py"
+    path = tmp_path / "proxy.toml"
+    env = '\nenv = { ASKING_LEGACY = "1" }' if legacy else ""
+    path.write_text(
+        f'[[mcp]]\nname = "ask"\ncommand = "{sys.executable}"\nargs = ["{asking}"]{env}\n',
+        encoding="utf-8",
+    )
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        return ADA
+
+    async def main() -> list[Any]:
+        async with (
+            load_toolset(path, relay=True) as toolset,
+            Client(build_server(toolset), mode="2026-07-28", elicitation_callback=elicit) as client,
+        ):
+            session = client.session
+            first = await session.call_tool(
+                "ask_greet", {"greeting": "Hello"}, allow_input_required=True
+            )
+            assert isinstance(first, types.InputRequiredResult)
+            [(key, request)] = (first.input_requests or {}).items()
+            last = await session.call_tool(
+                "ask_greet",
+                {"greeting": "Hello"},
+                input_responses={key: ADA},
+                request_state=first.request_state,
+            )
+            return [key, request.method, request.params.message, last.structured_content]
+
+    assert asyncio.run(main()) == [
+        "q1",
+        "elicitation/create",
+        "Who is asking?",
+        {"result": "Hello, Ada!"},
+    ]
