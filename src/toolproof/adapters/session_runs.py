@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from toolproof.adapters.forked import ForkedSession, changed_tools
 from toolproof.adapters.resumed import ResumedSession
 from toolproof.adapters.session import Session
 from toolproof.config import load_toolset
+from toolproof.contract.forks import ForkedFrom
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.evidence.grounding import DEFAULT_MIN_QUOTE_WORDS, Grounding
 from toolproof.extensions.approvals.request import Approver
+from toolproof.runs.live import SESSION_TASK
 from toolproof.runs.replay import describe_descriptor_change
 from toolproof.runs.resume import check_session_id, live_segments, prepare_resume
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
@@ -39,8 +42,9 @@ from toolproof.tools.asking import ASKERS, Ask, Askers
 from toolproof.tools.policy import principal_entity
 from toolproof.tools.resources import RAW_CONFIG
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.view import RunView
 
-__all__ = ["AgentReplay", "record_session", "replay_session", "toolset_of"]
+__all__ = ["AgentReplay", "ForkedRun", "record_session", "replay_session", "toolset_of"]
 
 
 @asynccontextmanager
@@ -204,6 +208,7 @@ class AgentReplay:
         verified: the recorded run re-verifies.
         turns: model turns served from the recording (no model was asked).
         segments: the runs replayed: 1, or the segments of the chain (``chain=True``).
+        forked: with ``then="live"``, the new run (:class:`ForkedRun`); else ``None``.
 
     """
 
@@ -214,6 +219,26 @@ class AgentReplay:
     verified: bool
     turns: int = 0
     segments: int = 1
+    forked: ForkedRun | None = None
+
+
+@dataclass(frozen=True)
+class ForkedRun:
+    """The new run of ``replay_session(..., then="live")`` (docs/agents.md "Fork").
+
+    Attributes:
+        run_id: the new run's id (``ROOT/runs/<run_id>``).
+        forked_from: its runtime's ``forked_from``: the parent, the divergence event
+            and the refusal (``event`` ``None``: the agent never diverged).
+        live_calls: tool bodies run after the fork.
+        live_turns: model turns asked of a live model after the fork.
+
+    """
+
+    run_id: str
+    forked_from: ForkedFrom
+    live_calls: int
+    live_turns: int
 
 
 async def _run_frozen(
@@ -262,6 +287,8 @@ async def replay_session(
     *,
     toolset: Toolset | str | Path | None = None,
     chain: bool = False,
+    then: Literal["frozen", "live"] = "frozen",
+    root: str | Path | None = None,
 ) -> AgentReplay:
     """Run ``agent`` against a recorded session, frozen: no tool body runs.
 
@@ -288,9 +315,19 @@ async def replay_session(
             ever called.
         chain: ``run_dir`` is the head of a sealed session's chain: verify the chain,
             then replay every segment in order (see above); ``False``: this run only.
+        then: ``"frozen"`` (the default): a divergence refuses. ``"live"``: fork at the
+            first divergence (docs/agents.md "Fork at the first divergence"): the
+            recording is served, and recorded again in a new run, until the matcher's
+            first refusal (or the first call of a tool whose descriptor changed); from
+            it on the agent runs live over ``toolset`` (required: its tools run and its
+            descriptor may differ), recorded in the same new run, whose runtime's
+            ``forked_from`` names this run, the divergence event and the refusal.
+        root: with ``then="live"``, the artifact root of the new run; ``None``: the
+            replayed run's (``ROOT`` of ``ROOT/runs/<run_id>``).
 
     Returns:
-        The :class:`AgentReplay`.
+        The :class:`AgentReplay` (``identical`` is ``False`` for a fork that diverged;
+        ``calls`` and ``turns`` count what was served before the fork).
 
     Raises:
         ReplayRefused: ``run_dir`` is not a directory, the run does not verify, the
@@ -302,10 +339,22 @@ async def replay_session(
             refusal of the agent names the segment (``in segment 2 of 3 (run
             run_...)``), and a chain that does not hold (a segment that does not
             verify, a broken link, a missing predecessor) refuses with the chain's
-            problem before the agent runs.
+            problem before the agent runs. With ``then="live"`` nothing the agent
+            asks refuses (only the run's verification).
+        InputError: ``then`` is neither ``"frozen"`` nor ``"live"``; ``then="live"``
+            without ``toolset`` or with ``chain``.
+        RecordingError: the new run cannot be written.
 
     """
     directory = Path(run_dir)
+    if then not in ("frozen", "live"):
+        raise InputError(f"then={then!r}: expected 'frozen' or 'live'", rule="then")
+    if then == "live" and (toolset is None or chain):
+        raise InputError(
+            "then='live' forks one run and calls its tools live: it needs toolset= (the "
+            "Toolset or toolproof.toml; toolproof replay --then-live --config) and no chain",
+            rule="then",
+        )
     if not directory.is_dir():
         raise ReplayRefused(
             f"frozen replay refused: no run directory at {directory} "
@@ -313,6 +362,10 @@ async def replay_session(
             check="verify",
         )
     frozen = FrozenSession.load_chain(directory) if chain else FrozenSession.load(directory)
+    if then == "live":
+        assert toolset is not None
+        parent_root = directory.parent.parent if root is None else Path(root)
+        return await _fork(directory, frozen, agent, toolset, parent_root)
     if toolset is None:
         session = Session(None, None, frozen)
         await _run_frozen(agent, session, frozen)
@@ -326,3 +379,36 @@ async def replay_session(
     return AgentReplay(
         directory.name, True, served, session.live_calls, True, turns, frozen.segments
     )
+
+
+async def _fork(
+    directory: Path,
+    frozen: FrozenSession,
+    agent: Callable[[Session], Coroutine[Any, Any, None]],
+    toolset: Toolset | str | Path,
+    root: Path,
+) -> AgentReplay:
+    """Serve ``frozen`` to ``agent`` until the first divergence, then live: a new run."""
+    view = RunView(directory)
+    task = view.spec.task if view.spec is not None else SESSION_TASK
+    async with toolset_of(toolset) as current:
+        presented = present(tool.spec for tool in current.exposed())
+        live = SegmentedRecording(root, current, task=task, segment_calls=0, presented=presented)
+        session = ForkedSession(
+            current,
+            live,
+            frozen,
+            changed=changed_tools(frozen.descriptor, current),
+            grounding=_grounding(current, None, None),
+        )
+        try:
+            await agent(session)
+            forked_from = session.settle()
+        except BaseException:
+            await live.abort()
+            raise
+        outcomes = await live.finish()
+    child = ForkedRun(outcomes[-1].run_id, forked_from, session.live_calls, session.live_turns)
+    identical = forked_from.event is None
+    served, turns = session.served_calls, session.served_turns
+    return AgentReplay(directory.name, identical, served, 0, True, turns, 1, child)

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from toolproof.contract.base import CanonicalModel, ContentModel
+from toolproof.contract.forks import ForkedFrom
 from toolproof.contract.layout import TIMINGS_FILE
 from toolproof.contract.tools import PresentedTools, ToolsetDescriptor
 from toolproof.identity import content_id, digest_json
@@ -332,13 +333,12 @@ class ExecutionRuntime(ContentModel):
             ``None`` (a plan run; absent from the JSON, so such runtimes keep their id).
         repeatable: for a recording session, each tool (and variant) that declares a
             call may run again harmlessly, by name: ``read_only`` (``readOnlyHint``),
-            ``idempotent`` (``idempotentHint``) or ``key`` (it honours the idempotency
-            key, ``idempotency = "key"``), the first that holds in that order; a tool
-            not named declares none of the three (the ``acted-once`` check holds its
-            calls to one execution per key: docs/durability.md). ``None`` (absent from
-            the JSON): not recorded (a plan run, or a session recorded before it was).
+            ``idempotent`` (``idempotentHint``) or ``key`` (``idempotency = "key"``),
+            the first that holds; a tool not named declares none (``acted-once`` holds
+            its calls to one execution per key). ``None`` (absent): not recorded.
         presented: an agent session's tools as presented to its framework (what its
             frozen replay presents again), or ``None`` (absent from the JSON).
+        forked_from: a fork's parent run and divergence, or ``None`` (absent).
 
     """
 
@@ -354,11 +354,12 @@ class ExecutionRuntime(ContentModel):
     session: str | None = Field(default=None, min_length=1)
     repeatable: dict[str, Literal["read_only", "idempotent", "key"]] | None = None
     presented: PresentedTools | None = None
+    forked_from: ForkedFrom | None = None
 
     @model_serializer(mode="wrap")
     def _omit_absent_session(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for name in ("session", "repeatable", "presented"):
+        for name in ("session", "repeatable", "presented", "forked_from"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -23,7 +23,14 @@ from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manif
 from toolproof.errors import InputError
 from toolproof.runs.turns import TURN_PROVIDER_ORIGIN, turn_provider_name
 
-__all__ = ["RunDiff", "diff_runs", "first_trace_difference", "varying_sources"]
+__all__ = [
+    "FORK_SESSION_FIELDS",
+    "RunDiff",
+    "diff_runs",
+    "first_trace_difference",
+    "shared_prefix",
+    "varying_sources",
+]
 
 
 def _fields(raw: bytes) -> dict[str, Any]:
@@ -88,6 +95,10 @@ class RunDiff:
         explained: the runs share spec, plan and runtime (but for the recording session
             a live run's runtime names) and their first trace difference comes from a
             varying source: variation, not corruption.
+        fork: when one run is a fork of the other (its runtime's ``forked_from`` names
+            the other): ``{"parent", "child", "event", "reason", "shared"}``, ``shared``
+            being how many leading events of the two traces are equal but for the hash
+            chain (``prev``) and the session-bound ``idempotency_key``; else ``None``.
 
     """
 
@@ -97,6 +108,7 @@ class RunDiff:
     first_event: dict[str, Any] | None = None
     varying: dict[str, list[str]] = field(default_factory=dict)
     explained: bool = False
+    fork: dict[str, Any] | None = None
 
     @property
     def identical(self) -> bool:
@@ -113,6 +125,7 @@ class RunDiff:
             "first_event": self.first_event,
             "varying": self.varying,
             "explained": self.explained,
+            "fork": self.fork,
         }
 
 
@@ -249,4 +262,52 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
                 files.get(RUNTIME_FILE) == "same" or _same_but_session(runtime_a, runtime_b)
             )
             explained = source is not None and same_inputs
-    return RunDiff(ma.run_id, mb.run_id, files, first, varying, explained)
+    fork = _fork(a, b, ma.run_id, mb.run_id, runtime_a, runtime_b)
+    return RunDiff(ma.run_id, mb.run_id, files, first, varying, explained, fork)
+
+
+FORK_SESSION_FIELDS = ("prev", "idempotency_key")
+"""Trace event fields a fork's served prefix may differ in from its parent's: the hash
+chain, and the idempotency key (it names the recording session)."""
+
+
+def shared_prefix(a: bytes, b: bytes) -> int:
+    """How many leading events of two traces are equal but for :data:`FORK_SESSION_FIELDS`."""
+    shared = 0
+    for line_a, line_b in zip(a.split(b"\n"), b.split(b"\n"), strict=False):
+        fields_a, fields_b = _fields(line_a), _fields(line_b)
+        for name in FORK_SESSION_FIELDS:
+            fields_a.pop(name, None)
+            fields_b.pop(name, None)
+        if not fields_a or fields_a != fields_b:
+            break
+        shared += 1
+    return shared
+
+
+def _fork(
+    a: Path,
+    b: Path,
+    id_a: str,
+    id_b: str,
+    runtime_a: ExecutionRuntime | None,
+    runtime_b: ExecutionRuntime | None,
+) -> dict[str, Any] | None:
+    """The fork between two runs when one's runtime names the other as its parent."""
+    for parent, child, parent_id, child_id, runtime in (
+        (a, b, id_a, id_b, runtime_b),
+        (b, a, id_b, id_a, runtime_a),
+    ):
+        forked = None if runtime is None else runtime.forked_from
+        if forked is not None and forked.run == parent_id:
+            shared = shared_prefix(
+                (parent / TRACE_FILE).read_bytes(), (child / TRACE_FILE).read_bytes()
+            )
+            return {
+                "parent": parent_id,
+                "child": child_id,
+                "event": forked.event,
+                "reason": forked.reason,
+                "shared": shared,
+            }
+    return None

@@ -26,6 +26,7 @@ from typing import Any
 
 from toolproof.contract.tools import PresentedTools, ToolResult, ToolsetDescriptor, ToolSpec
 from toolproof.contract.trace import (
+    EvidenceRegistered,
     ModelTurn,
     PromptGot,
     ResourceRead,
@@ -39,6 +40,7 @@ from toolproof.runs.chain import verify_chain
 from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.normal_form import version_change
+from toolproof.runs.recorded import ModelExchange
 from toolproof.runs.turns import exchange_key, key_text
 from toolproof.sessions.port import RecordedTurn
 from toolproof.sessions.presented import specs_of
@@ -131,8 +133,11 @@ class FrozenSession:
         calls: list[tuple[CallKey, int, ToolResult, str]] = []
         turns: list[tuple[TurnKey, int, RecordedTurn, str]] = []
         reads: list[tuple[bytes, int, dict[str, Any], str]] = []
+        media: dict[tuple[str, str], str] = {}
         for event in events:
-            if isinstance(event, ToolCalled):
+            if isinstance(event, EvidenceRegistered):
+                media[(event.step, event.evidence.id)] = event.evidence.media_type
+            elif isinstance(event, ToolCalled):
                 called[event.call_id] = event
             elif isinstance(event, ToolReturned) and event.call_id in called:
                 asked = called[event.call_id]
@@ -142,7 +147,18 @@ class FrozenSession:
                 request = view.evidence.read(event.request)
                 response = view.evidence.read(event.response)
                 turn_key = (event.source, exchange_key(event.source, request, dict(event.detail)))
-                turn = RecordedTurn(response, dict(event.detail))
+                detail = dict(event.detail)
+                exchange = ModelExchange(  # what a fork records again in its new run
+                    event.source,
+                    event.model,
+                    request,
+                    response,
+                    event.key,
+                    media.get((event.step, event.request), "application/json"),
+                    media.get((event.step, event.response), "application/json"),
+                    detail,
+                )
+                turn = RecordedTurn(response, detail, exchange)
                 turns.append((turn_key, event.idx, turn, event.step))
             elif isinstance(event, ResourceRead | PromptGot):
                 reads.append((_read_key(event), event.idx, dict(event.result), ""))

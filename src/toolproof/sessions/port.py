@@ -28,11 +28,14 @@ class RecordedTurn:
     Attributes:
         response: the exact recorded response bytes.
         detail: the ``model_turn`` event's detail (HTTP: status and kept headers).
+        exchange: the whole recorded exchange (a frozen session's, which a fork records
+            again in its new run), or ``None``.
 
     """
 
     response: bytes
     detail: dict[str, Any]
+    exchange: ModelExchange | None = None
 
 
 class SessionPort(Protocol):

@@ -9,9 +9,6 @@ a run directory anywhere, or a run id or unique prefix looked up in ``<root>/run
 from __future__ import annotations
 
 import asyncio
-import importlib
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolproof.adapters.cli.agent_replay import print_fork, replay_agent
 from toolproof.adapters.cli.app import (
     ToolproofCommand,
     ToolproofGroup,
@@ -40,7 +38,6 @@ from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
 from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
 from toolproof.adapters.cli.tools import print_quarantine
-from toolproof.adapters.session_runs import replay_session
 from toolproof.adapters.telemetry.check import check_spans
 from toolproof.adapters.telemetry.instrument import instrument_from_config
 from toolproof.config import CONFIG, load_toolset, run_registries
@@ -290,15 +287,22 @@ def _replay(
         "--chain",
         help="With --agent: RUN is a sealed session's head; replay every segment, 1 to RUN.",
     ),
+    then_live: bool = typer.Option(
+        False,
+        "--then-live",
+        help="With --agent and --config: serve RUN until the first divergent request, then "
+        "go on live, recorded as a new run that names RUN as its parent (a fork).",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Replay a run frozen (recorded results, no live call) and compare the traces."""
     directory = resolve_run(root, run)
     if agent is not None:
-        _replay_agent(directory, agent, config, as_json, chain=chain)
+        replay_agent(directory, agent, config, as_json, chain=chain, then_live=then_live)
         return
-    if chain:
-        raise InputError("--chain replays an agent's session: give --agent", rule="chain")
+    if chain or then_live:
+        flag = "--chain" if chain else "--then-live"
+        raise InputError(f"{flag} replays an agent's session: give --agent", rule="agent")
 
     async def go() -> tuple[ReplayResult, bool, str]:
         descriptor, note = await _current_descriptor(config)
@@ -340,71 +344,6 @@ def _replay(
         raise exit_for(ReplayRefused)
 
 
-def _load_agent(reference: str) -> Any:
-    """The function ``MODULE:FUNCTION`` names (the working directory is importable).
-
-    Raises:
-        InputError: not ``MODULE:FUNCTION``, the module cannot be imported, or it has no
-            such callable.
-
-    """
-    module_name, sep, name = reference.partition(":")
-    if not sep or not module_name or not name:
-        raise InputError(f"--agent {reference!r}: expected MODULE:FUNCTION", rule="agent")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: report it, naming it
-        raise InputError(
-            f"--agent {reference!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}",
-            rule="agent",
-        ) from exc
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise InputError(
-            f"--agent {reference!r}: {module_name!r} has no callable {name!r}", rule="agent"
-        )
-    return function
-
-
-def _replay_agent(
-    directory: Path, reference: str, config: Path | None, as_json: bool, *, chain: bool = False
-) -> None:
-    """``toolproof replay RUN --agent MODULE:FUNCTION [--chain]``: exit 0 identical, 2 refused."""
-    function = _load_agent(reference)
-    try:
-        result = asyncio.run(replay_session(directory, function, toolset=config, chain=chain))
-    except ReplayRefused as exc:
-        first, *diff = exc.message.splitlines()
-        if as_json:
-            emit_json({"refused": True, "message": exc.message, "live_calls": 0})
-        else:
-            for line in diff:
-                err_console.print(escape(line), highlight=False)
-        raise ReplayRefused(first, **exc.fields) from None
-    document = {
-        "refused": False,
-        "agent": reference,
-        "run_id": result.run_id,
-        "identical": result.identical,
-        "calls": result.calls,
-        "turns": result.turns,
-        "live_calls": result.live_calls,
-        "verified": result.verified,
-        "segments": result.segments,
-    }
-    if as_json:
-        emit_json(document)
-    else:
-        turns = f" and {count(result.turns, 'model turn')}" if result.turns else ""
-        verifies = f"the chain of {result.segments} segments" if chain else "the run"
-        out_console.print(
-            f"agent replay identical: {count(result.calls, 'tool call')}{turns} served from the "
-            f"recording, {result.live_calls} live calls; {verifies} verifies"
-        )
-
-
 def _diff(
     run_a: str = typer.Argument(..., help="The first run (a directory, or a run id or prefix)."),
     run_b: str = typer.Argument(..., help="The second run (a directory, or a run id or prefix)."),
@@ -423,6 +362,8 @@ def _diff(
         if status != "same":
             table.add_row(path, status)
     out_console.print(table if table.row_count else "the runs are identical")
+    if result.fork is not None:
+        print_fork(result.fork)
     if result.first_event is not None:
         out_console.print(f"first trace difference: {escape(result.first_event['why'])}")
     if result.varying:

@@ -1,0 +1,191 @@
+"""Fork at the first divergence: ``replay_session(run, agent, toolset=..., then="live")``.
+
+A real pydantic-ai ``Agent`` over a ``FunctionModel`` runs two prompts in one session:
+the first reads README.md, the second looks an item up. Changing the second prompt and
+replaying with ``then="live"`` serves the first prompt's turns and call from the
+recording (no model asked, no tool body run: both recorded again in the new run), and
+runs the second prompt live; the new run names its parent and the divergence event,
+verifies, and ``toolproof diff PARENT CHILD`` shows the shared prefix and the fork.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_support import AgentCode, record_agent
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelResponse as PaiResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from typer.testing import CliRunner
+
+import toolproof
+from toolproof.adapters.cli import app
+from toolproof.contract.trace import ModelTurn, ToolCalled
+from toolproof.errors import InputError
+from toolproof.runs.diff import shared_prefix
+from toolproof.verify.verifier import verify_run
+from toolproof.verify.view import RunView
+
+FILES = {"README.md": "toolproof records every tool call.\nCreated by Ada."}
+ANSWER = 'README.md says it was "Created by Ada" [a].'
+
+
+def toolset(version: str = "0") -> toolproof.Toolset:
+    """``read_file(path)`` and ``lookup(item)`` at ``version`` (past "0": another count)."""
+
+    async def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return FILES.get(path, "")
+
+    async def lookup(item: str) -> dict[str, Any]:
+        """Look an item up."""
+        return {"item": item, "count": len(item) + int(version)}
+
+    tools = toolproof.Toolset()
+    tools.add(toolproof.Tool.from_function(read_file))
+    tools.add(toolproof.Tool.from_function(lookup, version=version))
+    return tools.seal()
+
+
+def two_prompts(second: str, asked: list[str]) -> AgentCode:
+    """Ask "Who created README.md?" (read_file), then ``second`` (lookup); answer the first.
+
+    ``asked``: gains the last user prompt of every request the live model is asked.
+    """
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> PaiResponse:
+        prompt = str(next(m for m in messages if isinstance(m, ModelRequest)).parts[-1].content)
+        asked.append(prompt)
+        if not any(isinstance(m, PaiResponse) for m in messages):
+            if prompt.startswith("Who"):
+                return PaiResponse(parts=[ToolCallPart("read_file", {"path": "README.md"}, "a")])
+            return PaiResponse(parts=[ToolCallPart("lookup", {"item": "Ada"}, "b")])
+        return PaiResponse(parts=[TextPart(ANSWER if prompt.startswith("Who") else "Found.")])
+
+    async def agent(session: toolproof.Session) -> None:
+        model = session.pydantic_ai_model(FunctionModel(respond))
+        runner = Agent(model, toolsets=[session.pydantic_ai_toolset()])
+        first = (await runner.run("Who created README.md?")).output
+        await runner.run(second)
+        session.answer(first)
+
+    return agent
+
+
+def _fork(run: Path, agent: AgentCode, **options: Any) -> toolproof.AgentReplay:
+    return asyncio.run(toolproof.replay_session(run, agent, then="live", **options))
+
+
+def _runtime(run: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((run / "runtime.json").read_bytes())
+    return loaded
+
+
+def _first_turn_of_second_prompt(run: Path) -> int:
+    """The trace index of the third model turn (the second prompt's first request)."""
+    turns = [event.idx for event in RunView(run).events or [] if isinstance(event, ModelTurn)]
+    return turns[2]
+
+
+@pytest.fixture
+def parent(tmp_path: Path) -> Path:
+    return record_agent(toolset(), tmp_path, "Who?", two_prompts("Look Ada up.", []))
+
+
+def test_a_changed_second_prompt_is_served_up_to_it_then_runs_live(parent: Path) -> None:
+    asked: list[str] = []
+    replay = _fork(parent, two_prompts("Look Ada up, please.", asked), toolset=toolset())
+    fork_at = _first_turn_of_second_prompt(parent)
+    assert replay.forked is not None
+    child = parent.parent / replay.forked.run_id
+    # the first prompt's two turns and its call were served: the model was asked only
+    # the second prompt's two requests, and only lookup ran
+    assert (replay.identical, replay.turns, replay.calls, replay.live_calls) == (False, 2, 1, 0)
+    assert asked == ["Look Ada up, please.", "Look Ada up, please."]
+    assert (replay.forked.live_turns, replay.forked.live_calls) == (2, 1)
+    forked_from = _runtime(child)["forked_from"]
+    assert forked_from == {
+        "run": parent.name,
+        "event": fork_at,
+        "schema_version": 1,
+        "reason": "the agent made an unrecorded pydantic-ai model request "
+        "(occurrence 1); a live model turn would be a new run",
+    }
+    assert replay.forked.forked_from.model_dump() == forked_from
+    assert verify_run(child).ok
+    # the served prefix is in the child's trace as recorded: every event up to the forked
+    # step's request evidence is the parent's but for the hash chain and the session-bound
+    # idempotency keys
+    parent_trace, child_trace = (
+        (parent / "trace.jsonl").read_bytes(),
+        (child / "trace.jsonl").read_bytes(),
+    )
+    assert (fork_at, shared_prefix(parent_trace, child_trace)) == (18, 16)
+    calls = [e for e in RunView(child).events or [] if isinstance(e, ToolCalled)]
+    assert [(c.call.tool, c.model_call_id) for c in calls] == [("read_file", "a"), ("lookup", "b")]
+    # the answer cites the served call by its model id: the claim still holds
+    assert json.loads((child / "report.json").read_bytes())["outcome"] == "passed"
+
+
+def test_diff_of_parent_and_child_names_the_shared_prefix_and_the_fork(parent: Path) -> None:
+    replay = _fork(parent, two_prompts("Look Ada up, please.", []), toolset=toolset())
+    assert replay.forked is not None
+    fork_at = _first_turn_of_second_prompt(parent)
+    result = CliRunner().invoke(
+        app, ["diff", str(parent), str(parent.parent / replay.forked.run_id)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    start = lines.index(f"fork: {replay.forked.run_id} forked from {parent.name}")
+    assert lines[start + 1 : start + 3] == [
+        "shared prefix: events 0-15 (16 events) are the parent's",
+        "fork at event 18: the agent made an unrecorded pydantic-ai model request "
+        "(occurrence 1); a live model turn would be a new run",
+    ]
+    assert fork_at == 18
+
+
+def test_a_changed_tool_forks_at_its_first_call(parent: Path) -> None:
+    asked: list[str] = []
+    replay = _fork(parent, two_prompts("Look Ada up.", asked), toolset=toolset(version="2"))
+    assert replay.forked is not None
+    lookup = next(
+        e.idx
+        for e in RunView(parent).events or []
+        if isinstance(e, ToolCalled) and e.call.tool == "lookup"
+    )
+    forked_from = replay.forked.forked_from
+    assert (forked_from.event, replay.turns, replay.calls) == (lookup, 3, 1)
+    assert forked_from.reason == (
+        "tool 'lookup' changed since the recording (its descriptor differs)"
+    )
+    # the changed tool ran live and the model saw its new answer (a live turn)
+    assert (replay.forked.live_calls, replay.forked.live_turns, asked) == (1, 1, ["Look Ada up."])
+    assert verify_run(parent.parent / replay.forked.run_id).ok
+
+
+def test_an_agent_that_never_diverges_forks_a_copy_saying_so(parent: Path) -> None:
+    replay = _fork(parent, two_prompts("Look Ada up.", []), toolset=toolset())
+    assert replay.forked is not None
+    assert (replay.identical, replay.turns, replay.calls, replay.forked.live_turns) == (
+        True,
+        4,
+        2,
+        0,
+    )
+    assert replay.forked.forked_from.event is None
+    assert replay.forked.forked_from.reason == (
+        "no divergence: the agent asked only what the recording holds"
+    )
+
+
+def test_then_live_needs_the_toolset(parent: Path) -> None:
+    with pytest.raises(InputError, match="then='live' forks one run and calls its tools live"):
+        _fork(parent, two_prompts("x", []))
+    with pytest.raises(InputError, match="then='later': expected 'frozen' or 'live'"):
+        asyncio.run(toolproof.replay_session(parent, two_prompts("x", []), then="later"))  # type: ignore[arg-type]
