@@ -39,6 +39,8 @@ def _answers(address: str) -> bool:
 def _cli() -> str | None:
     env = os.environ.get("TOOLPROOF_TEMPORAL_CLI")
     if env:
+        if not os.access(env, os.X_OK):
+            _unavailable(f"TOOLPROOF_TEMPORAL_CLI={env} is not an executable temporal CLI")
         return env
     cached = ROOT / ".ci-cache" / "temporal-venv" / "bin" / "temporal"
     if cached.exists():

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import tomllib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,6 +64,13 @@ def nap(seconds: float) -> float:
     return seconds
 
 
+@toolproof.tool(read_only=True)
+def linger(seconds: float) -> float:
+    """Sleep (a read-only wait), then return the seconds slept."""
+    time.sleep(seconds)
+    return seconds
+
+
 @toolproof.tool(idempotency="key")
 def charge_slowly(order: str, context: toolproof.Context) -> str:
     """Charge once per key (the ledger holds the keys charged), then take 60 s to answer."""
@@ -94,6 +103,8 @@ def _toml(address: str, queue: str) -> str:
         '[tools.send]\nextensions = [["temporal"]]\n\n'
         "[tools.nap]\n"
         'extensions = [[{ name = "temporal", config = { timeout = 1 } }]]\n\n'
+        "[tools.linger]\n"
+        'extensions = [[{ name = "temporal", config = { timeout = 90 } }]]\n\n'
         "[tools.charge_slowly]\n"
         'extensions = [[{ name = "temporal", config = { timeout = 90, task_queue = '
         f'"{KILL_QUEUE}" }} }}]]\n\n'
@@ -249,3 +260,50 @@ def test_a_worker_killed_mid_activity_never_acts_twice_for_a_keyed_tool(setup: S
     assert ledger.read_text("utf-8").split() == [key]  # one side effect for the key
     assert _scheduled(setup.address, key).retry_policy.maximum_attempts == 3
     assert _scheduled(setup.address, key, "started").attempt == 2
+
+
+def test_a_cancelled_workflow_is_a_tool_failure_of_kind_cancelled(setup: Setup) -> None:
+    queue = tomllib.loads(setup.config.read_text("utf-8"))["backends"]["temporal"]["task_queue"]
+    outcome: list[ToolResult] = []
+    caller = threading.Thread(
+        target=lambda: outcome.extend(_calls(setup.config, ("linger_temporal", {"seconds": 60})))
+    )
+    caller.start()
+
+    async def cancel_it() -> str:
+        client = await Client.connect(setup.address)
+        query = f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running'"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            running = [w.id async for w in client.list_workflows(query)]
+            if running:
+                [workflow_id] = running
+                await client.get_workflow_handle(workflow_id).cancel()
+                return workflow_id
+            await asyncio.sleep(0.1)
+        raise AssertionError("the call never started a workflow")
+
+    workflow_id = asyncio.run(cancel_it())
+    caller.join(60)
+    assert not caller.is_alive()
+    [result] = outcome
+    assert result.failure is not None
+    assert result.failure.kind == "cancelled"
+    assert result.failure.detail == {"workflow_id": workflow_id, "exception": "CancelledError"}
+
+
+def test_an_unreachable_frontend_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "temporal_tools.py").write_text(TOOLS, encoding="utf-8")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed once the block ends: nothing listens
+    config = tmp_path / "toolproof.toml"
+    config.write_text(
+        _toml(f"127.0.0.1:{port}", "nowhere") + "connect_timeout = 1\n", encoding="utf-8"
+    )
+    [result] = _calls(config, ("add_temporal", {"a": 1, "b": 2}))
+    assert result.failure is not None
+    assert result.failure.kind == "unavailable"
+    assert result.failure.message.startswith(f"temporal frontend 127.0.0.1:{port} is unreachable")
+    assert result.failure.detail is not None
+    assert result.failure.detail["address"] == f"127.0.0.1:{port}"
