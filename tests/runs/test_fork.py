@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from toolproof.runs.diff import shared_prefix
 from toolproof.verify.verifier import verify_run
 from toolproof.verify.view import RunView
 
+HERE = Path(__file__).resolve().parent
 FILES = {"README.md": "toolproof records every tool call.\nCreated by Ada."}
 ANSWER = 'README.md says it was "Created by Ada" [a].'
 
@@ -189,3 +193,74 @@ def test_then_live_needs_the_toolset(parent: Path) -> None:
         _fork(parent, two_prompts("x", []))
     with pytest.raises(InputError, match="then='later': expected 'frozen' or 'live'"):
         asyncio.run(toolproof.replay_session(parent, two_prompts("x", []), then="later"))  # type: ignore[arg-type]
+
+
+TOOLS_MODULE = '''
+FILES = {"README.md": "toolproof records every tool call.\\nCreated by Ada."}
+
+
+async def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    return FILES.get(path, "")
+
+
+async def lookup(item: str) -> dict:
+    """Look an item up."""
+    return {"item": item, "count": len(item)}
+'''
+
+CONFIG = """[[python]]
+module = "fork_tools"
+functions = ["read_file", "lookup"]
+path = "."
+"""
+
+AGENT_MODULE = """from test_fork import two_prompts
+
+agent = two_prompts("Look Ada up.", [])
+changed = two_prompts("Look Ada up, please.", [])
+"""
+
+
+def test_the_cli_forks_with_then_live_and_diff_shows_the_fork(tmp_path: Path) -> None:
+    (tmp_path / "fork_tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    (tmp_path / "toolproof.toml").write_text(CONFIG, encoding="utf-8")
+    (tmp_path / "fork_agent.py").write_text(AGENT_MODULE, encoding="utf-8")
+    config = tmp_path / "toolproof.toml"
+    parent = record_agent(config, tmp_path / "root", "Who?", two_prompts("Look Ada up.", []))
+    cli = str(Path(sys.executable).parent / "toolproof")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+    base = [cli, "replay", str(parent), "--agent", "fork_agent:changed"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120, check=False
+        )
+
+    done = run(*base, "--config", "toolproof.toml", "--then-live")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    child = lines[2].split()[2]
+    assert lines == [
+        "agent replay forked: 1 tool call and 2 model turns served from the recording, then "
+        "1 live call and 2 live model turns",
+        "the agent diverged at event 18: the agent made an unrecorded pydantic-ai model "
+        "request (occurrence 1); a live model turn would be a new run",
+        f"new run: {child} (forked from {parent.name})",
+    ]
+    assert _runtime(tmp_path / "root" / "runs" / child)["forked_from"]["run"] == parent.name
+    shown = run(cli, "diff", parent.name, child, "--root", "root", "--json")
+    assert json.loads(shown.stdout)["fork"] == {
+        "parent": parent.name,
+        "child": child,
+        "event": 18,
+        "reason": "the agent made an unrecorded pydantic-ai model request (occurrence 1); a "
+        "live model turn would be a new run",
+        "shared": 16,
+    }
+    alone = run(*base, "--then-live")
+    assert (alone.returncode, alone.stderr.splitlines()[0]) == (
+        1,
+        "error: then='live' forks one run and calls its tools live: it needs toolset= (the "
+        "Toolset or toolproof.toml; toolproof replay --then-live --config) and no chain",
+    )
