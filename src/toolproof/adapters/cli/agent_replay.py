@@ -17,7 +17,6 @@ from rich.markup import escape
 
 from toolproof.adapters.cli.app import emit_json, err_console, out_console
 from toolproof.adapters.cli.summary import count
-from toolproof.adapters.session_runs import replay_session
 from toolproof.errors import InputError, ReplayRefused
 
 __all__ = ["load_agent", "print_fork", "replay_agent"]
@@ -83,6 +82,8 @@ def replay_agent(
         ReplayRefused: the replay refused (its first line; the diff went to stderr).
 
     """
+    from toolproof.adapters.session_runs import replay_session
+
     function = load_agent(reference)
     then: Literal["frozen", "live"] = "live" if then_live else "frozen"
     try:

@@ -13,7 +13,7 @@ import getpass
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -28,8 +28,10 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import JsonOption
 from toolproof.errors import InputError
-from toolproof.extensions.approvals.store import ApprovalStore, StoredRequest
 from toolproof.identity import canonical_json, digest_json
+
+if TYPE_CHECKING:
+    from toolproof.extensions.approvals.store import ApprovalStore, StoredRequest
 
 __all__ = ["approvals_app", "os_user", "register"]
 
@@ -63,6 +65,8 @@ def os_user() -> str:
 
 
 def _store(path: Path) -> ApprovalStore:
+    from toolproof.extensions.approvals.store import ApprovalStore
+
     if not path.is_file():
         raise InputError(
             f"--store {str(path)!r}: no approvals store there (rule: name the [approvals] "

@@ -15,14 +15,9 @@ import typer
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, emit_json, out_console
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
-from toolproof.bundle.attest import attest_run
-from toolproof.bundle.dsse import generate_key, load_signing_key
 from toolproof.errors import VerificationError
-from toolproof.verify.verifier import OUTER_CHECKS, verify_run
 
 __all__ = ["register"]
-
-_OUTER = frozenset(check for check, _, _ in OUTER_CHECKS)
 
 
 def _keygen(
@@ -30,6 +25,8 @@ def _keygen(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an Ed25519 signing key: KEY (mode 0600) and KEY.pub."""
+    from toolproof.bundle.dsse import generate_key
+
     key = generate_key(out)
     public = f"{out}.pub"
     if as_json:
@@ -51,10 +48,15 @@ def _attest(
     as_json: bool = JsonOption,
 ) -> None:
     """Sign a run: an in-toto statement (run id, plan, runtime, report, verdict) in DSSE."""
+    from toolproof.bundle.attest import attest_run
+    from toolproof.bundle.dsse import load_signing_key
+    from toolproof.verify.verifier import OUTER_CHECKS, verify_run
+
     directory = resolve_run(root, run)
     signing = load_signing_key(key)
     verification = verify_run(directory)
-    broken = [str(item) for item in verification.failures if item.check in _OUTER]
+    outer = {check for check, _, _ in OUTER_CHECKS}
+    broken = [str(item) for item in verification.failures if item.check in outer]
     if broken:
         raise VerificationError(
             f"run {run} does not verify, so it is not attested: {broken[0]}", path=run

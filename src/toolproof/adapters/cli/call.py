@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -35,13 +35,11 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.cli.tools import print_quarantine
-from toolproof.adapters.session_runs import record_session
-from toolproof.config import load_toolset
-from toolproof.contract.tools import ToolResult
 from toolproof.errors import InputError, ToolCallError
-from toolproof.extensions.wrappers.audit import json_kind
-from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call, principal_entity
-from toolproof.tools.toolset import Toolset
+
+if TYPE_CHECKING:
+    from toolproof.contract.tools import ToolResult
+    from toolproof.tools.toolset import Toolset
 
 __all__ = [
     "CLOSE_MATCHES",
@@ -98,6 +96,8 @@ def parse_arguments(text: str) -> dict[str, Any]:
 
 def _a_kind(value: object) -> str:
     """The JSON kind of ``value`` (:func:`json_kind`) with its article: ``an array``, ``null``."""
+    from toolproof.extensions.wrappers.audit import json_kind
+
     kind = json_kind(value)
     if kind == "null":
         return kind
@@ -165,6 +165,10 @@ async def _call(
         RecordingError: the run cannot be written.
 
     """
+    from toolproof.adapters.session_runs import record_session
+    from toolproof.config import load_toolset
+    from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call, principal_entity
+
     if principal is not None:
         principal_entity(principal)  # refused before anything loads
     async with load_toolset(config) as toolset:

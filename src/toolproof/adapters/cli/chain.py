@@ -9,15 +9,16 @@ segment at a time (:func:`toolproof.runs.chain.verify_chain`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_console
 from toolproof.errors import VerificationError
-from toolproof.runs.chain import LinkCheck, SegmentResult, verify_chain
-from toolproof.verify.verifier import verify_run
+
+if TYPE_CHECKING:
+    from toolproof.runs.chain import LinkCheck, SegmentResult
 
 __all__ = ["chain_command", "print_link", "with_link"]
 
@@ -48,6 +49,8 @@ def chain_command(directory: Path, as_json: bool) -> None:
     Prints one row per segment (head first), then ``chain verified (N segments)`` or
     the first problem. Exit code 0 when the chain holds, 2 when it does not.
     """
+    from toolproof.runs.chain import verify_chain
+    from toolproof.verify.verifier import verify_run
 
     def progress(result: SegmentResult) -> None:
         if not as_json:

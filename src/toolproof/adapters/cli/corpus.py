@@ -14,7 +14,6 @@ from toolproof.adapters.cli.app import (
     out_console,
 )
 from toolproof.adapters.cli.options import JsonOption
-from toolproof.evidence.corpus import load_corpus, write_python_docs
 
 __all__ = ["corpus_app", "register"]
 
@@ -37,6 +36,8 @@ def python_docs(
     as_json: bool = JsonOption,
 ) -> None:
     """Write the Python language reference topics (pydoc_data.topics) as text files."""
+    from toolproof.evidence.corpus import load_corpus, write_python_docs
+
     files = write_python_docs(directory)
     corpus = load_corpus(directory)
     if as_json:
@@ -51,6 +52,8 @@ def info(
     as_json: bool = JsonOption,
 ) -> None:
     """Print a corpus's digest and its documents' pins (path, size, digest)."""
+    from toolproof.evidence.corpus import load_corpus
+
     corpus = load_corpus(directory)
     if as_json:
         emit_json({"digest": corpus.digest, "documents": corpus.pins()})

@@ -13,10 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolproof.config import load_config
-from toolproof.contract.layout import TRACE_FILE
 from toolproof.errors import InputError
-from toolproof.evidence.corpus import load_corpus
 
 __all__ = ["document_changes"]
 
@@ -60,6 +57,10 @@ def document_changes(config: Path, run: Path, tools: list[str]) -> list[str]:
         said (no retrieval tool changed, or its corpus cannot be read).
 
     """
+    from toolproof.config import load_config
+    from toolproof.contract.layout import TRACE_FILE
+    from toolproof.evidence.corpus import load_corpus
+
     try:
         parsed, _ = load_config(config)
     except InputError:

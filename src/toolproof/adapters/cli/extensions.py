@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -18,8 +18,9 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import JsonOption
-from toolproof.config import EXTENSIONS, extension_registry, load_toolset
-from toolproof.extensions.registry import ExtensionRegistry
+
+if TYPE_CHECKING:
+    from toolproof.extensions.registry import ExtensionRegistry
 
 __all__ = ["extensions_app", "register"]
 
@@ -37,11 +38,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _listing(config: Path | None) -> dict[str, Any]:
+    from toolproof.config import extension_registry
+
     failures: list[dict[str, str]] = []
     registry = extension_registry()
     if config is not None:
 
         async def load() -> tuple[list[dict[str, str]], ExtensionRegistry]:
+            from toolproof.config import EXTENSIONS, load_toolset
+
             async with load_toolset(config) as toolset:
                 quarantined = [
                     item.to_json() for item in toolset.quarantined if item.owner == "extensions"

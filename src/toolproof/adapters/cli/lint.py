@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
 
 from toolproof.adapters.cli.app import emit_json, exit_for, out_console, run_async
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
-from toolproof.config import CONFIG, ToolproofConfig, load_toolset
 from toolproof.errors import InputError, VerificationError
-from toolproof.tools.lint import Allow, FailOn, Finding, Severity, escape_text
-from toolproof.tools.lint_toolset import LINT_FINDINGS, failing_findings
+
+if TYPE_CHECKING:
+    from toolproof.tools.lint import Allow, FailOn, Finding
 
 __all__ = ["lint_document", "lint_tools"]
 
@@ -43,6 +43,9 @@ def lint_document(
         property name holding an invisible character never renders either.
 
     """
+    from toolproof.tools.lint import Severity, escape_text
+    from toolproof.tools.lint_toolset import failing_findings
+
     findings = [finding for name in sorted(report) for finding in report[name]]
     failing = sorted({f.tool for f in failing_findings(findings, fail_on, allow)})
     return {
@@ -100,6 +103,8 @@ def lint_tools(
     ),
 ) -> None:
     """Lint every tool's name, title, description and schemas; exit 2 on findings at fail_on."""
+    from toolproof.tools.lint import FailOn
+
     threshold: FailOn | None = None
     if fail_on is not None:
         try:
@@ -109,6 +114,9 @@ def lint_tools(
             raise InputError(f"--fail-on {fail_on!r} is not one of {choices}") from None
 
     async def load() -> tuple[dict[str, tuple[Finding, ...]], FailOn, list[Allow]]:
+        from toolproof.config import CONFIG, ToolproofConfig, load_toolset
+        from toolproof.tools.lint_toolset import LINT_FINDINGS
+
         async with load_toolset(config, lock=False) as toolset:
             parsed: ToolproofConfig = toolset.resources[CONFIG]
             allow = [entry.allow() for entry in parsed.lint.allow]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolproof.errors import InputError
-from toolproof.runs.listing import RUN_PREFIX_RE, find_runs
 
 __all__ = ["resolve_run"]
 
@@ -29,6 +28,8 @@ def resolve_run(root: Path, run: str) -> Path:
         InputError: nothing matches, or a prefix matches several runs (they are listed).
 
     """
+    from toolproof.runs.listing import RUN_PREFIX_RE, find_runs
+
     given = Path(run)
     candidates = [given] if given.is_absolute() else [given, root / given]
     for candidate in candidates:

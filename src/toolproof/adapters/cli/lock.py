@@ -9,7 +9,7 @@ Exit 1: the config or the lock cannot be read. See ``docs/lock.md``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import ValidationError
@@ -24,18 +24,19 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
-from toolproof.config import CONFIG, ToolproofConfig, load_toolset, lock_path_of
-from toolproof.contract.layout import RUNTIME_FILE
-from toolproof.contract.runs import ExecutionRuntime
 from toolproof.errors import InputError, VerificationError
-from toolproof.tools.lint import escape_invisible
-from toolproof.tools.lock import Drift, Lockfile, build_lock, diff_locks, read_lock, write_lock
+
+if TYPE_CHECKING:
+    from toolproof.tools.lock import Drift, Lockfile
 
 __all__ = ["print_drifts", "register", "run_lock"]
 
 
 def run_lock(directory: Path) -> str | None:
     """The lock digest the run in ``directory`` recorded (``runtime.json``), or ``None``."""
+    from toolproof.contract.layout import RUNTIME_FILE
+    from toolproof.contract.runs import ExecutionRuntime
+
     try:
         runtime = ExecutionRuntime.model_validate_json((directory / RUNTIME_FILE).read_bytes())
     except (OSError, ValidationError, InputError):
@@ -50,6 +51,8 @@ def print_drifts(drifts: list[Drift]) -> None:
     (:func:`~toolproof.tools.lint.escape_invisible`), so a description that gained a
     U+202E shows it instead of rendering it.
     """
+    from toolproof.tools.lint import escape_invisible
+
     for drift in drifts:
         out_console.print(f"[bold]{escape(drift.name)}[/] {drift.kind}")
         for change in drift.changes:
@@ -57,6 +60,9 @@ def print_drifts(drifts: list[Drift]) -> None:
 
 
 async def _current(config: Path) -> tuple[Lockfile, Path]:
+    from toolproof.config import CONFIG, ToolproofConfig, load_toolset, lock_path_of
+    from toolproof.tools.lock import build_lock
+
     async with load_toolset(config, lock=False) as toolset:
         parsed: ToolproofConfig = toolset.resources[CONFIG]
         return build_lock(toolset), lock_path_of(config, parsed)
@@ -69,6 +75,8 @@ def _lock(
     as_json: bool = JsonOption,
 ) -> None:
     """Write toolproof.lock: every tool's source, spec digest and fingerprint."""
+    from toolproof.tools.lock import diff_locks, read_lock, write_lock
+
     if check and update:
         raise InputError("--check and --update exclude each other")
     current, path = run_async(_current(config))

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolproof.adapters.cli.agent_replay import print_fork, replay_agent
@@ -33,25 +32,19 @@ from toolproof.adapters.cli.corpus_change import document_changes
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.lock import run_lock
 from toolproof.adapters.cli.options import JsonOption, OptionalConfigOption, RootOption
-from toolproof.adapters.cli.progress import byte_progress
 from toolproof.adapters.cli.show import claim_view, print_claims, show_command
 from toolproof.adapters.cli.signatures import print_signatures, signature_check
-from toolproof.adapters.cli.summary import count, finding_line, print_findings, row_status
+from toolproof.adapters.cli.summary import count, finding_line, print_findings, print_verification
 from toolproof.adapters.cli.tools import print_quarantine
-from toolproof.adapters.telemetry.check import check_spans
-from toolproof.adapters.telemetry.instrument import instrument_from_config
-from toolproof.config import CONFIG, load_toolset, run_registries
-from toolproof.contract.runs import Plan, Policy
-from toolproof.contract.tools import ToolsetDescriptor
-from toolproof.contract.trace import StepFinished, StepStarted, TraceEvent
+from toolproof.contract.runs import Policy  # typer reads --policy's choices from it
 from toolproof.errors import InputError, ReplayRefused, VerificationError
-from toolproof.runs.chain import check_link
-from toolproof.runs.diff import diff_runs
-from toolproof.runs.listing import list_runs
-from toolproof.runs.replay import ReplayResult, replay_run
-from toolproof.runs.run import RunOutcome, execute_run
-from toolproof.runs.spec import load_spec
-from toolproof.verify.verifier import Verification, verify_run
+
+if TYPE_CHECKING:
+    from toolproof.contract.runs import Plan
+    from toolproof.contract.tools import ToolsetDescriptor
+    from toolproof.contract.trace import TraceEvent
+    from toolproof.runs.replay import ReplayResult
+    from toolproof.runs.run import RunOutcome
 
 __all__ = ["register", "runs_app"]
 
@@ -71,6 +64,10 @@ runs_app = typer.Typer(
 
 
 def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from toolproof.runs.spec import load_spec
+
     loaded = load_spec(spec_path)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -87,12 +84,18 @@ def _progress_run(spec_path: Path, root: Path, quiet: bool) -> RunOutcome:
         progress.update(task, total=len(plan.nodes), description="running")
 
     def on_event(event: TraceEvent) -> None:
+        from toolproof.contract.trace import StepFinished, StepStarted
+
         if isinstance(event, StepStarted):
             progress.update(task, description=f"step {event.step}")
         elif isinstance(event, StepFinished):
             progress.advance(task)
 
     async def go() -> RunOutcome:
+        from toolproof.adapters.telemetry.instrument import instrument_from_config
+        from toolproof.config import CONFIG, load_toolset, run_registries
+        from toolproof.runs.run import execute_run
+
         async with load_toolset(loaded.toolset_path) as toolset:
             print_quarantine(toolset)
             stop = instrument_from_config(toolset.resources[CONFIG].telemetry)
@@ -157,36 +160,6 @@ def _run(
         raise exit_for(VerificationError)
 
 
-def _print_verification(verification: Verification, directory: Path) -> None:
-    """The report's table, its notes and the failures, as ``toolproof verify`` prints them."""
-    report = verification.report
-    if report is not None:
-        title = f"verify {verification.run_id}"
-        if verification.run_id != directory.name:
-            title += f" (directory {directory.name})"
-        table = Table(title=title)
-        for column in ("check", "invariant", "status", "findings"):
-            table.add_column(column)
-        for result in report.results:
-            table.add_row(
-                result.check,
-                result.invariant,
-                row_status(result, report.policy),
-                str(len(result.findings)),
-            )
-        out_console.print(table)
-        for result in report.results:
-            for finding in result.findings:
-                if not report.policy.fails(finding.severity):
-                    out_console.print(
-                        f"[yellow]note[/] {escape(finding_line(result.check, finding))}"
-                    )
-    for note in verification.notes:  # acted-once: an outcome_unknown call to reconcile
-        out_console.print(f"[yellow]note[/] {escape(str(note))}")
-    for failure in verification.failures:
-        err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
-
-
 def _verify(
     run: str = RunArgument,
     root: Path = RootOption,
@@ -214,6 +187,12 @@ def _verify(
     ),
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
+    from toolproof.adapters.cli.progress import byte_progress
+    from toolproof.adapters.telemetry.check import check_spans
+    from toolproof.config import run_registries
+    from toolproof.runs.chain import check_link
+    from toolproof.verify.verifier import verify_run
+
     directory = resolve_run(root, run)
     if recover or chain:
         from toolproof.adapters.cli.serve import recover_command
@@ -238,7 +217,7 @@ def _verify(
             document["ok"] = verification.ok and signed_ok
         emit_json(with_link(document, link))
     else:
-        _print_verification(verification, directory)
+        print_verification(verification, directory)
         lock = run_lock(directory)
         out_console.print(f"tool lock: {lock}" if lock else "tool lock: none (no toolproof.lock)")
         if signatures is not None:
@@ -261,6 +240,8 @@ async def _current_descriptor(
     recorded runtime descriptor (and says so); with it, the file is loaded and any
     change of any tool refuses the replay.
     """
+    from toolproof.config import load_toolset
+
     if config is None:
         return None, (
             "replayed against the recorded tool descriptors; pass --config "
@@ -305,6 +286,9 @@ def _replay(
         raise InputError(f"{flag} replays an agent's session: give --agent", rule="agent")
 
     async def go() -> tuple[ReplayResult, bool, str]:
+        from toolproof.config import run_registries
+        from toolproof.runs.replay import replay_run
+
         descriptor, note = await _current_descriptor(config)
         registries = run_registries()
         if descriptor is None:
@@ -351,6 +335,8 @@ def _diff(
     as_json: bool = JsonOption,
 ) -> None:
     """Show which files of two runs differ, and the first differing trace event."""
+    from toolproof.runs.diff import diff_runs
+
     result = diff_runs(resolve_run(root, run_a), resolve_run(root, run_b))
     if as_json:
         emit_json(result.to_json())
@@ -386,6 +372,9 @@ def list_command(
     verify: bool = typer.Option(False, "--verify", help="Also verify each run (slower)."),
 ) -> None:
     """List the runs under ROOT/runs, newest first: id, task, outcome, claims, calls."""
+    from toolproof.runs.listing import list_runs
+    from toolproof.verify.verifier import verify_run
+
     rows = []
     for entry in list_runs(root):
         row = entry.to_json()

@@ -26,8 +26,6 @@ from toolproof.adapters.cli.app import (
 from toolproof.adapters.cli.options import ConfigOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.tools import print_quarantine
-from toolproof.adapters.telemetry.instrument import instrument_from_config
-from toolproof.config import CONFIG, load_toolset
 from toolproof.errors import InputError, VerificationError
 from toolproof.version import install_hint
 
@@ -172,6 +170,8 @@ async def _serve_loaded(
         serve_http,
         serve_stdio,
     )
+    from toolproof.adapters.telemetry.instrument import instrument_from_config
+    from toolproof.config import CONFIG, load_toolset
     from toolproof.runs.segments import SegmentedRecording
 
     clean = True

@@ -24,7 +24,6 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.approvals import os_user
 from toolproof.adapters.cli.options import JsonOption, RootOption
-from toolproof.runs.unfinished import reconcile, unfinished_sessions
 
 __all__ = ["register", "sessions_app"]
 
@@ -46,6 +45,8 @@ def register(app: typer.Typer) -> None:
 @sessions_app.command("list", cls=ToolproofCommand, epilog=_DOC)
 def list_sessions(root: Path = RootOption, as_json: bool = JsonOption) -> None:
     """List the unfinished sessions under ROOT/sessions, with their cut calls."""
+    from toolproof.runs.unfinished import unfinished_sessions
+
     found = unfinished_sessions(root)
     if as_json:
         emit_json({"root": str(root), "sessions": found})
@@ -76,6 +77,8 @@ def reconcile_call(
     as_json: bool = JsonOption,
 ) -> None:
     """Record what a person found about a call a crash cut, before the session resumes."""
+    from toolproof.runs.unfinished import reconcile
+
     stored = reconcile(root, session, call, outcome, os_user())
     if as_json:
         emit_json(stored)

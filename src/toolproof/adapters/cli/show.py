@@ -7,10 +7,11 @@ followed it, then the answer's claim with every citation and its bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import TypeAdapter, ValidationError
@@ -21,13 +22,12 @@ from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.timeline import print_timeline, timeline_view
-from toolproof.adapters.html_report import approval_line, describe_location, write_html
-from toolproof.bundle.evidence import RunEvidence
-from toolproof.contract.evidence import Claim, SupportRef
-from toolproof.contract.layout import CLAIMS_FILE, MANIFEST_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest
-from toolproof.verify.verifier import verify_run
+
+if TYPE_CHECKING:
+    from toolproof.bundle.evidence import RunEvidence
+    from toolproof.contract.evidence import Claim, SupportRef
 
 __all__ = [
     "CONTEXT_BYTES",
@@ -41,11 +41,19 @@ __all__ = [
 CONTEXT_BYTES = 40
 """Bytes of context shown on each side of a cited snippet."""
 
-_CLAIMS: TypeAdapter[list[Claim]] = TypeAdapter(list[Claim])
+
+@functools.cache
+def _claims() -> TypeAdapter[list[Claim]]:
+    """The validator of ``claims.json``, built on first use."""
+    from toolproof.contract.evidence import Claim
+
+    return TypeAdapter(list[Claim])
 
 
 def _events(directory: Path) -> list[dict[str, Any]]:
     """The trace's events that parse as JSON objects (an unreadable trace has none)."""
+    from toolproof.contract.layout import TRACE_FILE
+
     try:
         lines = (directory / TRACE_FILE).read_bytes().splitlines()
     except OSError:
@@ -101,6 +109,8 @@ def call_view(directory: Path) -> list[dict[str, Any]]:
 
 def print_calls(calls: list[dict[str, Any]]) -> None:
     """Print calls as :func:`call_view` gives them: tool, arguments, and result or failure."""
+    from toolproof.adapters.html_report import approval_line
+
     out_console.print(f"[bold]calls[/] ({len(calls)})")
     for number, call in enumerate(calls, 1):
         arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
@@ -187,8 +197,11 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
         VerificationError: ``claims.json`` is missing or invalid.
 
     """
+    from toolproof.bundle.evidence import RunEvidence
+    from toolproof.contract.layout import CLAIMS_FILE
+
     try:
-        claims = _CLAIMS.validate_json((directory / CLAIMS_FILE).read_bytes())
+        claims = _claims().validate_json((directory / CLAIMS_FILE).read_bytes())
     except (OSError, ValidationError, InputError) as exc:
         raise VerificationError(
             f"{directory}: claims.json is missing or invalid ({type(exc).__name__}); "
@@ -216,6 +229,8 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
 
 def print_claims(claims: list[dict[str, Any]]) -> None:
     """Print claims as :func:`claim_view` gives them: statement, status, cited snippets."""
+    from toolproof.adapters.html_report import describe_location
+
     for number, claim in enumerate(claims, 1):
         failing = any(not support["verified"] for support in claim["supports"])
         status = (
@@ -266,6 +281,9 @@ def show_command(
     An agent run with model turns is a timeline: each model turn, the tool calls after
     it, then the answer with each citation and its bytes.
     """
+    from toolproof.adapters.html_report import write_html
+    from toolproof.verify.verifier import verify_run
+
     directory = resolve_run(root, run)
     claims = claim_view(directory)
     calls = call_view(directory)
@@ -310,6 +328,8 @@ def show_command(
 
 def _stored_policy(directory: Path) -> str:
     """The policy the run's spec names (read unverified: the manifest check failed)."""
+    from toolproof.contract.layout import SPEC_FILE
+
     try:
         policy = json.loads((directory / SPEC_FILE).read_bytes()).get("policy", "strict")
     except (OSError, ValueError, AttributeError):
@@ -319,6 +339,8 @@ def _stored_policy(directory: Path) -> str:
 
 def _run_id(directory: Path) -> str:
     """The manifest's run id (a run's identity is its content), else the folder name."""
+    from toolproof.contract.layout import MANIFEST_FILE
+
     try:
         run_id = json.loads((directory / MANIFEST_FILE).read_bytes()).get("run_id")
     except (OSError, ValueError, AttributeError):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import err_console, out_console
-from toolproof.bundle.attest import AttestationCheck, check_attestations
-from toolproof.bundle.dsse import load_public_key
+
+if TYPE_CHECKING:
+    from toolproof.bundle.attest import AttestationCheck
 
 __all__ = ["print_signatures", "signature_check"]
 
@@ -22,6 +24,9 @@ def signature_check(
         InputError: a signer's key file is unusable (exit 1).
 
     """
+    from toolproof.bundle.attest import check_attestations
+    from toolproof.bundle.dsse import load_public_key
+
     if not signers and not attestations and not require:
         return None
     keys = [load_public_key(path) for path in signers]

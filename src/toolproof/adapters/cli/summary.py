@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
+from rich.table import Table
 
-from toolproof.adapters.cli.app import out_console
-from toolproof.contract.runs import CheckResult, Finding, Policy, Report
+from toolproof.adapters.cli.app import err_console, out_console
 
-__all__ = ["count", "finding_line", "print_findings", "row_status"]
+if TYPE_CHECKING:
+    from toolproof.contract.runs import CheckResult, Finding, Policy, Report
+    from toolproof.verify.verifier import Verification
+
+__all__ = ["count", "finding_line", "print_findings", "print_verification", "row_status"]
 
 
 def count(number: int, noun: str) -> str:
@@ -41,3 +48,33 @@ def print_findings(report: Report) -> None:
         for finding in result.findings:
             colour = "red" if report.policy.fails(finding.severity) else "yellow"
             out_console.print(f"  [{colour}]{escape(finding_line(result.check, finding))}[/]")
+
+
+def print_verification(verification: Verification, directory: Path) -> None:
+    """The report's table, its notes and the failures, as ``toolproof verify`` prints them."""
+    report = verification.report
+    if report is not None:
+        title = f"verify {verification.run_id}"
+        if verification.run_id != directory.name:
+            title += f" (directory {directory.name})"
+        table = Table(title=title)
+        for column in ("check", "invariant", "status", "findings"):
+            table.add_column(column)
+        for result in report.results:
+            table.add_row(
+                result.check,
+                result.invariant,
+                row_status(result, report.policy),
+                str(len(result.findings)),
+            )
+        out_console.print(table)
+        for result in report.results:
+            for finding in result.findings:
+                if not report.policy.fails(finding.severity):
+                    out_console.print(
+                        f"[yellow]note[/] {escape(finding_line(result.check, finding))}"
+                    )
+    for note in verification.notes:  # acted-once: an outcome_unknown call to reconcile
+        out_console.print(f"[yellow]note[/] {escape(str(note))}")
+    for failure in verification.failures:
+        err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")

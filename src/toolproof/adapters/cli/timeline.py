@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import out_console
 from toolproof.adapters.cli.summary import count
-from toolproof.bundle.evidence import RunEvidence
 from toolproof.errors import VerificationError
+
+if TYPE_CHECKING:
+    from toolproof.bundle.evidence import RunEvidence
 
 __all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
 
@@ -152,6 +154,8 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
         recorded).
 
     """
+    from toolproof.bundle.evidence import RunEvidence
+
     evidence: dict[str, dict[str, Any]] = {}
     entries: list[dict[str, Any]] = []
     calls: dict[str, dict[str, Any]] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -23,12 +23,12 @@ from toolproof.adapters.cli.app import (
 )
 from toolproof.adapters.cli.lint import lint_tools
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
-from toolproof.config import load_toolset
 from toolproof.errors import ConfigError, InputError
 from toolproof.identity import canonical_json
-from toolproof.tools.lint import escape_invisible
-from toolproof.tools.tool import Tool
-from toolproof.tools.toolset import Toolset
+
+if TYPE_CHECKING:
+    from toolproof.tools.tool import Tool
+    from toolproof.tools.toolset import Toolset
 
 __all__ = ["layer_chain", "print_quarantine", "quarantine_table", "register", "tools_app"]
 
@@ -94,6 +94,8 @@ def list_tools(
     """List every tool and variant, every quarantined item, and what the faces hide, with why."""
 
     async def load() -> dict[str, Any]:
+        from toolproof.config import load_toolset
+
         async with load_toolset(config) as toolset:
             return _listing(toolset)
 
@@ -107,6 +109,8 @@ def list_tools(
 
 
 def _print_listing(config: Path, listing: dict[str, Any]) -> None:
+    from toolproof.tools.lint import escape_invisible
+
     table = Table(title=Text(f"tools in {config}"), show_lines=False)
     for column in ("name", "stack", "owner", "description"):
         table.add_column(column, overflow="fold")
@@ -198,6 +202,8 @@ def show_tool(
     """Show one tool's spec (schemas, annotations), descriptor and layer chain."""
 
     async def load() -> dict[str, Any] | None:
+        from toolproof.config import load_toolset
+
         async with load_toolset(config) as toolset:
             tool = toolset.get(name)
             if tool is None:

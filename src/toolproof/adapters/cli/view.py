@@ -10,7 +10,6 @@ from pathlib import Path
 import typer
 
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
-from toolproof.adapters.http.tokens import is_loopback
 from toolproof.errors import InputError
 from toolproof.version import install_hint
 
@@ -36,6 +35,8 @@ def free_port(host: str) -> int:
 async def _view(
     root: Path, host: str, port: int, token_file: Path | None, open_browser: bool
 ) -> None:
+    from toolproof.adapters.http.tokens import is_loopback
+
     try:
         from toolproof.adapters.http.settings import ApiSettings, resolve_token
         from toolproof.adapters.viewer import create_viewer_app

@@ -19,8 +19,6 @@ import typer
 
 from toolproof.adapters.cli.app import ToolproofCommand, docs_epilog, err_console, run_async
 from toolproof.adapters.cli.options import ConfigOption
-from toolproof.adapters.telemetry.instrument import instrumented_builder
-from toolproof.config import build_toolset, load_config
 from toolproof.errors import ConfigError, InputError, validation_problem
 from toolproof.version import install_hint
 
@@ -33,6 +31,8 @@ def register(app: typer.Typer) -> None:
 
 
 async def _check(config: Path) -> tuple[int, str]:
+    from toolproof.config import build_toolset
+
     toolset = await build_toolset(config)
     try:
         return len(toolset), toolset.descriptor().digest
@@ -42,6 +42,8 @@ async def _check(config: Path) -> tuple[int, str]:
 
 def _settings(config: Path, engine: str = "celery") -> Any:
     from pydantic import ValidationError
+
+    from toolproof.config import load_config
 
     if engine == "temporal":
         from toolproof.backends.temporal import settings_from
@@ -61,6 +63,9 @@ def _settings(config: Path, engine: str = "celery") -> Any:
 
 
 def _temporal_worker(config: Path, queue: list[str], concurrency: int) -> None:
+    from toolproof.adapters.telemetry.instrument import instrumented_builder
+    from toolproof.config import build_toolset
+
     try:
         from toolproof.backends.temporal_worker import serve
     except ImportError as exc:
@@ -112,6 +117,9 @@ def worker(
     ),
 ) -> None:
     """Run a Celery (or Temporal) worker that serves the tools and variants of CONFIG."""
+    from toolproof.adapters.telemetry.instrument import instrumented_builder
+    from toolproof.config import build_toolset
+
     if engine not in ("celery", "temporal"):
         raise InputError(f"--engine {engine!r}: not an engine (rule: celery or temporal)")
     if engine == "temporal":
