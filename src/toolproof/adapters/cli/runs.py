@@ -188,7 +188,6 @@ def _verify(
 ) -> None:
     """Check a run directory: manifest first, then the ordered checks, then its report."""
     from toolproof.adapters.cli.progress import byte_progress
-    from toolproof.adapters.telemetry.check import check_spans
     from toolproof.config import run_registries
     from toolproof.runs.chain import check_link
     from toolproof.verify.verifier import verify_run
@@ -207,7 +206,11 @@ def _verify(
     signatures = signature_check(directory, signers, attestations, require_signature)
     signed_ok = signatures is None or signatures.ok
     # a span that disagrees with the run: VerificationError, exit 2
-    spans = check_spans(directory, otel_spans) if otel_spans and verification.ok else None
+    spans = None
+    if otel_spans and verification.ok:
+        from toolproof.adapters.telemetry.check import check_spans
+
+        spans = check_spans(directory, otel_spans)
     if as_json:
         document = verification.to_json()
         document.update({"otel_spans": spans.to_json()} if spans else {})

@@ -24,11 +24,11 @@ def signature_check(
         InputError: a signer's key file is unusable (exit 1).
 
     """
+    if not signers and not attestations and not require:
+        return None
     from toolproof.bundle.attest import check_attestations
     from toolproof.bundle.dsse import load_public_key
 
-    if not signers and not attestations and not require:
-        return None
     keys = [load_public_key(path) for path in signers]
     return check_attestations(directory, signers=keys, files=attestations, require=require)
 
