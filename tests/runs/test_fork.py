@@ -5,7 +5,9 @@ the first reads README.md, the second looks an item up. Changing the second prom
 replaying with ``then="live"`` serves the first prompt's turns and call from the
 recording (no model asked, no tool body run: both recorded again in the new run), and
 runs the second prompt live; the new run names its parent and the divergence event,
-verifies, and ``toolproof diff PARENT CHILD`` shows the shared prefix and the fork.
+verifies, and ``toolproof diff PARENT CHILD`` shows the shared prefix and the fork. A
+changed tool forks at its first call; an Agents SDK run whose tool description changed
+forks at its first model turn (the tools are part of the request).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import presented_support
 import pytest
 from agent_support import AgentCode, record_agent
+from presented_support import openai_agents_agent as agents_agent
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelResponse as PaiResponse
@@ -264,3 +268,22 @@ def test_the_cli_forks_with_then_live_and_diff_shows_the_fork(tmp_path: Path) ->
         "error: then='live' forks one run and calls its tools live: it needs toolset= (the "
         "Toolset or toolproof.toml; toolproof replay --then-live --config) and no chain",
     )
+
+
+def test_an_agents_sdk_run_whose_tool_description_changed_forks_at_its_first_turn(
+    tmp_path: Path,
+) -> None:
+    parent = presented_support.record(presented_support.toolset(), tmp_path, agents_agent())
+    changed = presented_support.toolset(description="Read one file.")
+    replay = _fork(parent, agents_agent(), toolset=changed)
+    assert replay.forked is not None
+    first_turn = next(e.idx for e in RunView(parent).events or [] if isinstance(e, ModelTurn))
+    forked_from = replay.forked.forked_from
+    # the tools are part of the model's request: nothing is served, all of it runs live
+    assert (forked_from.event, replay.turns, replay.calls) == (first_turn, 0, 0)
+    assert forked_from.reason == (
+        "the agent made an unrecorded openai-agents model request (occurrence 1); a live "
+        "model turn would be a new run"
+    )
+    assert (replay.forked.live_turns, replay.forked.live_calls) == (2, 1)
+    assert verify_run(tmp_path / "runs" / replay.forked.run_id).ok
