@@ -6,8 +6,9 @@ a haiku, then answers with both and how many times its body started. The officia
 2026-07-28 each question is an ``InputRequiredResult`` and the retry resumes the same
 body (it started once); over 2025-11-25 they are ``elicitation/create`` and
 ``sampling/createMessage`` requests. A client that declared no elicitation gets -32021.
-Also: ``toolproof serve --record`` over stdio keeps each round's question and answer, and
-an imported server's question (either revision upstream) reaches a 2026 client as a round.
+Also: ``toolproof serve --record`` over stdio keeps each round's question and answer, an
+imported server's question (either revision upstream) reaches a 2026 client as a round,
+and so does an imported prompt's (``tests/fixtures/mcp_asking_prompt_server.py``).
 """
 
 from __future__ import annotations
@@ -291,3 +292,39 @@ def test_an_imported_servers_question_reaches_a_2026_client_as_a_round(
         "Who is asking?",
         {"result": "Hello, Ada!"},
     ]
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_an_imported_prompt_that_asks_is_relayed_over_both_revisions(
+    tmp_path: Path, mode: str
+) -> None:
+    # tests/fixtures/mcp_asking_prompt_server.py: its prompt asks "Who is asking?"
+    asking = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_asking_prompt_server.py"
+    path = tmp_path / "proxy.toml"
+    path.write_text(
+        f'[[mcp]]\nname = "ask"\ncommand = "{sys.executable}"\nargs = ["{asking}"]\n',
+        encoding="utf-8",
+    )
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return ADA
+
+    async def main() -> Any:
+        async with (
+            load_toolset(path, relay=True) as toolset,
+            Client(build_server(toolset), mode=mode, elicitation_callback=elicit) as client,  # type: ignore[arg-type]
+        ):
+            [name] = [prompt.name for prompt in (await client.list_prompts()).prompts]
+            if mode == "2026-07-28":  # one round, answered by hand
+                first = await client.session.get_prompt(name, allow_input_required=True)
+                assert isinstance(first, types.InputRequiredResult)
+                kinds.append(dumped(first)["inputRequests"]["q1"]["method"])
+            return await client.get_prompt(name)
+
+    kinds: list[str] = []
+    prompt = asyncio.run(main())
+    assert [message.content.text for message in prompt.messages] == ["Please introduce Ada."]
+    assert asked == ["Who is asking?"]
+    assert kinds == (["elicitation/create"] if mode == "2026-07-28" else [])

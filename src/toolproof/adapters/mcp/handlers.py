@@ -10,21 +10,32 @@ reference nobody answers completes to no values). An unknown URI or prompt is a
 JSON-RPC error ``-32602`` naming it; a source that fails answers ``-32603`` with
 its message. With an empty catalog no handler is installed (the capabilities are not
 announced).
+
+A read or prompt get is answered with the client as its call channel, so an imported
+server that asks during it is relayed like a tool call's question: on 2025-11-25 as a
+request to the client, on 2026-07-28 as input-required rounds
+(:mod:`toolproof.adapters.mcp.rounds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from toolproof.adapters.mcp.relay import ClientNotices
+from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChannel
+from toolproof.adapters.mcp.rounds import Rounds, asks_in_rounds
 from toolproof.adapters.server_paths import hide_server_paths
+from toolproof.contract.base import SCHEMA_VERSION
+from toolproof.contract.tools import ToolResult
 from toolproof.errors import ToolCallError
 from toolproof.sources.mcp.common import McpCallError
 from toolproof.tools.catalog import Catalog, Entry
+from toolproof.tools.observe import observe
+
+T = TypeVar("T")
 
 __all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "CatalogObserver", "catalog_handlers"]
 
@@ -94,7 +105,11 @@ def _noted(note: Callable[[], None]) -> None:
 
 
 def catalog_handlers(
-    catalog: Catalog, observer: Any = None, notices: ClientNotices | None = None
+    catalog: Catalog,
+    observer: Any = None,
+    notices: ClientNotices | None = None,
+    levels: LogLevels | None = None,
+    rounds: Rounds | None = None,
 ) -> dict[str, Any]:
     """The ``Server(on_...=)`` keyword arguments serving ``catalog`` (none when it is empty).
 
@@ -105,6 +120,9 @@ def catalog_handlers(
         notices: told which connection listed and subscribed to what, to relay the
             sources' change notifications (:class:`~toolproof.adapters.mcp.relay.
             ClientNotices`).
+        levels: the sessions' log levels (for the channel of a read or prompt get).
+        rounds: the server's input-required rounds (2026-07-28 clients); ``None``: a
+            question during a read or prompt get is asked as a request.
 
     """
     if not catalog:
@@ -123,13 +141,18 @@ def catalog_handlers(
         listed = [entry.listing for entry in catalog.templates.values()]
         return types.ListResourceTemplatesResult.model_validate({"resourceTemplates": listed})
 
-    async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    log_levels = levels or LogLevels()
+
+    async def read(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         uri = str(params.uri)
-        answer = await _answer(f"resource {uri!r}", _resource(catalog, uri).answer(uri))
-        result = types.ReadResourceResult.model_validate(answer)
-        if note_read is not None:
-            _noted(lambda: note_read(uri, _wire(result)))
-        return result
+        entry = _resource(catalog, uri)
+
+        async def answer() -> types.ReadResourceResult:
+            return await _read(entry, uri, note_read)
+
+        return await _asking(ctx, params, answer, log_levels, rounds)
 
     async def subscription(ctx: Any, params: Any, on: bool) -> types.EmptyResult:
         uri = str(params.uri)
@@ -154,16 +177,17 @@ def catalog_handlers(
         listed = [entry.listing for entry in catalog.prompts.values()]
         return types.ListPromptsResult.model_validate({"prompts": listed})
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         entry = catalog.prompts.get(params.name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"prompt {params.name!r}: no such prompt")
-        answer = await _answer(f"prompt {params.name!r}", entry.answer(params.arguments))
-        result = types.GetPromptResult.model_validate(answer)
-        if note_prompt is not None:
-            arguments = dict(params.arguments or {})
-            _noted(lambda: note_prompt(params.name, arguments, _wire(result)))
-        return result
+
+        async def answer() -> types.GetPromptResult:
+            return await _prompt(entry, params, note_prompt)
+
+        return await _asking(ctx, params, answer, log_levels, rounds)
 
     return {
         "on_list_resources": list_resources,
@@ -175,3 +199,53 @@ def catalog_handlers(
         "on_get_prompt": get_prompt,
         "on_completion": _completion(catalog),
     }
+
+
+async def _read(entry: Entry, uri: str, note: Any) -> types.ReadResourceResult:
+    answer = await _answer(f"resource {uri!r}", entry.answer(uri))
+    result = types.ReadResourceResult.model_validate(answer)
+    if note is not None:
+        _noted(lambda: note(uri, _wire(result)))
+    return result
+
+
+async def _prompt(
+    entry: Entry, params: types.GetPromptRequestParams, note: Any
+) -> types.GetPromptResult:
+    answer = await _answer(f"prompt {params.name!r}", entry.answer(params.arguments))
+    result = types.GetPromptResult.model_validate(answer)
+    if note is not None:
+        arguments = dict(params.arguments or {})
+        _noted(lambda: note(params.name, arguments, _wire(result)))
+    return result
+
+
+async def _asking(
+    ctx: Any,
+    params: types.InputResponseRequestParams,
+    answer: Callable[[], Awaitable[T]],
+    levels: LogLevels,
+    rounds: Rounds | None,
+) -> T | types.InputRequiredResult:
+    """Answer with the client as call channel; over 2026-07-28 in input-required rounds."""
+
+    async def run(channel: RequestChannel, relayed: list[dict[str, Any]]) -> T:
+        return await _in_scope(answer(), channel)
+
+    if rounds is not None and asks_in_rounds(ctx):
+        return await rounds.call(ctx, params, levels, run)
+    return await run(RequestChannel(ctx, levels), [])
+
+
+async def _in_scope(answer: Awaitable[T], channel: RequestChannel) -> T:
+    """Await ``answer`` with ``channel`` as its call channel (a relayed question's way)."""
+    box: list[T] = []
+
+    async def call() -> ToolResult:
+        box.append(await answer)
+        return ToolResult.model_construct(
+            schema_version=SCHEMA_VERSION, ok=True, value=None, failure=None
+        )
+
+    await observe(call(), channel=channel)
+    return box[0]

@@ -30,7 +30,7 @@ import asyncio
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -40,6 +40,8 @@ from pydantic import ValidationError
 from toolproof.adapters.mcp.relay import LogLevels, RequestChannel, _failure
 
 __all__ = ["ROUND_TTL_SECONDS", "Rounds", "RoundsChannel", "asks_in_rounds"]
+
+R = TypeVar("R")
 
 ROUND_TTL_SECONDS = 600.0
 """How long a suspended call waits for the client's retry (the SDK's request-state TTL)."""
@@ -60,8 +62,8 @@ class _Question:
 
 
 @dataclass
-class _Suspended:
-    task: asyncio.Task[types.CallToolResult] | None = None
+class _Suspended(Generic[R]):
+    task: asyncio.Task[R] | None = None
     pending: dict[str, _Question] = field(default_factory=dict)
     asked: asyncio.Event = field(default_factory=asyncio.Event)
     count: int = 0
@@ -80,7 +82,7 @@ class RoundsChannel(RequestChannel):
         ctx: Any,
         levels: LogLevels,
         relayed: list[dict[str, Any]] | None,
-        suspended: _Suspended,
+        suspended: _Suspended[Any],
     ) -> None:
         super().__init__(ctx, levels, relayed)
         self._suspended = suspended
@@ -133,19 +135,20 @@ class Rounds:
     """The suspended calls of one server, by ``requestState`` id (see the module)."""
 
     def __init__(self, ttl: float = ROUND_TTL_SECONDS) -> None:
-        self._calls: dict[str, _Suspended] = {}
+        self._calls: dict[str, _Suspended[Any]] = {}
         self._ttl = ttl
 
     async def call(
         self,
         ctx: Any,
-        params: types.CallToolRequestParams,
+        params: types.InputResponseRequestParams,
         levels: LogLevels,
-        run: Callable[
-            [RequestChannel, list[dict[str, Any]]], Coroutine[Any, Any, types.CallToolResult]
-        ],
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """Start or resume the call of ``params`` (``run(channel, relayed)`` makes it).
+        run: Callable[[RequestChannel, list[dict[str, Any]]], Coroutine[Any, Any, R]],
+    ) -> R | types.InputRequiredResult:
+        """Start or resume the request of ``params`` (``run(channel, relayed)`` answers it).
+
+        ``tools/call``, ``prompts/get`` and ``resources/read`` (their params carry
+        ``inputResponses`` and ``requestState``).
 
         Raises:
             MCPError: ``-32602`` for an unknown or expired ``requestState``; ``-32021``
@@ -153,7 +156,7 @@ class Rounds:
 
         """
         if params.request_state is None:
-            suspended = _Suspended()
+            suspended: _Suspended[R] = _Suspended()
             relayed: list[dict[str, Any]] = []
             channel = RoundsChannel(ctx, levels, relayed, suspended)
             suspended.channel = channel
@@ -181,8 +184,8 @@ class Rounds:
         return await self._next(state, suspended, resumed)
 
     async def _next(
-        self, state: str, suspended: _Suspended, channel: RoundsChannel
-    ) -> types.CallToolResult | types.InputRequiredResult:
+        self, state: str, suspended: _Suspended[R], channel: RoundsChannel
+    ) -> R | types.InputRequiredResult:
         task = suspended.task
         assert task is not None
         while not suspended.pending or all(q.answer.done() for q in suspended.pending.values()):

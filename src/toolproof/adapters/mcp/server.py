@@ -318,7 +318,7 @@ def build_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
-            **catalog_handlers(toolset.catalog, observer, notices),
+            **catalog_handlers(toolset.catalog, observer, notices, levels, rounds),
         )
     # the requestState of input-required rounds: sealed, bound to the request (SEP-2322)
     security = RequestStateSecurity.ephemeral(ttl=ROUND_TTL_SECONDS)
