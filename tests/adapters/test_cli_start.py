@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,9 +60,9 @@ print(json.dumps({"code": code, "heavy": heavy, "first_line": first}))
 """
 
 
-def _imported(*args: str) -> dict[str, object]:
+def _imported(*args: str, names: tuple[str, ...] = HEAVY) -> dict[str, object]:
     ran = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(HEAVY), *args],
+        [sys.executable, "-c", _PROBE, json.dumps(names), *args],
         capture_output=True,
         text=True,
         check=True,
@@ -81,3 +82,33 @@ def _imported(*args: str) -> dict[str, object]:
 )
 def test_help_and_version_import_no_heavy_module(args: tuple[str, ...], first_line: str) -> None:
     assert _imported(*args) == {"code": 0, "heavy": [], "first_line": first_line}
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "layout_files"
+RUN = next(FIXTURE.glob("run_*"))
+
+NOT_FOR_VERIFY = (
+    "celery",
+    "cedarpy",
+    "fastapi",
+    "mcp",
+    "opentelemetry",
+    "pydantic_ai",
+    "starlette",
+    "uvicorn",
+    "toolproof.adapters.http",
+    "toolproof.adapters.mcp",
+    "toolproof.adapters.session",
+    "toolproof.adapters.telemetry",
+    "toolproof.backends",
+    "toolproof.bundle.attest",
+    "toolproof.config.root",
+    "toolproof.extensions",
+)
+"""What ``verify RUN`` (no ``--otel-spans``, no signature asked) has no use for: no
+server, SDK, backend, extension, policy engine, and none of the Toolset's root."""
+
+
+def test_verify_of_a_run_imports_no_server_backend_or_toolset_root() -> None:
+    found = _imported("verify", str(RUN), names=NOT_FOR_VERIFY)
+    assert found == {"code": 0, "heavy": [], "first_line": f"verify {RUN.name}"}

@@ -53,46 +53,52 @@ and relative paths are relative to the file::
 Every error is a :class:`toolproof.errors.ConfigError` naming the file, the key and
 the rule.
 
-The package has three modules: ``schema`` (the file's models and the errors that
+The package has four modules: ``schema`` (the file's models and the errors that
 name the key), ``sources`` (binding ``[[python]]`` and ``[[retrieval]]``) and
 ``root`` (building the sealed Toolset: the registries it binds from, the lock
 check, the exposure policy). The registries a Toolset binds from (extensions,
 retrievers) are built in ``root`` and passed down; a run's (reasoners,
 checks, runtimes) are a :class:`~toolproof.runs.registries.RunRegistries` that
-:func:`run_registries` builds and the faces give the run.
+:func:`run_registries` (in ``registries``, which imports nothing else of the root)
+builds and the faces give the run. Each exported name is imported from its module on
+first use, so ``from toolproof.config import run_registries`` loads no backend.
 """
 
-from toolproof.config.root import (
-    CONFIG,
-    EXTENSIONS,
-    ToolsetLoader,
-    build_toolset,
-    extension_registry,
-    load_toolset,
-    lock_path_of,
-    run_registries,
-)
-from toolproof.config.schema import (
-    ExtensionsSection,
-    GroundingSection,
-    LintAllow,
-    LintSection,
-    LockSection,
-    McpSource,
-    PythonSource,
-    RetrievalSource,
-    ServeSection,
-    TelemetrySection,
-    ToolproofConfig,
-    ToolSection,
-    ValidationSection,
-    load_config,
-)
-from toolproof.config.sources import (
-    bind_python_source,
-    bind_retrieval_source,
-    import_python_source,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolproof.config.registries import run_registries
+    from toolproof.config.root import (
+        CONFIG,
+        EXTENSIONS,
+        ToolsetLoader,
+        build_toolset,
+        extension_registry,
+        load_toolset,
+        lock_path_of,
+    )
+    from toolproof.config.schema import (
+        ExtensionsSection,
+        GroundingSection,
+        LintAllow,
+        LintSection,
+        LockSection,
+        McpSource,
+        PythonSource,
+        RetrievalSource,
+        ServeSection,
+        TelemetrySection,
+        ToolproofConfig,
+        ToolSection,
+        ValidationSection,
+        load_config,
+    )
+    from toolproof.config.sources import (
+        bind_python_source,
+        bind_retrieval_source,
+        import_python_source,
+    )
 
 __all__ = [
     "CONFIG",
@@ -121,3 +127,34 @@ __all__ = [
     "lock_path_of",
     "run_registries",
 ]
+
+_MODULE_OF = {
+    **dict.fromkeys(
+        ("CONFIG", "EXTENSIONS", "ToolsetLoader", "build_toolset", "extension_registry"),
+        "toolproof.config.root",
+    ),
+    **dict.fromkeys(("load_toolset", "lock_path_of"), "toolproof.config.root"),
+    "run_registries": "toolproof.config.registries",
+    **dict.fromkeys(
+        ("bind_python_source", "bind_retrieval_source", "import_python_source"),
+        "toolproof.config.sources",
+    ),
+}
+"""Where each exported name lives; the rest live in ``toolproof.config.schema``."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module of an exported name on first use (PEP 562).
+
+    ``toolproof verify`` needs :func:`run_registries` only; importing every backend,
+    source and extension the root binds from cost it a fifth of its start.
+
+    Raises:
+        AttributeError: ``name`` is not exported by :mod:`toolproof.config`.
+
+    """
+    if name not in __all__:
+        raise AttributeError(f"module 'toolproof.config' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF.get(name, "toolproof.config.schema")), name)
+    globals()[name] = value
+    return value

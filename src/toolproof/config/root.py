@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from toolproof.backends import register_backends
+from toolproof.config.registries import run_registries
 from toolproof.config.schema import (
     PolicySection,
     ServeSection,
@@ -31,7 +32,6 @@ from toolproof.errors import ConfigError
 from toolproof.extensions.approvals.request import Approver
 from toolproof.extensions.config import configure_extensions
 from toolproof.extensions.registry import ExtensionRegistry
-from toolproof.runs.registries import RunRegistries
 from toolproof.schema.isolation import ValidationBounds, configure_validation
 from toolproof.sources.retrieval.seam import RetrievalRegistry
 from toolproof.tools.asking import ASKERS, Ask, Askers
@@ -151,22 +151,6 @@ def extension_registry() -> ExtensionRegistry:
     registry = ExtensionRegistry()
     register_backends(registry)
     return registry
-
-
-def run_registries() -> RunRegistries:
-    """The registries a run's plugin names resolve in, as the faces (CLI, HTTP API) use them.
-
-    Built here, at the composition root, as :func:`extension_registry` is: the built-in
-    reasoners, no check or runtime registered in code, and every seam's installed entry
-    points (loaded on a name's first lookup and kept in that registry). An application
-    serving the HTTP API registers its own plugins into the value it passes
-    (``ApiSettings(registries=...)``).
-
-    Returns:
-        A new :class:`~toolproof.runs.registries.RunRegistries` on every call (no
-        process-wide state).
-    """
-    return RunRegistries()
 
 
 def lock_path_of(file: Path, config: ToolproofConfig) -> Path:
