@@ -17,6 +17,8 @@ import celery.exceptions
 import kombu.exceptions
 import pytest
 import redis.exceptions
+import temporalio.exceptions
+import temporalio.service
 
 from toolproof.backends import protocol
 from toolproof.backends.failures import ENGINE_FAILURES, qualified_name, rule_for
@@ -27,9 +29,11 @@ ENGINES: tuple[ModuleType, ...] = (
     kombu.exceptions,
     amqp.exceptions,
     redis.exceptions,
+    temporalio.exceptions,
+    temporalio.service,
     protocol,
 )
-OWN_PREFIXES = ("celery.", "billiard.", "kombu.", "amqp.", "redis.", "toolproof.")
+OWN_PREFIXES = ("celery.", "billiard.", "kombu.", "amqp.", "redis.", "temporalio.", "toolproof.")
 
 
 def engine_exceptions() -> list[type[BaseException]]:

@@ -1,4 +1,4 @@
-"""The one table from engine exceptions to normalized failures (pipes, Celery, Redis, kombu).
+"""The one table from engine exceptions to normalized failures (pipes, Celery, Redis, Temporal).
 
 A backend translates what its engine raises **at the boundary**, through
 :data:`ENGINE_FAILURES` and :func:`rule_for` only, so the same exception means the same
@@ -50,6 +50,7 @@ _TIME_LIMIT = FailureRule(
     FailureKind.TIMEOUT, FailureWhere.WORKER, True, "stopped at its time limit"
 )
 _REVOKED = FailureRule(FailureKind.CANCELLED, FailureWhere.BACKEND, True, "revoked or expired")
+_CANCELLED = FailureRule(FailureKind.CANCELLED, FailureWhere.BACKEND, False, "was cancelled")
 _NO_RESULT = FailureRule(FailureKind.TIMEOUT, FailureWhere.BACKEND, True, "gave no result in time")
 
 ENGINE_FAILURES: dict[str, FailureRule] = {
@@ -100,6 +101,14 @@ ENGINE_FAILURES: dict[str, FailureRule] = {
     "redis.exceptions.RedisClusterException": _ENGINE,
     "redis.exceptions.ChildDeadlockedError": _ENGINE,
     "redis.exceptions.IncorrectPolicyType": _ENGINE,
+    # Temporal (temporalio: the frontend, and the failure a workflow's activity ended with)
+    "temporalio.service.RPCError": _UNAVAILABLE,
+    "temporalio.exceptions.TimeoutError": FailureRule(
+        FailureKind.TIMEOUT, FailureWhere.BACKEND, True, "timed out"
+    ),
+    "temporalio.exceptions.CancelledError": _CANCELLED,
+    "temporalio.exceptions.TerminatedError": _CANCELLED,
+    "temporalio.exceptions.TemporalError": _WORKER_ENGINE,
 }
 """Engine exception (``module.QualName``) -> :class:`FailureRule`; the most specific wins."""
 

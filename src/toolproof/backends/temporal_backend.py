@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
+from toolproof.backends.failures import rule_for
 from toolproof.backends.protocol import (
     BackendRequest,
     ProtocolError,
@@ -29,6 +30,7 @@ from toolproof.backends.protocol import (
 )
 from toolproof.backends.temporal import WORKFLOW_NAME, TemporalSettings, schedule_to_close
 from toolproof.contract.tools import ToolResult
+from toolproof.failures import FailureKind
 from toolproof.tools.idempotency import current_idempotency_key
 
 __all__ = ["TemporalBackend", "failure_for"]
@@ -47,39 +49,38 @@ def _root_cause(error: BaseException) -> BaseException:
 def failure_for(workflow_id: str, error: BaseException) -> ToolResult:
     """Translate a workflow that did not complete into a normalized failure.
 
+    The kind comes from :func:`toolproof.backends.failures.rule_for` (the one table)
+    applied to the innermost Temporal failure (workflow -> activity -> its cause).
+
     Args:
         workflow_id: the workflow (and activity) id, named in the message and ``detail``.
         error: what ``WorkflowHandle.result()`` raised (``WorkflowFailureError``).
 
     Returns:
-        ``kind="timeout"`` when the activity (or workflow) timed out, ``"cancelled"``
-        when it was cancelled or terminated, ``"backend"`` otherwise.
+        ``kind="timeout"`` when the activity timed out (``detail.timeout_type`` is
+        Temporal's), ``"cancelled"`` when it was cancelled or terminated, ``"backend"``
+        (``where="worker"``) otherwise.
 
     """
     cause = _root_cause(error)
     name = type(cause).__name__
     detail: dict[str, Any] = {"workflow_id": workflow_id, "exception": name}
+    rule = rule_for(cause) or rule_for(error)
+    if rule is None or rule.kind not in ("timeout", "cancelled"):
+        return ToolResult.fail(
+            "backend",
+            f"temporal activity {workflow_id} failed on the worker outside the tool body "
+            f"({name}: {cause})",
+            where="worker",
+            detail=detail,
+        )
     if isinstance(cause, temporal_exceptions.TimeoutError):
         detail["timeout_type"] = cause.type.name if cause.type is not None else None
-        return ToolResult.fail(
-            "timeout",
-            f"temporal activity {workflow_id} timed out ({name}: {cause})",
-            where="backend",
-            retryable=True,
-            detail=detail,
-        )
-    if isinstance(cause, temporal_exceptions.CancelledError | temporal_exceptions.TerminatedError):
-        return ToolResult.fail(
-            "cancelled",
-            f"temporal activity {workflow_id} was cancelled before it finished ({name}: {cause})",
-            where="backend",
-            detail=detail,
-        )
     return ToolResult.fail(
-        "backend",
-        f"temporal activity {workflow_id} failed on the worker outside the tool body "
-        f"({name}: {cause})",
-        where="worker",
+        rule.kind,
+        f"temporal activity {workflow_id} {rule.meaning} ({name}: {cause})",
+        where=rule.where,
+        retryable=rule.retryable,
         detail=detail,
     )
 
@@ -131,8 +132,10 @@ class TemporalBackend:
     def _unavailable(self, exc: BaseException) -> ToolResult:
         target = self.settings.target()
         name = type(exc).__name__
+        rule = rule_for(exc)
+        kind = FailureKind.UNAVAILABLE if rule is None else rule.kind
         return ToolResult.fail(
-            "unavailable",
+            kind,
             f"temporal frontend {target} is unreachable: {name}: {exc} "
             f"(connect timeout {self.settings.connect_timeout} s)",
             where="backend",
