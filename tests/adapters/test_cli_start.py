@@ -104,9 +104,11 @@ NOT_FOR_VERIFY = (
     "toolproof.bundle.attest",
     "toolproof.config.root",
     "toolproof.extensions",
+    "toolproof.runs.finalize",
 )
 """What ``verify RUN`` (no ``--otel-spans``, no signature asked) has no use for: no
-server, SDK, backend, extension, policy engine, and none of the Toolset's root."""
+server, SDK, backend, extension, policy engine, none of the Toolset's root, and not
+the recorder's finalize."""
 
 
 def test_verify_of_a_run_imports_no_server_backend_or_toolset_root() -> None:

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
-from toolproof.runs.finalize import SEGMENT_FILE
 from toolproof.verify.acted import across_segments
+from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.verifier import Verification, verify_run
 
 __all__ = [
