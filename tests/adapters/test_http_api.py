@@ -187,6 +187,7 @@ def test_openapi_is_published_with_every_operation(api: tuple[str, Path]) -> Non
         ("GET", "/v1/runs/{run_id}"),
         ("GET", "/v1/runs/{run_id}/attestations"),
         ("GET", "/v1/runs/{run_id}/files/{path}"),
+        ("GET", "/v1/runs/{run_id}/summary"),
         ("GET", "/v1/runs/{run_id}/trace"),
         ("POST", "/v1/approvals/{request_id}"),
         ("POST", "/v1/runs"),
