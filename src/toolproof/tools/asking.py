@@ -26,7 +26,7 @@ from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureWhere
 from toolproof.tools.resources import ResourceKey
 
-__all__ = ["ASKERS", "Ask", "Askers", "AskingChannel"]
+__all__ = ["ASKERS", "Ask", "Askers", "AskingChannel", "relayed_entry"]
 
 logger = logging.getLogger("toolproof.tool")
 _PY_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40}
@@ -165,12 +165,31 @@ class AskingChannel:
         answer: dict[str, Any] | None,
         failed: ToolCallError | None,
     ) -> None:
-        if self._relayed is None:
-            return
-        error = f"{failed.failure.kind}: {failed.failure.message}" if failed is not None else ""
-        self._relayed.append(
-            {"method": method, "request": request, "answer": answer, "error": error}
-        )
+        if self._relayed is not None:
+            self._relayed.append(relayed_entry(method, request, answer, failed))
+
+
+def relayed_entry(
+    method: str,
+    request: dict[str, Any],
+    answer: dict[str, Any] | None,
+    failed: ToolCallError | None,
+) -> dict[str, Any]:
+    """One question a server asked during a call and what it got, as the recorder keeps it.
+
+    Args:
+        method: the MCP method asked (``sampling/createMessage``, ``elicitation/create``).
+        request: its params, MCP wire form.
+        answer: the answer's result, MCP wire form; ``None`` when it failed.
+        failed: the call's failure when answering failed, else ``None``.
+
+    Returns:
+        ``{"method", "request", "answer", "error"}``; ``error`` is ``"KIND: message"`` of
+        ``failed``, or ``""``. Each becomes a ``request_relayed`` event of the call's block.
+
+    """
+    error = f"{failed.failure.kind}: {failed.failure.message}" if failed is not None else ""
+    return {"method": method, "request": request, "answer": answer, "error": error}
 
 
 def _failed(kind: FailureKind, message: str) -> ToolCallError:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from toolproof.contract.tools import ToolFailure
 from toolproof.errors import ToolCallError
 from toolproof.failures import FailureKind, FailureKindName, FailureWhere
+from toolproof.tools.asking import relayed_entry
 from toolproof.tools.context import LOG_LEVELS
 
 __all__ = ["ClientNotices", "LogLevels", "RequestChannel"]
@@ -171,12 +172,8 @@ class RequestChannel:
         answer: dict[str, Any] | None,
         failed: ToolCallError | None,
     ) -> None:
-        if self._relayed is None:
-            return
-        error = f"{failed.failure.kind}: {failed.failure.message}" if failed is not None else ""
-        self._relayed.append(
-            {"method": method, "request": request, "answer": answer, "error": error}
-        )
+        if self._relayed is not None:
+            self._relayed.append(relayed_entry(method, request, answer, failed))
 
     async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``sampling/createMessage`` to the client; its ``CreateMessageResult``."""
