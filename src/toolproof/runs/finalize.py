@@ -82,10 +82,10 @@ from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, long_lived, record_run, step_kinds
 from toolproof.runs.turns import RecordedTurns, turn_providers
+from toolproof.verify.keys import SEGMENT_FILE
 
 __all__ = [
     "RECOVERY_FILE",
-    "SEGMENT_FILE",
     "SessionOutcome",
     "finalize_session",
     "is_live_session",
@@ -96,10 +96,6 @@ ANSWER_FILE = "answer.json"
 """The live session file of an agent's answer (``{"answer", "citations"}``), if any."""
 RECOVERY_FILE = "recovery.json"
 """The file a recovered session's run carries: what recovery kept and dropped."""
-SEGMENT_FILE = "segment.json"
-"""The file a segment of a sealed session carries, in its live directory and its run:
-``{"session", "index", "previous": {"run_id", "files_digest"} | null}``
-(:mod:`toolproof.runs.segments`)."""
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,11 @@ from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
 from toolproof.runs.admission import admission_number, admission_sorted
 from toolproof.runs.chain import check_link
-from toolproof.runs.finalize import SEGMENT_FILE, recover_session
+from toolproof.runs.finalize import recover_session
 from toolproof.runs.live import SESSIONS_DIR
 from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.view import RunView
 
 __all__ = [

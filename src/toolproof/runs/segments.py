@@ -55,7 +55,7 @@ from toolproof.contract.tools import PresentedTools
 from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
 from toolproof.runs.admission import Admission, unrecordable
-from toolproof.runs.finalize import SEGMENT_FILE, SessionOutcome, finalize_session
+from toolproof.runs.finalize import SessionOutcome, finalize_session
 from toolproof.runs.live import (
     SESSION_TASK,
     LiveRecording,
@@ -67,6 +67,7 @@ from toolproof.runs.resume import RECONCILED_DIR, Resumed, write_intent
 from toolproof.tools.idempotency import repeatable
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
+from toolproof.verify.keys import SEGMENT_FILE
 
 __all__ = ["DEFAULT_SEGMENT_CALLS", "SegmentedRecording"]
 

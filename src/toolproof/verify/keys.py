@@ -32,7 +32,9 @@ from toolproof.verify.base import Findings, finding
 __all__ = ["SEGMENT_FILE", "KeyLedger", "later_segment"]
 
 SEGMENT_FILE = "segment.json"
-"""The file of a sealed session's segment (``{"session", "index", "previous"}``)."""
+"""The file a segment of a sealed session carries, in its live directory and its run:
+``{"session", "index", "previous": {"run_id", "files_digest"} | null}``
+(:mod:`toolproof.runs.segments`)."""
 
 
 def later_segment(directory: Path) -> bool:
