@@ -268,3 +268,30 @@ def test_a_resume_on_a_full_disk_keeps_the_live_session_to_resume_again(small_di
     assert output["results"][3]["failure"]["kind"] == "outcome_unknown"
     no_duplicate_key(root)
     assert verify_chain(root / "runs" / output["run_ids"][-1]).ok is True
+
+
+@pytest.mark.parametrize(
+    ("data", "rule"),
+    [
+        (b"NaN", "not plain JSON (nan is not a JSON number (NaN and Infinity are refused) at $)"),
+        (
+            b"[1e400]",
+            "not plain JSON (inf is not a JSON number (NaN and Infinity are refused) at $[0])",
+        ),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to parse (rule: at most 256 levels)"),
+    ],
+)
+def test_reconcile_refuses_an_outcome_with_no_json_form_in_one_line(
+    tmp_path: Path, data: bytes, rule: str
+) -> None:
+    live = tmp_path / "sessions" / "nightly-42"
+    live.mkdir(parents=True)
+    intent = {"key": "k1", "step": "call-00000001", "tool": "pay"}
+    (live / "intents.jsonl").write_text(json.dumps(intent) + "\n")
+    outcome = tmp_path / "found.json"
+    outcome.write_bytes(data)
+    args = ("sessions", "reconcile", "nightly-42", "call-00000001", "--outcome", str(outcome))
+    ran = cli(*args, "--root", str(tmp_path))
+    assert ran.returncode == 1
+    assert ran.stderr == f"error: --outcome {outcome}: {rule}\n"
+    assert not (live / "reconciled").exists()

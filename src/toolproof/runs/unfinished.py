@@ -25,8 +25,8 @@ from typing import Any
 
 from toolproof.bundle.rundir import recorder_alive, write_file
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
-from toolproof.errors import InputError
-from toolproof.identity import canonical_json, digest
+from toolproof.errors import CanonicalizationError, InputError
+from toolproof.identity import MAX_DEPTH, canonical_json, digest
 from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
 from toolproof.runs.resume import (
     RECONCILED_DIR,
@@ -121,8 +121,9 @@ def reconcile(root: Path, session_id: str, call: str, outcome: Path, who: str) -
 
     Raises:
         InputError: no unfinished session of that name, no cut call ``call`` in it, it
-            was reconciled already, or the outcome file is missing, too large or not
-            JSON.
+            was reconciled already, or the outcome file is missing, too large, not
+            JSON, nested deeper than :data:`~toolproof.identity.MAX_DEPTH` or holds
+            ``NaN``/``Infinity`` (no canonical form).
 
     """
     lives = live_segments(Path(root), check_session_id(session_id))
@@ -144,8 +145,17 @@ def reconcile(root: Path, session_id: str, call: str, outcome: Path, who: str) -
             raise InputError(f"--outcome {outcome}: over {MAX_OUTCOME_BYTES} bytes")
         data = outcome.read_bytes()
         value = json.loads(data)
+        canonical_json(value)
+    except CanonicalizationError as exc:
+        raise InputError(
+            f"--outcome {outcome}: not plain JSON ({exc.rule} at {exc.path})"
+        ) from None
     except (OSError, ValueError) as exc:
         raise InputError(f"--outcome {outcome}: not a readable JSON file ({exc})") from exc
+    except RecursionError:  # the parser recurses per nesting level
+        raise InputError(
+            f"--outcome {outcome}: nested too deeply to parse (rule: at most {MAX_DEPTH} levels)"
+        ) from None
     stored = {
         "session": session_id,
         **intent,
