@@ -32,6 +32,7 @@ from typer.testing import CliRunner
 
 import toolproof
 from toolproof.adapters.cli import app
+from toolproof.adapters.cli.agent_replay import load_agent
 from toolproof.contract.trace import ModelTurn, ToolCalled
 from toolproof.errors import InputError
 from toolproof.runs.diff import shared_prefix
@@ -287,3 +288,14 @@ def test_an_agents_sdk_run_whose_tool_description_changed_forks_at_its_first_tur
     )
     assert (replay.forked.live_turns, replay.forked.live_calls) == (2, 1)
     assert verify_run(tmp_path / "runs" / replay.forked.run_id).ok
+
+
+@pytest.mark.parametrize("reference", ["agents/triage.py:agent", "../foo:bar", ".triage:agent"])
+def test_an_agent_given_as_a_file_path_is_refused_naming_the_rule(reference: str) -> None:
+    module = reference.partition(":")[0]
+    with pytest.raises(InputError) as refused:
+        load_agent(reference)
+    assert refused.value.message == (
+        f"--agent {reference!r}: {module!r} is not a module name (rule: dotted Python names "
+        "importable from the working directory, e.g. agents.triage, not a file path)"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -35,17 +36,29 @@ def print_fork(fork: dict[str, Any]) -> None:
     out_console.print(f"{where}: {escape(fork['reason'])}")
 
 
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""What ``MODULE`` of ``--agent MODULE:FUNCTION`` may be: a dotted module name."""
+
+
 def load_agent(reference: str) -> Any:
     """The function ``MODULE:FUNCTION`` names (the working directory is importable).
 
     Raises:
-        InputError: not ``MODULE:FUNCTION``, the module cannot be imported, or it has no
+        InputError: not ``MODULE:FUNCTION``, ``MODULE`` is not a dotted module name (a
+            file path, a relative import), the module cannot be imported, or it has no
             such callable.
 
     """
     module_name, sep, name = reference.partition(":")
     if not sep or not module_name or not name:
         raise InputError(f"--agent {reference!r}: expected MODULE:FUNCTION", rule="agent")
+    if not _MODULE.fullmatch(module_name):
+        raise InputError(
+            f"--agent {reference!r}: {module_name!r} is not a module name (rule: dotted "
+            "Python names importable from the working directory, e.g. agents.triage, not "
+            "a file path)",
+            rule="agent",
+        )
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
