@@ -26,6 +26,7 @@ from mcp_support import ROOT
 
 from toolproof import load_toolset, record_session
 from toolproof.errors import ConfigError
+from toolproof.sources.mcp.oauth import McpAuth, OAuthSetupError, oauth_provider
 from toolproof.tools.resources import MCP_SERVERS
 
 SERVER = ROOT / "tests" / "fixtures" / "mcp_oauth_server.py"
@@ -189,3 +190,24 @@ def test_no_token_or_secret_reaches_a_run_a_log_or_an_error(
     assert not [s for s in secrets if s in caplog.text]
     assert not [s for s in secrets if any(s in text for text in said)]
     assert "tok-" not in os.environ.get("GUARDED_SECRET", "")
+
+
+def test_a_token_file_that_is_a_directory_or_a_bad_issuer_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GUARDED_SECRET", SECRET)
+    url = "http://127.0.0.1:9/mcp"
+    folder = McpAuth("c", "GUARDED_SECRET", token_file=str(tmp_path))
+    with pytest.raises(OAuthSetupError) as directory:
+        oauth_provider(folder, url)
+    assert str(directory.value) == (
+        f"auth.token_file: {tmp_path} is a directory (rule: the token file is a file, "
+        "relative to the toml file; its folder is made when missing)"
+    )
+    issuer = McpAuth("c", "GUARDED_SECRET", str(tmp_path / "t.json"), issuer="not a url")
+    with pytest.raises(OAuthSetupError) as bad:
+        oauth_provider(issuer, url)
+    assert str(bad.value) == (
+        "auth.issuer: issuer must be the authorization server's http(s) issuer URL, got 'not a url'"
+    )
+    assert not (tmp_path / "t.json").exists()

@@ -140,7 +140,8 @@ def oauth_provider(auth: McpAuth, url: str) -> tuple[Any, str]:
     The secret is returned so the caller can keep it out of any message it writes.
 
     Raises:
-        OAuthSetupError: the ``client_secret_env`` variable is not set or empty.
+        OAuthSetupError: the ``client_secret_env`` variable is not set or empty, the
+            token file is a directory, or the issuer is not an http(s) URL.
 
     """
     secret = os.environ.get(auth.client_secret_env, "")
@@ -149,12 +150,20 @@ def oauth_provider(auth: McpAuth, url: str) -> tuple[Any, str]:
             f"auth.client_secret_env: the environment variable {auth.client_secret_env!r} "
             "is not set (rule: the client secret comes from the environment)"
         )
-    provider = ClientCredentialsOAuthProvider(
-        server_url=url,
-        storage=TokenFile(Path(auth.token_file)),
-        client_id=auth.client_id,
-        client_secret=secret,
-        scope=auth.scope,
-        issuer=auth.issuer,
-    )
+    if Path(auth.token_file).is_dir():
+        raise OAuthSetupError(
+            f"auth.token_file: {auth.token_file} is a directory (rule: the token file is "
+            "a file, relative to the toml file; its folder is made when missing)"
+        )
+    try:
+        provider = ClientCredentialsOAuthProvider(
+            server_url=url,
+            storage=TokenFile(Path(auth.token_file)),
+            client_id=auth.client_id,
+            client_secret=secret,
+            scope=auth.scope,
+            issuer=auth.issuer,
+        )
+    except ValueError as exc:  # the SDK checks the issuer's form
+        raise OAuthSetupError(f"auth.issuer: {exc}") from None
     return provider, secret
