@@ -467,3 +467,29 @@ def test_the_alias_range_is_refused_as_an_address(tmp_path: Path) -> None:
         "'sandbox': allow: allow entry '127.64.0.1:443': 127.64.0.0/24 is reserved for the "
         "sandbox's host-name aliases"
     )
+
+
+@pytest.mark.parametrize(
+    ("profile", "rule"),
+    [
+        ('allow = "x"', "allow: Input should be a valid tuple"),
+        ("allow = [1]", "allow.0: Input should be a valid string"),
+        ("memory_mib = -1", "memory_mib: Input should be greater than or equal to 16"),
+        ('env = "PATH"', "env: Input should be a valid tuple"),
+        ("bogus = 1", "bogus: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_profile_quarantines_the_variant_and_asking_for_it_says_why(
+    tmp_path: Path, profile: str, rule: str
+) -> None:
+    async def asked() -> str:
+        async with load_toolset(write_config(tmp_path, profile)) as built:
+            assert built.get("listing") is not None  # the base tool still binds
+            with pytest.raises(KeyError) as refused:
+                built["listing_sandbox"]
+            return str(refused.value.args[0])
+
+    assert asyncio.run(asked()) == (
+        "tool 'listing_sandbox' is quarantined: tools.listing.extensions[0][0]: cannot apply "
+        f"combo [sandbox] to tool 'listing': invalid config for extension 'sandbox': {rule}"
+    )

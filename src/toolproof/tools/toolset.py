@@ -299,6 +299,11 @@ class Toolset:
         try:
             return self._tools[name]
         except KeyError:
+            for item in self._quarantined:
+                if item.name == name:
+                    raise KeyError(
+                        f"tool {name!r} is quarantined: {item.field}: {item.rule}"
+                    ) from None
             known = ", ".join(self.names()) or "none"
             raise KeyError(f"no tool named {name!r} in this toolset (known: {known})") from None
 
