@@ -295,3 +295,16 @@ def test_reconcile_refuses_an_outcome_with_no_json_form_in_one_line(
     assert ran.returncode == 1
     assert ran.stderr == f"error: --outcome {outcome}: {rule}\n"
     assert not (live / "reconciled").exists()
+
+
+def test_reconcile_names_a_session_that_is_not_unfinished(tmp_path: Path) -> None:
+    outcome = tmp_path / "found.json"
+    outcome.write_text('{"acted": false}')
+    args = ("sessions", "reconcile", "nightly-42", "call-00000001", "--outcome", str(outcome))
+    ran = cli(*args, "--root", str(tmp_path))
+    assert ran.returncode == 1
+    assert " ".join(ran.stderr.split()) == (
+        f"error: session 'nightly-42': no unfinished session of that name under "
+        f"{tmp_path}/sessions (rule: a call is reconciled before the session resumes; see "
+        "toolproof sessions list)"
+    )

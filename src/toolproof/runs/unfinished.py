@@ -127,6 +127,12 @@ def reconcile(root: Path, session_id: str, call: str, outcome: Path, who: str) -
 
     """
     lives = live_segments(Path(root), check_session_id(session_id))
+    if not lives:
+        raise InputError(
+            f"session {session_id!r}: no unfinished session of that name under "
+            f"{Path(root) / SESSIONS_DIR} (rule: a call is reconciled before the session "
+            "resumes; see toolproof sessions list)"
+        )
     cut = [(live, intent) for live in lives for intent in cut_calls(live)]
     found = [(live, i) for live, i in cut if call in (i["step"], i["key"])]
     if not found:
