@@ -308,3 +308,25 @@ def test_reconcile_names_a_session_that_is_not_unfinished(tmp_path: Path) -> Non
         f"{tmp_path}/sessions (rule: a call is reconciled before the session resumes; see "
         "toolproof sessions list)"
     )
+
+
+def test_resuming_a_live_directory_with_no_runtime_names_the_file(tmp_path: Path) -> None:
+    toolset = toolproof.Toolset().seal()
+    live = tmp_path / "sessions" / "nightly-42"
+    live.mkdir(parents=True)  # a crash between mkdir and the runtime's write
+
+    async def resume() -> None:
+        async with toolproof.record_session(
+            toolset, root=tmp_path, task="t", session_id="nightly-42", resume=True
+        ):
+            pass
+
+    with pytest.raises(InputError) as refused:
+        asyncio.run(resume())
+    assert refused.value.message == (
+        f"session 'nightly-42': {live}/runtime.json: No such file or directory (rule: a "
+        "session resumes from the runtime its recorder wrote first; with none, nothing of "
+        "it ran: move the directory aside to start the session anew)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions"]
+    assert live.is_dir()

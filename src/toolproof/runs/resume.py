@@ -270,7 +270,8 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
 
     Raises:
         InputError: no live directory of the session is left (nothing to resume: see
-            ``toolproof sessions list``), its recorder is still running, it recorded
+            ``toolproof sessions list``), one has no readable runtime record (its
+            recorder stopped before writing it), its recorder is still running, it recorded
             another session or Toolset, or a link of the chain it ends does not hold
             (the resumed session verifies every segment before serving it).
         RecordingError: a recovered segment cannot be written (a full disk): what is
@@ -291,7 +292,15 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     reconciled: dict[str, dict[str, Any]] = {}
     outcome = None
     for live in lives:  # a crash while a full segment awaited its seal leaves two
-        runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
+        try:
+            runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not a runtime record"
+            raise InputError(
+                f"session {session_id!r}: {live / RUNTIME_FILE}: {reason} (rule: a session "
+                "resumes from the runtime its recorder wrote first; with none, nothing of it "
+                "ran: move the directory aside to start the session anew)"
+            ) from None
         if runtime.session != session_id or runtime.toolset.id != toolset.descriptor().id:
             raise InputError(
                 f"session {session_id!r}: {live} recorded session {runtime.session!r} with "
