@@ -330,3 +330,17 @@ def test_resuming_a_live_directory_with_no_runtime_names_the_file(tmp_path: Path
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions"]
     assert live.is_dir()
+
+
+def test_sessions_list_reads_past_lines_no_recorder_wrote(tmp_path: Path) -> None:
+    live = tmp_path / "sessions" / "nightly-42"
+    live.mkdir(parents=True)
+    intent = json.dumps({"key": "k1", "step": "call-00000001", "tool": "pay"})
+    (live / "intents.jsonl").write_text("[" * 100_000 + "]" * 100_000 + f"\n{intent}\n")
+    (live / "trace.jsonl").write_text('["tool_called"]\n' + '["tool_called"' * 100_000 + "\n")
+    (live / "session.json").write_text("{" * 100_000)
+    ran = cli("sessions", "list", "--root", str(tmp_path), "--json")
+    assert ran.returncode == 0, ran.stderr
+    (found,) = json.loads(ran.stdout)["sessions"]
+    assert (found["session"], found["started_at"], found["calls"]) == ("nightly-42", "", 0)
+    assert found["cut"] == [{"key": "k1", "step": "call-00000001", "tool": "pay"}]

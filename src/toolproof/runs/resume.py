@@ -110,7 +110,7 @@ def read_intents(directory: Path) -> list[dict[str, str]]:
     for raw in data.split(b"\n"):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # torn, or not the recorder's
             continue
         if isinstance(value, dict) and {"key", "step", "tool"} <= value.keys():
             out.append({name: str(value[name]) for name in ("key", "step", "tool")})
@@ -121,7 +121,7 @@ def json_object(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``, or ``{}`` when it is missing or not one."""
     try:
         value = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

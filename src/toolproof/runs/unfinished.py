@@ -58,9 +58,11 @@ def cut_calls(directory: Path) -> list[dict[str, str]]:
     for line in lines:
         if b'"tool_called"' in line:
             try:
-                recorded.add(str(json.loads(line).get("idempotency_key")))
-            except ValueError:
+                event = json.loads(line)
+            except (ValueError, RecursionError):  # torn, or not the recorder's
                 continue
+            if isinstance(event, dict):
+                recorded.add(str(event.get("idempotency_key")))
     return [intent for intent in read_intents(directory) if intent["key"] not in recorded]
 
 
