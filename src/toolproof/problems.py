@@ -76,6 +76,8 @@ def validation_problem(
     first = next((e for e in errors if e["type"] == prefer), errors[0]) if prefer else errors[0]
     loc = tuple(first["loc"])
     message = str(first["msg"])
+    if first["type"] == "tuple_type":  # a tuple is a Python model's list: TOML and JSON say list
+        message = "Input should be a valid list"
     return ValidationProblem(
         loc=loc,
         where=".".join(str(part) for part in loc) or empty,

@@ -472,10 +472,10 @@ def test_the_alias_range_is_refused_as_an_address(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("profile", "rule"),
     [
-        ('allow = "x"', "allow: Input should be a valid tuple"),
+        ('allow = "x"', "allow: Input should be a valid list"),
         ("allow = [1]", "allow.0: Input should be a valid string"),
         ("memory_mib = -1", "memory_mib: Input should be greater than or equal to 16"),
-        ('env = "PATH"', "env: Input should be a valid tuple"),
+        ('env = "PATH"', "env: Input should be a valid list"),
         ("bogus = 1", "bogus: Extra inputs are not permitted"),
     ],
 )
