@@ -119,8 +119,9 @@ def _answers() -> bool:
         return False
 
 
-def _stop_redis() -> None:
-    for server in _REDIS:
+def stop_servers(servers: list[subprocess.Popen[bytes]]) -> None:
+    """Terminate each server the tests started (kill one that is not gone in 10 s)."""
+    for server in servers:
         server.terminate()
         try:
             server.wait(10)
@@ -158,7 +159,7 @@ def require_redis() -> None:
                 stderr=subprocess.DEVNULL,
             )
         )
-        atexit.register(_stop_redis)
+        atexit.register(stop_servers, _REDIS)
     deadline = time.monotonic() + 10
     while not _answers():
         if _REDIS[0].poll() is not None or time.monotonic() > deadline:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from backend_support import stop_servers
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES_ADDRESS = "127.0.0.1:8036"
@@ -48,16 +49,6 @@ def _cli() -> str | None:
     return shutil.which("temporal")
 
 
-def _stop() -> None:
-    for server in _STARTED:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
 def _unavailable(message: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + " (CI=true: a test that needs a service fails, never skips)")
@@ -85,7 +76,7 @@ def require_temporal() -> str:
         stderr=subprocess.DEVNULL,
     )
     _STARTED.append(server)
-    atexit.register(_stop)
+    atexit.register(stop_servers, _STARTED)
     address = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while not _answers(address):
