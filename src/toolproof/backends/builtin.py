@@ -14,7 +14,8 @@ can only rebuild a Toolset that a file describes.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -150,6 +151,27 @@ def _needs_file(context: ApplyContext | None, backend: str) -> ApplyContext:
     return context
 
 
+_S = TypeVar("_S")
+
+
+def _needs_extra(backend: str, exc: ImportError) -> ExtensionError:
+    rule = f"the {backend} backend needs its extra: {install_hint(backend)} ({exc})"
+    return ExtensionError(rule)
+
+
+def _engine_settings(
+    ctx: ApplyContext,
+    backend: str,
+    settings_from: Callable[[Mapping[str, Any] | None], _S],
+) -> _S:
+    """The validated ``[backends.<backend>]`` table; a bad one names its first problem."""
+    try:
+        return settings_from(ctx.backends)
+    except ValidationError as exc:
+        first = validation_problem(exc)
+        raise ExtensionError(f"[backends.{backend}] {first.where}: {first.message}") from None
+
+
 def make_process(config: ProcessConfig, context: ApplyContext | None) -> Backend:
     """The ``process`` backend of a variant: a warm local worker pool.
 
@@ -228,15 +250,8 @@ def make_celery(config: CeleryConfig, context: ApplyContext | None) -> Backend:
         from toolproof.backends.celery import settings_from
         from toolproof.backends.celery_backend import CeleryBackend
     except ImportError as exc:
-        rule = f"the celery backend needs its extra: {install_hint('celery')} ({exc})"
-        raise ExtensionError(rule) from exc
-    try:
-        settings = settings_from(ctx.backends)
-    except ValidationError as exc:
-        first = validation_problem(exc)
-        where = first.where
-        rule = f"[backends.celery] {where}: {first.message}"
-        raise ExtensionError(rule) from None
+        raise _needs_extra("celery", exc) from exc
+    settings = _engine_settings(ctx, "celery", settings_from)
     if config.queue is not None:
         settings = settings.model_copy(update={"queue": config.queue})
     return CeleryBackend(settings, timeout=config.timeout)
@@ -257,13 +272,8 @@ def make_temporal(config: TemporalConfig, context: ApplyContext | None) -> Backe
         from toolproof.backends.temporal import settings_from
         from toolproof.backends.temporal_backend import TemporalBackend
     except ImportError as exc:
-        rule = f"the temporal backend needs its extra: {install_hint('temporal')} ({exc})"
-        raise ExtensionError(rule) from exc
-    try:
-        settings = settings_from(ctx.backends)
-    except ValidationError as exc:
-        first = validation_problem(exc)
-        raise ExtensionError(f"[backends.temporal] {first.where}: {first.message}") from None
+        raise _needs_extra("temporal", exc) from exc
+    settings = _engine_settings(ctx, "temporal", settings_from)
     return TemporalBackend(
         settings,
         timeout=config.timeout,
