@@ -36,6 +36,7 @@ def test_the_readme_names_what_the_tests_need_and_where_it_comes_from() -> None:
         "TOOLPROOF_MCP1_VENV",
         "TOOLPROOF_MCP_CONFORMANCE",
         "TOOLPROOF_MCP_EVERYTHING",
+        "TOOLPROOF_MCP_NODE",
         "TOOLPROOF_PHOENIX_URL",
         "TOOLPROOF_TEMPORAL_ADDRESS",
     ]
