@@ -58,6 +58,7 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "extensions list",
         "keygen",
         "lock",
+        "mcp login",
         "replay",
         "run",
         "runs list",
@@ -73,7 +74,16 @@ def test_the_command_tree_is_the_documented_one() -> None:
         "view",
         "worker",
     ]
-    assert GROUPS == ["", "approvals", "corpus", "extensions", "runs", "sessions", "tools"]
+    assert GROUPS == [
+        "",
+        "approvals",
+        "corpus",
+        "extensions",
+        "mcp",
+        "runs",
+        "sessions",
+        "tools",
+    ]
 
 
 @pytest.mark.parametrize("group", GROUPS)

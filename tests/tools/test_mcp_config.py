@@ -110,8 +110,16 @@ def test_the_examples_in_docs_mcp_md_are_valid(tmp_path: Path) -> None:
         configs.append(load_config(path)[0])
     assert [[entry.name for entry in config.mcp] for config in configs] == [
         ["git", "everything", "remote"],
-        ["remote"],  # OAuth
+        ["remote"],  # OAuth: a person (mcp login)
+        ["remote"],  # OAuth: a machine
     ]
-    auth = configs[1].mcp[0].auth
+    person = configs[1].mcp[0].auth
+    assert person is not None
+    assert (person.grant, person.client_id, person.client_metadata_url) == (
+        None,
+        None,
+        "https://example.com/toolproof-client.json",
+    )
+    auth = configs[2].mcp[0].auth
     assert auth is not None
     assert (auth.client_id, auth.client_secret_env) == ("toolproof-ci", "REMOTE_MCP_SECRET")

@@ -40,6 +40,16 @@ def free_port() -> int:
         return port
 
 
+def wait_for_port(port: int) -> None:
+    """Return once something listens on 127.0.0.1:``port`` (up to 15 s)."""
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """The fixture server's port and the file of the tokens it issued."""
@@ -51,12 +61,7 @@ def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_port(port)
         yield port, issued
     finally:
         process.terminate()

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         extension_registry,
         load_toolset,
         lock_path_of,
+        mcp_login,
     )
     from toolproof.config.schema import (
         ExtensionsSection,
@@ -125,6 +126,7 @@ __all__ = [
     "load_config",
     "load_toolset",
     "lock_path_of",
+    "mcp_login",
     "run_registries",
 ]
 
@@ -133,7 +135,7 @@ _MODULE_OF = {
         ("CONFIG", "EXTENSIONS", "ToolsetLoader", "build_toolset", "extension_registry"),
         "toolproof.config.root",
     ),
-    **dict.fromkeys(("load_toolset", "lock_path_of"), "toolproof.config.root"),
+    **dict.fromkeys(("load_toolset", "lock_path_of", "mcp_login"), "toolproof.config.root"),
     "run_registries": "toolproof.config.registries",
     **dict.fromkeys(
         ("bind_python_source", "bind_retrieval_source", "import_python_source"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproof.backends import register_backends
 from toolproof.config.registries import run_registries
@@ -41,6 +41,10 @@ from toolproof.tools.lock import check_toolset_lock, check_variant_lock
 from toolproof.tools.policy import PolicyError, PolicySet, tool_attributes
 from toolproof.tools.resources import CONFIG_PATH, RAW_CONFIG, ResourceKey
 from toolproof.tools.toolset import Toolset
+
+if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
+    from toolproof.sources.mcp.login import LoginOutcome
+    from toolproof.sources.mcp.oauth import Authorizer
 
 __all__ = [
     "CONFIG",
@@ -164,6 +168,7 @@ async def build_toolset(
     lock: Path | bool = True,
     approver: Approver | None = None,
     askers: Askers | None = None,
+    authorizer: Authorizer | None = None,
 ) -> Toolset:
     """Build and seal the Toolset of a ``toolproof.toml``.
 
@@ -186,6 +191,11 @@ async def build_toolset(
             (:class:`~toolproof.tools.asking.Askers`, kept as ``resources[ASKERS]``); the
             servers are told the client can sample or elicit only when it can.
             ``None``: nobody (nothing announced).
+        authorizer: who completes an OAuth authorization-code grant an ``[mcp.auth]``
+            server asks for during the load or a call (a step-up on ``403
+            insufficient_scope``, a refresh the server refused):
+            :class:`~toolproof.sources.mcp.oauth.Authorizer`. ``None``: nobody; the
+            tokens ``toolproof mcp login`` stored are used and refreshed.
 
     Raises:
         ConfigError: the file or one of its entries is invalid, the lock cannot be
@@ -225,7 +235,7 @@ async def build_toolset(
                         " (rule: [[mcp]] names are unique)",
                     )
                 first[entry.name] = position
-            servers = [entry.server(file.parent) for entry in config.mcp]
+            servers = [entry.server(file.parent, authorizer) for entry in config.mcp]
             await bind_mcp_servers(toolset, servers)
         _declare_idempotency(toolset, config.tools, file)
         apply_lint(toolset, config.lint.fail_on, [entry.allow() for entry in config.lint.allow])
@@ -274,11 +284,13 @@ class ToolsetLoader:
         lock: Path | bool = True,
         approver: Approver | None = None,
         askers: Askers | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.path = Path(path)
         self.lock = lock
         self.approver = approver
         self.askers = askers
+        self.authorizer = authorizer
         self._toolset: Toolset | None = None
 
     def __await__(self) -> Generator[Any, None, Toolset]:
@@ -286,7 +298,11 @@ class ToolsetLoader:
 
     async def _build(self) -> Toolset:
         return await build_toolset(
-            self.path, lock=self.lock, approver=self.approver, askers=self.askers
+            self.path,
+            lock=self.lock,
+            approver=self.approver,
+            askers=self.askers,
+            authorizer=self.authorizer,
         )
 
     async def __aenter__(self) -> Toolset:
@@ -311,6 +327,7 @@ def load_toolset(
     sample: Ask | None = None,
     elicit: Ask | None = None,
     relay: bool = False,
+    authorizer: Authorizer | None = None,
 ) -> ToolsetLoader:
     """Load the sealed Toolset of a ``toolproof.toml`` (the composition root).
 
@@ -329,6 +346,8 @@ def load_toolset(
         relay: ``toolproof serve`` sets it: the ``[[mcp]]`` servers' sampling and
             elicitation requests are relayed to the client it serves, so both
             capabilities are announced to them (docs/mcp.md).
+        authorizer: as :func:`build_toolset`: who completes an OAuth grant an
+            ``[mcp.auth]`` server asks for (docs/mcp.md, *OAuth*); ``None``: nobody.
 
     Returns:
         A :class:`ToolsetLoader`: use ``async with load_toolset(path) as toolset`` (closed
@@ -339,4 +358,56 @@ def load_toolset(
 
     """
     askers = Askers(sample, elicit, relay) if (sample or elicit or relay) else None
-    return ToolsetLoader(path, lock=lock, approver=approver, askers=askers)
+    return ToolsetLoader(path, lock=lock, approver=approver, askers=askers, authorizer=authorizer)
+
+
+async def mcp_login(
+    path: str | Path,
+    name: str,
+    authorizer: Authorizer,
+    *,
+    timeout: float | None = None,
+) -> LoginOutcome:
+    """Log in to the ``[[mcp]]`` server ``name`` of a ``toolproof.toml`` (OAuth 2.1).
+
+    The person's side is ``authorizer``
+    (:class:`~toolproof.sources.mcp.login.LocalhostAuthorizer` for a browser); the
+    tokens are stored in the server's token file (``0600``) for every later load. See
+    :func:`toolproof.sources.mcp.login.login` and docs/mcp.md (*OAuth*).
+
+    Args:
+        path: the ``toolproof.toml`` file.
+        name: the ``[[mcp]]`` entry's ``name``.
+        authorizer: who authorizes.
+        timeout: seconds the whole login may take (``None``: 600).
+
+    Returns:
+        The granted scope, the token file, whether the grant refreshes, the tool count.
+
+    Raises:
+        ConfigError: the file is invalid, or has no ``[[mcp]]`` named ``name`` with a
+            ``url`` and an ``[mcp.auth]``.
+        OAuthSetupError: the auth table cannot be used.
+        McpStartError: the flow or the connection failed (naming the step, no token).
+
+    """
+    from toolproof.sources.mcp.login import LOGIN_TIMEOUT, login
+
+    file = Path(path)
+    config, _ = load_config(file)
+    names = [entry.name for entry in config.mcp]
+    if name not in names:
+        raise ConfigError(
+            str(file), "mcp", f"no [[mcp]] named {name!r} (servers: {', '.join(names) or 'none'})"
+        )
+    position = names.index(name)
+    entry = config.mcp[position]
+    if entry.url is None or entry.auth is None:
+        raise ConfigError(
+            str(file),
+            f"mcp[{position}].auth",
+            f"server {name!r} has no [mcp.auth] (rule: mcp login is for streamable-HTTP "
+            "servers ('url') with an auth table)",
+        )
+    server = entry.server(file.parent)
+    return await login(server, authorizer, timeout=timeout or LOGIN_TIMEOUT)

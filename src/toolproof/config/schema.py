@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from toolproof.config.mcp_auth import McpAuthTable, resolve_auth
 from toolproof.contract.bounds import (
     DEFAULT_SEGMENT_CALLS,
     MAX_COUNT,
@@ -39,7 +40,7 @@ from toolproof.tools.lint import RULE_IDS, Allow, FailOn
 from toolproof.tools.lock import LOCK_FILE, OnDrift
 
 if TYPE_CHECKING:  # the MCP SDK is imported only when a [[mcp]] entry is loaded
-    from toolproof.sources.mcp.oauth import McpAuth
+    from toolproof.sources.mcp.oauth import Authorizer, McpAuth
     from toolproof.sources.mcp.source import McpServer
 
 __all__ = [
@@ -81,22 +82,6 @@ class PythonSource(_Closed):
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
     import_timeout: Seconds = 60.0
-
-
-class McpAuthTable(_Closed):
-    """``[mcp.auth]``: OAuth 2.1 ``client_credentials`` for a streamable-HTTP server.
-
-    ``client_secret_env`` names the environment variable holding the secret (never the
-    secret itself); ``token_file`` (relative to the toml file) defaults to one file per
-    server under ``$TOOLPROOF_CACHE/mcp-tokens``. See ``docs/mcp.md`` (*OAuth*).
-    """
-
-    grant: Literal["client_credentials"] = "client_credentials"
-    client_id: str = Field(min_length=1)
-    client_secret_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    issuer: str | None = None
-    scope: str | None = None
-    token_file: str | None = None
 
 
 class McpSource(_Closed):
@@ -148,7 +133,7 @@ class McpSource(_Closed):
                     )
         return self
 
-    def server(self, base: Path) -> McpServer:
+    def server(self, base: Path, authorizer: Authorizer | None = None) -> McpServer:
         """The resolved :class:`McpServer` of this entry.
 
         ``cwd`` (default: ``base``) and a relative ``command`` path containing ``/``
@@ -176,27 +161,13 @@ class McpSource(_Closed):
             include=tuple(self.include) if self.include is not None else None,
             exclude=tuple(self.exclude),
             protocol=self.protocol,
-            auth=self._auth(base),
+            auth=self._auth(base, authorizer),
         )
 
-    def _auth(self, base: Path) -> McpAuth | None:
-        from toolproof.sources.mcp.oauth import McpAuth, default_token_path
-
-        table = self.auth
-        if table is None or self.url is None:
+    def _auth(self, base: Path, authorizer: Authorizer | None) -> McpAuth | None:
+        if self.auth is None or self.url is None:
             return None
-        token_file = (
-            (base / table.token_file).resolve()
-            if table.token_file is not None
-            else default_token_path(self.name, self.url)
-        )
-        return McpAuth(
-            client_id=table.client_id,
-            client_secret_env=table.client_secret_env,
-            token_file=str(token_file),
-            issuer=table.issuer,
-            scope=table.scope,
-        )
+        return resolve_auth(self.auth, self.name, self.url, base, authorizer)
 
 
 class RetrievalSource(_Closed):

@@ -210,6 +210,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "toolproof.adapters.cli.view",
     "toolproof.adapters.cli.approvals",
     "toolproof.adapters.cli.sessions",
+    "toolproof.adapters.cli.mcp",
 )
 """Modules that each define ``register(app)``; one per command group, added as they land."""
 
