@@ -7,6 +7,7 @@ symlinked outside the artifact root.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -103,6 +104,41 @@ def test_trace_paging_stops_at_an_event_larger_than_the_page_limit(
     }
     after = httpx.get(trace, params={"start": start + 1}, headers=AUTH)  # paging goes on
     assert after.status_code == 200 or after.json()["fields"]["event"] == start + 1
+
+
+def test_a_run_too_big_to_answer_whole_answers_its_summary_and_names_what_it_left_out(
+    api: tuple[str, Path],
+) -> None:
+    created = httpx.post(
+        f"{api[0]}/v1/runs", json=spec("echo.toml", "y" * 6000), headers=AUTH, timeout=60
+    )
+    assert created.status_code == 201, created.text
+    run_id = created.json()["run_id"]
+    answer = httpx.get(f"{api[0]}/v1/runs/{run_id}", headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    directory = api[1] / "runs" / run_id
+    budget, omitted, read = RESPONSE_LIMIT, {}, {}
+    for name in ("spec", "plan", "report", "claims", "manifest"):  # the documented order
+        data = (directory / f"{name}.json").read_bytes()
+        if len(data) > budget:
+            omitted[name] = len(data)
+        else:
+            read[name] = json.loads(data)
+            budget -= len(data)
+    assert "spec" in omitted  # its 6,000-byte argument alone is past the limit
+    assert body["omitted"] == omitted
+    assert {name: body[name] for name in read} == read
+    assert all(body[name] is None for name in omitted)
+    started = json.loads((directory / "timings.json").read_bytes())["started_at"]
+    assert body["summary"] == {
+        "run_id": run_id,
+        "task": "echo",
+        "outcome": "passed",
+        "started_at": started,
+        "claims": len(json.loads((directory / "claims.json").read_bytes())),
+        "tool_calls": 1,
+    }
 
 
 def test_a_module_that_exits_at_import_is_a_problem_and_the_api_stays_up(

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from runs_support import Counter, base_spec, make_toolset, run
 
 from toolproof.errors import InputError
-from toolproof.runs.diff import diff_runs, first_trace_difference
+from toolproof.runs.diff import (
+    diff_runs,
+    first_trace_difference,
+    first_trace_file_difference,
+    shared_file_prefix,
+    shared_prefix,
+)
 
 
 def test_diff_names_changed_files_and_first_event(tmp_path: Path) -> None:
@@ -48,3 +55,49 @@ def test_first_trace_difference_reports_a_shorter_trace() -> None:
 def test_diff_refuses_a_directory_without_manifest(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"manifest\.json is missing or invalid"):
         diff_runs(tmp_path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (b'{"type":"a"}\n', b'{"type":"a"}\n{"type":"b"}\n'),  # the first ends early
+        (b'{"type":"a","x":1}\n', b'{"type":"a","x":2}\n'),  # a field differs
+        (b'{"type":"a"}\n', b'{"type":"a"}'),  # the second has no final newline
+        (b"", b'{"type":"a"}\n'),  # the first is empty
+        (b'{"type":"a"}\n', b'{"type":"a"}\n'),  # equal
+    ],
+)
+def test_the_file_forms_give_what_the_bytes_forms_give(tmp_path: Path, a: bytes, b: bytes) -> None:
+    path_a, path_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    path_a.write_bytes(a)
+    path_b.write_bytes(b)
+    assert first_trace_file_difference(path_a, path_b) == first_trace_difference(a, b)
+    assert shared_file_prefix(path_a, path_b) == shared_prefix(a, b)
+
+
+def test_two_big_traces_are_compared_a_line_at_a_time(tmp_path: Path) -> None:
+    """Two 39 MB traces differing at their last event: the diff holds a block and a line."""
+    line = b'{"type":"tool_returned","value":"' + b"x" * 1200 + b'","n":%d}\n'
+    events = 32_000
+    path_a, path_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    with path_a.open("wb") as file_a, path_b.open("wb") as file_b:
+        for n in range(events):
+            file_a.write(line % n)
+            file_b.write(line % (n if n < events - 1 else -1))
+    tracemalloc.start()
+    try:
+        first = first_trace_file_difference(path_a, path_b)
+        shared = shared_file_prefix(path_a, path_b)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert path_a.stat().st_size > 39_000_000
+    assert first == {
+        "idx": events - 1,
+        "why": f"event {events - 1} (tool_returned vs tool_returned) differs in n",
+        "fields": ["n"],
+        "a_type": "tool_returned",
+        "b_type": "tool_returned",
+    }
+    assert shared == events - 1
+    assert peak < 8 << 20  # two 1 MiB blocks and a line of each, never the traces

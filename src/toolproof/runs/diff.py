@@ -12,12 +12,16 @@ that changed is reported as variation, not as corruption.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from toolproof.bundle.manifest import MAX_MANIFEST_BYTES
+from toolproof.bundle.trace import READ_BLOCK_BYTES, TraceReader
 from toolproof.contract.layout import MANIFEST_FILE, PLAN_FILE, RUNTIME_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manifest
 from toolproof.errors import InputError
@@ -28,6 +32,8 @@ __all__ = [
     "RunDiff",
     "diff_runs",
     "first_trace_difference",
+    "first_trace_file_difference",
+    "shared_file_prefix",
     "shared_prefix",
     "varying_sources",
 ]
@@ -41,21 +47,42 @@ def _fields(raw: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def first_trace_difference(a: bytes, b: bytes) -> dict[str, Any] | None:
-    """The first event where two ``trace.jsonl`` contents differ, and why; ``None`` if equal.
+def _pieces(data: bytes) -> Iterator[bytes]:
+    """The pieces ``data.split(b"<newline>")`` gives, one at a time."""
+    start = 0
+    while (end := data.find(b"\n", start)) >= 0:
+        yield data[start:end]
+        start = end + 1
+    yield data[start:]
 
-    Returns:
-        ``{"idx", "why", "fields", "a_type", "b_type"}``: ``fields`` lists the top-level
-        fields whose values differ; ``why`` says it in words (one trace ending early
-        included).
+
+def _file_pieces(path: Path) -> Iterator[bytes]:
+    """A trace file's pieces as :func:`_pieces` gives its bytes', read once in blocks.
+
+    Memory is one block plus one line (at most
+    :data:`~toolproof.bundle.trace.MAX_LINE_BYTES`), never the file.
+
+    Raises:
+        InputError: a line is longer than the limit on a trace line (named by file, line
+            and byte offset; it is not compared).
+        OSError: the file cannot be read.
 
     """
-    if a == b:
-        return None
-    lines_a, lines_b = a.split(b"\n"), b.split(b"\n")
-    for idx in range(max(len(lines_a), len(lines_b))):
-        line_a = lines_a[idx] if idx < len(lines_a) else None
-        line_b = lines_b[idx] if idx < len(lines_b) else None
+    reader = TraceReader(path)
+    for line in reader.lines():
+        if line.data is None:
+            raise InputError(
+                f"{path.name} line {line.position + 1} (byte offset {line.offset}) is longer "
+                f"than {reader.max_line_bytes} bytes, the limit on a trace line; not compared",
+                path=str(path),
+            )
+        yield line.data
+    if reader.ends_with_newline:
+        yield b""
+
+
+def _first_difference(pieces_a: Iterator[bytes], pieces_b: Iterator[bytes]) -> dict[str, Any]:
+    for idx, (line_a, line_b) in enumerate(zip_longest(pieces_a, pieces_b)):
         if line_a == line_b:
             continue
         if line_a is None or line_b is None or not line_a or not line_b:
@@ -78,7 +105,50 @@ def first_trace_difference(a: bytes, b: bytes) -> dict[str, Any] | None:
             "a_type": fa.get("type"),
             "b_type": fb.get("type"),
         }
-    return None  # pragma: no cover - unequal bytes always differ on some line
+    raise AssertionError("unequal traces differ on some line")  # pragma: no cover
+
+
+def first_trace_difference(a: bytes, b: bytes) -> dict[str, Any] | None:
+    """The first event where two ``trace.jsonl`` contents differ, and why; ``None`` if equal.
+
+    Returns:
+        ``{"idx", "why", "fields", "a_type", "b_type"}``: ``fields`` lists the top-level
+        fields whose values differ; ``why`` says it in words (one trace ending early
+        included).
+
+    """
+    if a == b:
+        return None
+    return _first_difference(_pieces(a), _pieces(b))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (compared 1 MiB at a time)."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with a.open("rb") as file_a, b.open("rb") as file_b:
+        while block := file_a.read(READ_BLOCK_BYTES):
+            if block != file_b.read(READ_BLOCK_BYTES):
+                return False
+    return True
+
+
+def first_trace_file_difference(a: Path, b: Path) -> dict[str, Any] | None:
+    """:func:`first_trace_difference` of two trace files, read once each, side by side.
+
+    Memory is a block and a line of each file, however long the traces (issue 31: a
+    diff of two million-call runs reads them in step, never whole).
+
+    Raises:
+        InputError: a line before the difference is longer than
+            :data:`~toolproof.bundle.trace.MAX_LINE_BYTES` (named by file, line and byte
+            offset).
+        OSError: a file cannot be read.
+
+    """
+    if _same_file(a, b):
+        return None
+    return _first_difference(_file_pieces(a), _file_pieces(b))
 
 
 @dataclass(frozen=True)
@@ -176,13 +246,20 @@ def _runtime(directory: Path) -> ExecutionRuntime | None:
         return None
 
 
-def _source_of(trace: bytes, idx: int, varying: dict[str, list[str]]) -> str | None:
-    """The varying source event ``idx`` of ``trace`` comes from, if any."""
-    lines = trace.split(b"\n")
-    if idx >= len(lines):
+def _source_of(trace: Path, idx: int, varying: dict[str, list[str]]) -> str | None:
+    """The varying source event ``idx`` of ``trace`` comes from, if any.
+
+    At most three passes over the trace (the event, its model turn, its call), each a
+    line at a time: never the whole trace.
+    """
+    event: dict[str, Any] = {}
+    for at, piece in enumerate(_file_pieces(trace)):
+        if at == idx:
+            event = _fields(piece)
+            break
+    if not event:
         return None
-    event = _fields(lines[idx])
-    turn = _turn_of(lines, event)
+    turn = _turn_of(trace, event)
     if turn is not None:
         name = f"model {turn_provider_name(str(turn.get('source')), str(turn.get('model')))}"
         return name if name in varying else None
@@ -194,31 +271,47 @@ def _source_of(trace: bytes, idx: int, varying: dict[str, list[str]]) -> str | N
         return f"reasoner {reasoner}" if f"reasoner {reasoner}" in varying else None
     if not call_id:
         return None
-    for line in lines[:idx]:
-        called = _fields(line)
+    needle = f'"call_id":{json.dumps(call_id)}'.encode()
+    for at, piece in enumerate(_file_pieces(trace)):
+        if at >= idx:
+            break
+        if needle not in piece:
+            continue  # not parsed: most lines are other calls'
+        called = _fields(piece)
         if called.get("type") == "tool_called" and called.get("call_id") == call_id:
             tool = f"tool {called.get('call', {}).get('tool')}"
             return tool if tool in varying else None
     return None
 
 
-def _turn_of(lines: list[bytes], event: dict[str, Any]) -> dict[str, Any] | None:
+def _turn_of(trace: Path, event: dict[str, Any]) -> dict[str, Any] | None:
     """The ``model_turn`` event of the model step ``event`` belongs to, if it does."""
     step = str(event.get("step", ""))
     if event.get("type") == "model_turn":
         return event
     if not step.startswith("turn-"):
         return None
-    for line in lines:
-        other = _fields(line)
+    needle = f'"step":{json.dumps(step)}'.encode()
+    for piece in _file_pieces(trace):
+        if needle not in piece:
+            continue
+        other = _fields(piece)
         if other.get("type") == "model_turn" and other.get("step") == step:
             return other
     return None
 
 
 def _manifest(directory: Path) -> Manifest:
+    path = directory / MANIFEST_FILE
     try:
-        return Manifest.model_validate_json((directory / MANIFEST_FILE).read_bytes())
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise InputError(
+                f"{directory}: manifest.json is {size} bytes, over the limit of "
+                f"{MAX_MANIFEST_BYTES} bytes; refused by its size, not read",
+                path=str(path),
+            )
+        return Manifest.model_validate_json(path.read_bytes())
     except (OSError, ValidationError) as exc:
         raise InputError(
             f"{directory}: manifest.json is missing or invalid ({type(exc).__name__}); "
@@ -230,8 +323,15 @@ def _manifest(directory: Path) -> Manifest:
 def diff_runs(a: Path, b: Path) -> RunDiff:
     """Compare two run directories by their manifests and traces.
 
+    Bounded memory whatever the runs' size: the manifests (at most
+    :data:`~toolproof.bundle.manifest.MAX_MANIFEST_BYTES` each) and runtimes are read
+    whole; the traces are read side by side a line at a time up to their first
+    difference, and again (a line at a time) to find the source it comes from and the
+    fork's shared prefix.
+
     Raises:
-        InputError: a manifest is missing or invalid.
+        InputError: a manifest is missing, invalid or over its size limit; a trace line
+            read is longer than :data:`~toolproof.bundle.trace.MAX_LINE_BYTES`.
 
     """
     ma, mb = _manifest(a), _manifest(b)
@@ -253,10 +353,9 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
     }
     explained = False
     if files.get(TRACE_FILE) == "changed":
-        trace_a = (a / TRACE_FILE).read_bytes()
-        first = first_trace_difference(trace_a, (b / TRACE_FILE).read_bytes())
+        first = first_trace_file_difference(a / TRACE_FILE, b / TRACE_FILE)
         if first is not None:
-            source = _source_of(trace_a, first["idx"], varying)
+            source = _source_of(a / TRACE_FILE, first["idx"], varying)
             first["source"] = source
             same_inputs = all(files.get(name) == "same" for name in (SPEC_FILE, PLAN_FILE)) and (
                 files.get(RUNTIME_FILE) == "same" or _same_but_session(runtime_a, runtime_b)
@@ -271,10 +370,9 @@ FORK_SESSION_FIELDS = ("prev", "idempotency_key")
 chain, and the idempotency key (it names the recording session)."""
 
 
-def shared_prefix(a: bytes, b: bytes) -> int:
-    """How many leading events of two traces are equal but for :data:`FORK_SESSION_FIELDS`."""
+def _shared(pieces_a: Iterator[bytes], pieces_b: Iterator[bytes]) -> int:
     shared = 0
-    for line_a, line_b in zip(a.split(b"\n"), b.split(b"\n"), strict=False):
+    for line_a, line_b in zip(pieces_a, pieces_b, strict=False):
         fields_a, fields_b = _fields(line_a), _fields(line_b)
         for name in FORK_SESSION_FIELDS:
             fields_a.pop(name, None)
@@ -283,6 +381,23 @@ def shared_prefix(a: bytes, b: bytes) -> int:
             break
         shared += 1
     return shared
+
+
+def shared_prefix(a: bytes, b: bytes) -> int:
+    """How many leading events of two traces are equal but for :data:`FORK_SESSION_FIELDS`."""
+    return _shared(_pieces(a), _pieces(b))
+
+
+def shared_file_prefix(a: Path, b: Path) -> int:
+    """:func:`shared_prefix` of two trace files, read once each, a line at a time.
+
+    Raises:
+        InputError: a line of the prefix is longer than
+            :data:`~toolproof.bundle.trace.MAX_LINE_BYTES` (named by file, line and offset).
+        OSError: a file cannot be read.
+
+    """
+    return _shared(_file_pieces(a), _file_pieces(b))
 
 
 def _fork(
@@ -300,9 +415,7 @@ def _fork(
     ):
         forked = None if runtime is None else runtime.forked_from
         if forked is not None and forked.run == parent_id:
-            shared = shared_prefix(
-                (parent / TRACE_FILE).read_bytes(), (child / TRACE_FILE).read_bytes()
-            )
+            shared = shared_file_prefix(parent / TRACE_FILE, child / TRACE_FILE)
             return {
                 "parent": parent_id,
                 "child": child_id,

@@ -29,7 +29,7 @@ from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.identity import canonical_json
 from toolproof.runs.calls import FrozenCalls, FrozenClock
-from toolproof.runs.diff import first_trace_difference
+from toolproof.runs.diff import first_trace_file_difference
 from toolproof.runs.executor import StepHandler
 from toolproof.runs.planner import plan_run
 from toolproof.runs.registries import RunRegistries
@@ -277,9 +277,7 @@ async def replay_run(
         )
         if calls.refused is not None:  # raised inside a handler or reasoner that caught it
             raise calls.refused
-        difference = first_trace_difference(
-            (directory / TRACE_FILE).read_bytes(), (scratch / TRACE_FILE).read_bytes()
-        )
+        difference = first_trace_file_difference(directory / TRACE_FILE, scratch / TRACE_FILE)
     report_matches = (directory / REPORT_FILE).read_bytes() == canonical_json(
         recorded.report.to_json()
     )

@@ -89,24 +89,36 @@ class RunPage(_Closed):
 
 
 class RunDocuments(_Closed):
-    """A run's documents, exactly as stored (each ``None`` when the file is missing).
+    """A run's documents, exactly as stored, and its summary.
+
+    Read in bounded memory and time however big the run: a document that would take
+    the answer past the API's response limit (``max_response_bytes``, counted over the
+    documents in the order below) is not read; it is ``None`` and named in ``omitted``
+    with its size (a recorded session's spec and plan restate every call: about 116 MB
+    and 165 MB for a million calls). Read such a document from
+    ``GET /v1/runs/{run_id}/files/{name}.json`` and the trace page by page from
+    ``GET /v1/runs/{run_id}/trace``.
 
     Attributes:
         run_id: the run id.
-        spec: ``spec.json``.
+        summary: what the listing shows of the run (``GET /v1/runs/{run_id}/summary``).
+        spec: ``spec.json`` (``None`` when missing or omitted).
         plan: ``plan.json``.
         report: ``report.json``.
         claims: ``claims.json``.
         manifest: ``manifest.json``.
+        omitted: ``{name: size in bytes}`` of each document left out for its size.
 
     """
 
     run_id: str
+    summary: RunSummary
     spec: Any = None
     plan: Any = None
     report: Any = None
     claims: Any = None
     manifest: Any = None
+    omitted: dict[str, int] = Field(default_factory=dict)
 
 
 class VerifyFailure(_Closed):

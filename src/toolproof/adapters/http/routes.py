@@ -174,14 +174,26 @@ async def create_run(body: CreateRun, settings: Settings) -> RunCreated:
 
 @router.get("/runs/{run_id}", tags=["runs"], responses=_RUN_ERRORS)
 def get_run(run_id: RunId, settings: Settings) -> RunDocuments:
-    """A run's spec, plan, report, claims and manifest, exactly as stored."""
+    """A run's summary and its spec, plan, report, claims and manifest, exactly as stored.
+
+    A document that would take the answer past the response limit is not read: it is
+    ``null`` and named in ``omitted`` with its size (bounded memory and time however big
+    the run; the trace is paged by ``GET /v1/runs/{run_id}/trace``).
+    """
     directory = run_directory(settings, run_id)
     budget = settings.max_response_bytes
     documents: dict[str, Any] = {}
+    omitted: dict[str, int] = {}
     for name in _DOCUMENTS:
-        documents[name], used = _read_json(directory / f"{name}.json", budget)
+        path = directory / f"{name}.json"
+        size = 0 if path.is_symlink() or not path.is_file() else path.stat().st_size
+        if size > budget:
+            omitted[name] = size
+            continue
+        documents[name], used = _read_json(path, budget)
         budget -= used
-    return RunDocuments(run_id=run_id, **documents)
+    summary = _summary(settings, run_id)
+    return RunDocuments(run_id=run_id, summary=summary, omitted=omitted, **documents)
 
 
 @router.get("/runs/{run_id}/summary", tags=["runs"], responses=_RUN_ERRORS)
