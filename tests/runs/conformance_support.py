@@ -171,7 +171,12 @@ def run_server(url: str, revision: str, out: Path, timeout: float = 600) -> Suit
 
 
 def run_client(
-    command: str, revision: str, out: Path, scenario: str | None = None, timeout: float = 600
+    command: str,
+    revision: str,
+    out: Path,
+    scenario: str | None = None,
+    timeout: float = 600,
+    client_timeout: float | None = None,
 ) -> SuiteRun:
     """Run ``revision``'s client requirement set (or only ``scenario``) against ``command``.
 
@@ -179,8 +184,12 @@ def run_client(
     the scenario server's URL. With ``scenario`` the suite runs that one at ``revision``
     (``--scenario S --spec-version REVISION``: ``--requirements`` cannot be combined with
     it) and the scored set stays the revision's. ``out``: a fresh folder for the results.
+    ``client_timeout``: seconds one scenario's client may run (the suite's ``--timeout``;
+    ``None``: its default, 30).
     """
     chosen = ["--requirements", revision]
     if scenario is not None:
         chosen = ["--scenario", scenario, "--spec-version", revision]
+    if client_timeout is not None:
+        chosen += ["--timeout", str(round(client_timeout * 1000))]
     return _run("client", ["--command", command, *chosen], revision, out, timeout)
