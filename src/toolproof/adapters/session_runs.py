@@ -34,10 +34,11 @@ from toolproof.evidence.grounding import DEFAULT_MIN_QUOTE_WORDS, Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.live import SESSION_TASK
 from toolproof.runs.replay import describe_descriptor_change
-from toolproof.runs.resume import check_session_id, live_segments, prepare_resume
+from toolproof.runs.resume import check_session_id, live_segments
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.presented import present, presented_changes
+from toolproof.sessions.resuming import resume_recording
 from toolproof.tools.asking import ASKERS, Ask, Askers
 from toolproof.tools.policy import principal_entity
 from toolproof.tools.resources import RAW_CONFIG
@@ -161,36 +162,41 @@ async def record_session(
     async with toolset_of(source, given) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)
         presented = present(tool.spec for tool in toolset.exposed())  # what replay needs
-        resumed = await prepare_resume(Path(root), name, toolset) if resume else None
-        live = SegmentedRecording(
-            Path(root),
-            toolset,
-            task=task,
-            segment_calls=segment_calls,
-            presented=presented,
-            name=name,
-            resumed=resumed,
-        )
         options: dict[str, Any] = {
             "approver": approver,
             "grounding": chosen,
             "principal": principal,
             "askers": given.over(toolset.resources.get(ASKERS)),
         }
-        session = (
-            Session(toolset, live, **options)
-            if resumed is None
-            else ResumedSession(
-                toolset, live, FrozenSession.load_chain(resumed.head), resumed, **options
+        session: Session
+        resumption = None
+        if resume:
+            live, resumption = await resume_recording(
+                Path(root),
+                name,
+                toolset,
+                task=task,
+                segment_calls=segment_calls,
+                presented=presented,
             )
-        )
+            session = ResumedSession(toolset, live, resumption, **options)
+        else:
+            live = SegmentedRecording(
+                Path(root),
+                toolset,
+                task=task,
+                segment_calls=segment_calls,
+                presented=presented,
+                name=name,
+            )
+            session = Session(toolset, live, **options)
         try:
             yield session
         except BaseException:
             await live.abort()
             raise
         outcomes = await live.finish()
-        earlier = [] if resumed is None else resumed.run_ids
+        earlier = [] if resumption is None else resumption.run_ids
         session.run_ids = earlier + [outcome.run_id for outcome in outcomes]
         session.run_id = session.run_ids[-1]
 

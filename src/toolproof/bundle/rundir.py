@@ -45,6 +45,7 @@ __all__ = [
     "pid_alive",
     "process_identity",
     "recorder_alive",
+    "remove_aside",
     "write_file",
 ]
 
@@ -266,3 +267,20 @@ class RunDirectoryWriter:
         tb: TracebackType | None,
     ) -> None:
         self.discard()
+
+
+def remove_aside(directory: Path) -> None:
+    """Remove ``directory`` (and all it holds), renamed aside first: all of it or none.
+
+    It is renamed ``.<name>.discarded`` (one atomic rename) before it is emptied, so a
+    process killed while removing it leaves no half-removed directory under its name,
+    only a hidden one that the next removal of that name clears. Errors are ignored (a
+    directory already gone is removed).
+    """
+    doomed = directory.with_name(f".{directory.name}.discarded")
+    shutil.rmtree(doomed, ignore_errors=True)  # a kill's leftover
+    try:
+        os.replace(directory, doomed)
+    except OSError:  # gone already, or cannot be renamed: removed in place
+        doomed = directory
+    shutil.rmtree(doomed, ignore_errors=True)

@@ -109,6 +109,8 @@ class SessionOutcome:
         calls: served calls kept.
         dropped: what recovery dropped, one message each (empty for a clean stop).
         reads: resource reads kept (``resources/read`` served to the client).
+        keys: the idempotency keys of the calls kept (a named session's resume finds
+            its cut calls by them: :func:`toolproof.runs.resume.prepare_resume`).
 
     """
 
@@ -118,6 +120,7 @@ class SessionOutcome:
     calls: int
     dropped: list[str] = field(default_factory=list)
     reads: int = 0
+    keys: frozenset[str] = frozenset()
 
 
 def is_live_session(directory: Path) -> bool:
@@ -315,6 +318,7 @@ async def _commit(
         len(calls),
         list(dropped or []),
         reads=reads,
+        keys=frozenset(event.idempotency_key for event in calls if event.idempotency_key),
     )
 
 

@@ -5,26 +5,22 @@ or by an agent in-process; its :class:`LiveRecording` is the open run directory 
 recorder writes them to. It lives in ``ROOT/sessions/<stamp>-<pid>/`` until it is
 finalized (:mod:`toolproof.runs.finalize`):
 
-* ``session.json``: when it started, the task, and which ``toolproof.toml`` it serves;
-* ``runtime.json``: the :class:`ExecutionRuntime` (the Toolset descriptor);
+* ``session.json``: when it started, the task, the ``toolproof.toml`` it serves;
+  ``runtime.json``: the :class:`ExecutionRuntime` (the Toolset descriptor);
 * ``trace.jsonl``: for every call that reached a tool, in completion order, one call
   step written by the :class:`~toolproof.runs.recorder.Recorder` (the emitter the
   executor uses): ``step_started``, the call block, ``step_finished``. Each call is
   one plan step, ``call-00000001`` and up. The block is handed to the OS in one write
-  before the call is answered, and fsynced by group commit (at most every 50 ms);
-  A model turn recorded by the session's model recorders is a ``model`` step
-  (``turn-00000001`` and up): ``step_started``, the model block, ``step_finished``.
-  Calls and turns are written when they are answered, but numbered when they are
-  *admitted* (asked): ``call-00000002`` can precede ``call-00000001`` in the trace,
-  and the number is the order the agent asked in (:func:`admission_number`), which is
-  what frozen replay serves repeated identical requests by;
+  before the call is answered, and fsynced by group commit (at most every 50 ms); a
+  model turn (the session's model recorders) is a ``model`` step (``turn-00000001``
+  and up). Calls and turns are written when answered, numbered when *admitted*
+  (asked): ``call-00000002`` can precede ``call-00000001`` in the trace; frozen
+  replay serves repeated identical requests by that number (:func:`admission_number`);
 * ``evidence.pack``: the result bytes (and model requests and responses), each item
-  appended in one write before the event that registers it
-  (:mod:`toolproof.bundle.pack`); finalizing writes the run's own pack and its index.
+  appended in one write before the event that registers it (:mod:`toolproof.bundle.pack`).
 
-Reads and prompt gets are steps too (``read-0000000N``, ``prompt-0000000N``); a call's
-relayed sampling and elicitation requests are ``request_relayed`` events in its block.
-Per call: :meth:`LiveRecording.admit` (nothing runs unrecorded), :meth:`LiveRecording.record`.
+Reads and prompt gets are steps too (``read-0000000N``, ``prompt-0000000N``); relayed
+sampling and elicitation requests are ``request_relayed`` events in the call's block.
 """
 
 from __future__ import annotations
@@ -41,7 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.rundir import process_identity, write_file
+from toolproof.bundle.rundir import process_identity, remove_aside, write_file
 from toolproof.bundle.steps import numbered_step
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
@@ -495,5 +491,5 @@ def open_recording(
 
 
 def discard_recording(directory: Path) -> None:
-    """Remove a live recording's directory (after its run was committed)."""
-    shutil.rmtree(directory, ignore_errors=True)
+    """Remove a live recording's directory (after its run was committed): :func:`remove_aside`."""
+    remove_aside(directory)

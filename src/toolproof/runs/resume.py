@@ -13,11 +13,13 @@ lines it wrote reached the disk: group commit, docs/runs.md), :func:`prepare_res
 recovers the session's one live directory into a run (``toolproof verify --recover``'s
 :func:`~toolproof.runs.finalize.recover_session`, its ``segment.json`` written first so
 the run is a segment of the session), checks the chain it ends, and returns a
-:class:`Resumed`: where the next segment links to, the step numbers and idempotency-key
-occurrences the session reached, and the cut calls. The resumed session serves the
-agent every recorded call and model turn from the chain, in order, then records live
-in that next segment; a cut call asked again fails ``outcome_unknown``
-(:mod:`toolproof.adapters.resumed`).
+:class:`Resumed`: where the next segment links to, the cut calls (found by the keys the
+recovered segments kept: the only segments an intent's call can be recorded in), and the
+session's keys. It reads no recorded segment's trace: the resumed session counts step
+numbers and key occurrences as it serves the recorded steps, in its one pass over the
+record. The resumed session serves the agent every recorded call and model turn from
+the chain, in order, then records live in that next segment; a cut call asked again
+fails ``outcome_unknown`` (:mod:`toolproof.sessions.resuming`).
 """
 
 from __future__ import annotations
@@ -32,17 +34,14 @@ from typing import Any
 from toolproof.bundle.rundir import write_file
 from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE
 from toolproof.contract.runs import ExecutionRuntime, Manifest
-from toolproof.contract.trace import ModelTurn, ToolCalled
 from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
-from toolproof.runs.admission import admission_number, admission_sorted
 from toolproof.runs.chain import check_link
 from toolproof.runs.finalize import recover_session
 from toolproof.runs.live import SESSIONS_DIR
 from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.keys import SEGMENT_FILE
-from toolproof.verify.view import RunView
 
 __all__ = [
     "INTENTS_FILE",
@@ -156,9 +155,10 @@ class Resumed:
         head: the run directory of the last recorded segment (the recovered one).
         index: that segment's number; the resumed session records segment ``index + 1``.
         link: ``{"run_id", "files_digest"}`` of ``head``, the next segment's ``previous``.
-        admitted: call steps the session numbered (the next call is ``admitted + 1``).
-        turns: model-turn steps it numbered.
-        keys: the session's keys, every recorded call's occurrence counted.
+        keys: the session's keys; the resumed session counts each recorded call's
+            occurrence as it serves the call (:meth:`SessionKeys.count
+            <toolproof.tools.idempotency.SessionKeys.count>`), so a live call after them
+            gets the key it would have had.
         cut: the cut calls by key: ``{"step", "tool", "key"}`` (intents with no record).
         run_ids: the chain's run ids, segment 1 first.
         reconciled: a person's reconciliations of cut calls, by key.
@@ -169,8 +169,6 @@ class Resumed:
     head: Path
     index: int
     link: dict[str, str]
-    admitted: int
-    turns: int
     keys: SessionKeys
     cut: dict[str, dict[str, str]] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
@@ -290,6 +288,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         )
     intents: list[dict[str, str]] = []
     reconciled: dict[str, dict[str, Any]] = {}
+    recorded: set[str] = set()  # the keys of the calls the live directories kept
     outcome = None
     for live in lives:  # a crash while a full segment awaited its seal leaves two
         try:
@@ -316,23 +315,14 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         intents += read_intents(live)
         reconciled.update(read_reconciled(live))
         outcome = await recover_session(live)
+        recorded |= outcome.keys
     assert outcome is not None
     directories = _chain(outcome.path, session_id)
     link = _link_of(outcome.path)
-    keys = SessionKeys.of(session_id, runtime.toolset)
-    admitted = turns = 0
-    recorded: set[str] = set()
-    for directory in directories:
-        events = RunView(directory).events or []
-        called = [event for event in events if isinstance(event, ToolCalled)]
-        for event in admission_sorted(called, lambda e: e.step):
-            keys.key(event.call.tool, canonical_json(dict(event.call.arguments)))
-            recorded.add(event.idempotency_key or "")
-            admitted = max(admitted, admission_number(event.step) or 0)
-        for turn in events:
-            if isinstance(turn, ModelTurn):
-                turns = max(turns, admission_number(turn.step) or 0)
+    keys = SessionKeys.of(session_id, runtime.toolset)  # counted as the record is served
+    # an intent is logged in the live segment that admits its call, which records it
+    # there (or, carried by a resume, in a later segment): always one of those recovered
     cut = {i["key"]: i for i in intents if i["key"] not in recorded}
     run_ids = [directory.name for directory in directories]
     kept = {key: value for key, value in reconciled.items() if key in cut}
-    return Resumed(session_id, outcome.path, index, link, admitted, turns, keys, cut, run_ids, kept)
+    return Resumed(session_id, outcome.path, index, link, keys, cut, run_ids, kept)

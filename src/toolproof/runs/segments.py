@@ -151,10 +151,9 @@ class SegmentedRecording:
         self.outcomes: list[SessionOutcome] = []
         self._indexes: dict[Path, int] = {self.current.directory: self.index}
         self._base = 0  # steps admitted before the open segment (calls and turns)
-        if resumed is not None:  # go on where the recorded chain ends
+        if resumed is not None:  # go on where the recorded chain ends (resume_after)
             live = self.current
-            live.admitted, live.turns_admitted = resumed.admitted, resumed.turns
-            live.keys, self._base = resumed.keys, resumed.admitted + resumed.turns
+            live.keys = resumed.keys
             self._write_segment(live, self.index, resumed.link)
             for intent in resumed.cut.values():  # still cut if this one crashes too
                 write_intent(live.directory, intent["step"], intent["tool"], intent["key"])
@@ -201,6 +200,18 @@ class SegmentedRecording:
                 self.abandon(admission)
                 raise unrecordable(tool, f"its intent cannot be written ({exc})") from exc
         return admission
+
+    def resume_after(self, admitted: int, turns: int) -> None:
+        """Number the next steps after a resumed session's record, before the first live one.
+
+        Args:
+            admitted: the last call step the record holds (the next call is ``admitted + 1``).
+            turns: the last model-turn step it holds.
+
+        """
+        live = self.current
+        live.admitted, live.turns_admitted = admitted, turns
+        self._base = admitted + turns
 
     def peek_key(self, tool: str, arguments: Any) -> str:
         """The idempotency key the next call of ``tool(arguments)`` will get (none counted)."""

@@ -79,7 +79,8 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
     """
     out = []
     sessions = Path(root) / SESSIONS_DIR
-    for directory in sorted(p for p in sessions.glob("*") if p.is_dir()):
+    # a name starting with "." is a live directory being removed (discard_recording)
+    for directory in sorted(p for p in sessions.glob("[!.]*") if p.is_dir()):
         header, runtime = (
             json_object(directory / SESSION_FILE),
             json_object(directory / RUNTIME_FILE),

@@ -36,6 +36,7 @@ from toolproof.contract.trace import (
 )
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.identity import canonical_json
+from toolproof.runs.admission import admission_number
 from toolproof.runs.chain import verify_chain
 from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
@@ -81,6 +82,9 @@ class FrozenSession:
         run_id: the run being served (its directory's name).
         segment: the number of the segment being served (1 and up; 1 for one run).
         segments: how many segments are served (1 for one run).
+        steps: the last call step and the last model-turn step (their admission
+            numbers) of the segments loaded so far; once :attr:`exhausted`, the
+            record's, after which a resumed session numbers its live steps.
 
     """
 
@@ -103,6 +107,7 @@ class FrozenSession:
         self.refused: ReplayRefused | None = None
         self.run_id = ""
         self.segment = self.segments = 1
+        self.steps = (0, 0)
         self._rest: deque[Path] = deque()  # the segments after this one, in order
         self._before = (0, 0)  # calls and turns served by the segments before this one
 
@@ -194,6 +199,7 @@ class FrozenSession:
             frozen.descriptor = toolset
         frozen.turn_details = {index: turn.detail for _, index, turn, _ in turns}
         frozen.run_id = Path(directory).name
+        frozen.steps = (_last_step(calls), _last_step(turns))
         return frozen
 
     @classmethod
@@ -262,6 +268,8 @@ class FrozenSession:
         self.calls, self.turns, self.reads = following.calls, following.turns, following.reads
         self.answer, self.run_id = following.answer, following.run_id
         self.turn_details = following.turn_details
+        (call, turn), (next_call, next_turn) = self.steps, following.steps
+        self.steps = (max(call, next_call), max(turn, next_turn))
         self.segment += 1
         return True
 
@@ -422,6 +430,11 @@ class FrozenSession:
         if pending is None:
             return matcher.end, ""
         return pending[0], shown(pending[1])
+
+
+def _last_step(entries: list[tuple[Any, int, Any, str]]) -> int:
+    """The highest admission number among recorded entries' steps (0: none numbered)."""
+    return max((admission_number(step) or 0 for *_, step in entries), default=0)
 
 
 def _turn_shown(key: TurnKey) -> str:

@@ -174,6 +174,14 @@ class SessionKeys:
         occurrence = self._occurrences.peek(tool, fingerprint, digest_)
         return idempotency_key(self.session, tool, fingerprint, digest_, occurrence)
 
+    def count(self, tool: str, encoded: bytes) -> None:
+        """Count one call of ``tool`` (canonical arguments ``encoded``) that already has its key.
+
+        A resumed session counts each call it serves from its record (keyed when it was
+        recorded), so a live call after them gets the occurrence it would have had.
+        """
+        self._occurrences.next(tool, self.fingerprints.get(tool, ""), arguments_digest(encoded))
+
     def key(self, tool: str, encoded: bytes) -> str:
         """The key of the next admitted call of ``tool``, arguments' canonical JSON ``encoded``.
 
