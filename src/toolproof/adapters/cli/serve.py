@@ -12,26 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 from toolproof.adapters.cli.app import (
     ToolproofCommand,
     docs_epilog,
-    emit_json,
     err_console,
-    exit_for,
-    out_console,
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption
+from toolproof.adapters.cli.serve_record import check_session, end_recording, recover_command
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.tools import print_quarantine
-from toolproof.errors import InputError, VerificationError
+from toolproof.errors import InputError
 from toolproof.version import install_hint
 
 if TYPE_CHECKING:
     from toolproof.adapters.mcp.server import StdioWire
-    from toolproof.runs.finalize import SessionOutcome
     from toolproof.runs.segments import SegmentedRecording
     from toolproof.tools.toolset import Toolset
 
@@ -119,7 +115,9 @@ async def _serve_mcp(
     token_file: Path | None = None,
     segment_calls: int | None = None,
     clients_file: Path | None = None,
+    session: tuple[str, bool] = ("", False),
 ) -> None:
+    check_session(record, *session)
     try:
         from toolproof.adapters.mcp.server import StdioWire
     except ImportError as exc:
@@ -140,7 +138,7 @@ async def _serve_mcp(
     wire = StdioWire() if address is None else None
     try:
         clean = await _serve_loaded(
-            config, address, token, record, stop, wire, segment_calls, clients
+            config, address, token, record, stop, wire, segment_calls, clients, session
         )
     finally:
         if wire is not None:
@@ -162,6 +160,7 @@ async def _serve_loaded(
     wire: StdioWire | None,
     segment_calls: int | None = None,
     clients: dict[str, str] | None = None,
+    session: tuple[str, bool] = ("", False),
 ) -> bool:
     """Load the Toolset and serve it until stopped; return whether stdio ended cleanly."""
     from toolproof.adapters.mcp.server import (
@@ -173,21 +172,30 @@ async def _serve_loaded(
     from toolproof.adapters.telemetry.instrument import instrument_from_config
     from toolproof.config import CONFIG, load_toolset
     from toolproof.runs.segments import SegmentedRecording
+    from toolproof.sessions.resuming import Resumption, resume_recording
 
     clean = True
+    name, resume = session
     async with load_toolset(config, relay=True) as toolset:
         print_quarantine(toolset)
         if segment_calls is None:
             segment_calls = toolset.resources[CONFIG].serve.segment_calls
-        recording = (
-            SegmentedRecording(record, toolset, segment_calls=segment_calls)
-            if record is not None
-            else None
-        )
+        recording: SegmentedRecording | None = None
+        resumption: Resumption | None = None
+        if record is not None and resume:  # the crashed session's record is served first
+            recording, resumption = await resume_recording(
+                record, name, toolset, segment_calls=segment_calls
+            )
+            err_console.print(
+                f"toolproof: resuming session {name}: {count(len(resumption.run_ids), 'segment')} "
+                "recorded; their calls are answered from the record, in order"
+            )
+        elif record is not None:
+            recording = SegmentedRecording(record, toolset, segment_calls=segment_calls, name=name)
         failed = True
         stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)
         try:
-            observer = RecordingObserver(recording) if recording is not None else None
+            observer = RecordingObserver(recording, resumption) if recording is not None else None
             server = build_server(toolset, observer=observer)
             if address is not None:
                 host, port = address
@@ -213,7 +221,8 @@ async def _serve_loaded(
         finally:
             stop_telemetry()
             if recording is not None:
-                await _end_recording(recording, discard=failed and recording.calls == 0)
+                earlier = resumption.run_ids if resumption is not None else []
+                await end_recording(recording, failed and recording.calls == 0, earlier)
     return clean
 
 
@@ -224,40 +233,6 @@ def _count(toolset: Toolset) -> str:
     if hidden:
         shown += f" ({len(hidden)} hidden: {', '.join(hidden)})"
     return shown
-
-
-async def _end_recording(recording: SegmentedRecording, *, discard: bool) -> None:
-    """Seal a live recording's last segment; a server that failed before any call leaves none.
-
-    Raises:
-        RecordingError: the recording or one of its runs cannot be written (that segment
-            and every later one are kept live for ``toolproof verify --recover``).
-
-    """
-    if discard:
-        await recording.abort()
-        return
-    outcomes = await recording.finish()
-    done = outcomes[-1]
-    if len(outcomes) == 1:
-        err_console.print(
-            f"toolproof: recorded {_kept(done)} in {done.path} "
-            f"(verify: toolproof verify {done.path.name} --root {recording.root})"
-        )
-        return
-    calls = sum(outcome.calls for outcome in outcomes)
-    reads = sum(outcome.reads for outcome in outcomes)
-    kept = count(calls, "call") + (f" and {count(reads, 'read')}" if reads else "")
-    err_console.print(
-        f"toolproof: recorded {kept} in {len(outcomes)} segments; the last is {done.path} "
-        f"(verify all: toolproof verify {done.path.name} --chain --root {recording.root})"
-    )
-
-
-def _kept(outcome: SessionOutcome) -> str:
-    """``1 call``, ``2 calls`` or ``2 calls and 1 read``: what a session's run holds."""
-    kept = count(outcome.calls, "call")
-    return f"{kept} and {count(outcome.reads, 'read')}" if outcome.reads else kept
 
 
 def register(app: typer.Typer) -> None:
@@ -297,9 +272,25 @@ def register(app: typer.Typer) -> None:
             "default \\[serve] segment_calls, 2000).",
             metavar="N",
         ),
+        session_id: str | None = typer.Option(
+            None,
+            "--session-id",
+            help="With --record: name the session (its live directory and idempotency keys); "
+            "a named session logs each must-act-once call's intent, so it can --resume.",
+            metavar="NAME",
+        ),
+        resume: bool = typer.Option(
+            False,
+            "--resume",
+            help="Continue session --session-id that a crash or kill left: calls it recorded "
+            "are answered from the record, in order; then recording goes on live.",
+        ),
     ) -> None:
         """Serve every tool and variant of a toolproof.toml as an MCP server."""
-        run_async(_serve_mcp(config, http, record, token_file, segment_calls, clients_file))
+        session = (session_id or "", resume)
+        run_async(
+            _serve_mcp(config, http, record, token_file, segment_calls, clients_file, session)
+        )
 
     @app.command("serve-api", cls=ToolproofCommand, epilog=docs_epilog("serve.md"))
     def serve_api(
@@ -406,36 +397,3 @@ async def _serve_api(
             f"toolproof: serving the runs API on http://{shown}:{port}/v1"
         ),
     )
-
-
-def recover_command(directory: Path, as_json: bool) -> None:
-    """``toolproof verify --recover``: finalize the live session a killed server left.
-
-    Prints what was kept and dropped, then verifies the recovered run. Exit code 0 when
-    it verifies, 2 when it does not, 1 when ``directory`` is not a live session.
-    """
-    from toolproof.runs.finalize import recover_session
-    from toolproof.verify.verifier import verify_run
-
-    outcome = asyncio.run(recover_session(directory))
-    verification = verify_run(outcome.path)
-    if as_json:
-        emit_json(
-            {
-                "recovered": True,
-                "run_id": outcome.run_id,
-                "path": str(outcome.path),
-                "kept_calls": outcome.calls,
-                "dropped": outcome.dropped,
-                "verification": verification.to_json(),
-            }
-        )
-    else:
-        out_console.print(f"recovered {_kept(outcome)} into {outcome.path}")
-        for item in outcome.dropped:
-            err_console.print(f"[yellow]dropped:[/] {escape(item)}")
-        for failure in verification.failures:
-            err_console.print(f"[bold red]FAIL[/] {escape(str(failure))}")
-        out_console.print("verified" if verification.ok else "verification FAILED")
-    if not verification.ok:
-        raise exit_for(VerificationError)

@@ -46,9 +46,16 @@ from toolproof.adapters.mcp.stdio import StdioWire, serve_stdio
 from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
-from toolproof.errors import ToolCallError, ToolNameError, ToolproofError, error_mapping
+from toolproof.errors import (
+    ReplayRefused,
+    ToolCallError,
+    ToolNameError,
+    ToolproofError,
+    error_mapping,
+)
 from toolproof.runs.live import Admission
 from toolproof.runs.segments import SegmentedRecording
+from toolproof.sessions.resuming import Resumption
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.tool import Tool
@@ -81,7 +88,10 @@ class CallObserver(Protocol):
     refuse the call (the client gets that failure, the tool is not called). A call
     cancelled in between reaches ``call_abandoned`` instead of ``call_finished``, which
     may raise :class:`ToolCallError` too (the call ran but cannot be recorded): the
-    client gets that failure instead of the result.
+    client gets that failure instead of the result. An observer may also have
+    ``served(tool, arguments) -> ToolResult | None``, asked first: a result it gives is
+    answered instead of calling the tool (a resumed session's record,
+    :meth:`RecordingObserver.served`).
     """
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Any:
@@ -117,11 +127,32 @@ class RecordingObserver:
     Args:
         recording: the live recording, sealed into segments
             (:class:`~toolproof.runs.segments.SegmentedRecording`).
+        resumption: a resumed session's record, answered first (``serve --record ROOT
+            --session-id NAME --resume``; :mod:`toolproof.sessions.resuming`).
 
     """
 
-    def __init__(self, recording: SegmentedRecording) -> None:
+    def __init__(self, recording: SegmentedRecording, resumption: Resumption | None = None) -> None:
         self.recording = recording
+        self.resumption = resumption
+
+    def served(self, tool: Tool, arguments: Any) -> ToolResult | None:
+        """A resumed session's answer that is not a live call, or ``None`` (call the tool).
+
+        Returns:
+            While the record holds unserved steps, the recorded result of this call (no
+            tool runs); a cut call of a tool that must act once, its recorded
+            ``outcome_unknown``; a call that is not the next one the record holds, the
+            failure ``unrecorded`` naming the recorded event it expected (with a diff),
+            neither run nor recorded. ``None``: not resumed, or the record was all served.
+
+        """
+        if self.resumption is None:
+            return None
+        try:
+            return self.resumption.call(tool.name, arguments)
+        except ReplayRefused as refused:  # the client diverged from the record
+            return ToolResult.fail("unrecorded", refused.message, where="runtime")
 
     def call_started(self, tool: Tool, arguments: dict[str, Any]) -> Admission:
         """Admit the call for recording before the tool runs.
@@ -264,6 +295,10 @@ def build_server(
         if observer is None:
             observed = await observe(gated_call(gate, tool, arguments, principal), channel=channel)
             return mcp_result(tool, observed.result).reply
+        served = getattr(observer, "served", None)  # a resumed session's record first
+        answered = served(tool, arguments) if served is not None else None
+        if answered is not None:
+            return mcp_result(tool, answered).reply
         await observer.room()
         try:
             token = observer.call_started(tool, arguments)
