@@ -134,7 +134,7 @@ def test_mcp_login_with_a_browser_then_loads_use_the_stored_token(
         "scope": "tools",
         "server": "g",
         "token_file": str(token_file),
-        "tools": 1,
+        "tools": 2,
     }
     callback = said[0].split("waiting on ")[1].split(")")[0]
     events = guarded.events()
@@ -194,7 +194,7 @@ def test_an_expired_token_is_refreshed_at_load_without_asking_anyone(
     config = write(tmp_path, guarded.base)
     browser = Browser()
     outcome = asyncio.run(mcp_login(config, "g", browser))
-    assert (outcome.scope, outcome.refreshable, outcome.tools) == ("tools", True, 1)
+    assert (outcome.scope, outcome.refreshable, outcome.tools) == ("tools", True, 2)
     assert len(browser.asked) == 1
     token_file = tmp_path / "tokens" / "g.json"
     stored = json.loads(token_file.read_text(encoding="utf-8"))
@@ -217,6 +217,37 @@ def test_an_expired_token_is_refreshed_at_load_without_asking_anyone(
     assert len(browser.asked) == 1  # nobody was asked
 
 
+def test_a_call_that_needs_more_scope_steps_up_through_the_authorizer(
+    tmp_path: Path, guarded: Guarded, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = write(tmp_path, guarded.base)
+    browser = Browser()
+    asyncio.run(mcp_login(config, "g", browser))
+
+    async def note(authorizer: Browser | None) -> tuple[Any, str | None]:
+        async with load_toolset(config, authorizer=authorizer) as toolset:
+            result = await toolset["g_write_note"].call({"text": "hi"})
+            return result.value, result.failure.message if result.failure else None
+
+    # nobody to ask: the SDK's flow stops, the connection with it; its log names the rule
+    assert asyncio.run(note(None)) == (
+        None,
+        "MCP server 'g' closed the connection during tools/call: Connection closed",
+    )
+    assert (
+        "LoginRequired: auth: the server asks for a new authorization (rule: a person "
+        "authorizes once with toolproof mcp login g --config FILE; loads reuse and refresh "
+        "the tokens)"
+    ) in caplog.text
+    assert asyncio.run(note(browser)) == ({"result": "noted: hi"}, None)
+    authorized = [e for e in guarded.events() if e["event"] == "authorize"]
+    assert [e["scope"] for e in authorized] == ["tools", "tools notes"]  # the union
+    assert authorized[1]["resource"] == f"{guarded.base}/mcp"
+    stored = json.loads((tmp_path / "tokens" / "g.json").read_text(encoding="utf-8"))
+    assert stored["tokens"]["scope"] == "tools notes"
+    assert len(browser.asked) == 2
+
+
 def test_a_redirect_naming_another_issuer_is_refused_before_any_token(
     tmp_path: Path,
 ) -> None:
@@ -232,8 +263,8 @@ def test_a_redirect_naming_another_issuer_is_refused_before_any_token(
         assert guarded.issued() == []
 
 
-def test_no_token_reaches_a_run_a_log_or_a_message(
-    tmp_path: Path, guarded: Guarded, caplog: pytest.LogCaptureFixture
+def test_no_token_reaches_a_run_a_log_a_span_or_a_message(
+    tmp_path: Path, guarded: Guarded, caplog: pytest.LogCaptureFixture, exporter: Any
 ) -> None:
     caplog.set_level(logging.DEBUG)  # every logger, every level
     config = write(tmp_path, guarded.base)
@@ -256,6 +287,17 @@ def test_no_token_reaches_a_run_a_log_or_a_message(
         assert not [t for t in tokens if t.encode() in path.read_bytes()], path
     assert not [t for t in tokens if t in caplog.text]
     assert not [t for t in tokens if any(t in text for text in said)]
+    spans = exporter.get_finished_spans()
+    assert "tools/call whoami" in [span.name for span in spans]  # the call was traced
+    traced = json.dumps(
+        [
+            [span.name, dict(span.attributes or {})]
+            + [[event.name, dict(event.attributes or {})] for event in span.events]
+            for span in spans
+        ],
+        default=str,
+    )
+    assert not [t for t in tokens if t in traced]
 
 
 def test_login_refusals_name_the_server_and_the_rule(tmp_path: Path) -> None:
