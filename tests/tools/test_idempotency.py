@@ -15,6 +15,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ import pytest
 
 import toolproof
 from toolproof import load_toolset
-from toolproof.identity import canonical_json, digest_json
+from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.tools.idempotency import (
     IDEMPOTENCY_META_KEY,
+    Occurrences,
     SessionKeys,
     current_idempotency_key,
     idempotency_key,
@@ -325,3 +327,22 @@ def test_tools_list_json_shows_which_tools_honour_the_key(tmp_path: Path) -> Non
     )
     listed = {tool["name"]: tool.get("idempotency") for tool in json.loads(done.stdout)["tools"]}
     assert listed == {"flaky": "key", "flaky_retry": "key"}
+
+
+def test_occurrences_count_exactly_in_about_90_bytes_a_distinct_call() -> None:
+    """200,000 distinct calls, then repeats of some: each counted by its own arguments."""
+    occurrences = Occurrences()
+    fingerprint = digest(b"fetch v1")
+    tracemalloc.start()
+    try:
+        firsts = {occurrences.next("fetch", fingerprint, digest(b"%d" % n)) for n in range(200_000)}
+        current, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert firsts == {1}
+    assert current < 24 << 20  # about 18 MB; a tuple of three strings a call took 45 MB
+    repeats = [occurrences.next("fetch", fingerprint, digest(b"%d" % n)) for n in (0, 199_999, 0)]
+    assert repeats == [2, 2, 3]
+    assert occurrences.peek("fetch", fingerprint, digest(b"0")) == 4
+    assert occurrences.peek("fetch", fingerprint, digest(b"200000")) == 1
+    assert occurrences.next("fetch", digest(b"fetch v2"), digest(b"0")) == 1  # another tool
