@@ -188,3 +188,64 @@ def test_one_pass_gives_what_each_check_gives_on_its_own(run_dir: Path) -> None:
     alone = [check.run(RunView(forged)) for check in CHECKS]
     assert together == alone
     assert together[CHECKS.index(next(c for c in CHECKS if c.id == "trace-chain"))]
+
+
+def _failures(run_dir: Path, check: str) -> list[str]:
+    return [str(f) for f in verify_run(run_dir).failures if f.check == check]
+
+
+def test_a_300_mb_trace_line_is_refused_in_one_line_in_bounded_memory(run_dir: Path) -> None:
+    """A line past the 256 MiB limit (sparse: the test never holds it) fails verify by rule.
+
+    The reader holds a line until it passes the limit (a line under it is an event), so
+    memory is bounded by the limit, not by the line: 300 MB here, 1 GB alike.
+    """
+    trace = run_dir / "trace.jsonl"
+    offset = trace.stat().st_size
+    number = (trace.read_bytes()).count(b"\n") + 1
+    with trace.open("r+b") as file:
+        file.seek(offset + 300_000_000)
+        file.write(b"\n")
+    forged = remanifest(run_dir)  # the manifest lists the long trace: only the rule refuses it
+    tracemalloc.start()
+    try:
+        failures = _failures(forged, "schema")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert failures == [
+        f"[schema] trace.jsonl: trace.jsonl line {number} (byte offset {offset}) is longer "
+        f"than {MAX_LINE_BYTES} bytes, the limit on a trace line; refused unread" + _DAMAGED
+    ]
+    assert peak < MAX_LINE_BYTES + (16 << 20)  # bounded by the limit, not by the line
+
+
+def test_an_index_record_pointing_past_the_pack_fails_verify_in_one_line(run_dir: Path) -> None:
+    index = run_dir / "evidence.idx"
+    data = index.read_bytes()
+    header = data.index(b"\n") + 1
+    name = data[header : header + 64].decode()
+    index.write_bytes(data[: header + 65] + b"%016x" % (1 << 40) + data[header + 81 :])
+    pack_size = (run_dir / "evidence.pack").stat().st_size
+    size = int(data[header + 82 : header + 98], 16)
+    assert _failures(remanifest(run_dir), "evidence-digests") == [
+        f"[evidence-digests] evidence.idx: evidence.idx at byte {header}: record 1 ({name}) "
+        f"points past the end of evidence.pack (bytes [{1 << 40}, {(1 << 40) + size}) of a "
+        f"{pack_size}-byte pack)"
+    ]
+
+
+def test_a_pack_truncated_mid_item_fails_verify_in_one_line(run_dir: Path) -> None:
+    pack = run_dir / "evidence.pack"
+    data = pack.read_bytes()
+    header = data.index(b"\n") + 1
+    name, size = (
+        data[header : header + 64].decode(),
+        int(data[header + 65 : data.index(b"\n", header)]),
+    )
+    line = data.index(b"\n", header) + 1 - header
+    os.truncate(pack, header + line + size // 2)
+    assert _failures(remanifest(run_dir), "evidence-digests") == [
+        f"[evidence-digests] evidence.pack: evidence.pack at byte {header}: item 1 ({name}) is "
+        f"torn: the file ends after {size // 2} of its {size} bytes"
+    ]
