@@ -10,9 +10,10 @@ Node 24 through ``conformance_support``) runs each frozen server requirement set
   as ``toolproof serve`` over stdio: the proxy has the same tools, relayed.
 
 The test asserts the exact pass set: every scenario of the set passes except those
-``BASELINE`` names, each with the reason the suite's own reference server fails it too;
-and the table in ``docs/serve.md`` (and the one in ``docs/mcp.md``) shows exactly what
-was measured.
+``BASELINE`` names (each with the reason the suite's own reference server fails it too)
+and those ``OPEN`` names (failures still to fix, with why); the table in
+``docs/serve.md`` shows exactly what was measured, and the summaries in it and in
+``docs/mcp.md`` count that table.
 """
 
 from __future__ import annotations
@@ -28,12 +29,26 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "conformance"
 DOCS = (ROOT / "docs" / "serve.md",)
 TABLE_START = "<!-- conformance server table -->"
+SUMMARY_START = "<!-- conformance summary -->"
+SUMMARIES = (ROOT / "docs" / "serve.md", ROOT / "docs" / "mcp.md")
 COLUMNS = ("native", "proxy")
-MEASURED = ("2025-11-25",)
-"""The requirement sets held so far (2026-07-28 next: issue 33 point 7)."""
 BASELINE: dict[str, dict[str, str]] = {revision: {} for revision in REVISIONS}
 """``{revision: {scenario: reason}}``: the scenarios toolproof may fail, each only where the
-suite's own reference server fails it too, with why."""
+suite's own reference server fails it too, with why. None: the reference
+``everything-server`` (the suite's source repository) passes every scenario of both sets."""
+OPEN: dict[tuple[str, str], dict[str, str]] = {
+    ("proxy", "2026-07-28"): {
+        "input-required-result-capability-check": (
+            "the client declares only sampling and expects a round asking only that; the "
+            "upstream tool adapts to the capabilities its own client (the proxy's mcp.Client) "
+            "declared, and the SDK's Client stamps its capabilities on every request with no "
+            "public per-request override, so the upstream asks elicitation too and the proxy "
+            "answers -32021 (issue 33 point 7: open, not a baseline: the reference passes it)"
+        )
+    },
+}
+"""``{(column, revision): {scenario: reason}}``: failures the reference does not share, so
+not baselined; listed so that the exact pass set is asserted and a fix shows."""
 
 
 def proxy_config(tmp_path: Path) -> Path:
@@ -45,8 +60,7 @@ def proxy_config(tmp_path: Path) -> Path:
         'name = "native"\n'
         f"command = {_toml(sys.executable)}\n"
         f"args = [{', '.join(_toml(arg) for arg in args)}]\n"
-        'prefix = ""\n'
-        'protocol = "2025-11-25"\n',
+        'prefix = ""\n',
         encoding="utf-8",
     )
     return config
@@ -86,13 +100,13 @@ def measure(column: str, revision: str, tmp_path: Path) -> SuiteRun:
 
 @pytest.mark.service
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("revision", MEASURED)
+@pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize("column", COLUMNS)
 def test_serve_passes_the_requirement_set_but_its_baseline(
     column: str, revision: str, tmp_path: Path
 ) -> None:
     run = measure(column, revision, tmp_path)
-    baseline = BASELINE[revision]
+    baseline = {**BASELINE[revision], **OPEN.get((column, revision), {})}
     assert set(baseline) <= set(run.scored), sorted(set(baseline) - set(run.scored))
     expected = set(run.scored) - set(baseline)
     assert run.passed() == expected, f"{column} {revision}:\n{run.report()}"
@@ -103,6 +117,7 @@ def test_serve_passes_the_requirement_set_but_its_baseline(
 
 def test_the_baseline_names_a_reason_for_each_scenario() -> None:
     reasons = [reason for revision in REVISIONS for reason in BASELINE[revision].values()]
+    reasons += [reason for open_ in OPEN.values() for reason in open_.values()]
     assert all(len(reason) > 40 for reason in reasons), reasons
 
 
@@ -110,6 +125,27 @@ def test_the_baseline_names_a_reason_for_each_scenario() -> None:
 def test_the_docs_tables_list_each_requirement_set() -> None:
     for doc in DOCS:
         table = doc_table(doc)
-        for revision in MEASURED:
+        for revision in REVISIONS:
             for column in COLUMNS:
                 assert sorted(table[(revision, column)]) == sorted(required("server", revision))
+
+
+def summary_rows(doc: Path) -> dict[str, str]:
+    """``{revision: toolproof cell}`` of the server rows of the summary after ``SUMMARY_START``."""
+    rows = doc.read_text(encoding="utf-8").split(SUMMARY_START, 1)[1].strip().splitlines()
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:6]]
+    return {row[1].split()[0]: row[3] for row in cells if row[0] == "server"}
+
+
+def test_the_summaries_count_the_scenario_table() -> None:
+    table = doc_table(DOCS[0])
+    for doc in SUMMARIES:
+        rows = summary_rows(doc)
+        assert sorted(rows) == sorted(REVISIONS), doc
+        for revision in REVISIONS:
+            counts = [
+                f"{column} {sum(c == 'PASS' for c in cells.values())}/{len(cells)}"
+                for column in COLUMNS
+                for cells in [table[(revision, column)]]
+            ]
+            assert rows[revision].startswith(", ".join(counts)), (doc, rows[revision])

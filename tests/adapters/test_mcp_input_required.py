@@ -286,8 +286,10 @@ def test_an_imported_servers_question_reaches_a_2026_client_as_a_round(
             )
             return [key, request.method, request.params.message, last.structured_content]
 
+    # a 2026 upstream's question keeps its key (the SDK's resolver names it after the
+    # function); a 2025 upstream's request has none: serve names it q1
     assert asyncio.run(main()) == [
-        "q1",
+        "q1" if legacy else "__main__:ask_who",
         "elicitation/create",
         "Who is asking?",
         {"result": "Hello, Ada!"},
@@ -320,7 +322,8 @@ def test_an_imported_prompt_that_asks_is_relayed_over_both_revisions(
             if mode == "2026-07-28":  # one round, answered by hand
                 first = await client.session.get_prompt(name, allow_input_required=True)
                 assert isinstance(first, types.InputRequiredResult)
-                kinds.append(dumped(first)["inputRequests"]["q1"]["method"])
+                # the upstream's key "who" is kept by the relay
+                kinds.append(dumped(first)["inputRequests"]["who"]["method"])
             return await client.get_prompt(name)
 
     kinds: list[str] = []

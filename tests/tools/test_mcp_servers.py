@@ -233,7 +233,8 @@ def test_everything_server_tools_bind_or_are_quarantined_and_answer(tmp_path: Pa
     asyncio.run(main())
 
 
-ASKING_TOOLS = [
+ASKING_TOOLS = [  # and roots, which serve relays too (get-roots-list asks roots/list)
+    "get-roots-list",
     "trigger-elicitation-request",
     "trigger-sampling-request",
     "trigger-url-elicitation",

@@ -109,13 +109,26 @@ class AskingChannel:
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Progress: dropped (nobody asked for it)."""
 
-    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def sample(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """``sampling/createMessage``: the ``sample`` callback's ``CreateMessageResult``."""
         return await self._ask("sampling/createMessage", "sample", self.askers.sample, request)
 
-    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """``elicitation/create``: the ``elicit`` callback's ``ElicitResult``."""
         return await self._ask("elicitation/create", "elicit", self.askers.elicit, request)
+
+    async def list_roots(self, key: str | None = None) -> dict[str, Any]:
+        """``roots/list``: only ``toolproof serve``'s relay answers it (no callback exists).
+
+        Raises:
+            ToolCallError: kind ``unavailable``, always.
+
+        """
+        failed = _failed(
+            FailureKind.UNAVAILABLE, "roots/list needs a client to ask: toolproof serve's relay"
+        )
+        self._note("roots/list", {}, None, failed)
+        raise failed
 
     async def _ask(
         self, method: str, name: str, ask: Ask | None, request: dict[str, Any]

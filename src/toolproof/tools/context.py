@@ -5,12 +5,12 @@ parameter is never part of the input schema and no caller can send it; the body 
 a :class:`Context` for the running call. Its methods go to the **call channel** of
 the call, set by the face that received it: ``toolproof serve`` sets one per MCP
 request (log messages, progress notifications against the caller's progress token,
-``sampling/createMessage`` and ``elicitation/create`` sent to that client), and an
-imported MCP tool relays its server's progress, log messages, sampling and
-elicitation requests to the same channel. Without a channel (an in-process call, a
-run, a body in a ``process`` or ``celery`` worker), log messages go to the
-``toolproof.tool`` logger, progress is dropped, and sampling and elicitation fail
-with kind ``unavailable``.
+``sampling/createMessage``, ``elicitation/create`` and ``roots/list`` sent to that
+client), and an imported MCP tool relays its server's progress, log messages,
+sampling, elicitation and roots requests to the same channel. Without a channel (an
+in-process call, a run, a body in a ``process`` or ``celery`` worker), log messages go
+to the ``toolproof.tool`` logger, progress is dropped, and sampling, elicitation and
+roots fail with kind ``unavailable``.
 
 The channel is part of the call's scope, which the face gives when it makes the call
 (:func:`toolproof.tools.observe.observe` with ``channel=``); it is information about
@@ -116,7 +116,12 @@ class Context:
             await channel.progress(progress, total, message)
 
     async def sample(
-        self, prompt: str, *, max_tokens: int = 100, system_prompt: str | None = None
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 100,
+        system_prompt: str | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Ask the caller's model (MCP ``sampling/createMessage``) one user message.
 
@@ -124,6 +129,9 @@ class Context:
             prompt: the user message's text.
             max_tokens: the most tokens the answer may take.
             system_prompt: a system prompt, or ``None``.
+            key: the question's key in a 2026-07-28 client's ``InputRequiredResult``
+                (``inputRequests``), unique among the call's pending questions; ``None``:
+                ``q1``, ``q2``... in asking order. Ignored where questions are requests.
 
         Returns:
             The ``CreateMessageResult`` in wire form (``role``, ``content``, ``model``...).
@@ -142,14 +150,19 @@ class Context:
         channel = current_channel()
         if channel is None:
             raise _unavailable("sampling")
-        return await channel.sample(request)
+        return await channel.sample(request, key)
 
-    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
         """Ask the caller's user to fill in a form (MCP ``elicitation/create``, form mode).
 
         Args:
             message: what to show the user.
             schema: the requested schema (a flat object of primitive properties).
+            key: the question's key in a 2026-07-28 client's ``InputRequiredResult``
+                (``inputRequests``), unique among the call's pending questions; ``None``:
+                ``q1``, ``q2``... in asking order. Ignored where questions are requests.
 
         Returns:
             The ``ElicitResult`` in wire form: ``action`` (``accept``, ``decline`` or
@@ -163,4 +176,27 @@ class Context:
         channel = current_channel()
         if channel is None:
             raise _unavailable("elicitation")
-        return await channel.elicit({"message": message, "requestedSchema": schema})
+        return await channel.elicit({"message": message, "requestedSchema": schema}, key)
+
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """Ask the caller for its roots (MCP ``roots/list``): the folders it lets tools see.
+
+        Args:
+            key: the question's key in a 2026-07-28 client's ``InputRequiredResult``
+                (``inputRequests``), unique among the call's pending questions; ``None``:
+                ``q1``, ``q2``... in asking order. Ignored where questions are requests.
+
+        Returns:
+            The roots in wire form, each ``{"uri": "file:///...", "name": ...}`` (``name``
+            optional); ``[]`` when the client has none.
+
+        Raises:
+            ToolCallError: kind ``unavailable`` outside a served call or when the client
+                declared no ``roots`` capability; the client's refusal or error otherwise.
+
+        """
+        channel = current_channel()
+        if channel is None:
+            raise _unavailable("roots/list")
+        answer = await channel.list_roots(key)
+        return list(answer.get("roots", []))

@@ -90,7 +90,9 @@ class CallChannel(Protocol):
 
     Requests and results are MCP wire form (camelCase JSON): ``sample`` takes
     ``CreateMessageRequestParams`` and returns a ``CreateMessageResult``; ``elicit``
-    takes ``ElicitRequestParams`` and returns an ``ElicitResult``. Both raise
+    takes ``ElicitRequestParams`` and returns an ``ElicitResult``; ``list_roots`` returns a
+    ``ListRootsResult``. ``key`` names the question in a 2026-07-28 ``InputRequiredResult``
+    (``inputRequests``; ``None``: the channel picks one); other channels ignore it. Each raises
     :class:`~toolproof.errors.ToolCallError` when the client cannot answer.
     """
 
@@ -102,12 +104,16 @@ class CallChannel(Protocol):
         """Report progress (a no-op when the caller asked for none)."""
         ...
 
-    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def sample(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """Ask the caller's model (``sampling/createMessage``)."""
         ...
 
-    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """Ask the caller's user (``elicitation/create``)."""
+        ...
+
+    async def list_roots(self, key: str | None = None) -> dict[str, Any]:
+        """Ask the caller's roots (``roots/list``); a ``ListRootsResult``."""
         ...
 
 

@@ -12,7 +12,10 @@ A ``[[python]]`` module's marked functions join ``toolset.catalog``
   strings, :class:`~toolproof.tools.content.Image`, ``Audio`` and ``EmbeddedResource``
   items: each item is one ``user`` message.
 
-Sync functions run in a worker thread.
+A parameter annotated :class:`~toolproof.tools.context.Context` is no argument: it gets
+the call's context, so a prompt or resource can log or ask the client (over
+2026-07-28, an input-required round) as a tool body does. Sync functions run in a
+worker thread.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import base64
 import functools
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -28,6 +32,7 @@ from typing import Any, TypeVar
 
 from toolproof.tools.catalog import Catalog, Entry, template_match
 from toolproof.tools.content import Audio, EmbeddedResource, Image
+from toolproof.tools.context import Context
 
 __all__ = ["PROMPT_MARK", "RESOURCE_MARK", "bind_python_catalog", "prompt", "resource"]
 
@@ -84,7 +89,17 @@ def prompt(fn: Any = None, /, *, name: str | None = None, description: str | Non
     return mark(fn) if fn is not None else mark
 
 
+def _context_params(fn: Callable[..., Any]) -> list[str]:
+    """The parameters of ``fn`` annotated :class:`Context` (unresolvable hints: none)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        return []
+    return [name for name, hint in hints.items() if hint is Context and name != "return"]
+
+
 async def _run(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    arguments = {**arguments, **{name: Context() for name in _context_params(fn)}}
     if inspect.iscoroutinefunction(fn):
         return await fn(**arguments)
     return await asyncio.to_thread(functools.partial(fn, **arguments))
@@ -140,9 +155,11 @@ def _bind_prompt(catalog: Catalog, fn: Callable[..., Any], mark: _Prompt, owner:
         items = value if isinstance(value, list | tuple) else [value]
         return {"messages": [_message(item) for item in items]}
 
+    contexts = _context_params(fn)
     arguments = [
         {"name": param.name, "required": param.default is param.empty}
         for param in inspect.signature(fn).parameters.values()
+        if param.name not in contexts
     ]
     listing: dict[str, Any] = {
         "name": mark.name or fn.__name__,

@@ -10,10 +10,10 @@ made the call**, on the request's own stream:
   level is at least the session's ``logging/setLevel`` level (default: all);
 * progress is ``notifications/progress`` against the request's ``progressToken``
   (nothing when the client sent none);
-* sampling and elicitation are ``sampling/createMessage`` and ``elicitation/create``
-  requests to that client; a JSON-RPC error answer becomes a failure of kind
-  ``tool_error`` naming the method, and a client that declared no such capability
-  gets none (failure kind ``unavailable``).
+* sampling, elicitation and roots are ``sampling/createMessage``,
+  ``elicitation/create`` and ``roots/list`` requests to that client; a JSON-RPC error
+  answer becomes a failure of kind ``tool_error`` naming the method, and a client that
+  declared no such capability gets none (failure kind ``unavailable``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ import weakref
 from typing import Any
 
 import mcp_types as types
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    SubscriptionBus,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
@@ -67,9 +75,15 @@ class ClientNotices:
     ``prompts/list``) or subscribed. Connections are held weakly: a closed one is
     forgotten. Sent on the connection's own stream, best effort (the SDK drops a
     notification a closed stream cannot carry).
+
+    A 2026-07-28 client has no such stream: it opens ``subscriptions/listen`` (the SDK's
+    :class:`~mcp.server.subscriptions.ListenHandler` on ``bus``), and each notification
+    is also published to ``bus`` as its event, which the handler delivers to the
+    streams whose filter asks for it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, bus: SubscriptionBus | None = None) -> None:
+        self._bus = bus
         self._seen: weakref.WeakSet[Any] = weakref.WeakSet()
         self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
@@ -89,6 +103,14 @@ class ClientNotices:
 
     async def relay(self, method: str, params: dict[str, Any]) -> None:
         """Send ``method`` with ``params`` to the connections it concerns (see the class)."""
+        if self._bus is not None:
+            event: ServerEvent | None = None
+            if method == "notifications/resources/updated":
+                event = ResourceUpdated(str(params.get("uri", "")))
+            elif method in _EVENTS:
+                event = _EVENTS[method]()
+            if event is not None:
+                await self._bus.publish(event)
         if method == "notifications/resources/updated":
             uri = params.get("uri")
             targets = [c for c, uris in list(self._subscribed.items()) if uri in uris]
@@ -96,6 +118,13 @@ class ClientNotices:
             targets = list(self._seen)
         for connection in targets:
             await connection.notify(method, params or None)
+
+
+_EVENTS: dict[str, type[ToolsListChanged | PromptsListChanged | ResourcesListChanged]] = {
+    "notifications/tools/list_changed": ToolsListChanged,
+    "notifications/prompts/list_changed": PromptsListChanged,
+    "notifications/resources/list_changed": ResourcesListChanged,
+}
 
 
 def _failure(kind: FailureKindName, message: str) -> ToolCallError:
@@ -143,9 +172,16 @@ class RequestChannel:
                 "unavailable", f"the client did not declare the capability {method} needs"
             )
 
-    async def _ask(self, method: str, request: Any, result_type: Any) -> dict[str, Any]:
+    async def _ask(
+        self, method: str, request: Any, result_type: Any, key: str | None
+    ) -> dict[str, Any]:
         metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
-        asked = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        params = request.params  # roots/list: none
+        asked = (
+            {}
+            if params is None
+            else params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -175,17 +211,26 @@ class RequestChannel:
         if self._relayed is not None:
             self._relayed.append(relayed_entry(method, request, answer, failed))
 
-    async def sample(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Send ``sampling/createMessage`` to the client; its ``CreateMessageResult``."""
+    async def sample(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        """Send ``sampling/createMessage`` to the client; its ``CreateMessageResult``.
+
+        ``key``: the question's key in an input-required round (a request has none).
+        """
         self._capable(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
         params = types.CreateMessageRequestParams.model_validate(request)
         message = types.CreateMessageRequest(params=params)
-        return await self._ask("sampling/createMessage", message, types.CreateMessageResult)
+        return await self._ask("sampling/createMessage", message, types.CreateMessageResult, key)
 
-    async def elicit(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Send ``elicitation/create`` to the client; its ``ElicitResult``."""
+    async def elicit(self, request: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        """Send ``elicitation/create`` to the client; its ``ElicitResult`` (``key``: see sample)."""
         capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
         self._capable(capability, "elicitation")
         params = types.ElicitRequestFormParams.model_validate(request)
         message = types.ElicitRequest(params=params)
-        return await self._ask("elicitation/create", message, types.ElicitResult)
+        return await self._ask("elicitation/create", message, types.ElicitResult, key)
+
+    async def list_roots(self, key: str | None = None) -> dict[str, Any]:
+        """Send ``roots/list`` to the client; its ``ListRootsResult`` (``key``: as ``sample``)."""
+        self._capable(types.ClientCapabilities(roots=types.RootsCapability()), "roots/list")
+        request = types.ListRootsRequest()
+        return await self._ask("roots/list", request, types.ListRootsResult, key)

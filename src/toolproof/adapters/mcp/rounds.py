@@ -21,7 +21,9 @@ sealed and bound to the method, tool and arguments by the SDK's
 
 A client that did not declare the capability a question needs gets the JSON-RPC
 error ``-32021`` (missing required client capability) with
-``data.requiredCapabilities`` naming it, instead of the call's result.
+``data.requiredCapabilities`` naming it, instead of the call's failure; a body that
+catches the refusal (kind ``unavailable``) and answers anyway, asking only what the
+client can answer, gets its answer through.
 """
 
 from __future__ import annotations
@@ -99,12 +101,22 @@ class RoundsChannel(RequestChannel):
                 "unavailable", f"the client did not declare the capability {method} needs"
             )
 
-    async def _ask(self, method: str, request: Any, result_type: Any) -> dict[str, Any]:
-        asked = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    async def _ask(
+        self, method: str, request: Any, result_type: Any, key: str | None
+    ) -> dict[str, Any]:
+        params = request.params  # roots/list: none
+        asked = (
+            {}
+            if params is None
+            else params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
         suspended = self._suspended
         suspended.count += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        key = f"q{suspended.count}"
+        if key is None:
+            key = f"q{suspended.count}"
+        if key in suspended.pending:
+            raise _failure("tool_error", f"two questions of this call are pending as {key!r}")
         suspended.pending[key] = _Question(key, method, request, asked, future)
         suspended.asked.set()
         try:
@@ -121,6 +133,13 @@ class RoundsChannel(RequestChannel):
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         self._note(method, asked, dumped, None)
         return dumped
+
+
+def _failed(task: asyncio.Task[Any]) -> bool:
+    """Whether the finished ``task`` raised or answered a failed call (``isError``)."""
+    if task.cancelled() or task.exception() is not None:
+        return True
+    return getattr(task.result(), "is_error", False) is True
 
 
 def _expired() -> MCPError:
@@ -205,8 +224,8 @@ class Rounds:
                 await asyncio.sleep(0)
         if task.done():
             self._calls.pop(state, None)
-            result = task.result()
-            if channel.missing is not None:
+            # a body that caught the refusal and answered anyway is not the client's fault
+            if channel.missing is not None and _failed(task):
                 raise MCPError(
                     code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                     message="the client did not declare the capability this call's question needs",
@@ -214,7 +233,7 @@ class Rounds:
                         required_capabilities=channel.missing
                     ).model_dump(by_alias=True, mode="json", exclude_none=True),
                 )
-            return result
+            return task.result()
         suspended.timer = asyncio.get_running_loop().call_later(self._ttl, self._expire, state)
         requests: dict[str, Any] = {
             key: question.request

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
@@ -268,7 +269,9 @@ def build_server(
     listing = types.ListToolsResult(tools=[mcp_tool(tool) for tool in served.values()])
     schemas = {name: tool.spec.input_schema for name, tool in served.items()}
 
-    notices = ClientNotices()  # the sources' resource updates and list changes, relayed
+    # the sources' resource updates and list changes, relayed (2026-07-28: subscriptions/listen)
+    bus = InMemorySubscriptionBus()
+    notices = ClientNotices(bus)
     toolset.catalog.listeners.append(notices.relay)
 
     async def list_tools(
@@ -353,6 +356,7 @@ def build_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
+            on_subscriptions_listen=ListenHandler(bus),
             **catalog_handlers(toolset.catalog, observer, notices, levels, rounds),
         )
     # the requestState of input-required rounds: sealed, bound to the request (SEP-2322)

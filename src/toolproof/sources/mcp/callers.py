@@ -1,7 +1,7 @@
 """Where an MCP server's log messages and questions go: the channel of the call that caused them.
 
 A server sends log messages and asks its client (``sampling/createMessage``,
-``elicitation/create``) while one of its tools runs. On 2026-07-28 a question rides
+``elicitation/create``, ``roots/list``) while one of its tools runs. On 2026-07-28 a question rides
 the ``tools/call`` result (an ``InputRequiredResult``) and the SDK's ``Client`` asks it
 in the calling task, so :func:`~toolproof.tools.context.current_channel` is exact; on
 2025-11-25 it comes on its own, and goes to the one call of this server in flight
@@ -58,6 +58,8 @@ class Callers:
             callbacks["sampling_callback"] = self.on_sampling
         if self.askers.can_elicit:
             callbacks["elicitation_callback"] = self.on_elicitation
+        if self.askers.relay:  # roots: only a served client has them (no Python callback)
+            callbacks["list_roots_callback"] = self.on_list_roots
         return callbacks
 
     @contextlib.contextmanager
@@ -89,7 +91,7 @@ class Callers:
             return
         logger.debug("MCP server %r log [%s]: %s", self.name, level, data)
 
-    async def relay(self, method: str, params: Any, result_type: Any) -> Any:
+    async def relay(self, method: str, params: Any, result_type: Any, context: Any = None) -> Any:
         """Ask the caller's channel; its answer as ``result_type``, or an ``ErrorData``.
 
         With no caller's channel (a call made from Python, or several calls of a
@@ -105,9 +107,15 @@ class Callers:
                 else (f"{len(self._inflight)} calls of this server are in flight (ambiguous)")
             )
             return _mcp_types.ErrorData(code=INVALID_REQUEST, message=f"{method}: {why}")
+        # over 2026-07-28 the SDK gives the question's key in the server's InputRequiredResult
+        # as the context's request_id: the relayed question keeps it (a 2025-11-25 id is an int)
+        key = getattr(context, "request_id", None)
+        key = key if isinstance(key, str) else None
         try:
+            if method == "roots/list":
+                return result_type.model_validate(await channel.list_roots(key))
             ask = channel.sample if method == "sampling/createMessage" else channel.elicit
-            return result_type.model_validate(await ask(wire(params)))
+            return result_type.model_validate(await ask(wire(params), key))
         except ToolCallError as exc:
             return _mcp_types.ErrorData(code=INTERNAL_ERROR, message=exc.failure.message)
         except ValidationError as exc:
@@ -118,8 +126,13 @@ class Callers:
 
     async def on_sampling(self, context: Any, params: Any) -> Any:
         """The SDK's sampling callback."""
-        return await self.relay("sampling/createMessage", params, _mcp_types.CreateMessageResult)
+        result_type = _mcp_types.CreateMessageResult
+        return await self.relay("sampling/createMessage", params, result_type, context)
 
     async def on_elicitation(self, context: Any, params: Any) -> Any:
         """The SDK's elicitation callback."""
-        return await self.relay("elicitation/create", params, _mcp_types.ElicitResult)
+        return await self.relay("elicitation/create", params, _mcp_types.ElicitResult, context)
+
+    async def on_list_roots(self, context: Any) -> Any:
+        """The SDK's roots callback (announced only under ``toolproof serve``'s relay)."""
+        return await self.relay("roots/list", None, _mcp_types.ListRootsResult, context)
