@@ -12,13 +12,15 @@ with the original names, each within ``call_timeout``.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from toolproof.sources.mcp.common import METHOD_NOT_FOUND, SDK_ERRORS, error_code, wire
 from toolproof.tools.catalog import Catalog, Entry
 
-__all__ = ["MAX_LIST_PAGES", "bind_catalog", "list_catalog", "list_tools"]
+__all__ = ["MAX_LIST_PAGES", "Freshness", "bind_catalog", "list_catalog", "list_tools"]
 
 MAX_PAGES = 1000
 """List pages followed before the listing stops (a cursor that never ends)."""
@@ -36,8 +38,43 @@ _LISTS = {  # listing -> (capability, SDK method, result key, MCP method)
 }
 
 
-async def list_tools(session: Any) -> list[dict[str, Any]]:
+@dataclass
+class Freshness:
+    """How long a server's last ``tools/list`` stays fresh (2026-07-28 caching hints, SEP-2549).
+
+    ``ttl``: seconds from ``listed_at`` (``time.monotonic()``) the server lets its listing
+    be used (its ``ttlMs``; the least over the pages), or ``None`` when it sent no hint (a
+    2025-11-25 server: ``notifications/tools/list_changed`` tells of a change instead).
+    ``scope``: its ``cacheScope`` (``private`` or ``public``). A listing is never shared
+    between connections, so it is reused only by the authorization context that got it,
+    which honours both scopes.
+    """
+
+    listed_at: float | None = None
+    ttl: float | None = None
+    scope: str | None = None
+
+    def note(self, result: Any, first: bool) -> None:
+        """Take the hints of one page (``first``: a new listing starts now)."""
+        fields: set[str] = getattr(result, "model_fields_set", set())
+        ttl = result.ttl_ms / 1000 if "ttl_ms" in fields else None
+        if first:
+            self.listed_at, self.ttl = time.monotonic(), ttl
+            self.scope = getattr(result, "cache_scope", None) if "cache_scope" in fields else None
+        elif ttl is not None:
+            self.ttl = ttl if self.ttl is None else min(self.ttl, ttl)
+
+    def stale(self) -> bool:
+        """Whether the listing's ``ttlMs`` has run out (never without a hint)."""
+        if self.ttl is None or self.listed_at is None:
+            return False
+        return time.monotonic() >= self.listed_at + self.ttl
+
+
+async def list_tools(session: Any, freshness: Freshness | None = None) -> list[dict[str, Any]]:
     """Every tool the server lists (wire form), following ``nextCursor``.
+
+    ``freshness`` (when given) takes the listing's caching hints.
 
     Raises:
         RuntimeError: the listing did not end after :data:`MAX_LIST_PAGES` pages.
@@ -47,7 +84,9 @@ async def list_tools(session: Any) -> list[dict[str, Any]]:
     types: Any = importlib.import_module("mcp.types")
     tools: list[dict[str, Any]] = []
     result: Any = await session.list_tools()
-    for _ in range(MAX_LIST_PAGES):
+    for page in range(MAX_LIST_PAGES):
+        if freshness is not None:
+            freshness.note(result, page == 0)
         tools.extend(wire(tool) for tool in result.tools)
         cursor = getattr(result, "next_cursor", getattr(result, "nextCursor", None))
         if not cursor:

@@ -40,7 +40,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from toolproof.redaction import redact_url
 from toolproof.sources.mcp.callers import Callers
-from toolproof.sources.mcp.catalog import list_catalog, list_tools
+from toolproof.sources.mcp.catalog import Freshness, list_catalog, list_tools
 from toolproof.sources.mcp.common import (
     CONNECTION_CLOSED,
     SDK_ERRORS,
@@ -122,6 +122,7 @@ class McpConnection:
         self._timed_out = False  # start() gave up after startup_timeout
         self._secret = ""  # the OAuth client secret, kept out of every message
         self.listening = Listening(server.name)  # 2026-07-28: the change streams
+        self.freshness = Freshness()  # 2026-07-28: the ttlMs of its last tools/list
 
     async def start(self) -> None:
         """Launch the server, handshake and list its tools (into :attr:`tools`, wire form).
@@ -235,7 +236,7 @@ class McpConnection:
                     capabilities = self.initialize.get("capabilities") or {}
                     await self.listening.list_changes(client, capabilities)
                     self._phase = "tools/list"
-                    self.tools = await list_tools(session)
+                    self.tools = await list_tools(session, self.freshness)
                     self.listings, self.skipped = await list_catalog(
                         session, self.initialize, self._enter
                     )
@@ -261,7 +262,7 @@ class McpConnection:
         return self._stop.is_set()
 
     async def relist(self) -> list[dict[str, Any]]:
-        """List the server's tools again (wire form), after a ``list_changed``.
+        """List the server's tools again (wire form): a ``list_changed``, or its ``ttlMs`` ran out.
 
         Raises:
             McpCallError: the server is not connected, did not answer within
@@ -276,7 +277,7 @@ class McpConnection:
                 "transport", f"MCP server {name!r} is not connected; tools/list not sent"
             )
         async with self._answering("tools/list"):
-            tools = await list_tools(session)
+            tools = await list_tools(session, self.freshness)
         return tools
 
     async def _on_message(self, message: Any) -> None:

@@ -1,12 +1,16 @@
-"""Live ``notifications/tools/list_changed``: re-list, diff, quarantine changed tools at once.
+"""Live re-listings: re-list, diff, quarantine changed tools at once.
 
-When a connected server says its tool list changed, :class:`LiveGuard` lists its tools
+When a connected server says its tool list changed (``notifications/tools/list_changed``),
+or a 2026-07-28 server's last ``tools/list`` is past its ``ttlMs`` when one of its tools
+is called (:class:`~toolproof.sources.mcp.catalog.Freshness`: ``ttlMs: 0``, the default,
+means every call), :class:`LiveGuard` lists its tools
 again and compares each bound tool's definition (``name``, ``title``, ``description``,
 ``inputSchema``, ``outputSchema``, ``annotations``, ``_meta``, ``icons``, as the server
 lists them) with the one it was bound with, which loading already checked against
 ``toolproof.lock``. A tool whose definition changed, that the server no longer lists,
 or that it now lists more than once (the load-time rule: a duplicated name binds
-nothing) stops answering:
+nothing) stops answering; a tool listed under a new name with the same definition is
+reported as ``renamed`` (the lock pins names: a renamed tool is drift too):
 every later call fails (kind ``unavailable``) naming the diff, by JSON pointer. Calls
 made while the re-listing is under way wait for it. Unchanged tools keep working; a
 newly listed tool is not bound (it binds, or is quarantined by the lock, at the next
@@ -73,7 +77,9 @@ class LiveGuard:
         bound: bound name -> the server's tool name.
         definitions: the server's tool name -> its definition when it was bound.
         revoked: bound name -> why it stopped answering (the diff).
-        drift: what each re-listing found, as JSON (``[{"name", "kind", "changes"}]``).
+        drift: what each re-listing found, as JSON (``[{"name", "kind", "changes"}]``;
+            kind ``changed``, ``vanished``, ``duplicated`` or ``renamed``, with ``to``).
+        why: bound name -> what made the re-listing that quarantined it.
         connection: the server's connection (set once it is created).
         watching: its tools are bound (:meth:`watch`); a notification before that is
             remembered and re-checked then.
@@ -87,6 +93,7 @@ class LiveGuard:
     drift: list[dict[str, Any]] = field(default_factory=list)
     connection: McpConnection | None = None
     watching: bool = False
+    why: dict[str, str] = field(default_factory=dict)
     _early: bool = False
     _pending: asyncio.Task[None] | None = None
 
@@ -115,26 +122,29 @@ class LiveGuard:
         if not self.watching:
             self._early = True
             return
+        self._relist(connection, "notifications/tools/list_changed")
+
+    def _relist(self, connection: McpConnection, trigger: str) -> None:
         previous = self._pending
         self._pending = asyncio.get_running_loop().create_task(
-            self._recheck(connection, previous), name=f"toolproof-relist-{self.server}"
+            self._recheck(connection, previous, trigger), name=f"toolproof-relist-{self.server}"
         )
 
     async def _recheck(
-        self, connection: McpConnection, previous: asyncio.Task[None] | None
+        self, connection: McpConnection, previous: asyncio.Task[None] | None, trigger: str
     ) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         try:
             relisted = await connection.relist()
         except McpCallError as exc:
-            why = f"re-listing after notifications/tools/list_changed failed: {exc}"
+            why = f"re-listing after {trigger} failed: {exc}"
             if connection.closing:  # the Toolset is closing: no tool will be called again
                 logger.debug("MCP server %r: %s (while closing)", self.server, why)
                 return
             lost = sorted(name for name in self.bound if name not in self.revoked)
             for name in lost:
-                self.revoked[name] = why
+                self.revoked[name], self.why[name] = why, trigger
             if lost:
                 logger.warning(
                     "MCP server %r: %s; quarantined %s", self.server, why, ", ".join(lost)
@@ -145,11 +155,19 @@ class LiveGuard:
         for name, raw in self.bound.items():
             if name in self.revoked:
                 continue
+            self.why[name] = trigger
             if counts[raw] > 1:  # the same rule as at load: a duplicated name binds nothing
                 self.revoked[name] = duplicate_rule(self.server, raw, counts[raw])
                 self.drift.append({"name": name, "kind": "duplicated", "changes": []})
                 continue
             if raw not in listed:
+                renamed = self._renamed(raw, listed)
+                if renamed is not None:
+                    self.revoked[name] = f"the server renamed it to {renamed!r}"
+                    self.drift.append(
+                        {"name": name, "kind": "renamed", "changes": [], "to": renamed}
+                    )
+                    continue
                 self.revoked[name] = "the server no longer lists it"
                 self.drift.append({"name": name, "kind": "vanished", "changes": []})
                 continue
@@ -161,11 +179,22 @@ class LiveGuard:
                 )
         if self.revoked:
             logger.warning(
-                "MCP server %r changed its tools (notifications/tools/list_changed): "
-                "quarantined %s",
+                "MCP server %r changed its tools (%s): quarantined %s",
                 self.server,
+                trigger,
                 ", ".join(sorted(self.revoked)),
             )
+
+    def _renamed(self, raw: str, listed: dict[str, dict[str, Any]]) -> str | None:
+        """The one new name the server lists ``raw``'s definition under, or ``None``."""
+        old = {k: v for k, v in self.definitions[raw].items() if k != "name"}
+        news = [
+            new
+            for new, tool in listed.items()
+            if new not in self.definitions
+            and {k: v for k, v in _definition(tool).items() if k != "name"} == old
+        ]
+        return news[0] if len(news) == 1 else None
 
     async def admit(self, name: str) -> None:
         """Wait for a re-listing under way; refuse ``name`` when it was quarantined.
@@ -175,6 +204,11 @@ class LiveGuard:
 
         """
         pending = self._pending
+        connection = self.connection
+        idle = pending is None or pending.done()
+        if idle and self.watching and connection is not None and connection.freshness.stale():
+            self._relist(connection, "its tools/list was past its ttlMs")
+            pending = self._pending
         if pending is not None and not pending.done():
             await asyncio.shield(pending)
         why = self.revoked.get(name)
@@ -185,8 +219,9 @@ class LiveGuard:
                 kind=FailureKind.UNAVAILABLE,
                 message=(
                     f"tool {name!r} is quarantined: MCP server {self.server!r} changed it after "
-                    f"it was bound (notifications/tools/list_changed): {why}; reload the tools "
-                    "and review the change (toolproof lock --check, then --update)"
+                    f"it was bound ({self.why.get(name, 'notifications/tools/list_changed')}): "
+                    f"{why}; reload the tools and review the change (toolproof lock --check, "
+                    "then --update)"
                 ),
                 where=FailureWhere.TRANSPORT,
                 retryable=False,
