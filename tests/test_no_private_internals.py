@@ -88,9 +88,7 @@ def _language_names() -> frozenset[str]:
     names.update(n for n in dir(gen()) if n.startswith("_"))
     names.update(n for n in dir(agen()) if n.startswith("_"))
     # enum's documented _sunder_ names (https://docs.python.org/3/library/enum.html)
-    names.update(
-        {"_name_", "_value_", "_missing_", "_ignore_", "_order_", "_generate_next_value_"}
-    )
+    names.update({"_name_", "_value_", "_missing_", "_ignore_", "_order_", "_generate_next_value_"})
     return frozenset(names)
 
 
@@ -125,12 +123,8 @@ class Own:
             if isinstance(node, ast.ClassDef):
                 for statement in node.body:
                     self.attributes.update(_bound(statement))
-                    if (
-                        isinstance(statement, ast.Assign)
-                        and any(
-                            isinstance(t, ast.Name) and t.id == "__slots__"
-                            for t in statement.targets
-                        )
+                    if isinstance(statement, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets
                     ):
                         self.attributes.update(
                             c.value

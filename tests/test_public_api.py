@@ -121,9 +121,10 @@ def test_a_name_that_moved_still_works_from_the_top_with_a_warning() -> None:
     import toolproof.plugins
 
     moved = PLUGIN_NAMES - set(RENAMED.values())
-    for name, home in [*((n, toolproof.plugins) for n in moved), *(
-        (n, toolproof.contract) for n in CONTRACT_NAMES
-    )]:
+    for name, home in [
+        *((n, toolproof.plugins) for n in moved),
+        *((n, toolproof.contract) for n in CONTRACT_NAMES),
+    ]:
         with pytest.warns(DeprecationWarning, match=f"toolproof.{name} moved to {home.__name__}"):
             assert getattr(toolproof, name) is getattr(home, name)
 

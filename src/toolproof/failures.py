@@ -136,6 +136,7 @@ class FailureMapping:
 _PARAMS = -32602
 _INTERNAL = -32603
 
+# fmt: off
 FAILURE_TABLE: dict[FailureKind, FailureMapping] = {
     FailureKind.INVALID_ARGUMENTS: FailureMapping(
         "the arguments break the input schema; the body did not run",
@@ -222,6 +223,7 @@ FAILURE_TABLE: dict[FailureKind, FailureMapping] = {
         retried=False, http_status=409, mcp_code=_INTERNAL,
     ),
 }
+# fmt: on
 """Every :class:`FailureKind`: meaning, retried by default, HTTP status, MCP code (a test
 checks every kind is here and in docs/failures.md)."""
 

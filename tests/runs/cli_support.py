@@ -62,6 +62,7 @@ def toolproof(
     modules = set(sys.modules)
     if cwd is not None:
         os.chdir(cwd)
+
     def invoke() -> Result:
         return CliRunner().invoke(
             app,

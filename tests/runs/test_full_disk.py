@@ -328,4 +328,3 @@ def test_a_model_turn_that_cannot_be_recorded_is_refused_before_the_model_is_ask
         "turn-00000001",
         "turn-00000002",  # the refused turn took no number
     ]
-

@@ -110,9 +110,7 @@ def test_a_typed_result_is_checked_against_the_output_schema_on_every_path(
         ("call-error", ("unavailable", "told")),
     ],
 )
-def test_failures_of_a_function_tool(
-    x: str, failure: tuple[str, str]
-) -> None:
+def test_failures_of_a_function_tool(x: str, failure: tuple[str, str]) -> None:
     results = outcomes(Tool.from_function(untyped), {"x": x})
     assert results[0] == results[1]
     kind, message = failure
