@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from toolproof.contract.layout import MANIFEST_FILE
 from toolproof.contract.runs import Manifest
-from toolproof.verify.acted import across_segments
+from toolproof.verify.acted import ChainKeys
 from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.verifier import Verification, verify_run
 
@@ -248,7 +248,7 @@ def verify_chain(
     predecessor must be under the same root; a run that is not a segment is a chain of
     one. Only each segment's summary is kept, so memory is one segment's verify. Then no
     idempotency key of a tool that must act once was executed in two segments
-    (:func:`~toolproof.verify.acted.across_segments`, from each segment's verify).
+    (:class:`~toolproof.verify.acted.ChainKeys`, fed from each segment's verify).
 
     Args:
         head: the last segment's run directory (any segment checks the chain before it).
@@ -260,7 +260,7 @@ def verify_chain(
 
     """
     results: list[SegmentResult] = []
-    executed: list[tuple[str, dict[str, tuple[str, str, int]]]] = []
+    keys = ChainKeys()  # fed as the chain is walked: no segment's keys kept whole
     directory: Path | None = Path(head)
     problem = ""
     while directory is not None:
@@ -269,7 +269,7 @@ def verify_chain(
         failures = [str(failure) for failure in verification.failures]
         result = SegmentResult(directory, verification.run_id, verification.ok, link, failures)
         results.append(result)
-        executed.append((directory.name, verification.executed))
+        keys.add(directory.name, directory, verification.executed)
         if on_segment is not None:
             on_segment(result)
         name = directory.name
@@ -281,5 +281,5 @@ def verify_chain(
             break
         directory = link.previous
     if not problem and len(results) > 1:  # one key, two segments (a resumed session's too)
-        problem = across_segments(executed[::-1])
+        problem = keys.problem()
     return ChainVerification(results, problem)

@@ -28,10 +28,12 @@ index (about 0.3 kB), kept to the end of the pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from toolproof.bundle.trace import TraceLine
+from toolproof.bundle.trace import TraceLine, TraceReader
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.tools import ToolFailure
@@ -44,6 +46,7 @@ __all__ = [
     "ACTED_ONCE_CHECK",
     "NOT_RUN",
     "ActedOnceState",
+    "ChainKeys",
     "across_segments",
     "acted_once_state",
 ]
@@ -213,3 +216,72 @@ def across_segments(segments: Sequence[tuple[str, dict[str, tuple[str, str, int]
                     "docs/durability.md)"
                 )
     return ""
+
+
+class ChainKeys:
+    """:func:`across_segments` fed one segment at a time, from the head back to segment 1.
+
+    Gives the problem :func:`across_segments` gives for the same segments, keeping per
+    executed key only its first 16 bytes and where it ran last seen (one int): about
+    120 bytes a key (a million-call chain: about 120 MB, where every segment's
+    executed keys with their call ids took about 350). A key seen in two segments keeps
+    both places; the tool and call ids the problem names are read back from those
+    segments' traces.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, int] = {}  # key's 16 bytes: steps back << 32 | event index
+        self._twice: dict[bytes, tuple[str, int, int]] = {}  # key, earliest, next
+        self._segments: list[tuple[str, Path]] = []  # run id, directory; head first
+
+    def add(self, run_id: str, directory: Path, executed: dict[str, tuple[str, str, int]]) -> None:
+        """Take the segment before the last one added (the head first).
+
+        Args:
+            run_id: the segment's run id.
+            directory: its run directory (read again only to name a key run twice).
+            executed: its :attr:`~toolproof.verify.verifier.Verification.executed`.
+
+        """
+        back = len(self._segments)
+        self._segments.append((run_id, directory))
+        for key, (_, _, at) in executed.items():
+            short = bytes.fromhex(key.removeprefix("idem_")[:32])
+            here = back << 32 | at
+            later = self._seen.get(short)
+            self._seen[short] = here
+            if later is not None:  # this segment is earlier: the pair is (here, later)
+                self._twice[short] = (key, here, later)
+
+    def _called(self, back: int, at: int) -> tuple[str, str]:
+        """The tool and call id of the ``tool_called`` at event ``at`` of a segment."""
+        for line in TraceReader(self._segments[back][1] / TRACE_FILE).lines():
+            if line.position == at:
+                event = json.loads(line.data or b"{}")
+                return str(event.get("call", {}).get("tool")), str(event.get("call_id"))
+        return "?", "?"
+
+    def problem(self) -> str:
+        """The first key executed in two segments (in the order segment 1 first), or ``""``."""
+        if not self._twice:
+            return ""
+        count = len(self._segments)
+
+        def order(pair: tuple[str, int, int]) -> tuple[int, int]:
+            later = pair[2]
+            return count - (later >> 32), later & 0xFFFFFFFF
+
+        key, first, second = min(self._twice.values(), key=order)
+        places = []
+        for packed in (first, second):
+            back, at = packed >> 32, packed & 0xFFFFFFFF
+            tool, call = self._called(back, at)
+            places.append((count - back, self._segments[back][0], tool, call, at))
+        (index_1, run_1, tool, call_1, at_1), (index_2, run_2, _, call_2, at_2) = places
+        return (
+            f"acted-once: idempotency key {key} of tool {tool!r} was executed in "
+            f"segment {index_1} (run {run_1}, call {call_1} at event {at_1}) "
+            f"and again in segment {index_2} (run {run_2}, call {call_2} at event "
+            f"{at_2}) (rule: at most one execution per key across a session's segments; "
+            "docs/durability.md)"
+        )
