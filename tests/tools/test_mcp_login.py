@@ -229,10 +229,12 @@ def test_a_call_that_needs_more_scope_steps_up_through_the_authorizer(
             result = await toolset["g_write_note"].call({"text": "hi"})
             return result.value, result.failure.message if result.failure else None
 
-    # nobody to ask: the SDK's flow stops, the connection with it; its log names the rule
+    # nobody to ask: the SDK's flow stops, the connection with it; the failure names why
     assert asyncio.run(note(None)) == (
         None,
-        "MCP server 'g' closed the connection during tools/call: Connection closed",
+        "MCP server 'g' closed the connection during tools/call: Connection closed; auth: "
+        "the server asks for a new authorization (rule: a person authorizes once with "
+        "toolproof mcp login g --config FILE; loads reuse and refresh the tokens)",
     )
     assert (
         "LoginRequired: auth: the server asks for a new authorization (rule: a person "

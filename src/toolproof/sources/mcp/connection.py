@@ -457,6 +457,8 @@ class McpConnection:
             if code == CONNECTION_CLOSED:
                 ended = await self.exit_status()
                 how = f"; the server process {ended}" if ended else ""
+                refused = self.server.auth.refusals if self.server.auth else []
+                how += f"; {refused[-1]}" if refused else ""
                 raise McpCallError(
                     "transport",
                     f"MCP server {name!r} closed the connection during {method}: {exc}{how}",

@@ -116,6 +116,9 @@ class McpAuth:
         server: the ``[[mcp]]`` name (for the login hint in messages).
         authorizer: who authorizes when the server asks during a load (``None``: nobody;
             the stored tokens are used and refreshed, a new grant needs ``mcp login``).
+        refusals: why a grant the server asked for after connecting could not be made
+            (appended as it happens; the SDK's flow then ends the connection, and the
+            call's failure names the last one).
 
     """
 
@@ -130,6 +133,7 @@ class McpAuth:
     redirect_port: int | None = None
     server: str = ""
     authorizer: Authorizer | None = field(default=None, compare=False, repr=False)
+    refusals: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def flow(self) -> str:
@@ -354,9 +358,9 @@ def _code_provider(auth: McpAuth, url: str, secret: str) -> OAuthClientProvider:
 
     async def redirect_handler(authorization_url: str) -> None:
         if authorizer is None:
-            raise LoginRequired(
-                f"auth: the server asks for a new authorization ({auth.login_hint()})"
-            )
+            refusal = f"auth: the server asks for a new authorization ({auth.login_hint()})"
+            auth.refusals.append(refusal)
+            raise LoginRequired(refusal)
         landed.append(await authorizer.authorize(authorization_url))
 
     async def callback_handler() -> AuthorizationCodeResult:
