@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import tempfile
@@ -34,6 +33,7 @@ from contextlib import AsyncExitStack
 from typing import IO, Any
 
 import anyio
+import httpx2
 from mcp.client import Client, InputRequiredRoundsExceededError
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -74,7 +74,9 @@ __all__ = ["McpConnection"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-_streamable: Any = importlib.import_module("mcp.client.streamable_http")
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The streamable-HTTP client's timeouts (seconds): 30 to connect, write and wait for a pooled
+connection; 300 to read, since a server may hold a response stream open (the SDK's defaults)."""
 _CLOSE_GRACE = 8.0
 """Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
 
@@ -203,7 +205,9 @@ class McpConnection:
                 if server.auth is not None:
                     auth, self._secret = oauth_provider(server.auth, server.url)
                 http = await stack.enter_async_context(
-                    _streamable.create_mcp_http_client(headers=dict(server.headers), auth=auth)
+                    httpx2.AsyncClient(
+                        headers=dict(server.headers), auth=auth, timeout=_HTTP_TIMEOUT
+                    )
                 )
                 http.event_hooks["response"].append(self.facts.on_response)
                 streams = await stack.enter_async_context(
