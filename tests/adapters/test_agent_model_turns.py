@@ -25,7 +25,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import toolproof
 from toolproof import ReplayRefused, Session, Tool, Toolset
 from toolproof.bundle.evidence import RunEvidence
-from toolproof.errors import InputError
 from toolproof.runs.replay import replay_run
 from toolproof.verify.verifier import verify_run
 
@@ -187,16 +186,6 @@ def test_a_replay_without_the_toolset_presents_the_recorded_tools(tmp_path: Path
     replay = asyncio.run(toolproof.replay_session(run, _pai_agent(replayed)))
     assert (replay.identical, replay.calls, replay.turns, replay.live_calls) == (True, 3, 3, 0)
     assert replayed == []
-
-
-def test_a_streamed_pydantic_ai_request_is_refused(tmp_path: Path) -> None:
-    async def agent(session: Session) -> None:
-        runner = Agent(session.pydantic_ai_model(_script([])))
-        async with runner.run_stream("hi"):
-            pass
-
-    with pytest.raises(InputError, match="records whole turns only"):
-        _record(tmp_path, agent)
 
 
 class ScriptedModel(Model):

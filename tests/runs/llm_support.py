@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible endpoint on 127.0.0.1 (a real HTTP server, in a thread).
 
 Used to cause what a real model server cannot be made to do on demand: a 429 with
-``Retry-After``, a 500, a body that is not JSON, a refusal, a slow answer. Each queued
+``Retry-After``, a 500, a body that is not JSON, a refusal, a slow answer, a stream of
+server-sent events written chunk by chunk (``sse_reply``). Each queued
 reply is served once, in order; the last one repeats. Every request is kept
 (path, headers, parsed body) so tests can check what was sent.
 """
@@ -24,6 +25,7 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    chunks: list[bytes] | None = None  # a stream: each written and flushed on its own
 
 
 def chat_reply(content: str, *, refusal: str | None = None, finish: str = "stop") -> Reply:
@@ -38,6 +40,27 @@ def chat_reply(content: str, *, refusal: str | None = None, finish: str = "stop"
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
     return Reply(body=json.dumps(body).encode())
+
+
+def sse_reply(*contents: str) -> Reply:
+    """An OpenAI-compatible ``stream=True`` answer: one ``data:`` event per content delta.
+
+    Each event is its own chunk (written and flushed; 20 ms apart, so the network keeps
+    them apart as a model server's tokens are), then ``data: [DONE]``.
+    """
+    chunks = []
+    for n, content in enumerate(["", *contents]):
+        delta = {"role": "assistant", "content": content} if n == 0 else {"content": content}
+        chunk = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "scripted",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+        chunks.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    chunks.append(b"data: [DONE]\n\n")
+    return Reply(chunks=chunks, delay=0.02)
 
 
 def answer_reply(answer: str | None, quotes: list[tuple[str, str]]) -> Reply:
@@ -72,6 +95,9 @@ def scripted_model(*replies: Reply) -> Iterator[Scripted]:
                 }
             )
             reply = queue.pop(0) if len(queue) > 1 else queue[0]
+            if reply.chunks is not None:
+                self._stream(reply)
+                return
             if reply.delay:
                 time.sleep(reply.delay)
             try:
@@ -82,6 +108,20 @@ def scripted_model(*replies: Reply) -> Iterator[Scripted]:
                 self.send_header("content-length", str(len(reply.body)))
                 self.end_headers()
                 self.wfile.write(reply.body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _stream(self, reply: Reply) -> None:
+            # HTTP/1.0: no length, the body ends when the connection closes
+            assert reply.chunks is not None
+            try:
+                self.send_response(reply.status)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for chunk in reply.chunks:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    time.sleep(reply.delay)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 

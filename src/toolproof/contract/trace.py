@@ -176,9 +176,9 @@ class ModelTurn(EventBase):
     """One model request and its response, both stored exactly as evidence (a ``model`` step).
 
     Recorded by the session's model recorders (``session.pydantic_ai_model``,
-    ``session.openai_agents_model``, ``session.httpx_transport``) right after the two
-    ``evidence_registered`` events of its bytes. Secrets never appear: HTTP headers are
-    kept only when allow-listed (docs/agents.md).
+    ``session.openai_agents_model``, ``session.httpx_transport``) right after the
+    ``evidence_registered`` events of its bytes (two; three for a framework's stream).
+    Secrets never appear: HTTP headers are kept only when allow-listed (docs/agents.md).
 
     Attributes:
         source: who recorded it: ``pydantic-ai``, ``openai-agents`` or ``http``.
@@ -192,7 +192,11 @@ class ModelTurn(EventBase):
         detail: ``http``: ``method``, ``url`` (secret query values redacted), ``status``
             and the allow-listed ``request_headers`` / ``response_headers``;
             ``pydantic-ai`` and ``openai-agents``: ``framework`` and ``version`` (the
-            installed distribution, absent from turns recorded before).
+            installed distribution, absent from turns recorded before). A streamed turn
+            also has ``stream``: ``chunks``, the size in bytes of each chunk in the
+            order it arrived, and for a framework ``evidence``, the id of its streamed
+            bytes (kind ``model_stream``, registered before this event; HTTP: the
+            response body is the stream).
 
     """
 

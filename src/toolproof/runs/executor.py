@@ -105,13 +105,15 @@ class StepContext:
         """
         return self._executor.register(self.node.id, data, media_type, kind, None, detail or {})
 
-    def record_model_turn(self, turn: ModelExchange) -> tuple[EvidenceRecord, EvidenceRecord]:
+    def record_model_turn(self, turn: ModelExchange) -> tuple[EvidenceRecord, ...]:
         """Record a model turn for this (``model``) step: its bytes, then ``model_turn``.
 
-        Both byte strings count against the evidence budget.
+        Every byte string (request, response, streamed bytes) counts against the
+        evidence budget.
 
         Returns:
-            The request's and the response's evidence records.
+            The request's, the response's and (a framework's stream) the streamed
+            bytes' evidence records.
 
         """
         return self._executor.model_turn(self.node.id, turn)
@@ -242,18 +244,18 @@ class Executor:
         self.evidence.append(record)
         return record
 
-    def model_turn(
-        self, node_id: str, turn: ModelExchange
-    ) -> tuple[EvidenceRecord, EvidenceRecord]:
+    def model_turn(self, node_id: str, turn: ModelExchange) -> tuple[EvidenceRecord, ...]:
         """Record a model turn of step ``node_id`` within the evidence budget.
 
         Raises:
             _BudgetStop: the bytes would exceed the budget (the step is finished failed).
 
         """
-        self._admit(node_id, turn.request + turn.response)
-        request, response = self.recorder.model_block(node_id, turn)
-        records = (EvidenceRecord.model_validate(request), EvidenceRecord.model_validate(response))
+        self._admit(node_id, turn.request + turn.response + (turn.stream or b""))
+        records = tuple(
+            EvidenceRecord.model_validate(plain)
+            for plain in self.recorder.model_block(node_id, turn)
+        )
         self.evidence.extend(records)
         return records
 

@@ -18,7 +18,8 @@ with no canonical JSON form is recorded as an ``invalid_result`` failure; a valu
 Sessions wrap the block in ``step_started`` / ``step_finished``
 (:meth:`Recorder.call_step`), as the executor does for a ``call`` step, so a
 session's trace is what frozen replay of it writes. A *model turn* is its own block
-(:meth:`Recorder.model_block`: two ``evidence_registered``, then ``model_turn``),
+(:meth:`Recorder.model_block`: two ``evidence_registered``, a third for a framework's
+streamed bytes, then ``model_turn``),
 wrapped in a ``model`` step by :meth:`Recorder.model_step`.
 
 A block is a list of events: the recorder collects them as plain JSON
@@ -393,51 +394,52 @@ class Recorder:
                 self.emit(StepFinished, step=step, status="ok", detail=detail)
         return recorded
 
-    def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+    def model_block(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], ...]:
         """Record the block of one model turn: its request and response bytes, then ``model_turn``.
 
-        The block is ``evidence_registered`` (kind ``model_request``) ·
-        ``evidence_registered`` (kind ``model_response``) · ``model_turn``.
+        The block is ``evidence_registered`` of each of :meth:`ModelExchange.items`
+        (``model_request``, ``model_response``, a framework's ``model_stream``), then
+        ``model_turn`` (its detail: :meth:`ModelExchange.event_detail`).
 
         Returns:
-            The request's and the response's evidence records, as plain JSON.
+            The request's, the response's and (a framework's stream) the streamed bytes'
+            evidence records, as plain JSON.
 
         Raises:
             OSError: the trace or the evidence cannot be written.
 
         """
         with self._collecting():
-            request = self.register(
-                step, turn.request, turn.request_media_type, "model_request", None, {}
-            )
-            response = self.register(
-                step, turn.response, turn.response_media_type, "model_response", None, {}
+            records = tuple(
+                self.register(step, data, media_type, kind, None, {})
+                for data, media_type, kind in turn.items()
             )
             self.emit(
                 ModelTurn,
                 step=step,
                 source=turn.source,
                 model=turn.model,
-                request=request["id"],
-                response=response["id"],
+                request=records[0]["id"],
+                response=records[1]["id"],
                 key=turn.key,
-                detail=turn.detail,
+                detail=turn.event_detail(records[2]["id"] if len(records) > 2 else None),
             )
-        return request, response
+        return records
 
-    def model_step(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+    def model_step(self, step: str, turn: ModelExchange) -> tuple[dict[str, Any], ...]:
         """Record a whole model step: ``step_started`` (``model``), the block, ``step_finished``.
 
-        The step finishes ``ok`` with ``detail.evidence`` = ``[request id, response id]``,
-        as the executor finishes a frozen ``model`` step; returns and raises as
-        :meth:`model_block`. Not committed: call :meth:`commit`.
+        The step finishes ``ok`` with ``detail.evidence`` = the ids of the block's
+        evidence (request, response, streamed bytes), as the executor finishes a frozen
+        ``model`` step; returns and raises as :meth:`model_block`. Not committed: call
+        :meth:`commit`.
         """
         with self._collecting():
             self.emit(StepStarted, step=step, kind="model")
-            request, response = self.model_block(step, turn)
-            detail = {"evidence": [request["id"], response["id"]]}
+            records = self.model_block(step, turn)
+            detail = {"evidence": [record["id"] for record in records]}
             self.emit(StepFinished, step=step, status="ok", detail=detail)
-        return request, response
+        return records
 
     def commit(self) -> None:
         """Make what was recorded since the last commit land, as :attr:`durability` says.

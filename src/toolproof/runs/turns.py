@@ -53,12 +53,16 @@ __all__ = [
     "RecordedTurns",
     "exchange_key",
     "key_text",
+    "stream_evidence",
     "turn_key",
     "turn_provider_name",
     "turn_providers",
     "turn_step_id",
     "value_key",
 ]
+
+_Turn = tuple[ModelTurn, EvidenceRecord, EvidenceRecord, EvidenceRecord | None]
+"""A recorded turn: its event, its request's, response's and streamed bytes' evidence."""
 
 TURN_SOURCES = ("pydantic-ai", "openai-agents", "http")
 """The recorders a model turn can come from."""
@@ -164,6 +168,16 @@ def value_key(source: str, request: Any) -> bytes:
     return canonical_json(normal_form(source, request))
 
 
+def stream_evidence(detail: Any) -> str | None:
+    """The evidence id of a framework turn's streamed bytes (``detail.stream.evidence``).
+
+    ``None``: a whole turn, or an HTTP stream (whose bytes are the response body).
+    """
+    stream = detail.get("stream")
+    evidence = stream.get("evidence") if isinstance(stream, dict) else None
+    return evidence if isinstance(evidence, str) else None
+
+
 def key_text(key: bytes) -> str:
     """A match key shown for a diff: indented JSON, keys sorted, one value per line."""
     return json.dumps(json.loads(key), indent=2, sort_keys=True, ensure_ascii=False)
@@ -195,19 +209,20 @@ class RecordedTurns:
         self.pack = pack
         self.stored = RunEvidence.open(self.directory)
         registered: dict[tuple[str, str], EvidenceRecord] = {}
-        turns: list[tuple[str, int, tuple[ModelTurn, EvidenceRecord, EvidenceRecord], str]] = []
+        turns: list[tuple[str, int, _Turn, str]] = []
         for event in events:
             if isinstance(event, EvidenceRegistered):
                 registered[(event.step, event.evidence.id)] = event.evidence
             elif isinstance(event, ModelTurn):
                 request = registered.get((event.step, event.request))
                 response = registered.get((event.step, event.response))
+                stream_id = stream_evidence(event.detail)
+                stream = None if stream_id is None else registered.get((event.step, stream_id))
                 if request is not None and response is not None:
-                    turns.append((event.step, event.idx, (event, request, response), ""))
+                    recorded = (event, request, response, stream)
+                    turns.append((event.step, event.idx, recorded, ""))
         # a step answered twice keeps its last turn, as a step id names one turn
-        self._turns: Matcher[str, tuple[ModelTurn, EvidenceRecord, EvidenceRecord]] = Matcher(
-            reversed(turns)
-        )
+        self._turns: Matcher[str, _Turn] = Matcher(reversed(turns))
 
     def __contains__(self, step: str) -> bool:
         return step in self._turns
@@ -255,7 +270,7 @@ class RecordedTurns:
         recorded = self._turns.get(node.id)
         if recorded is None:
             return StepOutput(node.id, False, reason=f"no model turn is recorded for {node.id!r}")
-        event, request, response = recorded
+        event, request, response, stream = recorded
         exchange = ModelExchange(
             source=event.source,
             model=event.model,
@@ -265,6 +280,7 @@ class RecordedTurns:
             request_media_type=request.media_type,
             response_media_type=response.media_type,
             detail=dict(event.detail),
+            stream=None if stream is None else self._bytes(stream),
         )
         records = context.record_model_turn(exchange)
         return StepOutput(node.id, True, None, records)

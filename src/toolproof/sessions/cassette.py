@@ -37,7 +37,7 @@ from toolproof.runs.finalize import finalize_session
 from toolproof.runs.live import LiveRecording, admission_number, admission_sorted, open_recording
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.recorder import ModelExchange
-from toolproof.runs.turns import exchange_key, key_text
+from toolproof.runs.turns import exchange_key, key_text, stream_evidence
 from toolproof.sessions.port import RecordedTurn
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
@@ -179,7 +179,9 @@ class Cassette:
         answered = evidence.read(response.id)
         detail = dict(event.detail)
         key = (event.source, exchange_key(event.source, asked, detail))
-        turns.append((key, event.idx, ServedTurn(answered, detail), event.step))
+        stream_id = stream_evidence(detail)
+        stream = None if stream_id is None else evidence.read(stream_id)
+        turns.append((key, event.idx, ServedTurn(answered, detail, stream=stream), event.step))
         exchange = ModelExchange(
             source=event.source,
             model=event.model,
@@ -189,6 +191,7 @@ class Cassette:
             request_media_type=request.media_type,
             response_media_type=response.media_type,
             detail=detail,
+            stream=stream,
         )
         self._episodes.append((event.step, exchange))
 

@@ -42,7 +42,7 @@ from toolproof.runs.live import admission_sorted
 from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.normal_form import version_change
 from toolproof.runs.recorded import ModelExchange
-from toolproof.runs.turns import exchange_key, key_text
+from toolproof.runs.turns import exchange_key, key_text, stream_evidence
 from toolproof.sessions.port import RecordedTurn
 from toolproof.sessions.presented import specs_of
 from toolproof.tools.exposure import GATE_EXTENSION
@@ -153,6 +153,8 @@ class FrozenSession:
                 response = view.evidence.read(event.response)
                 turn_key = (event.source, exchange_key(event.source, request, dict(event.detail)))
                 detail = dict(event.detail)
+                stream_id = stream_evidence(detail)
+                stream = None if stream_id is None else view.evidence.read(stream_id)
                 exchange = ModelExchange(  # what a fork records again in its new run
                     event.source,
                     event.model,
@@ -162,8 +164,9 @@ class FrozenSession:
                     media.get((event.step, event.request), "application/json"),
                     media.get((event.step, event.response), "application/json"),
                     detail,
+                    stream,
                 )
-                turn = RecordedTurn(response, detail, exchange)
+                turn = RecordedTurn(response, detail, exchange, stream)
                 turns.append((turn_key, event.idx, turn, event.step))
             elif isinstance(event, ResourceRead | PromptGot):
                 reads.append((_read_key(event), event.idx, dict(event.result), ""))

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from toolproof.contract.tools import ToolResult, ToolSpec
 from toolproof.identity import digest
+from toolproof.runs.recorded import stream_chunks
 from toolproof.runs.recorder import ModelExchange
 from toolproof.tools import hooks
 
@@ -30,12 +31,29 @@ class RecordedTurn:
         detail: the ``model_turn`` event's detail (HTTP: status and kept headers).
         exchange: the whole recorded exchange (a frozen session's, which a fork records
             again in its new run), or ``None``.
+        stream: a framework's streamed turn: its exact streamed bytes (the
+            ``model_stream`` evidence), else ``None``.
 
     """
 
     response: bytes
     detail: dict[str, Any]
     exchange: ModelExchange | None = None
+    stream: bytes | None = None
+
+    def chunks(self) -> list[bytes] | None:
+        """The recorded chunks of a streamed turn, exactly as they arrived; ``None``: a whole turn.
+
+        A framework's stream is cut from :attr:`stream`, an HTTP stream from
+        :attr:`response` (its body), at the sizes ``detail.stream.chunks`` records
+        (:func:`~toolproof.runs.recorded.stream_chunks`).
+
+        Raises:
+            InputError: the recorded sizes do not cut those bytes.
+
+        """
+        data = self.response if self.stream is None else self.stream
+        return stream_chunks(data, self.detail)
 
 
 class SessionPort(Protocol):

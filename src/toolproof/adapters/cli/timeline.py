@@ -124,7 +124,8 @@ def _turn_entry(
     request = evidence.get(str(event.get("request")))
     response = evidence.get(str(event.get("response")))
     data = _read(stored, response)
-    return {
+    detail = event.get("detail") or {}
+    entry = {
         "kind": "model_turn",
         "step": event.get("step"),
         "event": event.get("idx"),
@@ -132,9 +133,13 @@ def _turn_entry(
         "model": event.get("model"),
         "request": {"file": (request or {}).get("path"), "size": (request or {}).get("size")},
         "response": {"file": (response or {}).get("path"), "size": (response or {}).get("size")},
-        "status": (event.get("detail") or {}).get("status"),
+        "status": detail.get("status"),
         "summary": turn_summary(str(event.get("source")), data),
     }
+    stream = detail.get("stream")
+    if isinstance(stream, dict) and isinstance(stream.get("chunks"), list):
+        entry["chunks"] = len(stream["chunks"])  # a streamed turn: how many chunks arrived
+    return entry
 
 
 def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,7 +151,8 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
 
     Returns:
         ``{"kind": "model_turn", "step", "event", "source", "model", "request",
-        "response", "status", "summary"}`` and ``{"kind": "call", "step", "event",
+        "response", "status", "summary"}`` (a streamed turn also ``"chunks"``, how many
+        arrived) and ``{"kind": "call", "step", "event",
         "call", "model_call_id", "model_turn", "tool", "arguments", "ok", "value",
         "failure"}`` entries; ``call`` is the ``call_N`` an answer cites it by,
         ``model_call_id`` the id the model gave it (an answer may cite it by that too)
@@ -214,9 +220,12 @@ def print_timeline(entries: list[dict[str, Any]]) -> None:
             numbers[str(entry["step"])] = number
             status = f" HTTP {entry['status']}" if entry.get("status") is not None else ""
             size = (entry["response"] or {}).get("size")
+            chunks = entry.get("chunks")
+            streamed = f", streamed in {chunks} chunks" if chunks is not None else ""
             out_console.print(
                 f"[bold]model turn {number}[/] {escape(str(entry['source']))} "
-                f"{escape(str(entry['model']))}{status} [dim]({size} response bytes)[/]"
+                f"{escape(str(entry['model']))}{status} [dim]({size} response bytes"
+                f"{streamed})[/]"
             )
             out_console.print(textwrap.indent(f"→ {escape(entry['summary'])}", "   "))
             continue

@@ -22,14 +22,24 @@ Any SDK built on httpx takes a client with this transport: ``openai``'s
 
 A request that fails before a response (a refused connection, a timeout) is not a turn:
 the error reaches the SDK unrecorded (it may retry; each answered attempt is a turn).
-The whole response body is read before it is handed on, so a streamed (SSE) response
-arrives at once.
+
+A response whose media type is in :data:`STREAMED_MEDIA_TYPES` (an OpenAI-compatible
+``stream=True`` request's ``text/event-stream``) is *streamed*: it is handed on unread,
+each chunk as it arrives from the network (decoded), and recorded when its last chunk
+has been read: the response body is the exact bytes of every chunk, in order, and
+``detail.stream.chunks`` the size of each. A stream closed before its end is read to
+its end first, then recorded. Its span (:func:`toolproof.tools.hooks.model_turn`) lasts
+until the response's headers arrive and carries no response digest. Frozen, a streamed
+turn is served as an unread ``httpx.Response`` whose stream yields the recorded chunks,
+byte for byte and with the same boundaries. Any other response body is read whole
+before it is handed on.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +47,7 @@ import httpx
 
 from toolproof.identity import digest
 from toolproof.redaction import redact_body, redact_headers, redact_url, secret_name
+from toolproof.runs.recorded import stream_detail
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import turn_key
 from toolproof.sessions.port import SessionPort, turn_recorded
@@ -46,6 +57,7 @@ __all__ = [
     "REQUEST_HEADERS_KEPT",
     "RESPONSE_HEADERS_KEPT",
     "SOURCE",
+    "STREAMED_MEDIA_TYPES",
     "RecordingTransport",
     "kept_headers",
     "recorded_url",
@@ -71,6 +83,11 @@ RESPONSE_HEADERS_KEPT = (
 )
 """The response headers a recorded turn keeps and a frozen replay serves (lowercase;
 ``location`` through :func:`~toolproof.redaction.redact_url`)."""
+
+STREAMED_MEDIA_TYPES = ("text/event-stream", "application/x-ndjson")
+"""The response media types (lowercase, parameters ignored) handed on and recorded as
+streams, chunk by chunk: server-sent events (OpenAI-compatible and Anthropic
+``stream=True``) and newline-delimited JSON (Ollama)."""
 
 assert not any(secret_name(name) for name in REQUEST_HEADERS_KEPT + RESPONSE_HEADERS_KEPT)
 
@@ -168,6 +185,66 @@ _OCTET_STREAM = "application/octet-stream"
 assert "content-type" in REQUEST_HEADERS_KEPT and "content-type" in RESPONSE_HEADERS_KEPT
 
 
+def _streamed(live: httpx.Response) -> bool:
+    """Whether ``live``'s media type is one of :data:`STREAMED_MEDIA_TYPES`."""
+    media_type = live.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media_type in STREAMED_MEDIA_TYPES
+
+
+class _Recording(httpx.AsyncByteStream):
+    """A live stream handed on chunk by chunk, recorded (``ended``) once it has been read whole.
+
+    One pass over the live response's decoded chunks, however often it is iterated (an SDK
+    reads a few events, then drains the rest through ``response.stream``); closing it
+    before its end reads the rest first, so the turn is always recorded whole.
+    """
+
+    def __init__(self, live: httpx.Response, ended: Callable[[list[bytes]], None]) -> None:
+        self._live = live
+        self._source = live.aiter_bytes()
+        self._chunks: list[bytes] = []
+        self._ended = ended
+        self._done = False
+
+    async def _next(self) -> bytes | None:
+        """The next chunk, or ``None`` at the end (recorded then, once)."""
+        if self._done:
+            return None
+        try:
+            chunk = await anext(self._source)
+        except StopAsyncIteration:
+            self._done = True
+            self._ended(self._chunks)
+            return None
+        self._chunks.append(chunk)
+        return chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while (chunk := await self._next()) is not None:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            while await self._next() is not None:
+                pass
+        finally:
+            await self._live.aclose()
+
+
+class _Replayed(httpx.AsyncByteStream):
+    """A recorded stream served frozen: its chunks, exactly, in their boundaries.
+
+    One pass, as a live stream is: iterating it again goes on where the last one stopped.
+    """
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = iter(chunks)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Records each exchange in ``session`` (live) or serves it from the recording (frozen).
 
@@ -206,37 +283,47 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         recorded = self.session.known_turn(SOURCE, key)
         if recorded is not None:
             headers = recorded.detail.get("response_headers") or {}
-            return _served(int(recorded.detail.get("status", 200)), headers, recorded.response)
+            status = int(recorded.detail.get("status", 200))
+            chunks = recorded.chunks()
+            if chunks is not None:
+                return httpx.Response(status, headers=headers, stream=_Replayed(chunks))
+            return _served(status, headers, recorded.response)
         step = self.session.admit_turn(SOURCE)
         operation, model = _inference(request.url.path, body)  # for the span only
         with hooks.model_turn(model, operation=operation) as span:
-            live, answer = await self._ask(request)
-            turn = self._turn(request, body, answer, live, method, url, key)
-            turn_recorded(span, self.session.record_turn(turn, step), turn)
+            live = await self.inner.handle_async_request(request)
             span.set_attribute("http.response.status_code", live.status_code)
             if live.status_code >= 400:
                 hooks.fail(span, str(live.status_code), f"HTTP {live.status_code}")
-        return _served(
-            live.status_code,
-            [(name, value) for name, value in live.headers.raw if name.lower() not in _UNSERVED],
-            answer,
-            {k: v for k, v in live.extensions.items() if k != "network_stream"},
-        )
+            served = [(n, v) for n, v in live.headers.raw if n.lower() not in _UNSERVED]
+            extensions = {k: v for k, v in live.extensions.items() if k != "network_stream"}
+            if _streamed(live):
+                if span is not hooks.NO_SPAN:
+                    span.set_attribute("toolproof.step", step)
+                    span.set_attribute("toolproof.turn.source", SOURCE)
+                    span.set_attribute("toolproof.request_digest", digest(body))
 
-    async def _ask(self, request: httpx.Request) -> tuple[httpx.Response, bytes]:
-        """The live response to ``request`` and its whole body, read and closed."""
-        live = await self.inner.handle_async_request(request)
-        try:
-            answer = await live.aread()
-        finally:
-            await live.aclose()
-        return live, answer
+                def ended(chunks: list[bytes]) -> None:
+                    turn = self._turn(request, body, chunks, live, method, url, key)
+                    self.session.record_turn(turn, step)
+
+                stream = _Recording(live, ended)
+                return httpx.Response(
+                    live.status_code, headers=served, stream=stream, extensions=extensions
+                )
+            try:
+                answer = await live.aread()
+            finally:
+                await live.aclose()
+            turn = self._turn(request, body, answer, live, method, url, key)
+            turn_recorded(span, self.session.record_turn(turn, step), turn)
+        return _served(live.status_code, served, answer, extensions)
 
     @staticmethod
     def _turn(
         request: httpx.Request,
         body: bytes,
-        answer: bytes,
+        answer: bytes | list[bytes],
         live: httpx.Response,
         method: str,
         url: str,
@@ -244,11 +331,23 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     ) -> ModelExchange:
         """The exchange to record: the bodies, the status and the kept headers.
 
+        ``answer``: the whole response body, or a stream's chunks (the body is their
+        bytes in order; ``detail.stream``: :func:`~toolproof.runs.recorded.stream_detail`).
         A body's media type is its kept ``content-type`` (both allow-lists hold it: the
         value ``headers.get("content-type")`` gives), else ``application/octet-stream``.
         """
         request_headers = kept_headers(request.headers, REQUEST_HEADERS_KEPT)
         response_headers = kept_headers(live.headers, RESPONSE_HEADERS_KEPT)
+        detail: dict[str, Any] = {
+            "method": method,
+            "url": url,
+            "status": live.status_code,
+            "request_headers": request_headers,
+            "response_headers": response_headers,
+        }
+        if isinstance(answer, list):
+            detail["stream"] = stream_detail(answer)
+            answer = b"".join(answer)
         return ModelExchange(
             source=SOURCE,
             model=f"{method} {url}",
@@ -257,13 +356,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             key=digest(key),
             request_media_type=request_headers.get("content-type") or _OCTET_STREAM,
             response_media_type=response_headers.get("content-type") or _OCTET_STREAM,
-            detail={
-                "method": method,
-                "url": url,
-                "status": live.status_code,
-                "request_headers": request_headers,
-                "response_headers": response_headers,
-            },
+            detail=detail,
         )
 
     async def aclose(self) -> None:

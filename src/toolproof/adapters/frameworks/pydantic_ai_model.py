@@ -19,8 +19,20 @@ change is the wrapped model's. Each ``request`` is one model turn of the session
   asked) is served, rebuilt by pydantic-ai's type adapter; the wrapped model is never
   asked. A cassette recording new episodes serves its known turns the same way.
 
-``request_stream`` is refused (streamed turns are not recorded yet): run the agent
-with ``agent.run`` rather than ``run_stream``.
+``request_stream`` (``agent.run_stream``, ``agent.iter`` with ``node.stream``, an
+``event_stream_handler``) is a model turn too, recorded and matched as ``request`` is:
+
+* live, the wrapped model's stream is read to its end first (each event as its
+  ``StreamedResponse`` yields it), then recorded: the request as above, the assembled
+  ``ModelResponse`` (its ``get()``) as the response, in the same form as a whole turn's,
+  and the exact streamed bytes (:func:`stream_event_bytes` of each event, one JSON line
+  each) as ``model_stream`` evidence with each event's size in ``detail.stream.chunks``.
+  The agent is then handed pydantic-ai's ``CompletedStreamedResponse`` replaying those
+  events: it sees the same events, in the same chunks, but only once the model finished;
+* frozen, the recorded events are parsed back and replayed the same way, one event per
+  recorded chunk; a turn recorded whole (``agent.run``) is served as one chunk per part
+  (``replay_events=True``), and a streamed turn asked whole is served its assembled
+  response.
 """
 
 from __future__ import annotations
@@ -30,15 +42,26 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import TypeAdapter
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
-from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ModelResponseStreamEvent,
+)
+from pydantic_ai.models import (
+    CompletedStreamedResponse,
+    Model,
+    ModelRequestParameters,
+    StreamedResponse,
+)
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
 
-from toolproof.errors import InputError
 from toolproof.identity import canonical_json, digest
 from toolproof.redaction import redact_json, redact_url
 from toolproof.runs.normal_form import framework_detail
+from toolproof.runs.recorded import stream_detail
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import value_key
 from toolproof.sessions.port import SessionPort, turn_recorded
@@ -51,6 +74,7 @@ __all__ = [
     "request_bytes",
     "request_value",
     "response_bytes",
+    "stream_event_bytes",
 ]
 
 SOURCE = "pydantic-ai"
@@ -61,6 +85,8 @@ _PARAMETERS: TypeAdapter[ModelRequestParameters] = TypeAdapter(ModelRequestParam
 _RESPONSE: TypeAdapter[ModelResponse] = TypeAdapter(ModelResponse)
 """The adapter whose ``dump_python(mode="json")`` a recorded response is, and which frozen
 replay parses a recorded response with."""
+_EVENT: TypeAdapter[ModelResponseStreamEvent] = TypeAdapter(ModelResponseStreamEvent)
+"""The adapter of one stream event: a recorded chunk is its ``dump_python(mode="json")``."""
 
 
 def _settings(value: Any) -> Any:
@@ -131,6 +157,28 @@ def response_bytes(response: ModelResponse) -> bytes:
     if isinstance(dumped.get("provider_url"), str):
         dumped["provider_url"] = redact_url(dumped["provider_url"])
     return canonical_json(dumped)
+
+
+def stream_event_bytes(event: ModelResponseStreamEvent) -> bytes:
+    """One recorded chunk of a pydantic-ai stream: an event as one canonical JSON line.
+
+    Args:
+        event: a ``ModelResponseStreamEvent`` as the model's ``StreamedResponse``
+            yields it (``PartStartEvent``, ``PartDeltaEvent``, ``PartEndEvent``,
+            ``FinalResultEvent``...; an agent stamps an ``origin`` on the events it
+            hands on: set it to ``None`` to compare one with a recorded chunk).
+
+    Returns:
+        RFC 8785 canonical JSON of ``TypeAdapter(ModelResponseStreamEvent)
+        .dump_python(event, mode="json")``, whole-URL strings through the URL rule of
+        :func:`toolproof.redaction.redact_json`, then a newline (``0x0A``).
+
+    Raises:
+        CanonicalizationError: a value has no canonical JSON form.
+
+    """
+    dumped = redact_json(_EVENT.dump_python(event, mode="json"), fields=False)
+    return canonical_json(dumped) + b"\n"
 
 
 def request_value(
@@ -222,28 +270,80 @@ class RecordedModel(WrapperModel):
                 span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
         return response
 
-    def _turn(self, request: bytes, response: ModelResponse, key: bytes) -> ModelExchange:
-        """The exchange of one live turn: ``request`` as asked, ``response`` as answered."""
+    def _turn(
+        self,
+        request: bytes,
+        response: ModelResponse,
+        key: bytes,
+        chunks: list[bytes] | None = None,
+    ) -> ModelExchange:
+        """The exchange of one live turn: ``request`` as asked, ``response`` as answered.
+
+        ``chunks``: a streamed turn's events (:func:`stream_event_bytes`), in order.
+        """
+        detail: dict[str, Any] = dict(framework_detail(SOURCE))  # pydantic-ai, its version
+        if chunks is not None:
+            detail = {**detail, "stream": stream_detail(chunks)}
         return ModelExchange(
             source=SOURCE,
             model=f"{self.wrapped.system}:{self.wrapped.model_name}",
             request=request,
             response=response_bytes(response),
             key=digest(key),
-            detail=framework_detail(SOURCE),  # pydantic-ai and its version
+            detail=detail,
+            stream=None if chunks is None else b"".join(chunks),
         )
 
     @asynccontextmanager
-    async def request_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[StreamedResponse]:
-        """Refused: streamed turns are not recorded yet.
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """Stream the wrapped model (recorded) or replay the recorded stream (frozen).
+
+        Yields:
+            A ``CompletedStreamedResponse`` replaying the turn's events, one per
+            recorded chunk (see the module docstring).
 
         Raises:
-            InputError: always; use ``agent.run`` instead of ``run_stream``.
+            ReplayRefused: frozen, and no recorded turn has this request's match key.
+            RecordingError: live, and the turn cannot be recorded.
+            InputError: frozen, and the recorded chunk sizes do not cut the streamed bytes.
 
         """
-        raise InputError(
-            "session.pydantic_ai_model() records whole turns only: a streamed request "
-            "(agent.run_stream, an event_stream_handler) is not recorded; use agent.run",
-            rule="streaming",
+        request, key = request_and_key(messages, model_settings, model_request_parameters)
+        session = self.session
+        recorded = session.known_turn(SOURCE, key)
+        if recorded is not None:
+            chunks = recorded.chunks()
+            yield CompletedStreamedResponse(
+                _RESPONSE.validate_json(recorded.response),
+                model_request_parameters=model_request_parameters,
+                replay_events=True
+                if chunks is None
+                else [_EVENT.validate_json(chunk) for chunk in chunks],
+            )
+            return
+        step = session.admit_turn(SOURCE)
+        wrapped = self.wrapped
+        with hooks.model_turn(wrapped.model_name, provider=wrapped.system) as span:
+            async with wrapped.request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as live:
+                events = [event async for event in live]
+                response = live.get()
+                parameters = live.model_request_parameters
+            chunks = [stream_event_bytes(event) for event in events]
+            turn = self._turn(request, response, key, chunks)
+            turn_recorded(span, session.record_turn(turn, step), turn)
+            if span is not hooks.NO_SPAN:
+                if response.model_name:
+                    span.set_attribute("gen_ai.response.model", response.model_name)
+                span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
+        yield CompletedStreamedResponse(
+            response, model_request_parameters=parameters, replay_events=events
         )
-        yield  # pragma: no cover - makes this an async generator
