@@ -10,7 +10,8 @@ import pytest
 
 from toolproof.bundle import durable
 from toolproof.bundle.manifest import check_manifest
-from toolproof.bundle.rundir import TEMP_PREFIX, RunDirectoryWriter
+from toolproof.bundle.rundir import TEMP_PREFIX, RunDirectoryWriter, remove_aside
+from toolproof.runs.unfinished import unfinished_sessions
 
 
 def _write(writer: RunDirectoryWriter, text: str) -> None:
@@ -158,3 +159,20 @@ def test_commit_fsyncs_every_file_where_the_platform_has_no_syncfs(
         str(temp),
         str(tmp_path.resolve() / "runs"),
     ]
+
+
+def test_remove_aside_clears_a_directory_and_the_leftover_a_killed_removal_left(
+    tmp_path: Path,
+) -> None:
+    sessions = tmp_path / "sessions"
+    live = sessions / "nightly-42.4"
+    (live / "evidence").mkdir(parents=True)
+    (live / "evidence" / "item").write_bytes(b"x")
+    leftover = sessions / ".nightly-42.4.discarded"  # a process killed while removing it
+    leftover.mkdir()
+    (leftover / "trace.jsonl").write_bytes(b"{}")
+    listed = [session["directory"] for session in unfinished_sessions(tmp_path)]
+    assert listed == ["nightly-42.4"]  # the leftover is not a live session
+    remove_aside(live)
+    assert list(sessions.iterdir()) == []
+    assert unfinished_sessions(tmp_path) == []
