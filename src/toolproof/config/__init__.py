@@ -27,6 +27,7 @@ and relative paths are relative to the file::
     [serve]                     # what the outward faces expose (see docs/approvals.md)
     expose = ["add_cache"]      # tool-name globs shown although a sibling is gated
     hide = ["debug_*"]          # tool-name globs never shown
+    tasks = ["add_process"]     # MCP tasks (docs/serve.md; default: process/celery tools)
 
     [approvals]                 # the policy of the approve wrapper (docs/approvals.md)
     store = "approvals.sqlite"

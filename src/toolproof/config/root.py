@@ -10,6 +10,7 @@ extensions and the ``[serve]`` policy. The file's format is described in
 from __future__ import annotations
 
 from collections.abc import Generator
+from fnmatch import fnmatchcase
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,8 @@ def _set_exposure(toolset: Toolset, serve: ServeSection, file: Path) -> None:
     exposure = Exposure(expose=tuple(serve.expose), hide=tuple(serve.hide))
     names = toolset.names() + [item.name for item in toolset.quarantined]
     unmatched = exposure.unmatched(names)
+    tasks = [("tasks", index, glob) for index, glob in enumerate(serve.tasks or ())]
+    unmatched += [item for item in tasks if not any(fnmatchcase(n, item[2]) for n in names)]
     if unmatched:
         key, index, glob = unmatched[0]
         raise ConfigError(

@@ -267,18 +267,22 @@ class ServeSection(_Closed):
     :mod:`toolproof.tools.exposure`). ``max_message_bytes``: the longest JSON-RPC
     message ``toolproof serve`` reads from a stdio client (one line, bytes).
     ``segment_calls``: ``serve --record`` seals the session into a run every this many
-    steps (``0``: one run, at the end; docs/runs.md "Segments").
+    steps (``0``: one run, at the end; docs/runs.md "Segments"). ``tasks``: tool-name
+    globs of the tools ``toolproof serve`` runs as MCP tasks for a client that takes
+    them (``[]``: none; absent: the tools on the ``process`` or ``celery`` backend;
+    docs/serve.md "Tasks").
     """
 
     expose: list[str] = Field(default_factory=list)
     hide: list[str] = Field(default_factory=list)
     max_message_bytes: MessageBytes = STDIO_MESSAGE_BYTES
     segment_calls: int = Field(default=DEFAULT_SEGMENT_CALLS, ge=0, le=MAX_COUNT, strict=True)
+    tasks: list[str] | None = None
 
-    @field_validator("expose", "hide")
+    @field_validator("expose", "hide", "tasks")
     @classmethod
-    def _globs(cls, value: list[str]) -> list[str]:
-        for glob in value:
+    def _globs(cls, value: list[str] | None) -> list[str] | None:
+        for glob in value or ():
             if not glob.strip():
                 raise ValueError("an empty glob matches no tool name")
         return value

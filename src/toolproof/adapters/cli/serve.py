@@ -169,6 +169,7 @@ async def _serve_loaded(
         serve_http,
         serve_stdio,
     )
+    from toolproof.adapters.mcp.tasks import task_tools
     from toolproof.adapters.telemetry.instrument import instrument_from_config
     from toolproof.config import CONFIG, load_toolset
     from toolproof.runs.segments import SegmentedRecording
@@ -196,7 +197,9 @@ async def _serve_loaded(
         stop_telemetry = instrument_from_config(toolset.resources[CONFIG].telemetry)
         try:
             observer = RecordingObserver(recording, resumption) if recording is not None else None
-            server = build_server(toolset, observer=observer)
+            server = build_server(
+                toolset, observer=observer, tasks=task_tools(toolset.resources[CONFIG].serve.tasks)
+            )
             if address is not None:
                 host, port = address
                 shown = f"[{host}]" if ":" in host else host

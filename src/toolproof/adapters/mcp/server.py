@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -44,6 +44,7 @@ from toolproof.adapters.mcp.relay import ClientNotices, LogLevels, RequestChanne
 from toolproof.adapters.mcp.rounds import ROUND_TTL_SECONDS, Rounds, asks_in_rounds
 from toolproof.adapters.mcp.spans import install_server_spans
 from toolproof.adapters.mcp.stdio import StdioWire, serve_stdio
+from toolproof.adapters.mcp.tasks import Tasks, on_task_backend, until_stopped
 from toolproof.adapters.server_paths import hide_server_paths
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.tools import ToolFailure, ToolResult
@@ -248,6 +249,7 @@ def build_server(
     observer: CallObserver | None = None,
     name: str = "toolproof",
     instructions: str | None = None,
+    tasks: Callable[[Tool], bool] = on_task_backend,
 ) -> Server[Any]:
     """Build the low-level MCP ``Server`` that lists and calls every exposed tool of ``toolset``.
 
@@ -257,6 +259,10 @@ def build_server(
         observer: told about every call that reaches a tool (see :class:`CallObserver`).
         name: the server name announced in ``serverInfo``.
         instructions: optional instructions announced to clients.
+        tasks: which tools a 2026-07-28 client that lists the
+            ``io.modelcontextprotocol/tasks`` extension gets as a task
+            (:mod:`toolproof.adapters.mcp.tasks`); by default those on the ``process``
+            or ``celery`` backend. With none, the extension is not announced.
 
     Returns:
         An ``mcp.server.lowlevel.Server``; run it with :func:`serve_stdio` or
@@ -294,9 +300,13 @@ def build_server(
         principal: str | None,
         channel: RequestChannel,
         relayed: list[dict[str, Any]],
+        stop: asyncio.Event | None = None,
     ) -> types.CallToolResult:
+        def called() -> Any:  # a task's call ends early once its stop is set (tasks/cancel)
+            return until_stopped(gated_call(gate, tool, arguments, principal), stop, tool.name)
+
         if observer is None:
-            observed = await observe(gated_call(gate, tool, arguments, principal), channel=channel)
+            observed = await observe(called(), channel=channel)
             return mcp_result(tool, observed.result).reply
         served = getattr(observer, "served", None)  # a resumed session's record first
         answered = served(tool, arguments) if served is not None else None
@@ -311,7 +321,7 @@ def build_server(
         key = getattr(token, "idempotency_key", None) or None  # what the body reads
         try:
             observed = await observe(
-                gated_call(gate, tool, arguments, principal),
+                called(),
                 relayed,  # sampling and elicitation, for the record
                 call_id=call_id,
                 channel=channel,
@@ -326,6 +336,8 @@ def build_server(
         except ToolCallError as unrecorded:
             return mcp_result(tool, _failed(unrecorded.failure)).reply
         return answer.reply
+
+    task_store = Tasks(client_principal, served.values(), tasks)
 
     async def call_tool(
         ctx: Any, params: types.CallToolRequestParams
@@ -346,6 +358,16 @@ def build_server(
         relayed: list[dict[str, Any]] = []
         return await run(RequestChannel(ctx, levels, relayed), relayed)
 
+    def start_task(
+        ctx: Any,
+        params: types.CallToolRequestParams,
+        channel: RequestChannel,
+        relayed: list[dict[str, Any]],
+        stop: asyncio.Event,
+    ) -> Coroutine[Any, Any, types.CallToolResult]:
+        tool, arguments = served[params.name], params.arguments or {}
+        return answer_call(tool, arguments, client_principal(ctx), channel, relayed, stop)
+
     with warnings.catch_warnings():  # logging/setLevel: deprecated by 2026-07-28 (SEP-2577)
         warnings.simplefilter("ignore")
         server: Server[Any] = Server(
@@ -362,6 +384,7 @@ def build_server(
     # the requestState of input-required rounds: sealed, bound to the request (SEP-2322)
     security = RequestStateSecurity.ephemeral(ttl=ROUND_TTL_SECONDS)
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
+    task_store.install(server, call_tool, start_task)  # tasks/get, tasks/update, tasks/cancel
     install_server_spans(server)  # SERVER spans continuing the caller's trace (telemetry on)
     return server
 
