@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from toolproof.errors import ToolCallError
 from toolproof.sources.mcp.common import wire
+from toolproof.sources.mcp.tasks import McpTasks
 from toolproof.tools.asking import Askers, AskingChannel
 from toolproof.tools.context import CallChannel, current_channel
 
@@ -52,8 +53,12 @@ class Callers:
         self._inflight: list[CallChannel] = []
 
     def callbacks(self) -> dict[str, Any]:
-        """The ``mcp.Client`` keyword arguments: logging always, asking only when answered."""
-        callbacks: dict[str, Any] = {"logging_callback": self.on_log}
+        """The ``mcp.Client`` keyword arguments: logging always, asking only when answered.
+
+        Always the tasks extension too (:mod:`toolproof.sources.mcp.tasks`): a server's
+        task is polled to its result, its questions asked through these callbacks.
+        """
+        callbacks: dict[str, Any] = {"logging_callback": self.on_log, "extensions": [McpTasks()]}
         if self.askers.can_sample:
             callbacks["sampling_callback"] = self.on_sampling
         if self.askers.can_elicit:

@@ -159,9 +159,10 @@ class McpCallError(Exception):
 
     Attributes:
         kind: ``transport`` (the connection is gone or broke), ``timeout``,
-            ``protocol`` (the server answered a JSON-RPC error or a malformed result) or
+            ``protocol`` (the server answered a JSON-RPC error or a malformed result),
             ``invalid_result`` (the SDK refused the structured content against the
-            tool's ``outputSchema``).
+            tool's ``outputSchema``) or ``cancelled`` (the server cancelled the call's
+            task, :mod:`toolproof.sources.mcp.tasks`).
         code: the JSON-RPC error code, when there is one.
 
     """

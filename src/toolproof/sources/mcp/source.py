@@ -61,6 +61,7 @@ _FAILURE_KIND = {
     "timeout": (FailureKind.TIMEOUT, FailureWhere.TRANSPORT, True),
     "protocol": (FailureKind.TOOL_ERROR, FailureWhere.BODY, False),
     "invalid_result": (FailureKind.INVALID_RESULT, FailureWhere.OUTPUT, False),
+    "cancelled": (FailureKind.CANCELLED, FailureWhere.BODY, False),  # the server's task
 }
 
 
