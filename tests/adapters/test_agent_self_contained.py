@@ -15,12 +15,17 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_support import scripted_model
 from presented_support import (
+    HTTP_CALL_ID,
+    http_replies,
     langchain_agent,
+    langchain_http_agent,
     openai_agents_agent,
     pydantic_ai_agent,
     record,
@@ -225,18 +230,77 @@ def test_every_changed_field_of_the_presented_tools_is_named() -> None:
 V1 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v1" / "runs"
 
 
+V1_LANGCHAIN = "run_2d3e53b594d173d477007fbfaada25b19ba55d91bfe7dfd66ea0ff3b958a0254"
+V1_LANGCHAIN_URL = "http://127.0.0.1:8047/v1"
+"""The scripted endpoint the committed LangChain run was recorded against (record.py)."""
+
+
+def _v1_agent(agent: str) -> Any:
+    if agent == "pydantic-ai":
+        return pydantic_ai_agent()
+    if agent == "openai-agents":
+        return openai_agents_agent()
+    return langchain_http_agent(V1_LANGCHAIN_URL)
+
+
 @pytest.mark.parametrize(
     ("run_id", "agent"),
     [
         ("run_ad9a6db80e5e938863361fc92a563311cee3caf1fc3c4e5d83ee3a0d5bb2a01d", "pydantic-ai"),
         ("run_f72337e6051a4d8e2abd025851c89a0d580a055ad10ff4a1036f530dc647075e", "openai-agents"),
+        (V1_LANGCHAIN, "langchain"),
     ],
 )
 def test_a_committed_run_replays_alone_under_the_installed_framework(
     run_id: str, agent: str
 ) -> None:
-    # recorded with pydantic-ai-slim 2.78.0 and openai-agents 0.24.0 (record.py beside
-    # them); replayed with whatever versions are installed: they match on normal forms
-    code = pydantic_ai_agent() if agent == "pydantic-ai" else openai_agents_agent()
-    replay = asyncio.run(toolproof.replay_session(V1 / run_id, code))
+    # recorded with pydantic-ai-slim 2.78.0, openai-agents 0.24.0, and langchain 1.5.2
+    # with langchain-openai 1.7.4 and openai 3.63.0 (record.py beside them; LangChain's
+    # model turns are HTTP turns, the only way they are recorded); replayed with
+    # whatever versions are installed, and no server: they match on normal forms
+    replay = asyncio.run(toolproof.replay_session(V1 / run_id, _v1_agent(agent)))
     assert (replay.identical, replay.calls, replay.turns, replay.live_calls) == (True, 1, 2, 0)
+
+
+def test_a_langchain_run_on_chat_openai_records_its_turns_over_http_and_replays_alone(
+    tmp_path: Path,
+) -> None:
+    with scripted_model(*http_replies()) as server:
+        run = record(toolset(), tmp_path, langchain_http_agent(server.base_url))
+        asked = [request["body"]["messages"][-1]["role"] for request in server.requests]
+    assert asked == ["user", "tool"]  # the two model turns reached the endpoint live
+    assert verify_run(run).ok
+    events = [json.loads(line) for line in (run / "trace.jsonl").read_bytes().splitlines()]
+    turns = [e for e in events if e["type"] == "model_turn"]
+    assert [(e["source"], e["detail"]["client"]) for e in turns] == [
+        ("http", f"AsyncOpenAI/Python {metadata.version('openai')}")
+    ] * 2
+    (called,) = [e for e in events if e["type"] == "tool_called"]
+    assert (called["model_call_id"], called["model_turn"]) == (HTTP_CALL_ID, "turn-00000001")
+    # the endpoint is gone: the run alone serves both turns
+    replay = asyncio.run(toolproof.replay_session(run, langchain_http_agent(server.base_url)))
+    assert (replay.identical, replay.calls, replay.turns, replay.live_calls) == (True, 1, 2, 0)
+
+
+def test_a_committed_langchain_run_asked_otherwise_is_refused_naming_the_field() -> None:
+    agent = langchain_http_agent(V1_LANGCHAIN_URL, prompt="Who wrote README.md?")
+    with pytest.raises(ReplayRefused) as refused:
+        asyncio.run(toolproof.replay_session(V1 / V1_LANGCHAIN, agent))
+    now = f"AsyncOpenAI/Python {metadata.version('openai')}"
+    versions = (
+        ""
+        if now == "AsyncOpenAI/Python 3.63.0"
+        else (f" (recorded by AsyncOpenAI/Python 3.63.0, replayed by {now})")
+    )
+    lines = refused.value.message.splitlines()
+    assert lines[:3] == [
+        "frozen replay refused at event 3: the agent made an unrecorded http model request "
+        f"(occurrence 1); a live model turn would be a new run{versions}",
+        "--- recorded",
+        "+++ asked",
+    ]
+    changed = [line for line in lines[3:] if line[:1] in "+-"]
+    assert changed == [
+        '-          "content": "Who created README.md?",',
+        '+          "content": "Who wrote README.md?",',
+    ]

@@ -63,6 +63,29 @@ def sse_reply(*contents: str) -> Reply:
     return Reply(chunks=chunks, delay=0.02)
 
 
+def tool_call_reply(call_id: str, name: str, arguments: dict[str, Any]) -> Reply:
+    """A chat completion whose assistant message asks for one tool call, ``call_id``."""
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    body = {
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return Reply(body=json.dumps(body).encode())
+
+
 def answer_reply(answer: str | None, quotes: list[tuple[str, str]]) -> Reply:
     payload = {"answer": answer, "quotes": [{"evidence": e, "text": t} for e, t in quotes]}
     return chat_reply(json.dumps(payload))
@@ -79,7 +102,8 @@ class Scripted:
 
 
 @contextmanager
-def scripted_model(*replies: Reply) -> Iterator[Scripted]:
+def scripted_model(*replies: Reply, port: int = 0) -> Iterator[Scripted]:
+    """Serve ``replies`` on 127.0.0.1:``port`` (0: a free one) until the block ends."""
     queue: list[Reply] = list(replies)
     seen: list[dict[str, Any]] = []
 
@@ -128,7 +152,7 @@ def scripted_model(*replies: Reply) -> Iterator[Scripted]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

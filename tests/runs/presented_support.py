@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 from agent_support import AgentCode
 from agents import Agent as AgentsAgent
 from agents import Model, ModelResponse, RunConfig, Runner, Usage
@@ -22,6 +23,8 @@ from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_openai import ChatOpenAI
+from llm_support import Reply, chat_reply, tool_call_reply
 from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
@@ -145,6 +148,43 @@ def langchain_agent(bound: list[dict[str, Any]] | None = None) -> AgentCode:
         script = iter([AIMessage(content="", tool_calls=[call]), AIMessage(content=ANSWER)])
         graph = create_agent(BindingFake(messages=script), session.langchain_tools())
         state = await graph.ainvoke({"messages": [("user", "Who created README.md?")]})
+        session.answer(str(state["messages"][-1].content))
+
+    return agent
+
+
+HTTP_CALL_ID = "call_readme"
+"""The id the scripted OpenAI-compatible endpoint gives its one tool call."""
+HTTP_ANSWER = f'README.md says it was "Created by Ada" [{HTTP_CALL_ID}].'
+
+
+def http_replies() -> list[Reply]:
+    """What the scripted endpoint answers a LangChain agent: a ``read_file`` call, the answer."""
+    return [
+        tool_call_reply(HTTP_CALL_ID, "read_file", {"path": "README.md"}),
+        chat_reply(HTTP_ANSWER),
+    ]
+
+
+def langchain_http_agent(base_url: str, prompt: str = "Who created README.md?") -> AgentCode:
+    """A LangChain v1 agent on ``ChatOpenAI``, its model turns recorded by the HTTP transport.
+
+    LangChain has no model recorder of its own: ``ChatOpenAI``'s ``openai`` client sends
+    each turn through ``session.httpx_transport()``, which records it (live) or serves
+    it (frozen, reaching no server).
+    """
+
+    async def agent(session: toolproof.Session) -> None:
+        async with httpx.AsyncClient(transport=session.httpx_transport()) as http:
+            model = ChatOpenAI(
+                model="scripted",
+                base_url=base_url,
+                api_key="none",  # type: ignore[arg-type]
+                http_async_client=http,
+                max_retries=0,
+            )
+            graph = create_agent(model, session.langchain_tools())
+            state = await graph.ainvoke({"messages": [("user", prompt)]})
         session.answer(str(state["messages"][-1].content))
 
     return agent

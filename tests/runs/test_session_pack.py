@@ -23,12 +23,13 @@ from toolproof.runs.live import open_recording
 from toolproof.verify.verifier import verify_run
 
 SUPPORT = Path(__file__).with_name("pack_support.py")
-RUN_ID = "run_aa71f4e0a42f91b05eb8df50f50171d1508dadd45baa63275df30b09587068ef"
+RUN_ID = "run_ef48e737775b8fe0d360b0a6ba76337c0b973c5dc86438df5487188416df1c54"
 """The run of ``record(root, 6)`` finalized, its evidence in the run's ``evidence.pack``
 and ``evidence.idx`` (issue 31 point 2; with a file per item it was
 ``run_f191f9cc5a9d...``; before its runtime.json recorded ``repeatable``, issue 34
-point 4, ``run_21ef2ef32dc1...``): a session recorded before the live pack (its items
-as files) and one recorded with it finalize into the same bytes."""
+point 4, ``run_21ef2ef32dc1...``; before its turns' keys were the chat completions
+normal form, issue 32 point 3, ``run_aa71f4e0a42f...``): a session recorded before the
+live pack (its items as files) and one recorded with it finalize into the same bytes."""
 
 
 def _events(directory: Path) -> list[dict[str, Any]]:

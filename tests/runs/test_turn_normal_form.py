@@ -20,7 +20,7 @@ from presented_support import record, toolset
 import toolproof
 from toolproof.bundle.evidence import RunEvidence
 from toolproof.runs.normal_form import framework_detail, normal_form, version_change
-from toolproof.runs.turns import value_key
+from toolproof.runs.turns import turn_key, value_key
 
 V0 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v0" / "runs"
 V0_PYDANTIC_AI = V0 / "run_9396a19f6c4611d1585283d547cd382415635e4e6797d508671aa0561b46245b"
@@ -178,3 +178,95 @@ def test_a_refusal_names_both_versions_when_they_differ() -> None:
     assert version_change("pydantic-ai", {**then, "version": now}) == ""
     assert version_change("pydantic-ai", {}) == ""  # a turn recorded before turns named it
     assert framework_detail("http") == {}
+
+
+V1_LANGCHAIN = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "agent_runs_v1"
+    / "runs"
+    / "run_2d3e53b594d173d477007fbfaada25b19ba55d91bfe7dfd66ea0ff3b958a0254"
+)
+URL = "http://127.0.0.1:8047/v1/chat/completions"
+READ_FILE = {
+    "additionalProperties": False,
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+    "type": "object",
+}
+
+
+def test_a_committed_langchain_chat_completions_body_has_this_normal_form() -> None:
+    # LangChain's ChatOpenAI turns are HTTP turns: their body's normal form is matched
+    (_, detail), (second, _) = _turns(V1_LANGCHAIN)
+    assert (detail["url"], detail["client"]) == (URL, "AsyncOpenAI/Python 3.63.0")
+    assert normal_form("openai-chat", second) == {
+        "messages": [
+            {"role": "user", "content": "Who created README.md?"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "call_readme", "name": "read_file", "arguments": {"path": "README.md"}}
+                ],
+            },
+            {
+                "role": "tool",
+                "content": "toolproof records every tool call.\nCreated by Ada.",
+                "tool_call_id": "call_readme",
+            },
+        ],
+        "tools": [
+            {
+                "name": "lookup",
+                "description": "Look an item up.",
+                "parameters": LOOKUP,
+                "strict": False,
+            },
+            {
+                "name": "read_file",
+                "description": "Read a file of the repository.",
+                "parameters": READ_FILE,
+                "strict": False,
+            },
+        ],
+        "settings": {"model": "scripted"},  # "stream": false is unset
+        "output": {},
+        "other": {},
+    }
+
+
+def _http_key(body: dict[str, Any], url: str = URL) -> bytes:
+    return turn_key("http", json.dumps(body).encode(), method="POST", url=url)
+
+
+def test_fields_a_new_client_release_adds_with_defaults_leave_an_http_key_as_it_was() -> None:
+    (_, _), (request, _) = _turns(V1_LANGCHAIN)
+    newer = copy.deepcopy(request)
+    newer["parallel_tool_calls"] = None
+    newer["stream_options"] = {}
+    newer["messages"][1]["refusal"] = None
+    newer["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{ "path" : "README.md" }'
+    newer["messages"][0]["content"] = [{"type": "text", "text": "Who created README.md?"}]
+    newer["tools"][0]["function"]["strict"] = False
+    assert _http_key(newer) == _http_key(request)
+    for changed in (
+        {"temperature": 0},  # a setting that is set
+        {"model": "other"},
+        {"tools": request["tools"][:1]},
+        {"stream": True},
+    ):
+        assert _http_key({**request, **changed}) != _http_key(request), changed
+    # another endpoint's JSON body is matched whole, as before
+    elsewhere = "http://127.0.0.1:8047/v1/embeddings"
+    assert _http_key(newer, elsewhere) != _http_key(request, elsewhere)
+
+
+def test_an_http_refusal_names_both_clients_when_they_differ() -> None:
+    then = {"client": "AsyncOpenAI/Python 3.62.0", "method": "POST"}
+    now = {"client": "AsyncOpenAI/Python 3.63.0"}
+    assert version_change("http", then, now) == (
+        " (recorded by AsyncOpenAI/Python 3.62.0, replayed by AsyncOpenAI/Python 3.63.0)"
+    )
+    assert version_change("http", then, {"client": then["client"]}) == ""
+    assert version_change("http", {"method": "POST"}, now) == ""  # recorded before clients
+    assert version_change("http", then, None) == ""

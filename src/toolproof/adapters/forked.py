@@ -30,7 +30,7 @@ from toolproof.evidence.grounding import Grounding
 from toolproof.identity import canonical_json
 from toolproof.runs.segments import SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
-from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
 
@@ -126,12 +126,12 @@ class ForkedSession(Session):
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
 
-    def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
+    def known_turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn | None:
         """The recorded turn (recorded again in the new run) until the fork; then ``None``."""
         if self.fork is not None:
             return None
         try:
-            turn = self._record.serve_turn(source, key)
+            turn = self._record.serve_turn(source, key, asked=asked)
         except ReplayRefused as refused:
             self._diverge(refused)
             return None

@@ -27,7 +27,7 @@ from toolproof.contract.tools import ToolResult
 from toolproof.evidence.grounding import Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.segments import SegmentedRecording
-from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.sessions.resuming import Resumption
 from toolproof.tools.asking import Askers
 from toolproof.tools.toolset import Toolset
@@ -83,6 +83,6 @@ class ResumedSession(Session):
             return answered
         return await super().call(name, arguments, model_call_id=model_call_id)
 
-    def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
+    def known_turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn | None:
         """The recorded turn while the record holds unserved steps; then ``None`` (live)."""
-        return self._resumption.turn(source, key)
+        return self._resumption.turn(source, key, asked=asked)

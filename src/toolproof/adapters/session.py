@@ -13,9 +13,8 @@ Model turns are recorded too when the agent's model goes through one of the sess
 model recorders (:meth:`Session.pydantic_ai_model`, :meth:`Session.openai_agents_model`,
 :meth:`Session.httpx_transport`): each is a ``model`` step whose request and response
 bytes are evidence; frozen, the recorded response is served by match key
-(:mod:`toolproof.runs.turns`) and occurrence, and no model is asked. A session is the
-one session port (:class:`~toolproof.sessions.port.SessionPort`) the framework adapters
-take.
+(:mod:`toolproof.runs.turns`) and occurrence, and no model is asked. A session is the one
+session port (:class:`~toolproof.sessions.port.SessionPort`) the framework adapters take.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.segments import SegmentedRecording
 from toolproof.sessions.cassette import Cassette
 from toolproof.sessions.frozen import FrozenSession
-from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.tools.asking import Askers, AskingChannel
 from toolproof.tools.exposure import is_gated
 from toolproof.tools.observe import observe
@@ -224,12 +223,13 @@ class Session:
         except ToolCallError as unrecorded:
             return ToolResult(ok=False, failure=unrecorded.failure)
 
-    def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
+    def known_turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn | None:
         """The recorded turn a model recorder serves instead of asking its model, if any.
 
         Args:
             source: ``pydantic-ai``, ``openai-agents`` or ``http``.
             key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
+            asked: the asked request's client, named by a refusal (:data:`Asked`).
 
         Returns:
             Frozen, what :meth:`serve_turn` serves. Served by a cassette that records
@@ -245,7 +245,7 @@ class Session:
         if self._cassette is not None and not self._cassette.frozen:
             return self._cassette.known_turn(source, key)
         if self.frozen:
-            return self.serve_turn(source, key)
+            return self.serve_turn(source, key, asked=asked)
         return None
 
     def admit_turn(self, source: str) -> str:
@@ -294,16 +294,16 @@ class Session:
             raise InputError(f"a frozen session records no {turn.source} model turn", rule="frozen")
         return self._live.record_turn(turn, step)
 
-    def serve_turn(self, source: str, key: bytes) -> RecordedTurn:
+    def serve_turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn:
         """Frozen: the recorded turn of ``source`` whose match key is ``key``, in occurrence order.
 
-        Occurrences count in the order the turns were *asked* when recorded (their
-        admission numbers, ``turn-0000000N``), not the order they were answered: the
-        k-th identical request asked now gets the response of the k-th one asked then.
+        Occurrences count in the order the turns were *asked* when recorded (admission
+        numbers, ``turn-0000000N``): the k-th identical request asked now gets the k-th's.
 
         Args:
             source: ``pydantic-ai``, ``openai-agents`` or ``http``.
             key: the asked request's match key (:func:`toolproof.runs.turns.turn_key`).
+            asked: the asked request's client (:meth:`known_turn`).
 
         Raises:
             ReplayRefused: no such turn was recorded, or every recorded one was served
@@ -317,7 +317,7 @@ class Session:
             return self._cassette.serve_turn(source, key)
         if self._frozen is None:
             raise InputError(f"a live session serves no recorded {source} turn", rule="live")
-        return self._frozen.serve_turn(source, key, open_schemas=self._toolset is None)
+        return self._frozen.serve_turn(source, key, open_schemas=self._toolset is None, asked=asked)
 
     def pydantic_ai_model(self, model: Any) -> Any:
         """``model`` (a pydantic-ai ``Model`` or model name) wrapped so each turn is recorded.

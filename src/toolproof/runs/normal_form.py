@@ -1,7 +1,8 @@
 """The provider-neutral normal form of a framework's model request: what frozen replay matches.
 
-A recorded pydantic-ai or OpenAI Agents SDK request is the framework's own dump, and a
-new release of the framework may add a field with a default value to any of its
+A recorded pydantic-ai or OpenAI Agents SDK request is the framework's own dump, and an
+HTTP turn's body is what an SDK (the ``openai`` SDK, LangChain's ``ChatOpenAI`` on it)
+serialized; a new release of either may add a field with a default value to any of its
 objects. Frozen replay therefore matches a turn on :func:`normal_form` of the request,
 not on the dump (docs/agents.md, "Replay matching", lists every field)::
 
@@ -24,6 +25,12 @@ not on the dump (docs/agents.md, "Replay matching", lists every field)::
 * ``other``: the SDK's ``previous_response_id``, ``conversation_id`` and ``prompt``
   when set.
 
+An OpenAI-compatible chat completions body (source ``openai-chat``: an HTTP turn whose
+URL path ends with ``/chat/completions``) has the same five fields: its ``messages``
+(a message's text parts joined, ``tool_calls[].function`` as ``{"id", "name",
+"arguments"}``), its function ``tools``, every other set field as ``settings``
+(``model``, ``temperature``, ``tool_choice``...), ``response_format`` as ``output``.
+
 "Set" means not ``None``, ``false``, ``[]`` or ``{}``: a field a new release adds with
 such a default leaves the normal form as it was. Schemas, arguments and contents are
 kept whole (``"additionalProperties": false`` in a schema matters).
@@ -35,10 +42,18 @@ import json
 from importlib import metadata
 from typing import Any
 
-__all__ = ["FRAMEWORK_DISTRIBUTIONS", "framework_detail", "normal_form", "version_change"]
+__all__ = [
+    "CHAT_COMPLETIONS",
+    "FRAMEWORK_DISTRIBUTIONS",
+    "framework_detail",
+    "normal_form",
+    "version_change",
+]
 
 FRAMEWORK_DISTRIBUTIONS = {"pydantic-ai": "pydantic-ai-slim", "openai-agents": "openai-agents"}
 """The distribution whose version a turn of each framework recorder records."""
+CHAT_COMPLETIONS = "openai-chat"
+"""The :func:`normal_form` source of an OpenAI-compatible chat completions request body."""
 
 _UNSET: tuple[Any, ...] = (None, False, [], {})
 _PYDANTIC_OUTPUT = (
@@ -56,7 +71,8 @@ def normal_form(source: str, request: Any) -> Any:
     """The normal form of a recorded or asked request of ``source`` (module docstring).
 
     Args:
-        source: ``pydantic-ai`` or ``openai-agents`` (any other: ``request`` itself).
+        source: ``pydantic-ai``, ``openai-agents`` or ``openai-chat`` (a chat
+            completions body; any other: ``request`` itself).
         request: the request's plain JSON value, as the recorder stores it.
 
     Returns:
@@ -69,6 +85,8 @@ def normal_form(source: str, request: Any) -> Any:
         return _pydantic_ai(request)
     if source == "openai-agents":
         return _agents(request)
+    if source == CHAT_COMPLETIONS:
+        return _chat(request)
     return request
 
 
@@ -90,12 +108,21 @@ def framework_detail(source: str) -> dict[str, str]:
         return {}
 
 
-def version_change(source: str, detail: dict[str, Any]) -> str:
+def version_change(source: str, detail: dict[str, Any], asked: dict[str, Any] | None = None) -> str:
     """``" (recorded under pydantic-ai-slim 2.78.0, replayed under 2.80.0)"``, or ``""``.
 
     ``""`` when the recorded turn's ``detail`` names no version (a turn recorded
-    before turns named it) or the installed version is the recorded one.
+    before turns named it) or the installed version is the recorded one. An ``http``
+    turn names the client that sent it by its ``User-Agent`` (``detail["client"]``,
+    ``AsyncOpenAI/Python 3.63.0``): ``" (recorded by AsyncOpenAI/Python 3.62.0,
+    replayed by AsyncOpenAI/Python 3.63.0)"`` when ``asked["client"]``, the asked
+    request's, differs.
     """
+    if source == "http":
+        sent, sending = detail.get("client"), (asked or {}).get("client")
+        if not isinstance(sent, str) or not isinstance(sending, str) or sent == sending:
+            return ""
+        return f" (recorded by {sent}, replayed by {sending})"
     now = framework_detail(source)
     then = detail.get("version")
     if not isinstance(then, str) or not now or now["version"] == then:
@@ -243,4 +270,62 @@ def _agents(request: dict[str, Any]) -> dict[str, Any]:
         "other": _set(
             {k: request.get(k) for k in ("previous_response_id", "conversation_id", "prompt")}
         ),
+    }
+
+
+def _text(content: Any) -> Any:
+    """A chat message's content: a list of text parts joined into one string."""
+    if isinstance(content, list) and all(
+        isinstance(c, dict) and c.get("type") == "text" for c in content
+    ):
+        return "".join(str(c.get("text", "")) for c in content)
+    return content
+
+
+def _chat_message(message: Any) -> dict[str, Any]:
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+        return {"role": "other", "part": message}
+    entry = {k: v for k, v in _set(message).items() if k != "function_call"}
+    if "content" in entry:
+        entry["content"] = _text(entry["content"])
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            calls.append({"other": call})
+            continue
+        calls.append(
+            {
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": _arguments(function.get("arguments")),
+            }
+        )
+    if calls:
+        entry["tool_calls"] = calls
+    return entry
+
+
+def _chat(request: dict[str, Any]) -> dict[str, Any]:
+    tools = []
+    for tool in request.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and tool.get("type", "function") == "function":
+            tools.append(
+                _tool(
+                    function.get("name"),
+                    function.get("description"),
+                    function.get("parameters"),
+                    function.get("strict"),
+                )
+            )
+        else:
+            tools.append({"other": _set(tool) if isinstance(tool, dict) else tool})
+    rest = {k: v for k, v in request.items() if k not in ("messages", "tools", "response_format")}
+    return {
+        "messages": [_chat_message(m) for m in request.get("messages") or []],
+        "tools": tools,
+        "settings": _set(rest),
+        "output": _set({"schema": request.get("response_format")}),
+        "other": {},
     }

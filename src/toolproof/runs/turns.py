@@ -15,7 +15,10 @@ from one call to the next or from one release of the framework to the next:
   stamps messages with other times and ids, still matches;
 * ``http``: the request is the body bytes; the key is ``{"method", "url", "body"}``
   with a JSON body parsed (so key order and spacing do not matter), other bodies as
-  text or base64. Headers are not in it (they vary per call: retry counts, timeouts).
+  text or base64; an OpenAI-compatible chat completions body (a URL path ending with
+  ``/chat/completions``: the ``openai`` SDK, LangChain's ``ChatOpenAI``) as its normal
+  form (:data:`~toolproof.runs.normal_form.CHAT_COMPLETIONS`). Headers are not in it
+  (they vary per call: retry counts, timeouts).
 
 :class:`RecordedTurns` is the step handler of ``model`` steps when a run is executed
 frozen (a session being finalized, ``toolproof replay``): it hands the recorded bytes
@@ -44,7 +47,7 @@ from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
 from toolproof.runs.matcher import Matcher
-from toolproof.runs.normal_form import normal_form
+from toolproof.runs.normal_form import CHAT_COMPLETIONS, normal_form
 from toolproof.runs.recorder import ModelExchange
 
 __all__ = [
@@ -118,13 +121,18 @@ def _framework(detail: Any) -> str:
     return "1"
 
 
-def _body(body: bytes) -> dict[str, Any]:
+def _body(body: bytes, url: str) -> dict[str, Any]:
     if not body:
         return {"empty": True}
     try:
-        return {"json": json.loads(body)}
+        parsed = json.loads(body)
     except ValueError:
         pass
+    else:
+        path = url.split("?", 1)[0].split("#", 1)[0]
+        if isinstance(parsed, dict) and path.endswith("/chat/completions"):
+            return {"chat": normal_form(CHAT_COMPLETIONS, parsed)}
+        return {"json": parsed}
     try:
         return {"text": body.decode("utf-8")}
     except UnicodeDecodeError:
@@ -145,7 +153,7 @@ def turn_key(source: str, request: bytes, *, method: str = "", url: str = "") ->
 
     """
     if source == "http":
-        return canonical_json({"method": method.upper(), "url": url, "body": _body(request)})
+        return canonical_json({"method": method.upper(), "url": url, "body": _body(request, url)})
     if source not in TURN_SOURCES:
         raise InputError(
             f"model turn source {source!r} is unknown (known: {', '.join(TURN_SOURCES)})",

@@ -43,7 +43,7 @@ from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.normal_form import version_change
 from toolproof.runs.recorded import ModelExchange
 from toolproof.runs.turns import exchange_key, key_text, stream_evidence
-from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.sessions.presented import specs_of
 from toolproof.tools.exposure import GATE_EXTENSION
 from toolproof.verify.verifier import verify_run
@@ -325,7 +325,14 @@ class FrozenSession:
         )
         raise self._refuse(refused)
 
-    def serve_turn(self, source: str, key: bytes, *, open_schemas: bool = False) -> RecordedTurn:
+    def serve_turn(
+        self,
+        source: str,
+        key: bytes,
+        *,
+        open_schemas: bool = False,
+        asked: Asked = None,
+    ) -> RecordedTurn:
         """The recorded turn of the next occurrence of ``(source, key)``.
 
         Occurrences count in the order the turns were *asked* when recorded (their
@@ -336,7 +343,9 @@ class FrozenSession:
                 (naming the recorded event index of the next unserved turn, with a
                 unified diff of its match key and the asked one; with ``open_schemas``
                 and a run that stores no tools, the agent saw the recorded names with
-                open schemas, which the message says).
+                open schemas, which the message says; when the recorded turn names its
+                framework's version, or an HTTP turn its client, and ``asked`` or the
+                installed one differs, both).
 
         """
         entry = (source, key)
@@ -349,7 +358,7 @@ class FrozenSession:
             return turn
         index, expected = self._expected(self.turns, _turn_shown)
         what = "an extra" if entry in self.turns else "an unrecorded"
-        hint = version_change(source, self.turn_details.get(index, {}))
+        hint = version_change(source, self.turn_details.get(index, {}), asked)
         if open_schemas and self.presented is None:
             hint += (
                 " (this run stores no tool definitions, being recorded before runs did, and "

@@ -19,7 +19,11 @@ from toolproof.runs.recorded import stream_chunks
 from toolproof.runs.recorder import ModelExchange
 from toolproof.tools import hooks
 
-__all__ = ["RecordedTurn", "SessionPort", "turn_recorded"]
+__all__ = ["Asked", "RecordedTurn", "SessionPort", "turn_recorded"]
+
+Asked = dict[str, Any] | None
+"""What a model recorder knows of the asked request's client (an HTTP turn's
+``{"client": <User-Agent>}``), which a refusal names beside the recorded turn's."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,13 @@ class SessionPort(Protocol):
         """
         ...
 
-    def known_turn(self, source: str, key: bytes) -> RecordedTurn | None:
+    def known_turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn | None:
         """The recorded turn to serve for match key ``key``.
 
         ``None``: ask the model live (a live session; a cassette recording new episodes
         that holds no unserved turn with this key). Frozen, a request that matches no
         recorded turn raises (``ReplayRefused``, or ``InputError`` for a cassette).
+        ``asked``: the asked request's client (:data:`Asked`).
         """
         ...
 

@@ -33,7 +33,7 @@ from toolproof.runs.live import SESSION_TASK
 from toolproof.runs.resume import Resumed, prepare_resume
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
-from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.tools.observe import Observed
 from toolproof.tools.toolset import Toolset
 
@@ -95,8 +95,10 @@ class Resumption:
         intent = self.resumed.cut.pop(key, None)
         return None if intent is None else self._unknown(name, arguments, intent)
 
-    def turn(self, source: str, key: bytes) -> RecordedTurn | None:
+    def turn(self, source: str, key: bytes, *, asked: Asked = None) -> RecordedTurn | None:
         """The recorded model turn while the record holds unserved steps; then ``None`` (live).
+
+        ``asked``: the asked request's client, named by a refusal (:data:`Asked`).
 
         Raises:
             ReplayRefused: the request matches no unserved recorded turn.
@@ -105,7 +107,7 @@ class Resumption:
         if self._record.exhausted:
             self._go_live()
             return None
-        turn = self._record.serve_turn(source, key)
+        turn = self._record.serve_turn(source, key, asked=asked)
         self.served_turns += 1
         return turn
 

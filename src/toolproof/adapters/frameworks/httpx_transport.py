@@ -13,9 +13,13 @@ Any SDK built on httpx takes a client with this transport: ``openai``'s
   :data:`REQUEST_HEADERS_KEPT` / :data:`RESPONSE_HEADERS_KEPT` (a redirect's
   ``location`` through the URL rule). Secrets never enter the run: no header outside the
   allow-lists is kept, and a secret name (:func:`~toolproof.redaction.secret_name`:
-  ``Authorization``, ``Cookie``, ``x-api-key``...) never is, whatever an allow-list says;
+  ``Authorization``, ``Cookie``, ``x-api-key``...) never is, whatever an allow-list says.
+  The request's ``User-Agent`` (the client and its version, ``AsyncOpenAI/Python
+  3.63.0``) is kept as the turn's ``client``, which a refusal names beside the asked
+  request's when they differ;
 * matched, frozen, by method, URL and body as recorded (redacted the same way, so the
-  same secret matches; a JSON body canonically); headers are
+  same secret matches; a JSON body canonically, an OpenAI-compatible chat completions
+  body by its normal form, :mod:`toolproof.runs.normal_form`); headers are
   ignored, since SDKs vary them per call (``x-stainless-retry-count``,
   ``x-stainless-read-timeout``, ``user-agent``, idempotency keys). A replayed response
   carries the recorded status, kept headers and body; nothing reaches the network.
@@ -153,6 +157,12 @@ def _inference(path: str, body: bytes) -> tuple[str, str]:
     return operation, model if isinstance(model, str) and model else redact_url(path)
 
 
+def _client(headers: httpx.Headers) -> dict[str, str]:
+    """``{"client": <the User-Agent>}`` of a request (``{}`` without one)."""
+    agent = headers.get("user-agent")
+    return {"client": agent} if agent else {}
+
+
 def _served(
     status: int,
     headers: list[tuple[bytes, bytes]] | dict[str, str],
@@ -280,7 +290,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         url = recorded_url(request.url)
         method = request.method.upper()
         key = turn_key(SOURCE, body, method=method, url=url)
-        recorded = self.session.known_turn(SOURCE, key)
+        client = _client(request.headers)
+        recorded = self.session.known_turn(SOURCE, key, asked=client)
         if recorded is not None:
             headers = recorded.detail.get("response_headers") or {}
             status = int(recorded.detail.get("status", 200))
@@ -304,7 +315,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                     span.set_attribute("toolproof.request_digest", digest(body))
 
                 def ended(chunks: list[bytes]) -> None:
-                    turn = self._turn(request, body, chunks, live, method, url, key)
+                    turn = self._turn(request, body, chunks, live, (method, url, key), client)
                     self.session.record_turn(turn, step)
 
                 stream = _Recording(live, ended)
@@ -315,7 +326,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 answer = await live.aread()
             finally:
                 await live.aclose()
-            turn = self._turn(request, body, answer, live, method, url, key)
+            turn = self._turn(request, body, answer, live, (method, url, key), client)
             turn_recorded(span, self.session.record_turn(turn, step), turn)
         return _served(live.status_code, served, answer, extensions)
 
@@ -325,17 +336,19 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         body: bytes,
         answer: bytes | list[bytes],
         live: httpx.Response,
-        method: str,
-        url: str,
-        key: bytes,
+        asked: tuple[str, str, bytes],
+        client: dict[str, str],
     ) -> ModelExchange:
-        """The exchange to record: the bodies, the status and the kept headers.
+        """The exchange to record: the bodies, the status, the kept headers and the client.
+
+        ``asked`` is the request's method, recorded URL and match key.
 
         ``answer``: the whole response body, or a stream's chunks (the body is their
         bytes in order; ``detail.stream``: :func:`~toolproof.runs.recorded.stream_detail`).
         A body's media type is its kept ``content-type`` (both allow-lists hold it: the
         value ``headers.get("content-type")`` gives), else ``application/octet-stream``.
         """
+        method, url, key = asked
         request_headers = kept_headers(request.headers, REQUEST_HEADERS_KEPT)
         response_headers = kept_headers(live.headers, RESPONSE_HEADERS_KEPT)
         detail: dict[str, Any] = {
@@ -344,6 +357,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             "status": live.status_code,
             "request_headers": request_headers,
             "response_headers": response_headers,
+            **client,
         }
         if isinstance(answer, list):
             detail["stream"] = stream_detail(answer)
