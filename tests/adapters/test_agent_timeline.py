@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_support import Ran, toolproof
 from test_agent_model_turns import _pai_agent, _record
 
@@ -180,3 +181,50 @@ def test_show_of_an_agent_run_without_its_evidence_index_refuses_in_one_line(
         "error: evidence.idx is missing: a run's evidence is evidence.pack read through "
         "evidence.idx, and it has one without the other"
     ]
+
+
+V1 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v1" / "runs"
+READ = 'read_file({"path": "README.md"}) ok toolproof records every tool call. Created by Ada.'
+
+
+@pytest.mark.parametrize(
+    ("run_id", "turn", "model_id"),
+    [
+        (
+            "run_ad9a6db80e5e938863361fc92a563311cee3caf1fc3c4e5d83ee3a0d5bb2a01d",
+            "pydantic-ai function:function:respond: (924 response bytes)",
+            "a",
+        ),
+        (
+            "run_f72337e6051a4d8e2abd025851c89a0d580a055ad10ff4a1036f530dc647075e",
+            "openai-agents ScriptedAgentsModel (400 response bytes)",
+            "a",
+        ),
+        (  # LangChain's ChatOpenAI: its turns are the HTTP transport's
+            "run_2d3e53b594d173d477007fbfaada25b19ba55d91bfe7dfd66ea0ff3b958a0254",
+            "http POST http://127.0.0.1:8047/v1/chat/completions HTTP 200 (391 response bytes)",
+            "call_readme",
+        ),
+    ],
+    ids=["pydantic-ai", "openai-agents", "langchain"],
+)
+def test_show_draws_each_frameworks_turn_then_its_call_by_both_ids(
+    run_id: str, turn: str, model_id: str
+) -> None:
+    done = _cli("show", str(V1 / run_id))
+    assert done.returncode == 0, done.stderr
+    lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert lines[:4] == [
+        "timeline (2 model turns, 1 tool call)",
+        f"model turn 1 {turn}",
+        "   → calls read_file",
+        f"     call_1 [{model_id}] {READ}",
+    ]
+    assert lines[4].startswith("model turn 2 ")
+    document = json.loads(_cli("show", str(V1 / run_id), "--json").stdout)
+    (call,) = [e for e in document["timeline"] if e["kind"] == "call"]
+    assert (call["call"], call["model_call_id"], call["model_turn"]) == (
+        "call_1",
+        model_id,
+        "turn-00000001",
+    )
