@@ -45,13 +45,16 @@ def _script(asked: list[int]) -> FunctionModel:
     return FunctionModel(respond)
 
 
-def _agent(asked: list[int], outputs: list[str], prompt: str = "Tick twice.") -> AgentCode:
+def _agent(
+    asked: list[int], outputs: list[str], prompt: str = "Tick twice.", *, answer: bool = True
+) -> AgentCode:
     async def agent(session: toolproof.Session) -> None:
         model = session.pydantic_ai_model(_script(asked))
         runner = Agent(model, toolsets=[session.pydantic_ai_toolset()])
         output = (await runner.run(prompt)).output
         outputs.append(output)
-        session.answer(output)
+        if answer:  # a cassette records no answer: a frozen replay of one gives none
+            session.answer(output)
 
     return agent
 
@@ -83,16 +86,38 @@ def test_a_session_run_serves_its_calls_and_model_turns_in_order(tmp_path: Path)
     assert session.answered == {"answer": '"c is at 2" [call_2]', "citations": []}
 
 
-def test_without_the_toolset_the_tools_schemas_differ_and_the_turn_misses(
-    tmp_path: Path,
-) -> None:
+def test_without_the_toolset_the_cassette_presents_the_recorded_tools(tmp_path: Path) -> None:
     cassette = Cassette(_record(tmp_path))
-    with pytest.raises(InputError) as missed:
-        asyncio.run(_agent([], [])(toolproof.Session.from_cassette(cassette)))
-    assert (
-        '-      "description": "Advance a counter; a repeated identical call answers anew.",'
-        in (missed.value.message.splitlines())
-    )
+    assert cassette.presented is not None
+    toolset = cassette.toolset()
+    assert [(t.spec.name, t.spec.description, t.spec.input_schema) for t in toolset] == [
+        (
+            "tick",
+            "Advance a counter; a repeated identical call answers anew.",
+            {
+                "additionalProperties": False,
+                "properties": {"counter": {"type": "string"}},
+                "required": ["counter"],
+                "type": "object",
+            },
+        )
+    ]
+    asked: list[int] = []
+    outputs: list[str] = []
+    session = toolproof.Session.from_cassette(Cassette(cassette.path))
+    asyncio.run(_agent(asked, outputs)(session))  # the model requests match: served
+    assert (asked, outputs, session.live_turns) == ([], ['"c is at 2" [call_2]'], 0)
+
+
+def test_a_run_that_stores_no_presented_tools_still_gets_open_schemas(tmp_path: Path) -> None:
+    # a session recorded before runs stored their tools: the names, open schemas
+    v0 = Path(__file__).resolve().parents[1] / "fixtures" / "agent_runs_v0" / "runs"
+    cassette = Cassette(v0 / "run_9396a19f6c4611d1585283d547cd382415635e4e6797d508671aa0561b46245b")
+    assert cassette.presented is None
+    assert [(t.spec.name, t.spec.input_schema) for t in cassette.toolset()] == [
+        ("lookup", {"type": "object"}),
+        ("read_file", {"type": "object"}),
+    ]
 
 
 def test_a_changed_request_fails_closed_naming_it(tmp_path: Path) -> None:
@@ -125,6 +150,14 @@ def test_once_records_an_agent_session_cassette_then_serves_it(tmp_path: Path) -
     events = [json.loads(line) for line in (path / "trace.jsonl").read_bytes().splitlines()]
     kinds = [e["type"] for e in events if e["type"] in ("tool_called", "model_turn")]
     assert kinds == ["model_turn", "tool_called", "model_turn", "tool_called", "model_turn"]
+    # the cassette stores its tools as presented: it replays with no Toolset
+    presented = json.loads((path / "runtime.json").read_bytes())["presented"]
+    assert [tool["name"] for tool in presented["tools"]] == ["tick"]
+    replay = asyncio.run(toolproof.replay_session(path, _agent(asked, [], answer=False)))
+    assert (replay.identical, replay.calls, replay.turns, asked) == (True, 2, 3, [0, 1, 2])
+    alone = toolproof.Session.from_cassette(Cassette(path))
+    asyncio.run(_agent(asked, [])(alone))
+    assert (asked, alone.live_turns) == ([0, 1, 2], 0)
 
     served = Cassette(path, "once")
     outputs: list[str] = []

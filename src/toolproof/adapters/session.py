@@ -113,7 +113,7 @@ class Session:
         Args:
             cassette: the cassette.
             toolset: the real Toolset (its specs are what the agent sees; its tools run only
-                when the cassette records). ``None``: the recorded tool names, open schemas.
+                when the cassette records). ``None``: the tools as the run presented them.
 
         Raises:
             InputError: the cassette records and ``toolset`` is ``None``.

@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.manifest import check_manifest
 from toolproof.contract.evidence import EvidenceRecord
-from toolproof.contract.tools import ToolResult, ToolSpec
+from toolproof.contract.tools import PresentedTools, ToolResult, ToolSpec
 from toolproof.contract.trace import EvidenceRegistered, ModelTurn, ToolCalled, ToolReturned
 from toolproof.errors import InputError, ToolCallError
 from toolproof.identity import canonical_json
@@ -39,6 +39,7 @@ from toolproof.runs.matcher import Matcher, call_text, diff
 from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key, key_text, stream_evidence
 from toolproof.sessions.port import RecordedTurn
+from toolproof.sessions.presented import present, recorded_specs
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.tool import Tool
 from toolproof.tools.toolset import Toolset
@@ -124,6 +125,7 @@ class Cassette:
         self._episodes: list[tuple[str, tuple[str, Any, ToolResult] | ModelExchange]] = []
         """Every recorded call and turn with its step id, in trace order (to re-record)."""
         self.recorded_names: list[str] = []
+        self.presented: PresentedTools | None = None  # runtime.json's, if the run has it
         if exists:
             self._load(path)
         self.overrides: dict[tuple[str, bytes], ToolResult] = {}
@@ -143,6 +145,7 @@ class Cassette:
         if view.events is None or view.runtime is None:
             raise InputError(f"cassette {run_dir}: the trace or runtime does not parse")
         self.recorded_names = sorted({tool.name for tool in view.runtime.toolset.tools})
+        self.presented = view.runtime.presented
         pending: dict[str, ToolCalled] = {}
         registered: dict[tuple[str, str], EvidenceRecord] = {}
         results: list[tuple[CallKey, int, ToolResult, str]] = []
@@ -259,7 +262,8 @@ class Cassette:
         scratch = Path(
             tempfile.mkdtemp(prefix=f".{self.path.name}.recording-", dir=self.path.parent)
         )
-        live = open_recording(scratch, base, task=self.task)
+        presented = present(tool.spec for tool in base.exposed())  # it replays with no Toolset
+        live = open_recording(scratch, base, task=self.task, presented=presented)
         # the recorded episodes, kept in their order; a session's keep their step ids
         # (their admission numbers), so the saved run serves them as this one does
         numbered = all(admission_number(step) is not None for step, _ in self._episodes)
@@ -324,7 +328,8 @@ class Cassette:
                 tools are kept (:meth:`Toolset.exposed`: an ``approve``-gated tool's ungated
                 siblings are left out, as every outward face leaves them out), and their
                 bodies run only for a call a recording cassette cannot serve.
-                Without it, one permissive tool per recorded name.
+                Without it, the tools as the run stores them presented (:attr:`presented`);
+                a run that stores none: one permissive tool per recorded name.
 
         Raises:
             InputError: the cassette records (mode ``once`` with no cassette yet, or
@@ -342,13 +347,8 @@ class Cassette:
         if base is not None:  # what the outward faces expose: no path around an approve gate
             for exposed in base.exposed():
                 toolset.add(self.tool(exposed.spec, base))
-        else:
-            for name in self.recorded_names:
-                spec = ToolSpec(
-                    name=name,
-                    description=f"{name}, served from a recorded run",
-                    input_schema={"type": "object"},
-                )
+        else:  # as the run stores them presented, or one permissive tool per recorded name
+            for spec in recorded_specs(self.presented, self.recorded_names):
                 toolset.add(self.tool(spec))
         return toolset.seal()
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from toolproof.contract.tools import PresentedTool, PresentedTools, ToolSpec
 
-__all__ = ["present", "presented_changes", "specs_of"]
+__all__ = ["present", "presented_changes", "recorded_specs", "specs_of"]
 
 _SHOWN = 80
 """The most characters of a JSON value a change shows (longer ones end in ``...``)."""
@@ -57,6 +57,31 @@ def specs_of(presented: PresentedTools) -> tuple[ToolSpec, ...]:
         )
         for tool in presented.tools
     )
+
+
+def recorded_specs(presented: PresentedTools | None, names: Iterable[str]) -> list[ToolSpec]:
+    """What a cassette serves with no Toolset: the tools as presented, or open ones.
+
+    Args:
+        presented: the run's record of its tools as presented (``None``: it has none).
+        names: the run's recorded tool names (used when ``presented`` is ``None``).
+
+    Returns:
+        :func:`specs_of` ``presented``; without it, one spec per name with the
+        description ``"<name>, served from a recorded run"`` and the open schema
+        ``{"type": "object"}``.
+
+    """
+    if presented is not None:
+        return list(specs_of(presented))
+    return [
+        ToolSpec(
+            name=name,
+            description=f"{name}, served from a recorded run",
+            input_schema={"type": "object"},
+        )
+        for name in names
+    ]
 
 
 def presented_changes(recorded: PresentedTools, current: PresentedTools) -> list[str]:
