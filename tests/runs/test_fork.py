@@ -194,7 +194,7 @@ def test_an_agent_that_never_diverges_forks_a_copy_saying_so(parent: Path) -> No
 
 
 def test_then_live_needs_the_toolset(parent: Path) -> None:
-    with pytest.raises(InputError, match="then='live' forks one run and calls its tools live"):
+    with pytest.raises(InputError, match="then='live' calls the tools live after the fork"):
         _fork(parent, two_prompts("x", []))
     with pytest.raises(InputError, match="then='later': expected 'frozen' or 'live'"):
         asyncio.run(toolproof.replay_session(parent, two_prompts("x", []), then="later"))  # type: ignore[arg-type]
@@ -266,8 +266,8 @@ def test_the_cli_forks_with_then_live_and_diff_shows_the_fork(tmp_path: Path) ->
     alone = run(*base, "--then-live")
     assert (alone.returncode, alone.stderr.splitlines()[0]) == (
         1,
-        "error: then='live' forks one run and calls its tools live: it needs toolset= (the "
-        "Toolset or toolproof.toml; toolproof replay --then-live --config) and no chain",
+        "error: then='live' calls the tools live after the fork: it needs toolset= (the "
+        "Toolset or toolproof.toml; toolproof replay --then-live --config)",
     )
 
 

@@ -36,8 +36,11 @@ from toolproof.tools.toolset import Toolset
 
 __all__ = ["NO_DIVERGENCE", "ForkedSession", "changed_tools"]
 
-_REFUSED = re.compile(r"^frozen replay refused (at event \d+: )?")
-"""The start of a matcher's refusal that ``forked_from`` leaves out (it has ``event``)."""
+_REFUSED = re.compile(
+    r"^frozen replay refused (in segment \d+ of \d+ \(run [^)]*\) )?(at event \d+: )?"
+)
+"""The start of a matcher's refusal that ``forked_from`` leaves out (it has ``run`` and
+``event``; a chain's names the segment, whose run ``forked_from.run`` is)."""
 
 NO_DIVERGENCE = "no divergence: the agent asked only what the recording holds"
 """``forked_from.reason`` of a fork whose agent never diverged (its ``event`` is null)."""
@@ -57,7 +60,8 @@ class ForkedSession(Session):
     """A live session that serves the recording until the first divergence (see the module).
 
     Attributes:
-        parent: the run served.
+        parent: the run served (of a chain: the segment being served, so the segment
+            the agent diverged in, or the head when it never did).
         fork: ``None`` until the first divergence; then ``{"event", "reason"}``: the
             recorded event index the matcher refused at and its refusal's first line.
         served_calls: tool calls served from the recording (and recorded again).
@@ -86,6 +90,7 @@ class ForkedSession(Session):
         if self.fork is None:
             reason = _REFUSED.sub("", refused.message.splitlines()[0])
             self.fork = {"event": refused.fields.get("event"), "reason": reason}
+            self.parent = self._record.run_id  # of a chain: the segment that refused
 
     async def call(
         self, name: str, arguments: dict[str, Any], *, model_call_id: str | None = None
@@ -147,6 +152,8 @@ class ForkedSession(Session):
                 self._record.finish(self.answered)
             except ReplayRefused as refused:
                 self._diverge(refused)
+        if self.fork is None:
+            self.parent = self._record.run_id  # every segment served: the head
         fork = self.fork or {"event": None, "reason": NO_DIVERGENCE}
         forked = ForkedFrom(run=self.parent, event=fork["event"], reason=fork["reason"])
         path = self._recording.current.directory / RUNTIME_FILE

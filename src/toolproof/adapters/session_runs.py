@@ -327,7 +327,9 @@ async def replay_session(
             first refusal (or the first call of a tool whose descriptor changed); from
             it on the agent runs live over ``toolset`` (required: its tools run and its
             descriptor may differ), recorded in the same new run, whose runtime's
-            ``forked_from`` names this run, the divergence event and the refusal.
+            ``forked_from`` names this run, the divergence event and the refusal. With
+            ``chain``, the whole chain is served until the first divergence; the new run
+            (sealed into segments when long) names the segment the agent diverged in.
         root: with ``then="live"``, the artifact root of the new run; ``None``: the
             replayed run's (``ROOT`` of ``ROOT/runs/<run_id>``).
 
@@ -348,17 +350,17 @@ async def replay_session(
             problem before the agent runs. With ``then="live"`` nothing the agent
             asks refuses (only the run's verification).
         InputError: ``then`` is neither ``"frozen"`` nor ``"live"``; ``then="live"``
-            without ``toolset`` or with ``chain``.
+            without ``toolset``.
         RecordingError: the new run cannot be written.
 
     """
     directory = Path(run_dir)
     if then not in ("frozen", "live"):
         raise InputError(f"then={then!r}: expected 'frozen' or 'live'", rule="then")
-    if then == "live" and (toolset is None or chain):
+    if then == "live" and toolset is None:
         raise InputError(
-            "then='live' forks one run and calls its tools live: it needs toolset= (the "
-            "Toolset or toolproof.toml; toolproof replay --then-live --config) and no chain",
+            "then='live' calls the tools live after the fork: it needs toolset= (the "
+            "Toolset or toolproof.toml; toolproof replay --then-live --config)",
             rule="then",
         )
     if not directory.is_dir():
@@ -371,7 +373,7 @@ async def replay_session(
     if then == "live":
         assert toolset is not None
         parent_root = directory.parent.parent if root is None else Path(root)
-        return await _fork(directory, frozen, agent, toolset, parent_root)
+        return await _fork(directory, frozen, agent, toolset, parent_root, chain=chain)
     if toolset is None:
         session = Session(None, None, frozen)
         await _run_frozen(agent, session, frozen)
@@ -393,13 +395,21 @@ async def _fork(
     agent: Callable[[Session], Coroutine[Any, Any, None]],
     toolset: Toolset | str | Path,
     root: Path,
+    *,
+    chain: bool = False,
 ) -> AgentReplay:
-    """Serve ``frozen`` to ``agent`` until the first divergence, then live: a new run."""
+    """Serve ``frozen`` to ``agent`` until the first divergence, then live: a new run.
+
+    A fork of one run is one run; of a chain (``chain``), a session of any length, it
+    is sealed into segments as ``record_session`` seals one (the default size), and
+    :class:`ForkedRun` names the head.
+    """
     view = RunView(directory)
     task = view.spec.task if view.spec is not None else SESSION_TASK
     async with toolset_of(toolset) as current:
         presented = present(tool.spec for tool in current.exposed())
-        live = SegmentedRecording(root, current, task=task, segment_calls=0, presented=presented)
+        size = DEFAULT_SEGMENT_CALLS if chain else 0
+        live = SegmentedRecording(root, current, task=task, segment_calls=size, presented=presented)
         session = ForkedSession(
             current,
             live,
@@ -417,4 +427,5 @@ async def _fork(
     child = ForkedRun(outcomes[-1].run_id, forked_from, session.live_calls, session.live_turns)
     identical = forked_from.event is None
     served, turns = session.served_calls, session.served_turns
-    return AgentReplay(directory.name, identical, served, 0, True, turns, 1, child)
+    segments = frozen.segments
+    return AgentReplay(directory.name, identical, served, 0, True, turns, segments, child)

@@ -90,8 +90,7 @@ def replay_agent(
     Exit 0: identical (or, ``--then-live``, the fork was recorded); 2: refused.
 
     Raises:
-        InputError: a bad ``--agent``; ``--then-live`` without ``--config`` or with
-            ``--chain``.
+        InputError: a bad ``--agent``; ``--then-live`` without ``--config``.
         ReplayRefused: the replay refused (its first line; the diff went to stderr).
 
     """
@@ -141,7 +140,8 @@ def replay_agent(
         )
         at = "never diverged" if where is None else f"diverged at event {where}"
         out_console.print(f"the agent {at}: {escape(fork.forked_from.reason)}")
-        out_console.print(f"new run: {fork.run_id} (forked from {result.run_id})")
+        # of a chain (--chain): the segment the agent diverged in, or the head
+        out_console.print(f"new run: {fork.run_id} (forked from {fork.forked_from.run})")
     else:
         turns = f" and {count(result.turns, 'model turn')}" if result.turns else ""
         verifies = f"the chain of {result.segments} segments" if chain else "the run"
