@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import httpx2
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import SERVER_INFO_META_KEY
 
@@ -227,3 +228,25 @@ def notification_method(message: Any) -> str | None:
     inner = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
     method = getattr(inner, "method", None)
     return method if isinstance(method, str) else None
+
+
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The streamable-HTTP client's timeouts (seconds): 30 to connect, write and wait for a pooled
+connection; 300 to read, since a server may hold a response stream open (the SDK's defaults)."""
+
+
+def http_client(headers: dict[str, str], auth: httpx2.Auth | None) -> httpx2.AsyncClient:
+    """The HTTP client a streamable-HTTP ``[[mcp]]`` connection hands the SDK's transport.
+
+    Built as ``mcp.client.streamable_http.streamable_http_client`` documents for a client
+    with headers or authentication (an ``httpx2.AsyncClient`` passed as ``http_client``).
+
+    Args:
+        headers: the server's configured headers, sent on every request.
+        auth: the OAuth provider (``httpx2.Auth``), or ``None``.
+
+    Returns:
+        An unopened client with :data:`HTTP_TIMEOUT`; the caller enters it as a context.
+
+    """
+    return httpx2.AsyncClient(headers=dict(headers), auth=auth, timeout=HTTP_TIMEOUT)

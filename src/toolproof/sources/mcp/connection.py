@@ -33,7 +33,6 @@ from contextlib import AsyncExitStack
 from typing import IO, Any
 
 import anyio
-import httpx2
 from mcp.client import Client, InputRequiredRoundsExceededError
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -49,6 +48,7 @@ from toolproof.sources.mcp.common import (
     McpStartError,
     error_code,
     handshake,
+    http_client,
     notification_method,
     skip_result_check,
     stderr_tail,
@@ -74,9 +74,6 @@ __all__ = ["McpConnection"]
 
 logger = logging.getLogger("toolproof.mcp")
 
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-"""The streamable-HTTP client's timeouts (seconds): 30 to connect, write and wait for a pooled
-connection; 300 to read, since a server may hold a response stream open (the SDK's defaults)."""
 _CLOSE_GRACE = 8.0
 """Seconds :meth:`McpConnection.aclose` waits for the SDK's own shutdown before cancelling it."""
 
@@ -204,11 +201,7 @@ class McpConnection:
                 auth = None
                 if server.auth is not None:
                     auth, self._secret = oauth_provider(server.auth, server.url)
-                http = await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        headers=dict(server.headers), auth=auth, timeout=_HTTP_TIMEOUT
-                    )
-                )
+                http = await stack.enter_async_context(http_client(server.headers, auth))
                 http.event_hooks["response"].append(self.facts.on_response)
                 streams = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=http)
