@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,82 @@ def test_sessions_list_reads_past_lines_no_recorder_wrote(tmp_path: Path) -> Non
     (found,) = json.loads(ran.stdout)["sessions"]
     assert (found["session"], found["started_at"], found["calls"]) == ("nightly-42", "", 0)
     assert found["cut"] == [{"key": "k1", "step": "call-00000001", "tool": "pay"}]
+
+
+def finished_session(root: Path) -> tuple[str, str]:
+    """Record session ``nightly-42`` to its end (one call of a keyed ``pay``); its run, end."""
+
+    @toolproof.tool(idempotency="key")
+    def pay(order: str, context: toolproof.Context) -> str:
+        """Pay an order once per idempotency key."""
+        return str(context.idempotency_key)
+
+    toolset = toolproof.Toolset()
+    toolset.add(toolproof.Tool.from_function(pay))
+    toolset.seal()
+
+    async def record() -> str:
+        async with toolproof.record_session(
+            toolset, root=root, task="t", session_id="nightly-42"
+        ) as session:
+            await session.call("pay", {"order": "B-1"})
+        return session.run_id
+
+    run_id = asyncio.run(record())
+    timings = json.loads((root / "runs" / run_id / "timings.json").read_bytes())
+    begun = datetime.fromisoformat(timings["started_at"])
+    ended = begun + timedelta(seconds=timings["wall_seconds"])
+    return run_id, ended.isoformat(timespec="milliseconds")
+
+
+def test_a_finished_sessions_id_is_refused_for_a_new_session_and_for_a_resume(
+    tmp_path: Path,
+) -> None:
+    run_id, ended = finished_session(tmp_path)
+    toolset = toolproof.Toolset().seal()
+    ran: list[str] = []
+
+    async def open_(**options: Any) -> None:
+        async with toolproof.record_session(
+            toolset, root=tmp_path, task="t", session_id="nightly-42", **options
+        ):
+            ran.append("body")
+
+    with pytest.raises(InputError) as reused:
+        asyncio.run(open_())
+    assert reused.value.message == (
+        f"session 'nightly-42' finished in run {run_id} (ended {ended}); a new session "
+        "under its id is refused: a keyed service would take its calls for the finished "
+        "session's and not act (rule: a session id names one session: its keys would "
+        "repeat; pick a new id)"
+    )
+    with pytest.raises(InputError) as resumed:
+        asyncio.run(open_(resume=True))
+    assert resumed.value.message == (
+        f"session 'nightly-42' finished in run {run_id} (ended {ended}): nothing to resume "
+        "(rule: a session id names one session: its keys would repeat; pick a new id)"
+    )
+    assert ran == []  # refused before anything ran
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
+    assert list((tmp_path / "sessions").iterdir()) == []
+
+
+def test_serve_refuses_a_finished_sessions_id_with_and_without_resume(tmp_path: Path) -> None:
+    run_id, ended = finished_session(tmp_path)
+    config = Path(__file__).resolve().parents[1] / "fixtures" / "serve_resume" / "toolproof.toml"
+    args = ("serve", "--config", str(config), "--record", str(tmp_path))
+    new = cli(*args, "--session-id", "nightly-42")
+    assert new.returncode == 1
+    assert " ".join(new.stderr.split()) == (
+        f"error: session 'nightly-42' finished in run {run_id} (ended {ended}); a new "
+        "session under its id is refused: a keyed service would take its calls for the "
+        "finished session's and not act (rule: a session id names one session: its keys "
+        "would repeat; pick a new id)"
+    )
+    resumed = cli(*args, "--session-id", "nightly-42", "--resume")
+    assert resumed.returncode == 1
+    assert " ".join(resumed.stderr.split()) == (
+        f"error: session 'nightly-42' finished in run {run_id} (ended {ended}): nothing to "
+        "resume (rule: a session id names one session: its keys would repeat; pick a new id)"
+    )
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]

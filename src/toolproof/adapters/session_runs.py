@@ -34,7 +34,7 @@ from toolproof.evidence.grounding import DEFAULT_MIN_QUOTE_WORDS, Grounding
 from toolproof.extensions.approvals.request import Approver
 from toolproof.runs.live import SESSION_TASK
 from toolproof.runs.replay import describe_descriptor_change
-from toolproof.runs.resume import check_session_id, live_segments
+from toolproof.runs.resume import check_session_id, check_session_start
 from toolproof.runs.segments import DEFAULT_SEGMENT_CALLS, SegmentedRecording
 from toolproof.sessions.frozen import FrozenSession
 from toolproof.sessions.presented import present, presented_changes
@@ -144,7 +144,10 @@ async def record_session(
     Raises:
         InputError: a bad root, ``segment_calls`` is not a whole number >= 0, an
             unknown grounding level or a bad minimum, or a ``principal`` that is not
-            ``Type::id`` (:class:`~toolproof.tools.policy.PolicyError`).
+            ``Type::id`` (:class:`~toolproof.tools.policy.PolicyError`); a
+            ``session_id`` that names an unfinished session without ``resume``, or a
+            finished one (a session id names one session: its keys would repeat),
+            refused before anything runs (:func:`~toolproof.runs.resume.check_session_start`).
         RecordingError: the session or one of its runs cannot be written (that
             segment and every later one are kept live for ``toolproof verify
             --recover``).
@@ -156,8 +159,8 @@ async def record_session(
     name = "" if session_id is None else check_session_id(session_id)
     if resume and not name:
         raise InputError("resume=True needs the session_id of the session to resume")
-    if name and not resume and live_segments(Path(root), name):
-        raise InputError(f"session {name!r} is unfinished: resume it (resume=True)")
+    if name:  # an unfinished session resumes; a finished one's id is not reused
+        check_session_start(Path(root), name, resume, "resume=True")
     given = Askers(sample, elicit)
     async with toolset_of(source, given) as toolset:
         chosen = _grounding(toolset, grounding, min_quote_words)

@@ -28,12 +28,13 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.rundir import write_file
-from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE
-from toolproof.contract.runs import ExecutionRuntime, Manifest
+from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE, TIMINGS_FILE
+from toolproof.contract.runs import ExecutionRuntime, Manifest, Timings
 from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
 from toolproof.runs.chain import check_link
@@ -49,6 +50,8 @@ __all__ = [
     "SESSION_ID",
     "Resumed",
     "check_session_id",
+    "check_session_start",
+    "finished_session",
     "json_object",
     "live_segments",
     "prepare_resume",
@@ -81,6 +84,84 @@ def check_session_id(session_id: str) -> str:
             "up to 99 letters, digits, '_' or '-')"
         )
     return session_id
+
+
+REUSED_RULE = "a session id names one session: its keys would repeat; pick a new id"
+"""Why a finished session's id is refused for a new session (:func:`check_session_start`)."""
+
+
+def finished_session(root: Path, session_id: str) -> tuple[str, str] | None:
+    """The last run of the session ``session_id`` committed under ``root/runs``, or ``None``.
+
+    A run is the session's when its runtime names it (``runtime.json``'s ``session``: the
+    id its calls' keys name); of several (the segments of a sealed session), the one with
+    the highest ``segment.json`` index (1 without one) is the last.
+
+    Returns:
+        ``(run_id, ended)``: the run's directory name and when it ended (ISO 8601 UTC, from
+        its ``timings.json``: start plus wall-clock seconds; ``""`` when unreadable).
+
+    """
+    needle = canonical_json({"session": session_id})[1:-1]  # runtime.json is canonical
+    found: list[tuple[int, str, str]] = []
+    for run in (Path(root) / "runs").glob("run_*"):
+        try:
+            data = (run / RUNTIME_FILE).read_bytes()
+        except OSError:
+            continue
+        if needle not in data or json_object(run / RUNTIME_FILE).get("session") != session_id:
+            continue
+        index = json_object(run / SEGMENT_FILE).get("index", 1)
+        ended = ""
+        try:
+            timings = Timings.model_validate_json((run / TIMINGS_FILE).read_bytes())
+            begun = datetime.fromisoformat(timings.started_at)
+            end = begun + timedelta(seconds=timings.wall_seconds)
+            ended = end.isoformat(timespec="milliseconds")
+        except (OSError, ValueError):
+            pass
+        found.append((index if isinstance(index, int) else 1, ended, run.name))
+    if not found:
+        return None
+    _, ended, run_id = max(found)
+    return run_id, ended
+
+
+def check_session_start(root: Path, session_id: str, resume: bool, flag: str) -> None:
+    """Refuse to start (or resume) the session ``session_id`` when its id cannot hold.
+
+    Checked before anything runs (``record_session`` and ``serve --record --session-id``).
+
+    Args:
+        root: the artifact root.
+        session_id: the session's name (valid: :func:`check_session_id`).
+        resume: whether the caller resumes it.
+        flag: how the caller asks to resume (``resume=True``, ``--resume``), for the message.
+
+    Raises:
+        InputError: a new session under the id of an unfinished one (resume it), or of a
+            finished one (its keys would repeat: a keyed service would take the new calls
+            for the old ones and not act), or a resume of a finished session (nothing to
+            resume). The message names the session, its last run and when it ended.
+
+    """
+    if live_segments(root, session_id):
+        if not resume:
+            raise InputError(f"session {session_id!r} is unfinished: resume it ({flag})")
+        return
+    finished = finished_session(root, session_id)
+    if finished is None:
+        return
+    run_id, ended = finished
+    when = f"session {session_id!r} finished in run {run_id}" + (
+        f" (ended {ended})" if ended else ""
+    )
+    if resume:
+        raise InputError(f"{when}: nothing to resume (rule: {REUSED_RULE})")
+    raise InputError(
+        f"{when}; a new session under its id is refused: a keyed service would take its "
+        f"calls for the finished session's and not act (rule: {REUSED_RULE})"
+    )
 
 
 def write_intent(directory: Path, step: str, tool: str, key: str) -> None:

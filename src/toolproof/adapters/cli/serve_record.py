@@ -30,10 +30,11 @@ def check_session(record: Path | None, name: str, resume: bool) -> None:
 
     Raises:
         InputError: ``--session-id`` without ``--record``, ``--resume`` without
-            ``--session-id``, a bad name, or an unfinished session without ``--resume``.
+            ``--session-id``, a bad name, an unfinished session without ``--resume``, or
+            the id of a finished session (:func:`~toolproof.runs.resume.check_session_start`).
 
     """
-    from toolproof.runs.resume import check_session_id, live_segments
+    from toolproof.runs.resume import check_session_id, check_session_start
 
     if name and record is None:
         raise InputError("--session-id needs --record DIR (a named session is recorded)")
@@ -41,8 +42,8 @@ def check_session(record: Path | None, name: str, resume: bool) -> None:
         raise InputError("--resume needs --session-id NAME (the session to resume)")
     if name:
         check_session_id(name)
-    if name and not resume and record is not None and live_segments(record, name):
-        raise InputError(f"session {name!r} is unfinished: resume it (--resume)")
+    if name and record is not None:  # unfinished: resume it; finished: its id is spent
+        check_session_start(record, name, resume, "--resume")
 
 
 async def end_recording(
