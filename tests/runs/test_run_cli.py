@@ -139,6 +139,13 @@ def test_missing_directories_and_unknown_runs_are_input_errors(tmp_path: Path) -
         "error: run 'runs/run_8f55': no directory at runs/run_8f55, and it is not a run id "
         "(run_ followed by lowercase hex)\n"
     )
+    (tmp_path / "bin.dat").write_bytes(b"\x00\x01")
+    for command in ("verify", "show", "replay"):
+        a_file = _cli(command, "bin.dat", cwd=tmp_path)
+        assert (a_file.returncode, a_file.stderr) == (
+            1,
+            "error: bin.dat is a file, not a run directory\n",
+        )
     missing = _cli("verify", "run_" + "0" * 64, "--root", str(tmp_path))
     assert missing.returncode == 1
     assert missing.stderr.replace("\n", "") == (

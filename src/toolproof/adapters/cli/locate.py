@@ -25,7 +25,8 @@ def resolve_run(root: Path, run: str) -> Path:
         The run directory, resolved to an absolute path.
 
     Raises:
-        InputError: nothing matches, or a prefix matches several runs (they are listed).
+        InputError: ``run`` names a file (``bin.dat is a file, not a run directory``),
+            nothing matches, or a prefix matches several runs (they are listed).
 
     """
     from toolproof.runs.listing import RUN_PREFIX_RE, find_runs
@@ -35,6 +36,13 @@ def resolve_run(root: Path, run: str) -> Path:
     for candidate in candidates:
         if candidate.is_dir():
             return candidate.resolve()
+    for candidate in candidates:
+        if candidate.exists():
+            raise InputError(
+                f"{candidate} is a file, not a run directory",
+                path=str(candidate),
+                rule="not a directory",
+            )
     if not RUN_PREFIX_RE.match(run.removesuffix("…").removesuffix("...")):
         # with the default root ".", root / given is given itself: name it once
         where = " nor ".join(dict.fromkeys(str(candidate) for candidate in candidates))
