@@ -24,8 +24,10 @@ import httpx
 import pytest
 from mcp_support import ROOT
 from test_mcp_oauth import free_port, wait_for_port
+from typer.testing import CliRunner
 
 from toolproof import load_toolset, record_session
+from toolproof.adapters.cli.app import app
 from toolproof.config import mcp_login
 from toolproof.errors import ConfigError
 from toolproof.sources.mcp.common import McpStartError
@@ -215,6 +217,26 @@ def test_an_expired_token_is_refreshed_at_load_without_asking_anyone(
     )
     assert token_file.stat().st_mode & 0o777 == 0o600
     assert len(browser.asked) == 1  # nobody was asked
+
+
+def test_a_failed_login_again_keeps_the_working_tokens(tmp_path: Path, guarded: Guarded) -> None:
+    config = write(tmp_path, guarded.base)
+    asyncio.run(mcp_login(config, "g", Browser()))
+    token_file = tmp_path / "tokens" / "g.json"
+    kept = token_file.read_bytes()
+    assert set(json.loads(kept)) == {"client", "tokens", "expires_at"}
+    port = free_port()
+    command = ["mcp", "login", "g", "--config", str(config), "--no-browser", "--timeout", "1"]
+    failed = CliRunner().invoke(app, [*command, "--port", str(port)])  # nobody opens the URL
+    assert failed.exit_code == 1
+    assert failed.stderr.splitlines()[-1] == (
+        f"error: MCP server 'g': login failed: no authorization came back to "
+        f"http://127.0.0.1:{port}/callback within 1 s (rule: the browser must reach this "
+        "machine's loopback address)"
+    )
+    assert token_file.read_bytes() == kept  # the file was not touched
+    assert [p.name for p in token_file.parent.iterdir()] == ["g.json"]  # no temporary left
+    assert asyncio.run(whoami(config)) == {"result": "a person who logged in"}
 
 
 def test_a_call_that_needs_more_scope_steps_up_through_the_authorizer(

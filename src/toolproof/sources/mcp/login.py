@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 from toolproof.sources.mcp.common import McpServer, McpStartError
 from toolproof.sources.mcp.connection import McpConnection
 from toolproof.sources.mcp.oauth import (
-    AUTHORIZATION_CODE,
     Authorizer,
     OAuthSetupError,
     TokenFile,
@@ -195,7 +194,8 @@ async def login(
 ) -> LoginOutcome:
     """Authorize with ``server`` now through ``authorizer`` and store the tokens.
 
-    The stored tokens are dropped first (a registration is kept), then the server is
+    The stored tokens are not used (nor touched: a failed login leaves them working;
+    the new ones replace them whole once the exchange succeeds), then the server is
     connected as a load connects (the SDK's flow: metadata discovery, CIMD or dynamic
     registration, PKCE, RFC 8707 ``resource``, the ``iss`` check) and its tools listed
     with the new token.
@@ -217,10 +217,9 @@ async def login(
             f"MCP server {server.name!r} has no [mcp.auth] (rule: mcp login is for "
             "streamable-HTTP servers with an auth table)"
         )
-    auth = replace(server.auth, authorizer=authorizer)
+    auth = replace(server.auth, authorizer=authorizer, fresh=True)
     store = TokenFile(Path(auth.token_file))
-    if auth.flow == AUTHORIZATION_CODE:
-        store.forget_tokens()
+    before = store.read().get("tokens")
     chosen = replace(server, auth=auth, startup_timeout=max(server.startup_timeout, timeout))
     connection = McpConnection(chosen, on_list_changed=lambda: None)
     try:
@@ -229,7 +228,7 @@ async def login(
     finally:
         await connection.aclose()
     tokens = store.read().get("tokens")
-    if not isinstance(tokens, dict):  # the server asked for nothing
+    if not isinstance(tokens, dict) or tokens == before:  # the server asked for nothing
         raise McpStartError("the server did not ask for authorization (no token was issued)", None)
     scope = tokens.get("scope")
     logger.info("MCP server %r: logged in (scope %s)", server.name, json.dumps(scope))

@@ -116,6 +116,8 @@ class McpAuth:
         server: the ``[[mcp]]`` name (for the login hint in messages).
         authorizer: who authorizes when the server asks during a load (``None``: nobody;
             the stored tokens are used and refreshed, a new grant needs ``mcp login``).
+        fresh: a new grant is being made (``mcp login``): the stored tokens are not
+            used, and stay in the file, untouched, until the exchange gives new ones.
         refusals: why a grant the server asked for after connecting could not be made
             (appended as it happens; the SDK's flow then ends the connection, and the
             call's failure names the last one).
@@ -133,6 +135,7 @@ class McpAuth:
     redirect_port: int | None = None
     server: str = ""
     authorizer: Authorizer | None = field(default=None, compare=False, repr=False)
+    fresh: bool = False
     refusals: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
@@ -193,6 +196,8 @@ class TokenFile(TokenStorage):
             authorization server is refused before anything is authorized.
         secret_from_env: the client secret comes from the environment: a registration
             is stored without it.
+        fresh: a new grant is being made: the stored tokens are not handed to the SDK
+            (the file keeps them until :meth:`set_tokens` replaces them).
 
     """
 
@@ -203,8 +208,10 @@ class TokenFile(TokenStorage):
         issuer: str | None = None,
         *,
         secret_from_env: bool = True,
+        fresh: bool = False,
     ) -> None:
         self.path = path
+        self.fresh = fresh
         self.client = client
         self.issuer = issuer
         self.secret_from_env = secret_from_env
@@ -244,13 +251,10 @@ class TokenFile(TokenStorage):
             stored[key] = value
         self.write(stored)
 
-    def forget_tokens(self) -> None:
-        """Drop the stored tokens (a login asks for new ones); the registration stays."""
-        if self.path.is_file():
-            self._put("tokens", None)
-
     async def get_tokens(self) -> OAuthToken | None:
-        """The stored tokens, or ``None``."""
+        """The stored tokens, or ``None`` (always ``None`` while :attr:`fresh`)."""
+        if self.fresh:
+            return None
         stored = self.read().get("tokens")
         return OAuthToken.model_validate(stored) if isinstance(stored, dict) else None
 
@@ -262,9 +266,12 @@ class TokenFile(TokenStorage):
         if tokens.expires_in is not None:
             stored["expires_at"] = time.time() + tokens.expires_in
         self.write(stored)
+        self.fresh = False
 
     def expires_at(self) -> float | None:
         """When the stored access token expires (Unix seconds), or ``None`` (not said)."""
+        if self.fresh:
+            return None
         value = self.read().get("expires_at")
         return float(value) if isinstance(value, int | float) else None
 
@@ -346,7 +353,7 @@ def _code_provider(auth: McpAuth, url: str, secret: str) -> OAuthClientProvider:
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
             issuer=auth.issuer,
         )
-    storage = TokenFile(path, client, auth.issuer, secret_from_env=bool(secret))
+    storage = TokenFile(path, client, auth.issuer, secret_from_env=bool(secret), fresh=auth.fresh)
     if authorizer is None and not storage.read().get("tokens"):
         raise LoginRequired(f"auth: no token for this server yet ({auth.login_hint()})")
     metadata = OAuthClientMetadata(
