@@ -4,7 +4,11 @@ MODE is ``record`` (a new session ``nightly-42``) or ``resume``. Its tools write
 side effects to ``ROOT/ledger.jsonl`` (fsynced): ``look`` is read-only, ``pay`` honours
 the idempotency key (acts once per key), ``charge`` declares nothing (acts every time).
 KILL (``tool:order:before`` or ``tool:order:after``) SIGKILLs this process inside that
-call's body, before or after its side effect; $RESUME_SEGMENT_CALLS is the session's
+call's body, before or after its side effect; ``committed:NAME`` SIGKILLs it once the
+run of the live directory ``sessions/NAME`` is committed, before that directory is
+removed (the window is a few system calls wide, so the kill is placed there by wrapping
+the removal the finalize calls; the kill is a real SIGKILL, the run and the live
+directory it leaves are the finalize's own); $RESUME_SEGMENT_CALLS is the session's
 ``segment_calls`` (default 2000). Prints the agent's results as JSON.
 """
 
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import toolproof
 from toolproof import Tool, Toolset
+from toolproof.runs import finalize
 
 ROOT = Path(sys.argv[1])
 MODE = sys.argv[2]
@@ -43,6 +48,18 @@ def act(tool: str, order: str, key: str | None) -> None:
         os.fsync(out.fileno())
     if f"{tool}:{order}:after" == KILL:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+if KILL.startswith("committed:"):
+    remove = finalize.discard_recording
+
+    def killed_before_removal(directory: Path) -> None:
+        """SIGKILL this process instead of removing the committed live directory."""
+        if directory.name == KILL.removeprefix("committed:"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        remove(directory)
+
+    finalize.discard_recording = killed_before_removal
 
 
 @toolproof.tool(read_only=True)

@@ -424,3 +424,30 @@ def test_serve_refuses_a_finished_sessions_id_with_and_without_resume(tmp_path: 
         "resume (rule: a session id names one session: its keys would repeat; pick a new id)"
     )
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
+
+
+@pytest.mark.parametrize(
+    ("live", "segment_calls", "segments"),
+    [("nightly-42", 2000, 1), ("nightly-42.3", 2, 3)],
+)
+def test_a_segment_committed_before_a_kill_kept_its_live_directory_is_not_committed_twice(
+    tmp_path: Path, live: str, segment_calls: int, segments: int
+) -> None:
+    killed = run_agent(tmp_path, "record", f"committed:{live}", segment_calls=segment_calls)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [path.name for path in (tmp_path / "sessions").iterdir()] == [live]
+    marker = json.loads((tmp_path / "sessions" / live / "commit.json").read_bytes())
+    committed = sorted(path.name for path in (tmp_path / "runs").iterdir())
+    assert len(committed) == segments and marker["run_id"] in committed
+    resumed = run_agent(tmp_path, "resume", segment_calls=segment_calls)
+    assert resumed.returncode == 0, resumed.stderr
+    output = json.loads(resumed.stdout)
+    # every call was recorded before the kill: all served, none live, no new segment
+    assert (output["served_calls"], output["live_calls"]) == (5, 0)
+    assert sorted(path.name for path in (tmp_path / "runs").iterdir()) == committed
+    assert sorted(output["run_ids"]) == committed and output["run_ids"][-1] == marker["run_id"]
+    assert list((tmp_path / "sessions").iterdir()) == []
+    chain = verify_chain(tmp_path / "runs" / marker["run_id"])
+    assert (chain.ok, len(chain.segments)) == (True, segments)
+    assert [entry["order"] for entry in ledger(tmp_path)] == ["A-1", "B-1", "A-2"]
+    no_duplicate_key(tmp_path)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -209,8 +210,12 @@ class RunDirectoryWriter:
         """Record the size and digest of a file written by someone else (trace, evidence index)."""
         self.known[name] = (size, file_digest)
 
-    def commit(self) -> CommittedRun:
+    def commit(self, announce: Callable[[str], None] | None = None) -> CommittedRun:
         """Write the manifest and rename the directory to ``<root>/runs/<run_id>``.
+
+        Args:
+            announce: called with the run id once the manifest is durable, before the
+                rename (a live session's finalize records there which run it commits).
 
         Returns:
             The run in place (``reused`` when an identical run already existed).
@@ -222,6 +227,8 @@ class RunDirectoryWriter:
         manifest = build_manifest(self.temp, self.known)
         write_file(self.temp / MANIFEST_FILE, canonical_json(manifest.to_json()))
         _sync_files(self.temp, [entry.path for entry in manifest.files])  # the folder too
+        if announce is not None:
+            announce(manifest.run_id)
         runs = self.root / RUNS_DIR
         runs.mkdir(exist_ok=True)
         target = runs / manifest.run_id

@@ -22,7 +22,10 @@ its recorded value, a model turn's from the live pack), takes each as it lies in
 of writing it again (what it does not store is cut off); made durable by the run
 directory's commit; the
 live directory, pack included, is removed only after the run is in place, so a crash
-at any point leaves either the live session (recover it again) or the committed run.
+at any point leaves either the live session (recover it again) or the committed run;
+a crash between the two leaves both, and the run id the live directory's
+``commit.json`` names (written before the commit) makes a later finalize or recovery
+take that run instead of committing the segment again (:mod:`toolproof.runs.committed`).
 
 A process killed outright (``kill -9``) leaves the live directory, which has no
 manifest and so never verifies. :func:`recover_session` (``toolproof verify
@@ -77,6 +80,7 @@ from toolproof.contract.trace import (
 from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.runs.calls import FrozenCalls, FrozenClock
+from toolproof.runs.committed import RECOVERY_FILE, committed_already, write_commit_marker
 from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
@@ -94,8 +98,6 @@ __all__ = [
 
 ANSWER_FILE = "answer.json"
 """The live session file of an agent's answer (``{"answer", "citations"}``), if any."""
-RECOVERY_FILE = "recovery.json"
-"""The file a recovered session's run carries: what recovery kept and dropped."""
 
 
 @dataclass(frozen=True)
@@ -254,8 +256,15 @@ async def _commit(
     pack: PackContents | None,
     parsed: ParsedLines,
 ) -> SessionOutcome:
-    runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
     calls = [event for event in events if isinstance(event, ToolCalled)]
+    reads = sum(isinstance(event, ResourceRead) for event in events)
+    keys = frozenset(event.idempotency_key for event in calls if event.idempotency_key)
+    done = committed_already(live, root)  # a kill after its commit kept the live directory
+    if done is not None:
+        discard_recording(live)
+        run, report, kept = done
+        return SessionOutcome(run.name, run, report, len(calls), kept, reads, keys)
+    runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
     turns = [event for event in events if isinstance(event, ModelTurn)]
     config = header.get("config")
     task = str(header.get("task", SESSION_TASK))
@@ -310,16 +319,8 @@ async def _commit(
             path=str(exc.filename or root),
         ) from exc
     discard_recording(live)
-    reads = sum(isinstance(event, ResourceRead) for event in events)
-    return SessionOutcome(
-        committed.run_id,
-        committed.path,
-        recorded.report,
-        len(calls),
-        list(dropped or []),
-        reads=reads,
-        keys=frozenset(event.idempotency_key for event in calls if event.idempotency_key),
-    )
+    outcome = (committed.run_id, committed.path, recorded.report, len(calls))
+    return SessionOutcome(*outcome, list(dropped or []), reads, keys)
 
 
 def _first_difference(live: Path, replayed: Path, lines: int) -> int | None:
@@ -413,7 +414,7 @@ async def _write_run(
             )
         started_at, seconds = _started(header)
         writer.write_json(TIMINGS_FILE, Timings(started_at=started_at, wall_seconds=seconds))
-        return writer.commit(), recorded
+        return writer.commit(lambda run_id: write_commit_marker(live, run_id)), recorded
 
 
 def _read_live(
