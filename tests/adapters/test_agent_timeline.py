@@ -97,7 +97,7 @@ def test_two_live_runs_of_one_agent_differ_by_the_model_declared_as_varying(
         del runtime["id"], runtime["session"]
     assert runtimes[0] == runtimes[1]
     done = _cli("diff", str(first), str(second))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr  # they differ (explained: variation)
     text = " ".join(done.stdout.split())
     assert f"declared non-deterministic sources: {MODEL} (varies: model)" in text
     assert "the difference comes from a declared non-deterministic source" in text

@@ -148,7 +148,7 @@ def test_diff_of_parent_and_child_names_the_shared_prefix_and_the_fork(parent: P
     result = CliRunner().invoke(
         app, ["diff", str(parent), str(parent.parent / replay.forked.run_id)]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output  # a fork differs from its parent
     lines = result.output.splitlines()
     start = lines.index(f"fork: {replay.forked.run_id} forked from {parent.name}")
     assert lines[start + 1 : start + 3] == [

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import json
+import shutil
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, toolproof
 from runs_support import Counter, base_spec, make_toolset, run
 
 from toolproof.errors import InputError
@@ -101,3 +104,51 @@ def test_two_big_traces_are_compared_a_line_at_a_time(tmp_path: Path) -> None:
     }
     assert shared == events - 1
     assert peak < 8 << 20  # two 1 MiB blocks and a line of each, never the traces
+
+
+def _diff(a: Path, b: Path) -> Ran:
+    return toolproof("diff", str(a), str(b), env={"COLUMNS": "400"})
+
+
+def test_diff_refuses_a_tampered_copy_and_exits_0_only_when_identical(tmp_path: Path) -> None:
+    first = run(tmp_path, base_spec(), make_toolset(Counter()))
+    same = _diff(first.path, first.path)
+    assert (same.returncode, same.stdout.splitlines()[0]) == (0, "the runs are identical")
+    trace = first.path / "trace.jsonl"
+    size = trace.stat().st_size
+    cut = tmp_path / "cut"
+    shutil.copytree(first.path, cut)
+    (cut / "trace.jsonl").write_bytes(trace.read_bytes()[: size // 2])
+    refused = _diff(first.path, cut)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.replace("\n", "") == (
+        f"error: {cut}: [manifest] trace.jsonl: trace.jsonl has size {size // 2} bytes, the "
+        f"manifest says {size} (truncated, appended or replaced; refused by size, not read); "
+        "a run whose files do not match its manifest is not compared (run `toolproof verify` "
+        "on it)"
+    )
+    noise = tmp_path / "noise"
+    shutil.copytree(first.path, noise)
+    (noise / "trace.jsonl").write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    replaced = _diff(noise, first.path)
+    assert replaced.returncode == 2
+    assert replaced.stderr.replace("\n", "").startswith(
+        f"error: {noise}: [manifest] trace.jsonl: trace.jsonl has digest sha256:"
+    )
+    assert "the manifest says sha256:" in replaced.stderr.replace("\n", "")
+
+
+def test_diff_of_two_different_runs_exits_2(tmp_path: Path) -> None:
+    first = run(tmp_path, base_spec(), make_toolset(Counter()))
+    raw = base_spec()
+    raw["steps"][1]["arguments"] = {"item": "apple"}
+    second = run(tmp_path, raw, make_toolset(Counter()))
+    differ = _diff(first.path, second.path)
+    assert differ.returncode == 2
+    assert (
+        "first trace difference: event 6 (tool_called vs tool_called) differs in call, call_id"
+        in differ.stdout.splitlines()
+    )
+    as_json = toolproof("diff", str(first.path), str(second.path), "--json")
+    assert (as_json.returncode, json.loads(as_json.stdout)["identical"]) == (2, False)

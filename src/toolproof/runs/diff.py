@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolproof.bundle.manifest import MAX_MANIFEST_BYTES
+from toolproof.bundle.manifest import MAX_MANIFEST_BYTES, check_manifest
 from toolproof.bundle.trace import READ_BLOCK_BYTES, TraceReader
 from toolproof.contract.layout import MANIFEST_FILE, PLAN_FILE, RUNTIME_FILE, SPEC_FILE, TRACE_FILE
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, ExecutionRuntime, Manifest
-from toolproof.errors import InputError
+from toolproof.errors import InputError, VerificationError
 from toolproof.runs.turns import TURN_PROVIDER_ORIGIN, turn_provider_name
 
 __all__ = [
@@ -320,8 +320,34 @@ def _manifest(directory: Path) -> Manifest:
         ) from None
 
 
+def _checked(directory: Path) -> None:
+    """Refuse a run whose files are not the ones its manifest lists (as ``verify`` would).
+
+    Raises:
+        VerificationError: the first finding of
+            :func:`~toolproof.bundle.manifest.check_manifest`, naming the file and the rule.
+
+    """
+    if not (directory / MANIFEST_FILE).is_file():
+        _manifest(directory)  # missing: the InputError it has always been
+    _, _, findings = check_manifest(directory)
+    if findings:
+        first = findings[0]
+        raise VerificationError(
+            f"{directory}: [manifest] {first.file}: {first.message}; a run whose files do "
+            "not match its manifest is not compared (run `toolproof verify` on it)",
+            path=str(directory),
+            file=first.file,
+            check="manifest",
+        )
+
+
 def diff_runs(a: Path, b: Path) -> RunDiff:
     """Compare two run directories by their manifests and traces.
+
+    Each run's files are first checked against its manifest (sizes, then digests,
+    streamed: :func:`~toolproof.bundle.manifest.check_manifest`), so equal manifests
+    mean equal bytes and a tampered run is never called identical to its original.
 
     Bounded memory whatever the runs' size: the manifests (at most
     :data:`~toolproof.bundle.manifest.MAX_MANIFEST_BYTES` each) and runtimes are read
@@ -332,8 +358,12 @@ def diff_runs(a: Path, b: Path) -> RunDiff:
     Raises:
         InputError: a manifest is missing, invalid or over its size limit; a trace line
             read is longer than :data:`~toolproof.bundle.trace.MAX_LINE_BYTES`.
+        VerificationError: a run's files do not match its manifest (a file truncated,
+            replaced, missing or added), named with the rule it breaks.
 
     """
+    _checked(a)
+    _checked(b)
     ma, mb = _manifest(a), _manifest(b)
     entries_a = {entry.path: entry.digest for entry in ma.files}
     entries_b = {entry.path: entry.digest for entry in mb.files}

@@ -337,12 +337,18 @@ def _diff(
     root: Path = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Show which files of two runs differ, and the first differing trace event."""
+    """Show which files of two runs differ, and the first differing trace event.
+
+    Exit 0 when the runs are identical, 2 when they differ or a run's files do not
+    match its manifest (refused, named), 1 on an input error (no such run).
+    """
     from toolproof.runs.diff import diff_runs
 
     result = diff_runs(resolve_run(root, run_a), resolve_run(root, run_b))
     if as_json:
         emit_json(result.to_json())
+        if not result.identical:
+            raise exit_for(ReplayRefused)  # as a replay that came out different
         return
     table = Table(title=f"{result.a} vs {result.b}")
     table.add_column("file", overflow="fold")
@@ -366,6 +372,8 @@ def _diff(
             "the difference comes from a declared non-deterministic source: variation between "
             "two live runs, not corruption (each run still replays frozen on its own)"
         )
+    if not result.identical:
+        raise exit_for(ReplayRefused)  # as a replay that came out different
 
 
 @runs_app.command("list", cls=ToolproofCommand, epilog=docs_epilog("runs.md"))
