@@ -10,9 +10,9 @@ OAuth client (the SDK's ``OAuthClientProvider`` under ``[mcp.auth]``) through
 discovery, PKCE, CIMD and dynamic registration, pre-registration, scope selection and
 step-up, ``iss`` checks and an authorization-server migration.
 
-Each scenario runs alone (``--scenario S --spec-version REVISION``), one after the other:
-the set run all at once starts every client together, and on a loaded machine a client
-that takes 30 s to import toolproof is a timeout, not a verdict. The test asserts the
+Each scenario runs alone (``--scenario S --spec-version REVISION``), at most ``AT_ONCE``
+at a time: the set run all at once starts every client together, and on a loaded machine a
+client that takes 30 s to import toolproof is a timeout, not a verdict. The test asserts the
 exact pass set: every scenario passes except those ``BASELINE`` names, each with the
 reason the suite's own reference client fails it too (none: toolproof passes all), and
 the table in ``docs/mcp.md`` shows exactly what was measured.
@@ -21,6 +21,7 @@ the table in ``docs/mcp.md`` shows exactly what was measured.
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ DOC = ROOT / "docs" / "mcp.md"
 TABLE_START = "<!-- conformance client table -->"
 CLIENT_SECONDS = 150.0
 """Seconds one scenario's client may take (toolproof's import on a loaded machine)."""
+AT_ONCE = 3
+"""Scenarios run at the same time (each its own suite process, scenario server and client)."""
 BASELINE: dict[str, dict[str, str]] = {revision: {} for revision in REVISIONS}
 """``{revision: {scenario: reason}}``: the scenarios toolproof may fail, each only where the
 suite's own reference client fails it too, with why."""
@@ -46,9 +49,10 @@ def command() -> str:
 
 def measure(revision: str, tmp_path: Path) -> tuple[dict[str, bool], dict[str, list[str]]]:
     """``({scenario: passed}, {scenario: failing checks})`` over ``revision``'s client set."""
-    results: dict[str, bool] = {}
-    failures: dict[str, list[str]] = {}
-    for index, scenario in enumerate(required("client", revision)):
+    scenarios = required("client", revision)
+
+    def one(index: int) -> tuple[bool, list[str]]:
+        scenario = scenarios[index]
         run = run_client(
             command(),
             revision,
@@ -56,9 +60,20 @@ def measure(revision: str, tmp_path: Path) -> tuple[dict[str, bool], dict[str, l
             scenario=scenario,
             client_timeout=CLIENT_SECONDS,
         )
-        results[scenario] = bool(run.results.get(scenario))
-        if not results[scenario]:
-            failures[scenario] = [*run.failures.get(scenario, ["no result"]), run.output[-2000:]]
+        passed = bool(run.results.get(scenario))
+        return passed, [] if passed else [
+            *run.failures.get(scenario, ["no result"]),
+            run.output[-2000:],
+        ]
+
+    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+        outcomes = list(pool.map(one, range(len(scenarios))))
+    results = {scenario: passed for scenario, (passed, _) in zip(scenarios, outcomes, strict=True)}
+    failures = {
+        scenario: why
+        for scenario, (passed, why) in zip(scenarios, outcomes, strict=True)
+        if not passed
+    }
     return results, failures
 
 
