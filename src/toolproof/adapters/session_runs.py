@@ -18,6 +18,7 @@ one segment in memory at a time (:meth:`FrozenSession.load_chain`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ from toolproof.tools.toolset import Toolset
 from toolproof.verify.view import RunView
 
 __all__ = ["AgentReplay", "ForkedRun", "record_session", "replay_session", "toolset_of"]
+
+logger = logging.getLogger("toolproof.runs")
 
 
 @asynccontextmanager
@@ -182,6 +185,8 @@ async def record_session(
                 segment_calls=segment_calls,
                 presented=presented,
             )
+            for item in resumption.resumed.dropped:  # kept in the run's recovery.json too
+                logger.warning("session %r resumes without what recovery dropped: %s", name, item)
             session = ResumedSession(toolset, live, resumption, **options)
         else:
             live = SegmentedRecording(

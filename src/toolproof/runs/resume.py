@@ -68,7 +68,7 @@ INTENTS_FILE = "intents.jsonl"
 """A named session's intent log, in each live segment's directory (see the module)."""
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-"""What a session id may be: a letter or digit, then letters, digits, ``_`` and ``-``."""
+"""What a session id may be: an ASCII letter or digit, then those, ``_`` and ``-``."""
 
 
 def check_session_id(session_id: str) -> str:
@@ -243,6 +243,9 @@ class Resumed:
         cut: the cut calls by key: ``{"step", "tool", "key"}`` (intents with no record).
         run_ids: the chain's run ids, segment 1 first.
         reconciled: a person's reconciliations of cut calls, by key.
+        dropped: what recovering the live directories dropped, one message each, naming
+            the live directory and the run it became (the run's ``recovery.json`` keeps
+            the same list; empty when every line was whole).
 
     """
 
@@ -254,6 +257,7 @@ class Resumed:
     cut: dict[str, dict[str, str]] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
     reconciled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
 
 
 def _write_segment(live: Path, value: dict[str, Any], session_id: str) -> None:
@@ -370,6 +374,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     intents: list[dict[str, str]] = []
     reconciled: dict[str, dict[str, Any]] = {}
     recorded: set[str] = set()  # the keys of the calls the live directories kept
+    dropped: list[str] = []
     outcome = None
     for live in lives:  # a crash while a full segment awaited its seal leaves two
         try:
@@ -397,6 +402,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         reconciled.update(read_reconciled(live))
         outcome = await recover_session(live)
         recorded |= outcome.keys
+        dropped += [f"{live} (recovered into {outcome.path}): {item}" for item in outcome.dropped]
     assert outcome is not None
     directories = _chain(outcome.path, session_id)
     link = _link_of(outcome.path)
@@ -406,4 +412,4 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     cut = {i["key"]: i for i in intents if i["key"] not in recorded}
     run_ids = [directory.name for directory in directories]
     kept = {key: value for key, value in reconciled.items() if key in cut}
-    return Resumed(session_id, outcome.path, index, link, keys, cut, run_ids, kept)
+    return Resumed(session_id, outcome.path, index, link, keys, cut, run_ids, kept, dropped)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 
 from toolproof.adapters.cli.app import (
     ToolproofCommand,
@@ -191,6 +192,8 @@ async def _serve_loaded(
                 f"toolproof: resuming session {name}: {count(len(resumption.run_ids), 'segment')} "
                 "recorded; their calls are answered from the record, in order"
             )
+            for item in resumption.resumed.dropped:  # as verify --recover prints them
+                err_console.print(f"[yellow]dropped:[/] {escape(item)}")
         elif record is not None:
             recording = SegmentedRecording(record, toolset, segment_calls=segment_calls, name=name)
         failed = True
