@@ -191,6 +191,8 @@ class SegmentResult:
         verified: the run verifies (:func:`~toolproof.verify.verifier.verify_run`).
         link: its link check.
         failures: one line per failure of its verify.
+        notes: one line per note of its verify (``acted-once``: a call recorded
+            ``outcome_unknown`` that no person reconciled), reported without failing.
 
     """
 
@@ -199,9 +201,10 @@ class SegmentResult:
     verified: bool
     link: LinkCheck
     failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"run_id", "index", "verified", "link", "failures"}``."""
+        """``{"run_id", "index", "verified", "link", "failures", "notes"}``."""
         index = self.link.link.index if self.link.link else None
         return {
             "run_id": self.run_id,
@@ -209,6 +212,7 @@ class SegmentResult:
             "verified": self.verified,
             "link": self.link.to_json(),
             "failures": self.failures,
+            "notes": self.notes,
         }
 
 
@@ -267,7 +271,10 @@ def verify_chain(
         verification = verify(directory)
         link = check_link(directory)
         failures = [str(failure) for failure in verification.failures]
-        result = SegmentResult(directory, verification.run_id, verification.ok, link, failures)
+        notes = [str(note) for note in verification.notes]
+        result = SegmentResult(
+            directory, verification.run_id, verification.ok, link, failures, notes
+        )
         results.append(result)
         keys.add(directory.name, directory, verification.executed)
         if on_segment is not None:

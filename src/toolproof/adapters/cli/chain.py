@@ -46,8 +46,9 @@ def with_link(document: dict[str, Any], check: LinkCheck) -> dict[str, Any]:
 def chain_command(directory: Path, as_json: bool) -> None:
     """``toolproof verify RUN --chain``: verify RUN and every segment before it.
 
-    Prints one row per segment (head first), then ``chain verified (N segments)`` or
-    the first problem. Exit code 0 when the chain holds, 2 when it does not.
+    Prints one row per segment (head first), each segment's notes (``acted-once``: an
+    ``outcome_unknown`` call no person reconciled), then ``chain verified (N
+    segments)`` or the first problem. Exit code 0 when the chain holds, 2 when it does not.
     """
     from toolproof.runs.chain import verify_chain
     from toolproof.verify.verifier import verify_run
@@ -70,6 +71,11 @@ def chain_command(directory: Path, as_json: bool) -> None:
                 index, result.run_id or "?", "yes" if result.verified else "NO", result.link.status
             )
         out_console.print(table)
+        for result in chain.segments:  # acted-once: an outcome_unknown call to reconcile
+            for note in result.notes:
+                where = f"segment {result.link.link.index}" if result.link.link else "run"
+                line = f"{where} {result.run_id or result.directory.name}: {note}"
+                out_console.print(f"[yellow]note[/] {escape(line)}")
         if chain.ok:
             out_console.print(f"chain verified ({len(chain.segments)} segments)")
         else:
