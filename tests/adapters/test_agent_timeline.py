@@ -34,6 +34,7 @@ def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(
     done = _cli("show", str(run))
     assert done.returncode == 0, done.stderr
     lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert lines.pop(0) == "verified (audit policy)"  # the verdict first
     assert lines[0] == "timeline (3 model turns, 3 tool calls)"
     turn = [n for n, line in enumerate(lines) if line.startswith("model turn ")]
     assert [lines[n].split(" (")[0] for n in turn] == [
@@ -214,6 +215,7 @@ def test_show_draws_each_frameworks_turn_then_its_call_by_both_ids(
     done = _cli("show", str(V1 / run_id))
     assert done.returncode == 0, done.stderr
     lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert lines.pop(0) == "verified (audit policy)"  # the verdict first
     assert lines[:4] == [
         "timeline (2 model turns, 1 tool call)",
         f"model turn 1 {turn}",

@@ -38,6 +38,7 @@ def test_show_on_a_recorded_session_lists_its_calls(tmp_path: Path) -> None:
     shown = _cli("show", "run_", "--root", str(tmp_path))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
+    assert lines.pop(0) == "verified (audit policy)"  # the verdict first
     assert lines[0] == "calls (3)"
     assert lines[1:3] == ['1. add({"a": 1, "b": 2})', "   ok 3"]
     assert lines[3] == '2. add({"a": "x"})'

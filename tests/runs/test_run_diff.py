@@ -152,3 +152,30 @@ def test_diff_of_two_different_runs_exits_2(tmp_path: Path) -> None:
     )
     as_json = toolproof("diff", str(first.path), str(second.path), "--json")
     assert (as_json.returncode, json.loads(as_json.stdout)["identical"]) == (2, False)
+
+
+def test_show_prints_the_verdict_first_and_exits_2_on_a_tampered_run(tmp_path: Path) -> None:
+    first = run(tmp_path, base_spec(), make_toolset(Counter()))
+    good = toolproof("show", str(first.path), env={"COLUMNS": "400"})
+    assert (good.returncode, good.stdout.splitlines()[0]) == (0, "verified (strict policy)")
+    cut = tmp_path / "cut"
+    shutil.copytree(first.path, cut)
+    size = (cut / "trace.jsonl").stat().st_size
+    (cut / "trace.jsonl").write_bytes((first.path / "trace.jsonl").read_bytes()[: size // 2])
+    shown = toolproof("show", str(cut), env={"COLUMNS": "400"})
+    assert shown.returncode == 2
+    assert shown.stdout.splitlines()[:2] == [
+        "verification FAILED (1 failure): what follows is what the files say, not trusted; "
+        "run `toolproof verify` on this run",
+        f"  [manifest] trace.jsonl: trace.jsonl has size {size // 2} bytes, the manifest says "
+        f"{size} (truncated, appended or replaced; refused by size, not read)",
+    ]
+    as_json = toolproof("show", str(cut), "--json")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["verification"]["ok"] is False
+    (cut / "manifest.json").unlink()
+    gone = toolproof("show", str(cut), env={"COLUMNS": "400"})
+    assert gone.returncode == 2
+    assert gone.stdout.splitlines()[1] == (
+        "  [manifest] manifest.json: manifest.json is missing: the run cannot be trusted"
+    )

@@ -279,7 +279,8 @@ def show_command(
     """Show a run's claims with their cited snippets (or, without claims, its tool calls).
 
     An agent run with model turns is a timeline: each model turn, the tool calls after
-    it, then the answer with each citation and its bytes.
+    it, then the answer with each citation and its bytes. The run is verified first and
+    the verdict printed first (``--json``: ``verification``); exit 2 when it fails.
     """
     from toolproof.adapters.html_report import write_html
     from toolproof.verify.verifier import verify_run
@@ -290,25 +291,28 @@ def show_command(
     timeline = timeline_view(directory, _events(directory))
     turns = any(entry["kind"] == "model_turn" for entry in timeline)
     run_id = _run_id(directory)
+    verification = verify_run(directory)
+    verdict = {
+        "ok": verification.ok,
+        "policy": (
+            verification.report.policy.value
+            if verification.report is not None
+            else _stored_policy(directory)
+        ),
+        "failures": [str(failure) for failure in verification.failures],
+    }
     if html is not None:
-        verification = verify_run(directory)
-        verdict = {
-            "ok": verification.ok,
-            "policy": (
-                verification.report.policy.value
-                if verification.report is not None
-                else _stored_policy(directory)
-            ),
-            "failures": [str(failure) for failure in verification.failures],
-        }
         write_html(html, run_id, claims, verdict, calls)
         err_console.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
-        document = {"run": run_id, "claims": claims, "calls": calls}
+        document = {"run": run_id, "claims": claims, "calls": calls, "verification": verdict}
         if turns:
             document["timeline"] = timeline
         emit_json(document)
+        if not verification.ok:
+            raise exit_for(VerificationError)
         return
+    _print_verdict(verdict)
     if turns:
         print_timeline(timeline)
         out_console.print("[bold]answer[/]")
@@ -323,7 +327,22 @@ def show_command(
             f"error: {count(len(problems), 'cited snippet')} failed: {escape(problems[0])}; "
             "run `toolproof verify` on this run"
         )
+    if problems or not verification.ok:
         raise exit_for(VerificationError)
+
+
+def _print_verdict(verdict: dict[str, Any]) -> None:
+    """The first lines of ``show``: ``verified (...)`` or ``verification FAILED`` and why."""
+    if verdict["ok"]:
+        out_console.print(f"verified ({escape(str(verdict['policy']))} policy)")
+        return
+    failures = verdict["failures"]
+    out_console.print(
+        f"[bold red]verification FAILED[/] ({count(len(failures), 'failure')}): what follows "
+        "is what the files say, not trusted; run `toolproof verify` on this run"
+    )
+    for failure in failures[:3]:
+        out_console.print(f"  {escape(failure)}")
 
 
 def _stored_policy(directory: Path) -> str:
