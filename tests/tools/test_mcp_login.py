@@ -219,7 +219,9 @@ def test_an_expired_token_is_refreshed_at_load_without_asking_anyone(
     assert len(browser.asked) == 1  # nobody was asked
 
 
-def test_a_failed_login_again_keeps_the_working_tokens(tmp_path: Path, guarded: Guarded) -> None:
+def test_a_failed_login_again_keeps_the_working_tokens(
+    tmp_path: Path, guarded: Guarded, caplog: pytest.LogCaptureFixture
+) -> None:
     config = write(tmp_path, guarded.base)
     asyncio.run(mcp_login(config, "g", Browser()))
     token_file = tmp_path / "tokens" / "g.json"
@@ -229,11 +231,15 @@ def test_a_failed_login_again_keeps_the_working_tokens(tmp_path: Path, guarded: 
     command = ["mcp", "login", "g", "--config", str(config), "--no-browser", "--timeout", "1"]
     failed = CliRunner().invoke(app, [*command, "--port", str(port)])  # nobody opens the URL
     assert failed.exit_code == 1
-    assert failed.stderr.splitlines()[-1] == (
-        f"error: MCP server 'g': login failed: no authorization came back to "
-        f"http://127.0.0.1:{port}/callback within 1 s (rule: the browser must reach this "
-        "machine's loopback address)"
+    timed_out = (
+        f"no authorization came back to http://127.0.0.1:{port}/callback within 1 s (rule: "
+        "the browser must reach this machine's loopback address)"
     )
+    assert failed.stderr.splitlines()[2:] == [f"error: MCP server 'g': login failed: {timed_out}"]
+    flow = [r for r in caplog.records if r.name == "mcp.client.auth.oauth2"]
+    assert [(r.getMessage(), r.exc_info) for r in flow] == [  # one line, no traceback
+        (f"OAuth flow error: OAuthSetupError: {timed_out}", None)
+    ]
     assert token_file.read_bytes() == kept  # the file was not touched
     assert [p.name for p in token_file.parent.iterdir()] == ["g.json"]  # no temporary left
     assert asyncio.run(whoami(config)) == {"result": "a person who logged in"}
@@ -327,12 +333,31 @@ def test_no_token_reaches_a_run_a_log_a_span_or_a_message(
 def test_login_refusals_name_the_server_and_the_rule(tmp_path: Path) -> None:
     config = tmp_path / "toolproof.toml"
     config.write_text(
-        '[[mcp]]\nname = "s"\ncommand = "true"\n[[mcp]]\nname = "h"\nurl = "http://127.0.0.1:9/mcp"\n',
+        '[[mcp]]\nname = "s"\ncommand = "true"\n[[mcp]]\nname = "h"\nurl = "http://127.0.0.1:9/mcp"\n'
+        '[[mcp]]\nname = "m"\nurl = "http://127.0.0.1:9/mcp"\n'
+        '[mcp.auth]\nclient_id = "c"\nclient_secret_env = "S"\n',
         encoding="utf-8",
     )
+    with pytest.raises(ConfigError) as stdio:
+        asyncio.run(mcp_login(config, "s", Browser()))
+    assert str(stdio.value) == (
+        f"{config}: mcp[0]: s is a stdio server: OAuth applies to HTTP servers only"
+    )
+    with pytest.raises(ConfigError) as machine:
+        asyncio.run(mcp_login(config, "m", Browser()))
+    assert str(machine.value) == (
+        f"{config}: mcp[2].auth: m uses client credentials: no login needed (loads get the token)"
+    )
+    failed = CliRunner().invoke(app, ["mcp", "login", "m", "--config", str(config), "--json"])
+    assert failed.exit_code == 1
+    assert json.loads(failed.stdout) == {
+        "server": "m",
+        "error": f"{config}: mcp[2].auth: m uses client credentials: no login needed (loads "
+        "get the token)",
+    }
     with pytest.raises(ConfigError) as missing:
         asyncio.run(mcp_login(config, "x", Browser()))
-    assert "no [[mcp]] named 'x' (servers: s, h)" in str(missing.value)
+    assert "no [[mcp]] named 'x' (servers: s, h, m)" in str(missing.value)
     with pytest.raises(ConfigError) as plain:
         asyncio.run(mcp_login(config, "h", Browser()))
     assert (
@@ -362,3 +387,58 @@ def test_auth_table_rules(tmp_path: Path) -> None:
         "auth.client_metadata_url: client_metadata_url must be a valid HTTPS URL with a "
         "non-root pathname, got: http://x/c.json"
     )
+
+
+def test_auth_values_are_checked_when_the_file_loads(tmp_path: Path) -> None:
+    def refusal(entry: str) -> str:
+        config = tmp_path / "toolproof.toml"
+        config.write_text(
+            f'[[mcp]]\nname = "g"\nurl = "http://127.0.0.1:9/mcp"\n{entry}', encoding="utf-8"
+        )
+        with pytest.raises(ConfigError) as refused:
+            asyncio.run(load_toolset(config).__aenter__())
+        return str(refused.value).split(": ", 1)[1]
+
+    path = "'token_file' must be a file path (not empty, no NUL character), got "
+    assert refusal('[mcp.auth]\ntoken_file = "a\\u0000b"\n') == f"mcp[0].auth: {path}'a\\x00b'"
+    assert refusal('[mcp.auth]\ntoken_file = ""\n') == f"mcp[0].auth: {path}''"
+    metadata = "'client_metadata_url' must be an https URL with a path (the client's metadata "
+    for url in ("http://e.com/c.json", "https://e.com"):
+        assert refusal(f'[mcp.auth]\nclient_metadata_url = "{url}"\n') == (
+            f"mcp[0].auth: {metadata}document), got '{url}'"
+        )
+    assert refusal('[mcp.auth]\nissuer = "not a url"\n') == (
+        "mcp[0].auth: 'issuer' must be the authorization server's http(s) issuer URL, "
+        "got 'not a url'"
+    )
+    for port in ('"8000"', "true"):
+        assert refusal(f"[mcp.auth]\nredirect_port = {port}\n") == (
+            "mcp[0].auth.redirect_port: Input should be a valid integer"
+        )
+    assert refusal('headers = {authorization = "Bearer x"}\n[mcp.auth]\n') == (
+        "mcp[0]: 'headers' Authorization and [mcp.auth] conflict (the auth table sets the "
+        "Authorization header: give one of them)"
+    )
+    for auth in ('auth = "yes"\n', "[[mcp.auth]]\n"):
+        assert refusal(auth) == "mcp[0].auth: must be a table ([mcp.auth])"
+
+
+def test_a_corrupt_token_file_says_log_in_again(tmp_path: Path) -> None:
+    config = write(tmp_path, "http://127.0.0.1:9")
+    token_file = tmp_path / "tokens" / "g.json"
+    token_file.parent.mkdir()
+
+    async def rules() -> list[str]:
+        async with load_toolset(config) as toolset:
+            return [item.rule for item in toolset.quarantined]
+
+    hint = (
+        "(rule: a person authorizes once with toolproof mcp login g --config FILE; loads "
+        "reuse and refresh the tokens)"
+    )
+    for content, why in ((b"{garbage", "not JSON: line 1"), (b"\xff\xfe\x00", "not UTF-8 text")):
+        token_file.write_bytes(content)
+        assert asyncio.run(rules()) == [
+            f"MCP server 'g': auth: token file {token_file} is not valid ({why}): log in "
+            f"again {hint}"
+        ]

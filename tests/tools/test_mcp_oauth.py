@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -216,3 +217,21 @@ def test_a_token_file_that_is_a_directory_or_a_bad_issuer_is_named(
         "auth.issuer: issuer must be the authorization server's http(s) issuer URL, got 'not a url'"
     )
     assert not (tmp_path / "t.json").exists()
+
+
+def test_client_credentials_without_an_issuer_warn_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("GUARDED_SECRET", SECRET)
+    auth = McpAuth("c", "GUARDED_SECRET", str(tmp_path / "t.json"), server="m")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the SDK's own deprecation warning is not raised
+        oauth_provider(auth, "http://127.0.0.1:9/mcp")
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "toolproof.mcp",
+            "WARNING",
+            "MCP server 'm': auth.issuer is not set: the server decides which authorization "
+            "server receives the client credentials (set issuer so they go only there)",
+        )
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,7 +41,31 @@ class McpAuthTable(BaseModel):
     issuer: str | None = None
     scope: str | None = None
     token_file: str | None = None
-    redirect_port: int | None = Field(default=None, ge=1, le=65535)
+    redirect_port: int | None = Field(default=None, ge=1, le=65535, strict=True)
+
+    @model_validator(mode="after")
+    def _forms(self) -> Self:
+        if self.token_file is not None and (not self.token_file or "\x00" in self.token_file):
+            raise ValueError(
+                f"'token_file' must be a file path (not empty, no NUL character), got "
+                f"{self.token_file!r}"
+            )
+        url = self.client_metadata_url
+        if url is not None:
+            parts = urlsplit(url)
+            if parts.scheme != "https" or not parts.netloc or parts.path in ("", "/"):
+                raise ValueError(
+                    "'client_metadata_url' must be an https URL with a path (the client's "
+                    f"metadata document), got {url!r}"
+                )
+        if self.issuer is not None:
+            parts = urlsplit(self.issuer)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(
+                    "'issuer' must be the authorization server's http(s) issuer URL, got "
+                    f"{self.issuer!r}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _grant_needs(self) -> Self:

@@ -389,7 +389,8 @@ async def mcp_login(
 
     Raises:
         ConfigError: the file is invalid, or has no ``[[mcp]]`` named ``name`` with a
-            ``url`` and an ``[mcp.auth]``.
+            ``url`` and an ``[mcp.auth]``, or that server's grant is ``client_credentials``
+            (no person logs in).
         OAuthSetupError: the auth table cannot be used.
         McpStartError: the flow or the connection failed (naming the step, no token).
 
@@ -405,7 +406,22 @@ async def mcp_login(
         )
     position = names.index(name)
     entry = config.mcp[position]
-    if entry.url is None or entry.auth is None:
+    if entry.url is None:
+        raise ConfigError(
+            str(file),
+            f"mcp[{position}]",
+            f"{name} is a stdio server: OAuth applies to HTTP servers only",
+        )
+    if entry.auth is not None and (
+        entry.auth.grant == "client_credentials"
+        or (entry.auth.grant is None and entry.auth.client_secret_env is not None)
+    ):
+        raise ConfigError(
+            str(file),
+            f"mcp[{position}].auth",
+            f"{name} uses client credentials: no login needed (loads get the token)",
+        )
+    if entry.auth is None:
         raise ConfigError(
             str(file),
             f"mcp[{position}].auth",

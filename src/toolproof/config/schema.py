@@ -118,6 +118,11 @@ class McpSource(_Closed):
     def _one_transport(self) -> Self:
         if (self.url is None) == (self.command is None):
             raise ValueError("give exactly one of 'command' (stdio) and 'url' (streamable HTTP)")
+        if self.auth is not None and "authorization" in {k.lower() for k in self.headers}:
+            raise ValueError(
+                "'headers' Authorization and [mcp.auth] conflict (the auth table sets the "
+                "Authorization header: give one of them)"
+            )
         if self.url is not None:
             keys = ("args", "env", "cwd", "max_message_bytes")
             stdio_only = [k for k in keys if k in self.model_fields_set]
@@ -386,6 +391,9 @@ def _rule(error: Any) -> str:
         return "unknown key (not part of the toolproof.toml format)" + _did_you_mean(error)
     if error["type"] == "missing":
         return "required key is missing"
+    if error["type"] == "model_type":  # pydantic names the class: the toml names the table
+        table = ".".join(str(part) for part in error["loc"] if not isinstance(part, int))
+        return f"must be a table ([{table}])"
     message = str(error["msg"])
     return message.removeprefix("Value error, ")
 

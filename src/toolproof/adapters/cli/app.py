@@ -12,6 +12,7 @@ takes ``--json`` and then prints exactly one canonical JSON document on stdout.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -84,6 +85,36 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
+_SDK_FLOW_LOGGER = "mcp.client.auth.oauth2"
+"""The MCP SDK's OAuth logger: it logs a failed flow with its traceback before raising."""
+
+
+class _OneLineErrors(logging.Filter):
+    """Log a record's exception as ``message: Type: text`` on its one line (no traceback).
+
+    The MCP SDK logs ``OAuth flow error`` with a traceback and then raises the same
+    error, which the command reports as its ``error:`` line; under the command line the
+    traceback is only noise, the exception's type and text stay on the line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Fold the exception into the message; keep the record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _one_line_sdk_logs() -> None:
+    """Put :class:`_OneLineErrors` on the MCP SDK's OAuth logger (once)."""
+    flow = logging.getLogger(_SDK_FLOW_LOGGER)
+    if not any(isinstance(known, _OneLineErrors) for known in flow.filters):
+        flow.addFilter(_OneLineErrors())
+
+
 def _plain_usage(command: typer.core.TyperCommand, ctx: typer.Context) -> list[str]:
     """Usage pieces with arguments as ``NAME`` / ``[NAME]`` (not typer's ``{name}``)."""
     pieces = [command.options_metavar] if command.options_metavar else []
@@ -153,6 +184,7 @@ class ToolproofGroup(typer.core.TyperGroup):
         ``error: <message>`` and exit with :func:`toolproof.errors.error_mapping`'s code.
         With ``standalone_mode=False`` errors propagate unchanged (click's contract).
         """
+        _one_line_sdk_logs()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:

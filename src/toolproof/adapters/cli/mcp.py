@@ -25,7 +25,7 @@ from toolproof.adapters.cli.app import (
     run_async,
 )
 from toolproof.adapters.cli.options import ConfigOption, JsonOption
-from toolproof.errors import AuthenticationError
+from toolproof.errors import AuthenticationError, ToolproofError
 
 __all__ = ["mcp_app", "register"]
 
@@ -80,9 +80,14 @@ def login(
             return await mcp_login(config, name, authorizer, timeout=timeout)
 
     try:
-        outcome = run_async(go())
-    except (OAuthSetupError, McpStartError) as exc:
-        raise AuthenticationError(f"MCP server {name!r}: login failed: {exc}") from None
+        try:
+            outcome = run_async(go())
+        except (OAuthSetupError, McpStartError) as exc:
+            raise AuthenticationError(f"MCP server {name!r}: login failed: {exc}") from None
+    except ToolproofError as exc:
+        if as_json:  # one document on stdout also when the login fails
+            emit_json({"server": name, "error": exc.message})
+        raise
     from toolproof.sources.mcp.login import LoginOutcome
 
     assert isinstance(outcome, LoginOutcome)

@@ -26,9 +26,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +40,7 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenS
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.utils import is_valid_client_metadata_url, issuers_match
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 __all__ = [
     "AUTHORIZATION_CODE",
@@ -57,6 +60,8 @@ TOKEN_FILE_MODE = 0o600
 TOKEN_DIR_MODE = 0o700
 """Owner only: the folder of the token files."""
 AUTHORIZATION_CODE = "authorization_code"
+logger = logging.getLogger("toolproof.mcp")
+
 CLIENT_CREDENTIALS = "client_credentials"
 UNUSED_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI a load without an :class:`Authorizer` names (it never redirects)."""
@@ -217,16 +222,32 @@ class TokenFile(TokenStorage):
         self.secret_from_env = secret_from_env
 
     def read(self) -> dict[str, Any]:
-        """The file's JSON object (``{}`` when missing, torn or foreign)."""
+        """The file's JSON object (``{}`` when missing, torn or foreign: see :meth:`problem`)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
+            return {}
+        except UnicodeDecodeError:
             return {}
         try:
             stored = json.loads(text)
         except ValueError:  # a torn or foreign file: start over (nothing is quoted)
             return {}
         return stored if isinstance(stored, dict) else {}
+
+    def problem(self) -> str | None:
+        """Why the file that exists is not a token file (no content quoted), or ``None``."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
+        try:
+            stored = json.loads(text)
+        except ValueError as exc:
+            return f"not JSON: line {getattr(exc, 'lineno', 1)}"
+        return None if isinstance(stored, dict) else "not a JSON object"
 
     def write(self, stored: dict[str, Any]) -> None:
         """Replace the file whole with ``stored`` (``0600``, through a temporary file)."""
@@ -354,6 +375,11 @@ def _code_provider(auth: McpAuth, url: str, secret: str) -> OAuthClientProvider:
             issuer=auth.issuer,
         )
     storage = TokenFile(path, client, auth.issuer, secret_from_env=bool(secret), fresh=auth.fresh)
+    problem = storage.problem()
+    if authorizer is None and problem is not None:
+        raise LoginRequired(
+            f"auth: token file {path} is not valid ({problem}): log in again ({auth.login_hint()})"
+        )
     if authorizer is None and not storage.read().get("tokens"):
         raise LoginRequired(f"auth: no token for this server yet ({auth.login_hint()})")
     metadata = OAuthClientMetadata(
@@ -414,15 +440,23 @@ def oauth_provider(auth: McpAuth, url: str) -> tuple[Any, str]:
             "auth: client_credentials needs client_id and client_secret_env "
             "(rule: a machine client has an id and a secret)"
         )
-    try:
-        provider = ClientCredentialsOAuthProvider(
-            server_url=url,
-            storage=TokenFile(Path(auth.token_file), issuer=auth.issuer),
-            client_id=auth.client_id,
-            client_secret=secret,
-            scope=auth.scope,
-            issuer=auth.issuer,
+    if auth.issuer is None:  # the SDK warns with its own file and line: one clear line instead
+        logger.warning(
+            "MCP server %r: auth.issuer is not set: the server decides which authorization "
+            "server receives the client credentials (set issuer so they go only there)",
+            auth.server,
         )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            provider = ClientCredentialsOAuthProvider(
+                server_url=url,
+                storage=TokenFile(Path(auth.token_file), issuer=auth.issuer),
+                client_id=auth.client_id,
+                client_secret=secret,
+                scope=auth.scope,
+                issuer=auth.issuer,
+            )
     except ValueError as exc:  # the SDK checks the issuer's form
         raise OAuthSetupError(f"auth.issuer: {exc}") from None
     return provider, secret
