@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolproof.bundle.rundir import recorder_alive, write_file
+from toolproof.bundle.trace import TraceReader
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.errors import CanonicalizationError, InputError
 from toolproof.identity import MAX_DEPTH, canonical_json, digest
@@ -48,21 +49,39 @@ MAX_OUTCOME_BYTES = 1 << 20
 """The largest outcome file :func:`reconcile` takes (1 MiB)."""
 
 
-def cut_calls(directory: Path) -> list[dict[str, str]]:
-    """The intents of a live directory with no ``tool_called`` of their key in its trace."""
+def _trace_calls(directory: Path) -> tuple[int, set[str]]:
+    """``(calls returned, idempotency keys of the calls recorded)`` of a live trace.
+
+    One pass in blocks (:class:`~toolproof.bundle.trace.TraceReader`): memory is one
+    block plus one line of at most ``MAX_LINE_BYTES``; a longer line, a torn one or one
+    the recorder did not write counts for nothing. A missing trace is ``(0, set())``.
+    """
+    calls = 0
     recorded: set[str] = set()
     try:
-        lines = (directory / TRACE_FILE).read_bytes().split(b"\n")
-    except OSError:
-        lines = []
-    for line in lines:
-        if b'"tool_called"' in line:
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):  # torn, or not the recorder's
+        for line in TraceReader(directory / TRACE_FILE).lines():
+            data = line.data
+            if data is None:
                 continue
-            if isinstance(event, dict):
-                recorded.add(str(event.get("idempotency_key")))
+            calls += data.count(b'"type":"tool_returned"')
+            if b'"tool_called"' in data:
+                try:
+                    event = json.loads(data)
+                except (ValueError, RecursionError):  # torn, or not the recorder's
+                    continue
+                if isinstance(event, dict):
+                    recorded.add(str(event.get("idempotency_key")))
+    except OSError:
+        pass
+    return calls, recorded
+
+
+def cut_calls(directory: Path) -> list[dict[str, str]]:
+    """The intents of a live directory with no ``tool_called`` of their key in its trace.
+
+    Reads the trace once in bounded memory (see :func:`_trace_calls`).
+    """
+    _, recorded = _trace_calls(directory)
     return [intent for intent in read_intents(directory) if intent["key"] not in recorded]
 
 
@@ -85,10 +104,7 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
             json_object(directory / SESSION_FILE),
             json_object(directory / RUNTIME_FILE),
         )
-        try:
-            calls = (directory / TRACE_FILE).read_bytes().count(b'"type":"tool_returned"')
-        except OSError:
-            calls = 0
+        calls, recorded = _trace_calls(directory)
         pid = header.get("pid")
         running = pid == os.getpid() or recorder_alive(pid, header.get("process"))
         reconciled = read_reconciled(directory)
@@ -100,7 +116,7 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
                 "pid": pid,
                 "running": bool(running),
                 "calls": calls,
-                "cut": cut_calls(directory),
+                "cut": [i for i in read_intents(directory) if i["key"] not in recorded],
                 "reconciled": sorted(str(r.get("step")) for r in reconciled.values()),
             }
         )
