@@ -191,8 +191,8 @@ def test_reconcile_refuses_a_call_that_is_not_cut(tmp_path: Path) -> None:
     assert ran.returncode == 1
     assert (
         f"session 'nightly-42': no cut call 'call-00000002' in an unfinished session of that "
-        f"name under {tmp_path}/sessions (cut calls: call-00000004; rule: a call is "
-        "reconciled before the session resumes)"
+        f"name under {tmp_path}/sessions (cut calls: call-00000004; rule: only a cut "
+        "call, its intent logged and no result recorded, is reconciled)"
     ) in " ".join(ran.stderr.split())
 
 

@@ -18,6 +18,8 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+from cli_support import toolproof as cli
+
 from toolproof.bundle.trace import MAX_LINE_BYTES
 from toolproof.runs.unfinished import cut_calls, unfinished_sessions
 
@@ -52,3 +54,17 @@ def test_sessions_list_counts_the_calls_of_a_sparse_600_mb_trace_in_bounded_memo
     assert session["cut"] == [cut]
     assert cut_calls(live) == [cut]
     assert peak < MAX_LINE_BYTES + 16 * 1024 * 1024, peak  # a whole read: 1.2 GB
+
+
+def test_sessions_list_refuses_a_root_that_is_not_a_directory(tmp_path: Path) -> None:
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    for root, what in ((tmp_path / "nosuch", "no directory"), (afile, "a file, not a directory")):
+        ran = cli("sessions", "list", "--root", str(root))
+        assert ran.returncode == 1
+        assert " ".join(ran.stderr.split()) == (
+            f"error: --root {root}: {what} (rule: the root is the artifact directory that "
+            "holds sessions/ and runs/)"
+        )
+    empty = cli("sessions", "list", "--root", str(tmp_path), "--json")
+    assert (empty.returncode, json.loads(empty.stdout)["sessions"]) == (0, [])

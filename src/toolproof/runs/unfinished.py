@@ -95,7 +95,17 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
         its cut calls (``{"step", "tool", "key"}``), ``reconciled`` the cut calls'
         steps a person reconciled.
 
+    Raises:
+        InputError: ``root`` is not a directory (missing, or a file); a root with no
+            ``sessions`` folder has no unfinished session (``[]``).
+
     """
+    if not Path(root).is_dir():
+        what = "a file, not a directory" if Path(root).exists() else "no directory"
+        raise InputError(
+            f"--root {root}: {what} (rule: the root is the artifact directory that holds "
+            f"{SESSIONS_DIR}/ and runs/)"
+        )
     out = []
     sessions = Path(root) / SESSIONS_DIR
     # a name starting with "." is a live directory being removed (discard_recording)
@@ -158,8 +168,8 @@ def reconcile(root: Path, session_id: str, call: str, outcome: Path, who: str) -
         known = ", ".join(intent["step"] for _, intent in cut) or "none"
         raise InputError(
             f"session {session_id!r}: no cut call {call!r} in an unfinished session of that "
-            f"name under {Path(root) / SESSIONS_DIR} (cut calls: {known}; rule: a call is "
-            "reconciled before the session resumes)"
+            f"name under {Path(root) / SESSIONS_DIR} (cut calls: {known}; rule: only a cut "
+            "call, its intent logged and no result recorded, is reconciled)"
         )
     live, intent = found[0]
     target = live / RECONCILED_DIR / f"{intent['step']}.json"
