@@ -27,6 +27,7 @@ import pytest
 from cli_support import toolproof as cli
 
 import toolproof
+from toolproof.bundle.rundir import process_identity
 from toolproof.errors import InputError
 from toolproof.runs.chain import verify_chain
 from toolproof.verify.verifier import verify_run
@@ -210,7 +211,7 @@ def test_resume_needs_a_name_and_an_unfinished_session(tmp_path: Path) -> None:
         asyncio.run(open_(session_id="nightly-42", resume=True))
     assert missing.value.message == (
         f"session 'nightly-42': no unfinished session of that name under {tmp_path}/sessions "
-        "(rule: resume=True continues a session a crash left; see toolproof sessions list)"
+        "(rule: a resume continues a session a crash left; see toolproof sessions list)"
     )
     with pytest.raises(InputError) as bad:
         asyncio.run(open_(session_id="../x"))
@@ -222,6 +223,20 @@ def test_resume_needs_a_name_and_an_unfinished_session(tmp_path: Path) -> None:
     with pytest.raises(InputError) as unfinished:
         asyncio.run(open_(session_id="nightly-42"))
     assert unfinished.value.message == "session 'nightly-42' is unfinished: resume it (resume=True)"
+    recorder = subprocess.Popen(["sleep", "60"])  # a recorder of the session, still running
+    try:
+        header = {"pid": recorder.pid, "process": process_identity(recorder.pid)}
+        (tmp_path / "sessions" / "nightly-42" / "session.json").write_text(json.dumps(header))
+        for resume in (False, True):
+            with pytest.raises(InputError) as running:
+                asyncio.run(open_(session_id="nightly-42", resume=resume))
+            assert running.value.message == (
+                f"session 'nightly-42' is running (pid {recorder.pid}): stop that process "
+                "first (rule: one process records a session at a time)"
+            )
+    finally:
+        recorder.kill()
+        recorder.wait()
 
 
 @pytest.fixture

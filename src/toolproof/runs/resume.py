@@ -32,14 +32,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from toolproof.bundle.rundir import write_file
+from toolproof.bundle.rundir import recorder_alive, write_file
 from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE, TIMINGS_FILE
 from toolproof.contract.runs import ExecutionRuntime, Manifest, Timings
 from toolproof.errors import InputError, RecordingError
 from toolproof.identity import canonical_json
 from toolproof.runs.chain import check_link
 from toolproof.runs.finalize import recover_session
-from toolproof.runs.live import SESSIONS_DIR
+from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
 from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.keys import SEGMENT_FILE
@@ -139,13 +139,23 @@ def check_session_start(root: Path, session_id: str, resume: bool, flag: str) ->
         flag: how the caller asks to resume (``resume=True``, ``--resume``), for the message.
 
     Raises:
-        InputError: a new session under the id of an unfinished one (resume it), or of a
+        InputError: the session's recorder still runs in another process (a second
+            recorder of it, new or resuming), a new session under the id of an unfinished
+            one (resume it), or of a
             finished one (its keys would repeat: a keyed service would take the new calls
             for the old ones and not act), or a resume of a finished session (nothing to
             resume). The message names the session, its last run and when it ended.
 
     """
-    if live_segments(root, session_id):
+    lives = live_segments(root, session_id)
+    if lives:
+        header = json_object(lives[-1] / SESSION_FILE)
+        pid = header.get("pid")
+        if pid != os.getpid() and recorder_alive(pid, header.get("process")):
+            raise InputError(
+                f"session {session_id!r} is running (pid {pid}): stop that process first "
+                "(rule: one process records a session at a time)"
+            )
         if not resume:
             raise InputError(f"session {session_id!r} is unfinished: resume it ({flag})")
         return
@@ -369,7 +379,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     if not lives:
         raise InputError(
             f"session {session_id!r}: no unfinished session of that name under {where} "
-            "(rule: resume=True continues a session a crash left; see toolproof sessions list)"
+            "(rule: a resume continues a session a crash left; see toolproof sessions list)"
         )
     intents: list[dict[str, str]] = []
     reconciled: dict[str, dict[str, Any]] = {}
