@@ -295,19 +295,36 @@ class RecordedAgentsModel(Model):
                 conversation_id=conversation_id,
                 prompt=prompt,
             )
-            turn = ModelExchange(
-                source=SOURCE,
-                model=model,
-                request=request,
-                response=response_bytes(response),
-                key=digest(key),
-                detail=framework_detail(SOURCE),  # the SDK and its version
-            )
-            turn_recorded(span, self.session.record_turn(turn, step), turn)
-            if span is not hooks.NO_SPAN:
-                span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
-                span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
+            self._record(span, model, step, request, key, response, None)
         return response
+
+    def _record(
+        self,
+        span: Any,
+        model: str,
+        step: str,
+        request: bytes,
+        key: bytes,
+        response: ModelResponse,
+        chunks: list[bytes] | None,
+    ) -> None:
+        """Record one turn (``chunks``: a streamed turn's events' bytes) under ``span``."""
+        detail: dict[str, Any] = dict(framework_detail(SOURCE))  # the SDK and its version
+        if chunks is not None:
+            detail = {**detail, "stream": stream_detail(chunks)}
+        turn = ModelExchange(
+            source=SOURCE,
+            model=model,
+            request=request,
+            response=response_bytes(response),
+            key=digest(key),
+            detail=detail,
+            stream=None if chunks is None else b"".join(chunks),
+        )
+        turn_recorded(span, self.session.record_turn(turn, step), turn)
+        if span is not hooks.NO_SPAN:
+            span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
 
     def _model_name(self) -> str:
         """The wrapped model's name (its ``model`` attribute), else its class name."""
@@ -392,19 +409,7 @@ class RecordedAgentsModel(Model):
         chunks = [stream_event_bytes(event) for event in events]
         response = streamed_response(events)
         with hooks.model_turn(model, provider="openai") as span:
-            turn = ModelExchange(
-                source=SOURCE,
-                model=model,
-                request=request,
-                response=response_bytes(response),
-                key=digest(key),
-                detail={**framework_detail(SOURCE), "stream": stream_detail(chunks)},
-                stream=b"".join(chunks),
-            )
-            turn_recorded(span, self.session.record_turn(turn, step), turn)
-            if span is not hooks.NO_SPAN:
-                span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
-                span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
+            self._record(span, model, step, request, key, response, chunks)
 
     async def close(self) -> None:
         """Close the wrapped model."""
