@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,7 @@ from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, long_lived, record_run, step_kinds
 from toolproof.runs.turns import RecordedTurns, turn_providers
 from toolproof.verify.keys import SEGMENT_FILE
+from toolproof.verify.verifier import Verification
 
 __all__ = [
     "RECOVERY_FILE",
@@ -113,6 +114,10 @@ class SessionOutcome:
         reads: resource reads kept (``resources/read`` served to the client).
         keys: the idempotency keys of the calls kept (a named session's resume finds
             its cut calls by them: :func:`toolproof.runs.resume.prepare_resume`).
+        verification: the run's verification, from the checks its recording ran over the
+            files it wrote (:meth:`Judged.verification
+            <toolproof.verify.verifier.Judged.verification>`; :func:`recover_session`
+            only: a resume does not verify the run it just recovered again).
 
     """
 
@@ -123,6 +128,7 @@ class SessionOutcome:
     dropped: list[str] = field(default_factory=list)
     reads: int = 0
     keys: frozenset[str] = frozenset()
+    verification: Verification | None = None
 
 
 def is_live_session(directory: Path) -> bool:
@@ -320,7 +326,8 @@ async def _commit(
         ) from exc
     discard_recording(live)
     outcome = (committed.run_id, committed.path, recorded.report, len(calls))
-    return SessionOutcome(*outcome, list(dropped or []), reads, keys)
+    verified = recorded.judged.verification(committed.path, committed.run_id)
+    return SessionOutcome(*outcome, list(dropped or []), reads, keys, verified)
 
 
 def _first_difference(live: Path, replayed: Path, lines: int) -> int | None:
@@ -458,7 +465,8 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
     parsed = ParsedLines.of(lines)  # the checks of the run take them (not parsed twice)
     del lines  # the lines' wrappers are not needed
     with long_lived():  # the events, held to the end (and the spec and plan: _write_run)
-        return await _commit(live, root, events, header, None, evidence.pack, parsed)
+        outcome = await _commit(live, root, events, header, None, evidence.pack, parsed)
+    return replace(outcome, verification=None)  # a session keeps its segments' outcomes
 
 
 async def recover_session(live: Path) -> SessionOutcome:

@@ -43,6 +43,7 @@ from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
 from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.keys import SEGMENT_FILE
+from toolproof.verify.verifier import Verification
 
 __all__ = [
     "INTENTS_FILE",
@@ -256,6 +257,9 @@ class Resumed:
         dropped: what recovering the live directories dropped, one message each, naming
             the live directory and the run it became (the run's ``recovery.json`` keeps
             the same list; empty when every line was whole).
+        verified: the runs recovered here, verified by the checks their recovery ran
+            over the files it wrote, by run id (the chain's verification takes them:
+            :meth:`~toolproof.sessions.frozen.FrozenSession.load_chain`).
 
     """
 
@@ -268,6 +272,7 @@ class Resumed:
     run_ids: list[str] = field(default_factory=list)
     reconciled: dict[str, dict[str, Any]] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
+    verified: dict[str, Verification] = field(default_factory=dict)
 
 
 def _write_segment(live: Path, value: dict[str, Any], session_id: str) -> None:
@@ -385,6 +390,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     reconciled: dict[str, dict[str, Any]] = {}
     recorded: set[str] = set()  # the keys of the calls the live directories kept
     dropped: list[str] = []
+    verified: dict[str, Verification] = {}
     outcome = None
     for live in lives:  # a crash while a full segment awaited its seal leaves two
         try:
@@ -412,6 +418,8 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         reconciled.update(read_reconciled(live))
         outcome = await recover_session(live)
         recorded |= outcome.keys
+        if outcome.verification is not None:  # None: committed by an earlier attempt
+            verified[outcome.run_id] = outcome.verification
         dropped += [f"{live} (recovered into {outcome.path}): {item}" for item in outcome.dropped]
     assert outcome is not None
     directories = _chain(outcome.path, session_id)
@@ -422,4 +430,5 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
     cut = {i["key"]: i for i in intents if i["key"] not in recorded}
     run_ids = [directory.name for directory in directories]
     kept = {key: value for key, value in reconciled.items() if key in cut}
-    return Resumed(session_id, outcome.path, index, link, keys, cut, run_ids, kept, dropped)
+    found = (keys, cut, run_ids, kept, dropped, verified)
+    return Resumed(session_id, outcome.path, index, link, *found)

@@ -46,8 +46,9 @@ from toolproof.runs.runtime_plugin import RuntimePlugin
 from toolproof.tools import hooks
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.base import Check
-from toolproof.verify.checks import CHECKS, run_checks
+from toolproof.verify.checks import CHECKS
 from toolproof.verify.sequence import check_sequence, with_recorded
+from toolproof.verify.verifier import Judged, judge
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -68,12 +69,15 @@ class RecordedRun:
         outcome: what the executor did.
         report: the report of the ordered checks.
         known: size and digest of every file written, by relative path.
+        judged: the checks' judgement the report comes from, ``acted-once`` included
+            (:func:`~toolproof.verify.verifier.judge`).
 
     """
 
     outcome: ExecutionOutcome
     report: Report
     known: dict[str, tuple[int, str]]
+    judged: Judged
 
     def __repr__(self) -> str:
         # short on purpose, as RunOutcome's (asyncio reprs a finished task's result)
@@ -204,10 +208,10 @@ async def record_run(
     digests = {path: file_digest for path, (_, file_digest) in known.items()}
     sizes = {path: size for path, (size, _) in known.items()}
     view = RunView(directory, digests, sizes, parsed=parsed)
-    report = run_checks(view, spec.policy, checks)
-    report_bytes = canonical_json(report.to_json())
+    judged = judge(view, checks, spec.policy)  # as verify judges the committed run
+    report_bytes = canonical_json(judged.stored.to_json())
     known[REPORT_FILE] = write_file(directory / REPORT_FILE, report_bytes, sync=durable)
-    return RecordedRun(outcome, report, known)
+    return RecordedRun(outcome, judged.stored, known, judged)
 
 
 async def execute_run(

@@ -46,7 +46,7 @@ from toolproof.runs.turns import exchange_key, key_text, stream_evidence
 from toolproof.sessions.port import Asked, RecordedTurn
 from toolproof.sessions.presented import specs_of
 from toolproof.tools.exposure import GATE_EXTENSION
-from toolproof.verify.verifier import verify_run
+from toolproof.verify.verifier import Verification, verify_run
 from toolproof.verify.view import RunView
 
 __all__ = ["FrozenSession"]
@@ -206,7 +206,9 @@ class FrozenSession:
         return frozen
 
     @classmethod
-    def load_chain(cls, head: Path) -> FrozenSession:
+    def load_chain(
+        cls, head: Path, *, verified: dict[str, Verification] | None = None
+    ) -> FrozenSession:
         """Verify the chain ending at ``head`` and open its segment 1 for serving.
 
         The whole chain is verified first (:func:`~toolproof.runs.chain.verify_chain`:
@@ -215,12 +217,22 @@ class FrozenSession:
         one when the agent gets to it (memory: one segment's recording). A run without
         ``segment.json`` is a chain of one, served as :meth:`load` serves it.
 
+        ``verified``: segments this process just wrote and verified, by run id (a
+        resume's recovered segments: :attr:`~toolproof.runs.resume.Resumed.verified`,
+        judged by their recording's own check pass); each is taken as its verification
+        instead of :func:`~toolproof.verify.verifier.verify_run` reading it again.
+
         Raises:
             ReplayRefused: the chain does not hold (``check="verify"``; the message is
                 the chain's first problem).
 
         """
-        checked = verify_chain(Path(head))
+        known = verified or {}
+
+        def verify(directory: Path) -> Verification:
+            return known.get(directory.name) or verify_run(directory)
+
+        checked = verify_chain(Path(head), verify=verify)
         if not checked.ok:
             raise ReplayRefused(f"frozen replay refused: {checked.problem}", check="verify")
         directories = [result.directory for result in reversed(checked.segments)]

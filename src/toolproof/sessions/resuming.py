@@ -182,7 +182,8 @@ async def resume_recording(
 
     """
     resumed = await prepare_resume(Path(root), session_id, toolset)
-    record = FrozenSession.load_chain(resumed.head)  # verified before the new segment opens
+    # verified before the new segment opens (the recovered runs by their recovery)
+    record = FrozenSession.load_chain(resumed.head, verified=resumed.verified)
     recording = SegmentedRecording(
         Path(root),
         toolset,

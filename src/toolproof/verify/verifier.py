@@ -47,7 +47,15 @@ from toolproof.verify.checks import CHECKS, check_findings, report_of
 from toolproof.verify.sequence import CheckRegistry, check_sequence, with_recorded
 from toolproof.verify.view import RunView
 
-__all__ = ["OUTER_CHECKS", "Progress", "Verification", "VerificationFailure", "verify_run"]
+__all__ = [
+    "OUTER_CHECKS",
+    "Judged",
+    "Progress",
+    "Verification",
+    "VerificationFailure",
+    "judge",
+    "verify_run",
+]
 
 Progress = Callable[[int, int], None]
 """Called as verification reads: ``(bytes read since the last call, total bytes to read)``."""
@@ -185,6 +193,82 @@ def _trace_entry(manifest: Manifest) -> Any:
     return next((entry for entry in manifest.files if entry.path == TRACE_FILE), None)
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A run's checks judged (:func:`judge`): what its verification holds beside the files.
+
+    Attributes:
+        stored: the report under the run's own policy (what ``report.json`` holds).
+        report: the report under the policy asked (``stored`` when it is the run's own).
+        failures: the findings of ``report`` that fail, as failures.
+        outside: the findings of the checks outside the report (``acted-once``) that
+            fail under ``report``'s policy.
+        notes: those that do not fail.
+        executed: ``acted-once``'s executed keys (``{}`` when it does not apply).
+
+    """
+
+    stored: Report
+    report: Report
+    failures: list[VerificationFailure]
+    outside: list[VerificationFailure]
+    notes: list[VerificationFailure]
+    executed: dict[str, tuple[str, str, int]]
+
+    def verification(self, directory: Path, run_id: str) -> Verification:
+        """The verification of the run these checks judged, committed as ``directory``.
+
+        For a run whose files the caller itself wrote and judged before committing them
+        (a recovered session's run: its manifest lists the digests computed as it wrote,
+        its ``report.json`` is :attr:`stored`), so the manifest and report checks hold.
+        """
+        failures = [*self.failures, *self.outside]
+        return Verification(directory, run_id, self.report, failures, self.notes, self.executed)
+
+
+def judge(
+    view: RunView,
+    sequence: tuple[Check, ...],
+    own: Policy,
+    policy: Policy | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> Judged:
+    """Run a run's checks in one pass over its trace and judge their findings.
+
+    The one judgement of a run's findings: :func:`verify_run` judges a committed run
+    with it, and a recording run its own files before they are committed
+    (:func:`~toolproof.runs.run.record_run`, whose ``report.json`` is :attr:`Judged.stored`).
+
+    Args:
+        view: the run's files (its trace not read yet).
+        sequence: the report's check sequence (``policy`` included for a ``[policy]`` run).
+        own: the run's own policy (its spec's).
+        policy: the policy to judge by (default ``own``).
+        progress: called with the number of bytes of each block of the trace read.
+
+    Returns:
+        The :class:`Judged`; ``acted-once`` runs beside the sequence, outside the
+        report, when the run's runtime records ``repeatable``.
+
+    """
+    extra, acted = _outside(view)  # outside the report's sequence
+    found = check_findings(view, (*sequence, *extra), progress=progress)
+    found, outside = found[: len(sequence)], found[len(sequence) :]
+    stored = report_of(sequence, found, own)
+    report = stored if policy in (None, own) else report_of(sequence, found, policy)
+    failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
+    judged = [
+        VerificationFailure(check.id, item)
+        for check, items in zip(extra, outside, strict=True)
+        for item in items or ()
+    ]
+    failing = [item for item in judged if report.policy.fails(item.finding.severity)]
+    notes = [item for item in judged if not report.policy.fails(item.finding.severity)]
+    executed = acted.executed_keys() if acted is not None else {}
+    return Judged(stored, report, failures, failing, notes, executed)
+
+
 def verify_run(
     directory: Path,
     *,
@@ -239,9 +323,7 @@ def verify_run(
         def tick(count: int) -> None:
             advance(count, total)
 
-    extra, acted = _outside(view)  # outside the report's sequence
-    found = check_findings(view, (*sequence, *extra), progress=tick)
-    found, outside = found[: len(sequence)], found[len(sequence) :]
+    judged = judge(view, sequence, own, policy, progress=tick)
     trace = _trace_entry(manifest)
     if trace is not None and view.trace_size is not None and view.trace_digest is not None:
         changed = entry_finding(trace, view.trace_size, view.trace_digest)
@@ -249,20 +331,12 @@ def verify_run(
             return Verification(
                 directory, manifest.run_id, None, [VerificationFailure("manifest", changed)]
             )
-    stored_policy_report = report_of(sequence, found, own)
-    report = stored_policy_report if policy in (None, own) else report_of(sequence, found, policy)
-    failures = [VerificationFailure(result.check, item) for result, item in report.failing()]
+    failures = list(judged.failures)
     failures += [
         VerificationFailure("checks", Finding(severity=Severity.CRITICAL, file=file, message=text))
         for file, text in problems
     ]
-    failures += _outer(directory, view, stored_policy_report)
-    judged = [
-        VerificationFailure(check.id, item)
-        for check, items in zip(extra, outside, strict=True)
-        for item in items or ()
-    ]
-    failures += [item for item in judged if report.policy.fails(item.finding.severity)]
-    notes = [item for item in judged if not report.policy.fails(item.finding.severity)]
-    executed = acted.executed_keys() if acted is not None else {}
+    failures += _outer(directory, view, judged.stored)
+    failures += judged.outside
+    report, notes, executed = judged.report, judged.notes, judged.executed
     return Verification(directory, manifest.run_id, report, failures, notes, executed)
