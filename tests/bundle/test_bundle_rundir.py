@@ -168,6 +168,7 @@ def test_remove_aside_clears_a_directory_and_the_leftover_a_killed_removal_left(
     live = sessions / "nightly-42.4"
     (live / "evidence").mkdir(parents=True)
     (live / "evidence" / "item").write_bytes(b"x")
+    (live / "session.json").write_bytes(b"{}")
     leftover = sessions / ".nightly-42.4.discarded"  # a process killed while removing it
     leftover.mkdir()
     (leftover / "trace.jsonl").write_bytes(b"{}")

@@ -26,11 +26,19 @@ __all__ = [
     "REPORT_FILE",
     "RUNTIME_FILE",
     "RUN_FILES",
+    "SESSIONS_DIR",
+    "SESSION_FILE",
     "SPEC_FILE",
     "TIMINGS_FILE",
     "TRACE_FILE",
     "evidence_path",
 ]
+
+SESSIONS_DIR = "sessions"
+"""Where live sessions live under the artifact root (beside ``runs/``), a directory each."""
+
+SESSION_FILE = "session.json"
+"""The marker of a live session directory: its recorder's header, the first file written."""
 
 SPEC_FILE = "spec.json"
 """The run spec, canonical JSON (RFC 8785)."""

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from toolproof.contract.layout import MANIFEST_FILE
+from toolproof.bundle.rundir import RUNS_DIR
+from toolproof.contract.layout import MANIFEST_FILE, SESSION_FILE, SESSIONS_DIR
 from toolproof.contract.runs import Manifest
 from toolproof.verify.acted import ChainKeys
 from toolproof.verify.keys import SEGMENT_FILE
@@ -131,6 +132,9 @@ def _short(run_id: str) -> str:
 def check_link(directory: Path) -> LinkCheck:
     """Check a run's link to its predecessor (looked up beside it, in the same ``runs/``).
 
+    A live segment (``ROOT/sessions/NAME.K``, its ``session.json`` there) links to a
+    sealed run: its predecessor is looked up in ``ROOT/runs``.
+
     The predecessor's ``manifest.json`` must load (its run id and files digest match its
     entries) and its ``files_digest`` must be the one recorded; its ``segment.json`` must
     name the same session and the index before. The predecessor's files are not hashed
@@ -154,8 +158,11 @@ def check_link(directory: Path) -> LinkCheck:
         return LinkCheck(
             "unlinked", f"{this}: no link to segment {link.index - 1} was written", link
         )
-    previous = directory.parent / link.previous_run_id
-    where = f"{directory.parent.name}/{link.previous_run_id}"
+    runs = directory.parent
+    if runs.name == SESSIONS_DIR and (directory / SESSION_FILE).is_file():
+        runs = runs.parent / RUNS_DIR  # a live segment: its predecessor was sealed into runs/
+    previous = runs / link.previous_run_id
+    where = f"{runs.name}/{link.previous_run_id}"
     if not (previous / MANIFEST_FILE).is_file():
         message = f"{this}: its predecessor {where} is not under this root (link not checked)"
         return LinkCheck("absent", message, link)

@@ -81,6 +81,7 @@ from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
 from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.committed import RECOVERY_FILE, committed_already, write_commit_marker
+from toolproof.runs.header import read_header
 from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
@@ -432,14 +433,14 @@ def _read_live(
             f"{live} is not a live session (no {SESSION_FILE}, or it already has a manifest)",
             path=str(live),
         )
+    header = read_header(live)  # refused naming session.json and the rule
     try:
-        header = json.loads((live / SESSION_FILE).read_bytes())
         data = (live / TRACE_FILE).read_bytes() if (live / TRACE_FILE).is_file() else b""
         evidence = _live_evidence(live)
     except (OSError, ValueError) as exc:
         raise InputError(f"{live}: cannot read the live session: {exc}", path=str(live)) from exc
     lines, problem = read_trace(data)
-    return header if isinstance(header, dict) else {}, lines, problem, evidence
+    return header, lines, problem, evidence
 
 
 async def finalize_session(live: Path, root: Path) -> SessionOutcome:

@@ -41,7 +41,7 @@ from toolproof.bundle.rundir import process_identity, remove_aside, write_file
 from toolproof.bundle.steps import numbered_step
 from toolproof.contract.base import SCHEMA_VERSION
 from toolproof.contract.evidence import EvidenceRecord
-from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
+from toolproof.contract.layout import RUNTIME_FILE, SESSION_FILE, SESSIONS_DIR, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, ReasonerSpec
 from toolproof.contract.tools import PresentedTools
 from toolproof.errors import InputError, RecordingError
@@ -82,10 +82,6 @@ __all__ = [
     "step_id",
 ]
 
-SESSIONS_DIR = "sessions"
-"""Where live sessions live under the artifact root."""
-SESSION_FILE = "session.json"
-"""The marker of a live session directory."""
 SESSION_TASK = "MCP serve session"
 """The task of the spec a finalized serve session becomes."""
 RESERVE_BYTES = 64 * 1024

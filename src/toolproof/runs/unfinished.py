@@ -28,6 +28,7 @@ from toolproof.bundle.trace import TraceReader
 from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.errors import CanonicalizationError, InputError
 from toolproof.identity import MAX_DEPTH, canonical_json, digest
+from toolproof.runs.committed import committed_already
 from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
 from toolproof.runs.resume import (
     RECONCILED_DIR,
@@ -41,6 +42,7 @@ from toolproof.runs.resume import (
 __all__ = [
     "MAX_OUTCOME_BYTES",
     "cut_calls",
+    "not_sessions",
     "reconcile",
     "unfinished_sessions",
 ]
@@ -85,19 +87,11 @@ def cut_calls(directory: Path) -> list[dict[str, str]]:
     return [intent for intent in read_intents(directory) if intent["key"] not in recorded]
 
 
-def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
-    """Every live directory under ``root/sessions``, in name order.
-
-    Returns:
-        One ``{"directory", "session", "started_at", "pid", "running", "calls", "cut",
-        "reconciled"}`` per live directory: ``running`` whether its recorder still runs
-        (else a crash or a kill left it), ``calls`` the calls its trace recorded, ``cut``
-        its cut calls (``{"step", "tool", "key"}``), ``reconciled`` the cut calls'
-        steps a person reconciled.
+def _check_root(root: Path) -> Path:
+    """``root/sessions``, once ``root`` is a directory.
 
     Raises:
-        InputError: ``root`` is not a directory (missing, or a file); a root with no
-            ``sessions`` folder has no unfinished session (``[]``).
+        InputError: ``root`` is missing or a file.
 
     """
     if not Path(root).is_dir():
@@ -106,10 +100,58 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
             f"--root {root}: {what} (rule: the root is the artifact directory that holds "
             f"{SESSIONS_DIR}/ and runs/)"
         )
+    return Path(root) / SESSIONS_DIR
+
+
+def _directories(sessions: Path) -> list[Path]:
+    """The directories under ``sessions`` (a name starting with "." is one being removed)."""
+    return sorted(p for p in sessions.glob("[!.]*") if p.is_dir())
+
+
+def not_sessions(root: Path) -> list[dict[str, str]]:
+    """The directories under ``root/sessions`` that are not live sessions, in name order.
+
+    A live session's directory holds the ``session.json`` its recorder writes first; a
+    directory without one (put there by hand, or a copy) is none, and
+    :func:`unfinished_sessions` leaves it out.
+
+    Returns:
+        One ``{"directory", "reason"}`` each.
+
+    Raises:
+        InputError: ``root`` is not a directory.
+
+    """
+    return [
+        {"directory": directory.name, "reason": f"no {SESSION_FILE}"}
+        for directory in _directories(_check_root(root))
+        if not (directory / SESSION_FILE).is_file()
+    ]
+
+
+def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
+    """Every live directory under ``root/sessions`` (one holding ``session.json``), in name order.
+
+    Returns:
+        One ``{"directory", "session", "started_at", "pid", "state", "running",
+        "committed", "calls", "cut", "reconciled"}`` per live directory: ``state`` is
+        ``running`` (its recorder still runs), ``stopped`` (a crash or a kill left it) or
+        ``committed`` (its run was committed before a kill kept the directory:
+        ``committed`` names that run, and a resume or ``verify --recover`` removes the
+        directory without committing it again; :mod:`toolproof.runs.committed`);
+        ``running`` is ``state == "running"``; ``calls`` the calls its trace recorded,
+        ``cut`` its cut calls (``{"step", "tool", "key"}``),
+        ``reconciled`` the cut calls' steps a person reconciled.
+
+    Raises:
+        InputError: ``root`` is not a directory (missing, or a file); a root with no
+            ``sessions`` folder has no unfinished session (``[]``).
+
+    """
     out = []
-    sessions = Path(root) / SESSIONS_DIR
-    # a name starting with "." is a live directory being removed (discard_recording)
-    for directory in sorted(p for p in sessions.glob("[!.]*") if p.is_dir()):
+    for directory in _directories(_check_root(root)):
+        if not (directory / SESSION_FILE).is_file():
+            continue  # not a session (not_sessions)
         header, runtime = (
             json_object(directory / SESSION_FILE),
             json_object(directory / RUNTIME_FILE),
@@ -117,6 +159,9 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
         calls, recorded = _trace_calls(directory)
         pid = header.get("pid")
         running = pid == os.getpid() or recorder_alive(pid, header.get("process"))
+        done = None if running else committed_already(directory, Path(root))
+        state = "running" if running else "stopped" if done is None else "committed"
+        cut = [i for i in read_intents(directory) if i["key"] not in recorded]
         reconciled = read_reconciled(directory)
         out.append(
             {
@@ -124,9 +169,11 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
                 "session": str(runtime.get("session") or directory.name),
                 "started_at": str(header.get("started_at", "")),
                 "pid": pid,
+                "state": state,
                 "running": bool(running),
+                "committed": done[0].name if done is not None else None,
                 "calls": calls,
-                "cut": [i for i in read_intents(directory) if i["key"] not in recorded],
+                "cut": cut,
                 "reconciled": sorted(str(r.get("step")) for r in reconciled.values()),
             }
         )

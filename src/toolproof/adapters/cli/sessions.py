@@ -2,7 +2,9 @@
 
 ``list`` shows the live directories under ``ROOT/sessions`` (a session still recording,
 or one a crash left: resume it with ``record_session(..., resume=True)``, or recover it
-with ``toolproof verify --recover``) with their cut calls. ``reconcile`` records what a
+with ``toolproof verify --recover``) with their cut calls; one whose run was committed
+before a kill kept it as ``committed RUN``, and a directory there that is no session
+as ``not a session: REASON``. ``reconcile`` records what a
 person found about one cut call, bound to its idempotency key, before the session
 resumes (docs/durability.md).
 """
@@ -44,25 +46,38 @@ def register(app: typer.Typer) -> None:
 
 @sessions_app.command("list", cls=ToolproofCommand, epilog=_DOC)
 def list_sessions(root: Path = RootOption, as_json: bool = JsonOption) -> None:
-    """List the unfinished sessions under ROOT/sessions, with their cut calls."""
-    from toolproof.runs.unfinished import unfinished_sessions
+    """List the unfinished sessions under ROOT/sessions, with their cut calls.
 
-    found = unfinished_sessions(root)
+    A session whose run was committed before a kill kept its directory shows as
+    ``committed RUN``; a directory there that is not a session (no ``session.json``)
+    shows as ``not a session: REASON`` (``not_sessions`` in ``--json``).
+    """
+    from toolproof.runs.unfinished import not_sessions, unfinished_sessions
+
+    found, strays = unfinished_sessions(root), not_sessions(root)
     if as_json:
-        emit_json({"root": str(root), "sessions": found})
+        emit_json({"root": str(root), "sessions": found, "not_sessions": strays})
         return
     table = Table(title=Text(f"unfinished sessions under {root / 'sessions'}"))
     for column in ("session", "directory", "state", "started", "calls", "cut calls"):
         table.add_column(column, overflow="fold")
+    rows: list[tuple[str, tuple[object, ...]]] = []
     for item in found:
         cut = ", ".join(
             f"{c['step']} {c['tool']}"
             + (" (reconciled)" if c["step"] in item["reconciled"] else "")
             for c in item["cut"]
         )
-        state = "running" if item["running"] else "stopped"
-        cells = (item["session"], item["directory"], state, item["started_at"])
-        table.add_row(*(Text(str(cell)) for cell in (*cells, item["calls"], cut or "-")))
+        state = item["state"]
+        if item["committed"] is not None:
+            state = f"committed {item['committed'][:16]}…"  # the whole id: --json
+        cells = (item["session"], item["directory"], state, item["started_at"], item["calls"])
+        rows.append((item["directory"], (*cells, cut or "-")))
+    for stray in strays:
+        state = f"not a session: {stray['reason']}"
+        rows.append((stray["directory"], ("-", stray["directory"], state, "-", "-", "-")))
+    for _, row in sorted(rows, key=lambda row: row[0]):
+        table.add_row(*(Text(str(cell)) for cell in row))
     out_console.print(table)
 
 

@@ -1,0 +1,52 @@
+"""A live session's header (``session.json``): read, or refused naming the file and the rule.
+
+The recorder writes ``session.json`` first in a live directory (``{"config", "pid",
+"process", "started_at", "task"}``, :mod:`toolproof.runs.live`): finalizing,
+recovering and resuming the session read it to tell whether its recorder still runs
+and when it started. A header that is not a JSON object (torn by a crash while it was
+written, or edited) is refused with one line naming the file and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolproof.contract.layout import SESSION_FILE
+from toolproof.errors import InputError
+
+__all__ = ["HEADER_RULE", "read_header"]
+
+HEADER_RULE = (
+    f"{SESSION_FILE} holds a JSON object, the header its recorder writes first; replace it "
+    "with {} to recover the session without it, or move the directory aside"
+)
+"""Why a live directory's header is refused (:func:`read_header`)."""
+
+
+_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+_KINDS[type(None)] = "null"
+
+
+def read_header(live: Path) -> dict[str, Any]:
+    """The JSON object in ``live``'s ``session.json``.
+
+    Raises:
+        InputError: it cannot be read, is not JSON or is not an object; the one-line
+            message names the file and :data:`HEADER_RULE`.
+
+    """
+    path = Path(live) / SESSION_FILE
+    try:
+        value = json.loads(path.read_bytes())
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    except (ValueError, RecursionError):  # torn mid-write, or not the recorder's
+        reason = "not JSON"
+    else:
+        if isinstance(value, dict):
+            return value
+        kind = _KINDS.get(type(value), "value")
+        reason = f"a JSON {kind}, not an object"
+    raise InputError(f"{path}: {reason} (rule: {HEADER_RULE})", path=str(path))
