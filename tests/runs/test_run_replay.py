@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from runs_support import Counter, base_spec, make_toolset, remanifest, run
 
+from toolproof.bundle.trace import TraceLine
 from toolproof.contract.tools import ToolCall, ToolResult
 from toolproof.contract.trace import ToolCalled, ToolReturned
 from toolproof.errors import ReplayRefused
-from toolproof.identity import canonical_json
+from toolproof.identity import canonical_json, digest
 from toolproof.runs.calls import FrozenCalls
 from toolproof.runs.replay import ReplayResult, replay_run
+from toolproof.runs.traceindex import TraceIndex
 
 
 def _replay(run_dir: Path, counter: Counter, **kwargs: object) -> ReplayResult:
@@ -128,32 +130,42 @@ def test_changed_arguments_are_refused_or_reported_when_lenient(tmp_path: Path) 
     assert counter.calls == 0
 
 
-def _recorded() -> FrozenCalls:
+def _recorded(tmp_path: Path) -> FrozenCalls:
+    """A call of step ``apples`` recorded in a trace file, served from its index."""
     call = ToolCall(tool="stock", arguments={"item": "apple"}, step="apples")
     events = [
         ToolCalled(idx=0, step="apples", call_id=call.id, call=call),
         ToolReturned(idx=1, step="apples", call_id=call.id, result=ToolResult.success(1)),
     ]
-    return FrozenCalls(events)
+    path = tmp_path / "trace.jsonl"
+    recording = TraceIndex(path)
+    offset = 0
+    with path.open("wb") as trace:
+        for position, event in enumerate(events):
+            line = canonical_json(event.to_json())
+            trace.write(line + b"\n")
+            recording.add(TraceLine(position, digest(line), event, None, offset))
+            offset += len(line) + 1
+    return FrozenCalls(recording)
 
 
-def test_frozen_calls_serve_recorded_results_by_call_id() -> None:
+def test_frozen_calls_serve_recorded_results_by_call_id(tmp_path: Path) -> None:
     call = ToolCall(tool="stock", arguments={"item": "apple"}, step="apples")
-    observed = asyncio.run(_recorded().call(call, None))
+    observed = asyncio.run(_recorded(tmp_path).call(call, None))
     assert (observed.result.ok, observed.result.value, observed.failures) == (True, 1, ())
 
 
-def test_frozen_calls_refuse_changed_arguments() -> None:
+def test_frozen_calls_refuse_changed_arguments(tmp_path: Path) -> None:
     call = ToolCall(tool="stock", arguments={"item": "plum"}, step="apples")
     with pytest.raises(ReplayRefused) as info:
-        asyncio.run(_recorded().call(call, None))
+        asyncio.run(_recorded(tmp_path).call(call, None))
     assert info.value.fields["rule"] == (
         "step 'apples' calls 'stock' with changed arguments {'item': 'plum'} "
         "(recorded {'item': 'apple'})"
     )
 
 
-def test_frozen_calls_refuse_an_unrecorded_step() -> None:
+def test_frozen_calls_refuse_an_unrecorded_step(tmp_path: Path) -> None:
     call = ToolCall(tool="stock", arguments={}, step="other")
     with pytest.raises(ReplayRefused, match="step 'other' made no tool call in the recorded run"):
-        asyncio.run(_recorded().call(call, None))
+        asyncio.run(_recorded(tmp_path).call(call, None))

@@ -26,7 +26,7 @@ field) when the model, the prompt, the parameters or the evidence sent would dif
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -218,7 +218,7 @@ class LLMReasoner(Reasoner):
             body["response_format"] = {"type": "json_object", "schema": schema}
         return body
 
-    def describe_change(self, events: Sequence[TraceEvent]) -> str:
+    def describe_change(self, events: Iterable[TraceEvent]) -> str:
         """Name what differs from the first recorded ``llm.chat`` request: model, prompt, params."""
         recorded = next(
             (

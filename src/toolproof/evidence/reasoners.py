@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, overload
 
@@ -210,12 +210,12 @@ class Reasoner(ABC):
         """
         return {"min_supports": self.spec.min_supports, "params": dict(self.spec.params)}
 
-    def describe_change(self, events: Sequence[TraceEvent]) -> str:
+    def describe_change(self, events: Iterable[TraceEvent]) -> str:
         """Why this reasoner's configuration differs from the recorded run's (replay's message).
 
         Args:
-            events: the recorded trace, where a reasoner's provider calls show what it
-                sent.
+            events: the recorded trace, in order (read once; a replay streams it), where a
+                reasoner's provider calls show what it sent.
 
         Returns:
             The differing fields, or ``""`` when the reasoner cannot tell (the default).

@@ -7,10 +7,10 @@
   live, collected by :func:`~toolproof.tools.observe.observe`; frozen, read back from
   the recorded ``failure_observed``, approval and ``request_relayed`` events (and who
   asked for the call: the ``model_call_id`` and ``model_turn`` of its ``tool_called``).
-* :class:`FrozenCalls` serves recorded results by call id (the one replay matcher,
-  :mod:`toolproof.runs.matcher`), with the recorded idempotency key, and never touches a tool:
-  an unrecorded call (new arguments, another tool) refuses the replay, naming the
-  step and what changed.
+* :class:`FrozenCalls` serves recorded results by call id, read back from the recorded
+  trace through its index (:mod:`toolproof.runs.traceindex`), with the recorded
+  idempotency key, and never touches a tool: an unrecorded call (new arguments,
+  another tool) refuses the replay, naming the step and what changed.
 * Clocks decide where a wall-clock budget stops the run: :class:`LiveClock` by the
   monotonic clock, :class:`FrozenClock` at exactly the event index where the
   recorded run stopped.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from toolproof.contract.tools import ToolCall, ToolFailure, ToolResult
@@ -31,13 +30,12 @@ from toolproof.contract.trace import (
     FailureObserved,
     PolicyDecided,
     RequestRelayed,
-    RunFailed,
     ToolCalled,
     ToolReturned,
-    TraceEvent,
 )
 from toolproof.errors import ReplayRefused
-from toolproof.runs.matcher import Matcher, changed_arguments
+from toolproof.runs.matcher import changed_arguments
+from toolproof.runs.traceindex import TraceIndex
 from toolproof.tools.observe import Observed, observe
 from toolproof.tools.policy import DEFAULT_PRINCIPAL, PolicyGate, gated_call
 from toolproof.tools.toolset import Toolset
@@ -148,10 +146,14 @@ class LiveCalls:
 
 
 class FrozenCalls:
-    """Serves recorded results by call id (the replay matcher); never calls a tool.
+    """Serves recorded results by call id; never calls a tool.
+
+    Each call's recorded events (``tool_called``, ``tool_returned``, what its layers
+    reported) are read back from the trace by its id when it is asked
+    (:class:`~toolproof.runs.traceindex.TraceIndex`): nothing is held per call.
 
     Args:
-        events: the recorded trace.
+        recording: the recorded trace's index.
         lenient: instead of refusing an unrecorded call, answer it with an
             ``unrecorded`` failure and note the difference in :attr:`differences`.
 
@@ -160,55 +162,73 @@ class FrozenCalls:
     mode = "frozen"
     live_calls = 0
 
-    def __init__(self, events: Sequence[TraceEvent], *, lenient: bool = False) -> None:
+    def __init__(self, recording: TraceIndex, *, lenient: bool = False) -> None:
+        self.recording = recording
         self.lenient = lenient
         self.differences: list[str] = []
         self.refused: ReplayRefused | None = None
         """The refusal raised, kept so a caller that swallowed it cannot hide it."""
-        self._asked: dict[str, int] = {}
-        self._observed: dict[str, list[tuple[ToolFailure, str]]] = {}
-        self._approvals: dict[str, list[dict[str, Any]]] = {}
-        self._policy: dict[str, dict[str, Any]] = {}
-        self._relayed: dict[str, list[dict[str, Any]]] = {}
-        self._keys: dict[str, str] = {}  # the recorded idempotency keys, by call id
-        self._origins: dict[str, dict[str, str]] = {}  # the recorded model links, by call id
-        results: list[tuple[str, int, ToolResult, str]] = []
-        made: list[tuple[str, int, ToolCall, str]] = []
-        for event in events:
+        self._asked = ("", 0)  # the step asking and how many calls it asked before
+
+    def _served(self, call_id: str) -> Observed | None:
+        """The recorded result of ``call_id`` with what its layers reported, or ``None``.
+
+        A call id answered twice (a reasoner's repeated provider call) serves its last
+        result.
+        """
+        result: ToolResult | None = None
+        observed: list[tuple[ToolFailure, str]] = []
+        approvals: list[dict[str, Any]] = []
+        relayed: list[dict[str, Any]] = []
+        policy: dict[str, Any] | None = None
+        key: str | None = None
+        origin: dict[str, str] | None = None
+        for event in self.recording.find("call", call_id):
             if isinstance(event, ApprovalRequested | ApprovalDecided | ApprovalSkipped):
-                self._approvals.setdefault(event.call_id, []).append(approval_record(event))
+                approvals.append(approval_record(event))
             elif isinstance(event, PolicyDecided):
                 plain = event.to_json()
-                fields = {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
-                self._policy[event.call_id] = fields
+                policy = {k: v for k, v in plain.items() if k not in _APPROVAL_EVENT_FIELDS}
             elif isinstance(event, ToolCalled):
-                made.append((event.step, event.idx, event.call, ""))
-                if event.idempotency_key is not None:
-                    self._keys[event.call_id] = event.idempotency_key
-                origin = {
+                key = event.idempotency_key if event.idempotency_key is not None else key
+                made = {
                     name: value
                     for name in ("model_call_id", "model_turn")
                     if (value := getattr(event, name)) is not None
                 }
-                if origin:
-                    self._origins[event.call_id] = origin
+                origin = made or origin
             elif isinstance(event, ToolReturned):
-                results.append((event.call_id, event.idx, event.result, ""))
+                result = event.result
             elif isinstance(event, FailureObserved):
-                entry = (event.failure, event.recovered_by)
-                self._observed.setdefault(event.call_id, []).append(entry)
+                observed.append((event.failure, event.recovered_by))
             elif isinstance(event, RequestRelayed):
-                relayed = {
-                    "method": event.method,
-                    "request": event.request,
-                    "answer": event.answer,
-                    "error": event.error,
-                }
-                self._relayed.setdefault(event.call_id, []).append(relayed)
-        # a call id answered twice (a reasoner's repeated provider call) serves its last result
-        self._results: Matcher[str, ToolResult] = Matcher(reversed(results))
-        self._made: Matcher[str, ToolCall] = Matcher(made)
-        """The calls each step made, in order: what an unrecorded call is compared with."""
+                relayed.append(
+                    {
+                        "method": event.method,
+                        "request": event.request,
+                        "answer": event.answer,
+                        "error": event.error,
+                    }
+                )
+        if result is None:
+            return None
+        return Observed(
+            result, tuple(observed), tuple(approvals), tuple(relayed), key, origin, policy
+        )
+
+    def _made(self, step: str, occurrence: int) -> ToolCall | None:
+        """The call ``step`` made at ``occurrence`` (from 0; past the last: the last).
+
+        Read in a pass over the recorded trace (only to explain an unrecorded call).
+        """
+        made: ToolCall | None = None
+        seen = 0
+        for event in self.recording.events():
+            if isinstance(event, ToolCalled) and event.step == step:
+                made, seen = event.call, seen + 1
+                if seen > occurrence:
+                    break
+        return made
 
     async def call(self, call: ToolCall, timeout: float | None) -> Observed:
         """Return the recorded result of ``call`` with what its layers were recorded reporting.
@@ -219,20 +239,13 @@ class FrozenCalls:
 
         """
         step = call.step or ""
-        occurrence = self._asked.get(step, 0)
-        self._asked[step] = occurrence + 1
-        recorded = self._results.get(call.id)
+        asking, before_count = self._asked
+        occurrence = before_count if asking == step else 0
+        self._asked = (step, occurrence + 1)  # a step's calls are made while it runs
+        recorded = self._served(call.id)
         if recorded is not None:
-            return Observed(
-                recorded,
-                tuple(self._observed.get(call.id, ())),
-                tuple(self._approvals.get(call.id, ())),
-                tuple(self._relayed.get(call.id, ())),
-                self._keys.get(call.id),
-                self._origins.get(call.id),
-                self._policy.get(call.id),
-            )
-        before = self._made.at(step, occurrence)
+            return recorded
+        before = self._made(step, occurrence)
         if before is None:
             why = f"step {call.step!r} made no tool call in the recorded run"
         elif before.tool != call.tool:
@@ -254,15 +267,8 @@ class FrozenCalls:
 class FrozenClock:
     """Stops the run where the recorded run stopped for its wall-clock budget, if it did."""
 
-    def __init__(self, events: Sequence[TraceEvent]) -> None:
-        self._stop = next(
-            (
-                event.idx
-                for event in events
-                if isinstance(event, RunFailed) and event.detail.get("budget") == "wall_seconds"
-            ),
-            None,
-        )
+    def __init__(self, recording: TraceIndex) -> None:
+        self._stop = recording.stop
 
     def remaining(self) -> float | None:
         """No wall-clock limit applies to recorded results."""

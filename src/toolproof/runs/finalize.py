@@ -12,7 +12,11 @@ committed call steps must equal the live ones byte for byte: a live trace edited
 after it was written is not committed. The result verifies with ``toolproof verify``
 and replays with ``toolproof replay``.
 
-The live evidence is read from the session's ``evidence.pack``
+The live trace is read once, a line at a time (:func:`~toolproof.runs.livetrace.scan_live`):
+what the run is made of is summed up as it goes (the spec's steps, the calls' tool names
+and keys) and the events a frozen re-execution serves are indexed by key (8 bytes an
+event, :mod:`toolproof.runs.traceindex`), not held; the re-execution reads each back by
+its call or step id. The live evidence is read from the session's ``evidence.pack``
 (:func:`~toolproof.bundle.pack.read_pack`: every item's digest checked) and from
 ``evidence/`` files (sessions recorded before the pack). The committed run holds its
 own ``evidence.pack`` and ``evidence.idx`` (docs/runs.md, "The evidence layout"): the
@@ -46,18 +50,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import JsonValue
-
-from toolproof.bundle.pack import PACK_FILE, PackContents, read_pack
+from toolproof.bundle.pack import PACK_FILE, PackContents
 from toolproof.bundle.rundir import CommittedRun, RunDirectoryWriter, recorder_alive
-from toolproof.bundle.trace import ParsedLines, TraceLine, read_trace
 from toolproof.contract.layout import (
-    EVIDENCE_DIR,
     MANIFEST_FILE,
     RUNTIME_FILE,
     TIMINGS_FILE,
     TRACE_FILE,
-    evidence_path,
 )
 from toolproof.contract.runs import (
     ExecutionRuntime,
@@ -65,17 +64,7 @@ from toolproof.contract.runs import (
     ReasonerSpec,
     Report,
     RunSpec,
-    StepSpec,
     Timings,
-)
-from toolproof.contract.trace import (
-    EvidenceRegistered,
-    ModelTurn,
-    PromptGot,
-    ResourceRead,
-    StepFinished,
-    ToolCalled,
-    TraceEvent,
 )
 from toolproof.errors import InputError, RecordingError, VerificationError
 from toolproof.evidence.builtin_reasoners import reasoner_registry
@@ -83,6 +72,7 @@ from toolproof.runs.calls import FrozenCalls, FrozenClock
 from toolproof.runs.committed import RECOVERY_FILE, committed_already, write_commit_marker
 from toolproof.runs.header import read_header
 from toolproof.runs.live import SESSION_FILE, SESSION_TASK, discard_recording
+from toolproof.runs.livetrace import LiveEvidence, LiveTrace, live_evidence, scan_live
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, long_lived, record_run, step_kinds
@@ -137,113 +127,6 @@ def is_live_session(directory: Path) -> bool:
     return (directory / SESSION_FILE).is_file() and not (directory / MANIFEST_FILE).exists()
 
 
-def _sound_prefix(lines: list[TraceLine]) -> tuple[list[TraceEvent], list[str]]:
-    """Events up to the last complete call block, and a message per dropped line."""
-    kept: list[TraceEvent] = []
-    previous: str | None = None
-    dropped: list[str] = []
-    for line in lines:
-        event = line.event
-        if event is None or event.idx != line.position or event.prev != previous:
-            why = line.problem or "breaks the hash chain or the event order"
-            rest = len(lines) - line.position
-            dropped.append(
-                f"trace line {line.position + 1}: {why}; dropped with the {rest - 1} lines after it"
-            )
-            break
-        kept.append(event)
-        previous = line.digest
-    end = max((i + 1 for i, e in enumerate(kept) if isinstance(e, StepFinished)), default=0)
-    for event in kept[end:]:
-        dropped.append(
-            f"event {event.idx} ({event.type} of step {event.step!r}): its call block is "
-            "incomplete (the server stopped before the call was answered)"
-        )
-    return kept[:end], dropped
-
-
-@dataclass(frozen=True)
-class _LiveEvidence:
-    """The evidence a live session holds: its pack's sound items and its ``evidence/`` files.
-
-    Attributes:
-        pack: ``evidence.pack`` as read, or ``None`` when there is none.
-        files: names in ``evidence/`` (a session recorded before the pack).
-
-    """
-
-    pack: PackContents | None
-    files: frozenset[str]
-
-    def names(self) -> set[str]:
-        """The hex names of every stored item."""
-        return set(self.files) | (set(self.pack.items) if self.pack is not None else set())
-
-    def problem(self) -> str | None:
-        """What ended the pack's sound part early, as a dropped message, or ``None``."""
-        pack = self.pack
-        if pack is None or pack.problem is None:
-            return None
-        rest = pack.size - pack.end
-        return f"{PACK_FILE} {pack.problem}; dropped with the {rest} bytes from there on"
-
-
-def _live_evidence(live: Path) -> _LiveEvidence:
-    """Read the live session's pack (checking every digest) and list its evidence files.
-
-    Raises:
-        OSError: the pack or the folder cannot be read.
-
-    """
-    folder = live / EVIDENCE_DIR
-    files = frozenset(p.name for p in folder.iterdir()) if folder.is_dir() else frozenset()
-    pack_path = live / PACK_FILE
-    pack = read_pack(pack_path) if pack_path.exists() else None
-    return _LiveEvidence(pack, files)
-
-
-def _with_bytes(
-    events: list[TraceEvent], evidence: _LiveEvidence
-) -> tuple[list[TraceEvent], list[str]]:
-    """``events`` up to the step before the first whose evidence bytes the session lacks.
-
-    Only a torn pack (a power loss, or a file cut by hand) can lose an item an event
-    names: a killed process always wrote the item before its event.
-    """
-    names = evidence.names()
-    for at, event in enumerate(events):
-        if not isinstance(event, EvidenceRegistered):
-            continue
-        if event.evidence.path.removeprefix(EVIDENCE_DIR + "/") in names:
-            continue
-        cut = max((i + 1 for i in range(at) if isinstance(events[i], StepFinished)), default=0)
-        message = (
-            f"events {events[cut].idx} to {events[-1].idx} (step {event.step!r} and every "
-            f"step after it): event {event.idx} registers {event.evidence.path}, whose bytes "
-            "are not in the live session"
-        )
-        return events[:cut], [message]
-    return events, []
-
-
-def _unreferenced(evidence: _LiveEvidence, events: list[TraceEvent]) -> list[str]:
-    kept = {e.evidence.path for e in events if isinstance(e, EvidenceRegistered)}
-    return [
-        f"{evidence_path(name)}: stored for a call whose block is incomplete"
-        for name in sorted(evidence.names())
-        if evidence_path(name) not in kept
-    ]
-
-
-def _damage(lines: list[TraceLine], evidence: _LiveEvidence) -> tuple[list[TraceEvent], list[str]]:
-    """The events a run can be made of, and a message per thing dropped (see the module)."""
-    events, dropped = _sound_prefix(lines)
-    events, lost = _with_bytes(events, evidence)
-    pack_problem = evidence.problem()
-    dropped += lost + ([pack_problem] if pack_problem is not None else [])
-    return events, dropped + _unreferenced(evidence, events)
-
-
 def _started(header: dict[str, Any]) -> tuple[str, float]:
     started_at = str(header.get("started_at", ""))
     try:
@@ -257,22 +140,19 @@ def _started(header: dict[str, Any]) -> tuple[str, float]:
 async def _commit(
     live: Path,
     root: Path,
-    events: list[TraceEvent],
+    trace: LiveTrace,
     header: dict[str, Any],
     dropped: list[str] | None,
     pack: PackContents | None,
-    parsed: ParsedLines,
 ) -> SessionOutcome:
-    calls = [event for event in events if isinstance(event, ToolCalled)]
-    reads = sum(isinstance(event, ResourceRead) for event in events)
-    keys = frozenset(event.idempotency_key for event in calls if event.idempotency_key)
+    calls, reads, keys = len(trace.tools), trace.reads, frozenset(trace.keys)
     done = committed_already(live, root)  # a kill after its commit kept the live directory
     if done is not None:
         discard_recording(live)
         run, report, kept = done
-        return SessionOutcome(run.name, run, report, len(calls), kept, reads, keys)
+        return SessionOutcome(run.name, run, report, calls, kept, reads, keys)
     runtime = ExecutionRuntime.model_validate_json((live / RUNTIME_FILE).read_bytes())
-    turns = [event for event in events if isinstance(event, ModelTurn)]
+    turns = list(trace.turns.values())
     config = header.get("config")
     task = str(header.get("task", SESSION_TASK))
     if dropped is not None:
@@ -284,7 +164,7 @@ async def _commit(
     answer_path = live / ANSWER_FILE
     if answer_path.is_file():  # an agent's answer: its quotes become the claim
         answer = json.loads(answer_path.read_bytes())
-        params = {**answer, "calls": [e.call.tool for e in calls]}
+        params = {**answer, "calls": list(trace.tools)}
         reasoner = ReasonerSpec(name="answer", params=params)
         runtime = ExecutionRuntime.model_validate(
             {
@@ -300,7 +180,7 @@ async def _commit(
     spec = RunSpec(
         task=task,
         toolset=Path(config).name if isinstance(config, str) else "toolproof.toml",
-        steps=_steps(events),
+        steps=trace.steps,
         policy=Policy.AUDIT,
         reasoner=reasoner,
     )
@@ -310,12 +190,10 @@ async def _commit(
             root,
             spec,
             runtime,
-            events,
+            trace,
             header,
             dropped,
-            len(calls),
             pack,
-            parsed,
             segment,
         )
     except OSError as exc:
@@ -326,7 +204,7 @@ async def _commit(
             path=str(exc.filename or root),
         ) from exc
     discard_recording(live)
-    outcome = (committed.run_id, committed.path, recorded.report, len(calls))
+    outcome = (committed.run_id, committed.path, recorded.report, calls)
     verified = recorded.judged.verification(committed.path, committed.run_id)
     return SessionOutcome(*outcome, list(dropped or []), reads, keys, verified)
 
@@ -352,40 +230,20 @@ def _segment(live: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _steps(events: list[TraceEvent]) -> list[StepSpec]:
-    """The spec steps of a session's trace: its calls, model turns, reads and prompt gets."""
-    steps: list[StepSpec] = []
-    for event in events:
-        if isinstance(event, ModelTurn):
-            params: dict[str, JsonValue] = {"source": event.source, "model": event.model}
-            steps.append(StepSpec(id=event.step, kind="model", params=params))
-        elif isinstance(event, ToolCalled):
-            steps.append(
-                StepSpec(id=event.step, tool=event.call.tool, arguments=event.call.arguments)
-            )
-        elif isinstance(event, ResourceRead):
-            steps.append(StepSpec(id=event.step, kind="read", params={"uri": event.uri}))
-        elif isinstance(event, PromptGot):
-            asked: dict[str, JsonValue] = {"name": event.name, "arguments": dict(event.arguments)}
-            steps.append(StepSpec(id=event.step, kind="prompt", params=asked))
-    return steps
-
-
 async def _write_run(
     live: Path,
     root: Path,
     spec: RunSpec,
     runtime: ExecutionRuntime,
-    events: list[TraceEvent],
+    trace: LiveTrace,
     header: dict[str, Any],
     dropped: list[str] | None,
-    calls: int,
     pack: PackContents | None,
-    parsed: ParsedLines,
     segment: dict[str, Any] | None = None,
 ) -> tuple[CommittedRun, RecordedRun]:
-    turns = RecordedTurns(events, live, pack=pack)
-    handlers = {**default_handlers(events=events), "model": turns}
+    recording = trace.recording
+    turns = RecordedTurns(recording, live, pack=pack)
+    handlers = {**default_handlers(recording=recording), "model": turns}
     plan = plan_run(spec, runtime.toolset, step_kinds=step_kinds(handlers))
     with long_lived(), RunDirectoryWriter(root) as writer:  # the spec and plan too
         # the live pack's sound items become the run's pack as they lie (one write of
@@ -399,14 +257,13 @@ async def _write_run(
             spec=spec,
             plan=plan,
             runtime=runtime,
-            calls=FrozenCalls(events),
-            clock=FrozenClock(events),
+            calls=FrozenCalls(recording),
+            clock=FrozenClock(recording),
             reasoner=reasoner_registry().create(spec.reasoner),
             handlers=handlers,
             adopt=adopt,
-            parsed=parsed,  # the run's trace repeats the live lines: not parsed again
         )
-        first = _first_difference(live / TRACE_FILE, writer.temp / TRACE_FILE, len(events))
+        first = _first_difference(live / TRACE_FILE, writer.temp / TRACE_FILE, trace.events)
         if first is not None:
             raise VerificationError(
                 f"session {live}: the frozen re-execution differs from the live trace at event "
@@ -418,16 +275,20 @@ async def _write_run(
         if dropped is not None:
             writer.write_json(
                 RECOVERY_FILE,
-                {"session": live.name, "kept_calls": calls, "dropped": dropped},
+                {"session": live.name, "kept_calls": len(trace.tools), "dropped": dropped},
             )
         started_at, seconds = _started(header)
         writer.write_json(TIMINGS_FILE, Timings(started_at=started_at, wall_seconds=seconds))
         return writer.commit(lambda run_id: write_commit_marker(live, run_id)), recorded
 
 
-def _read_live(
-    live: Path,
-) -> tuple[dict[str, Any], list[TraceLine], str | None, _LiveEvidence]:
+def _read_live(live: Path) -> tuple[dict[str, Any], LiveTrace, LiveEvidence]:
+    """The live session's header, its trace read once (:func:`scan_live`), its evidence.
+
+    Raises:
+        InputError: ``live`` is not a live session, or a file of it cannot be read.
+
+    """
     if not is_live_session(live):
         raise InputError(
             f"{live} is not a live session (no {SESSION_FILE}, or it already has a manifest)",
@@ -435,12 +296,11 @@ def _read_live(
         )
     header = read_header(live)  # refused naming session.json and the rule
     try:
-        data = (live / TRACE_FILE).read_bytes() if (live / TRACE_FILE).is_file() else b""
-        evidence = _live_evidence(live)
+        evidence = live_evidence(live)
+        trace = scan_live(live, evidence)
     except (OSError, ValueError) as exc:
         raise InputError(f"{live}: cannot read the live session: {exc}", path=str(live)) from exc
-    lines, problem = read_trace(data)
-    return header, lines, problem, evidence
+    return header, trace, evidence
 
 
 async def finalize_session(live: Path, root: Path) -> SessionOutcome:
@@ -453,20 +313,18 @@ async def finalize_session(live: Path, root: Path) -> SessionOutcome:
         RecordingError: the run cannot be written (the live session is kept).
 
     """
-    header, lines, problem, evidence = _read_live(live)
-    events, dropped = _damage(lines, evidence)
-    if problem is not None:
-        dropped.append(f"trace.jsonl {problem}")
+    header, trace, evidence = _read_live(live)
+    dropped = list(trace.dropped)
+    if trace.problem is not None:
+        dropped.append(f"trace.jsonl {trace.problem}")
     if dropped:
         raise VerificationError(
             f"session {live}: the live trace is damaged ({dropped[0]}); "
             "run `toolproof verify --recover` on it",
             path=str(live),
         )
-    parsed = ParsedLines.of(lines)  # the checks of the run take them (not parsed twice)
-    del lines  # the lines' wrappers are not needed
-    with long_lived():  # the events, held to the end (and the spec and plan: _write_run)
-        outcome = await _commit(live, root, events, header, None, evidence.pack, parsed)
+    with trace.recording:
+        outcome = await _commit(live, root, trace, header, None, evidence.pack)
     return replace(outcome, verification=None)  # a session keeps its segments' outcomes
 
 
@@ -482,7 +340,7 @@ async def recover_session(live: Path) -> SessionOutcome:
         RecordingError: the run cannot be written (the live session is kept).
 
     """
-    header, lines, _, evidence = _read_live(live)
+    header, trace, evidence = _read_live(live)
     if header.get("pid") != os.getpid() and recorder_alive(
         header.get("pid"), header.get("process")
     ):
@@ -491,9 +349,6 @@ async def recover_session(live: Path) -> SessionOutcome:
             "stop it (SIGTERM finalizes the session) instead of recovering",
             path=str(live),
         )
-    events, dropped = _damage(lines, evidence)
-    parsed = ParsedLines.of(lines)
-    del lines
     root = live.parent.parent
-    with long_lived():
-        return await _commit(live, root, events, header, dropped, evidence.pack, parsed)
+    with trace.recording:
+        return await _commit(live, root, trace, header, trace.dropped, evidence.pack)

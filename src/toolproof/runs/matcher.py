@@ -1,18 +1,19 @@
 """The one replay matcher: recorded items served by key and occurrence; a miss as a diff.
 
-Every frozen replay serves what a run recorded through a :class:`Matcher`:
+An agent's frozen replay (``toolproof.replay_session``) and a cassette
+(``toolproof.testing.Cassette``) serve what a run recorded through a :class:`Matcher`:
+tool calls by ``(tool, canonical arguments)``, model turns by ``(source, match key)``
+and reads by canonical request, each by occurrence (:meth:`Matcher.take`): the k-th
+identical ask gets the k-th recorded item, counted in the order they were *asked* when
+recorded (``asked_order``: the admission numbers of a session's steps,
+:func:`~toolproof.runs.live.admission_sorted`), not the order answered.
 
-* run replay (:class:`~toolproof.runs.calls.FrozenCalls`): tool results by call id
-  (:meth:`Matcher.get`), and the call a step made at an occurrence to explain a miss
-  (:meth:`Matcher.at`, :func:`changed_arguments`);
-* a frozen ``model`` step (:class:`~toolproof.runs.turns.RecordedTurns`): turns by step id;
-* an agent's frozen replay (``toolproof.replay_session``) and a cassette
-  (``toolproof.testing.Cassette``): tool calls by ``(tool, canonical arguments)``, model
-  turns by ``(source, match key)`` and reads by canonical request, each by occurrence
-  (:meth:`Matcher.take`): the k-th identical ask gets the k-th recorded item, counted in
-  the order they were *asked* when recorded (``asked_order``: the admission numbers of a
-  session's steps, :func:`~toolproof.runs.live.admission_sorted`), not the order
-  answered.
+A run's re-execution (``toolproof replay``, finalizing a session) asks by call id and
+by step id, never by occurrence: :class:`~toolproof.runs.calls.FrozenCalls`,
+:class:`~toolproof.runs.turns.RecordedTurns` and the ``read``/``prompt`` steps read the
+recorded events of that id back from the trace through its index
+(:class:`~toolproof.runs.traceindex.TraceIndex`, 8 bytes an event: nothing is held per
+call), and explain an unrecorded call with :func:`changed_arguments`.
 
 A miss is shown as a unified diff, recorded -> asked (:func:`diff`), of the next unserved
 recorded item (:meth:`Matcher.first_pending`) or of the nearest recorded key
@@ -95,16 +96,6 @@ class Matcher(Generic[K, V]):
     def served(self) -> int:
         """Items served by :meth:`take`, all keys together."""
         return sum(self._taken.values())
-
-    def get(self, key: K) -> V | None:
-        """The first item recorded under ``key`` (not used up: served again on every ask)."""
-        found = self._items.get(key)
-        return found[0][1] if found else None
-
-    def at(self, key: K, occurrence: int) -> V | None:
-        """The item under ``key`` at ``occurrence`` (from 0; past the last: the last)."""
-        found = self._items.get(key)
-        return found[min(occurrence, len(found) - 1)][1] if found else None
 
     def take(self, key: K) -> V | None:
         """The next unserved item under ``key``, used up; ``None``: a miss (none, or all served)."""

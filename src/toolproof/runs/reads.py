@@ -17,14 +17,14 @@ refuses the replay (:class:`~toolproof.errors.ReplayRefused`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from toolproof.contract.runs import PlanNode
-from toolproof.contract.trace import PromptGot, ResourceRead, TraceEvent
+from toolproof.contract.trace import PromptGot, ResourceRead
 from toolproof.errors import InputError, ReplayRefused, ToolCallError
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.runs.executor import StepContext
+from toolproof.runs.traceindex import TraceIndex
 from toolproof.tools.catalog import Catalog
 
 logger = logging.getLogger("toolproof.runs")
@@ -45,6 +45,12 @@ def _source_failed(what: str, exc: Exception) -> str:
 __all__ = ["PromptStep", "ReadStep"]
 
 
+def _recorded(recording: TraceIndex | None, step: str, kind: type[Any]) -> Any:
+    """The last event of ``kind`` recorded for ``step`` (``None``: none, or no recording)."""
+    found = [] if recording is None else recording.find("step", step)
+    return next((event for event in reversed(found) if isinstance(event, kind)), None)
+
+
 def _refuse(node: PlanNode, why: str) -> ReplayRefused:
     return ReplayRefused(
         f"frozen replay refused: step {node.id!r} {why}; a live {node.kind.value} would be a "
@@ -59,13 +65,13 @@ class ReadStep:
 
     Args:
         catalog: where live reads go (``None``: no resource can be read live).
-        events: the recorded trace a frozen run serves reads from.
+        recording: the recorded trace's index a frozen run serves reads from.
 
     """
 
-    def __init__(self, catalog: Catalog | None, events: Sequence[TraceEvent] = ()) -> None:
+    def __init__(self, catalog: Catalog | None, recording: TraceIndex | None = None) -> None:
         self.catalog = catalog
-        self.recorded = {e.step: e for e in events if isinstance(e, ResourceRead)}
+        self.recording = recording
 
     async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
         """Read ``params.uri`` (live) or serve the recorded read (frozen); record it.
@@ -79,7 +85,7 @@ class ReadStep:
         if set(node.params) != {"uri"} or not isinstance(uri, str):
             raise InputError(f"read step {node.id!r}: params must be {{'uri': <string>}}")
         if context.mode == "frozen":
-            event = self.recorded.get(node.id)
+            event: ResourceRead | None = _recorded(self.recording, node.id, ResourceRead)
             if event is None:
                 raise _refuse(node, f"reads {uri!r}, which the recorded run did not read")
             if event.uri != uri:
@@ -103,13 +109,13 @@ class PromptStep:
 
     Args:
         catalog: where live gets go (``None``: no prompt can be fetched live).
-        events: the recorded trace a frozen run serves prompts from.
+        recording: the recorded trace's index a frozen run serves prompts from.
 
     """
 
-    def __init__(self, catalog: Catalog | None, events: Sequence[TraceEvent] = ()) -> None:
+    def __init__(self, catalog: Catalog | None, recording: TraceIndex | None = None) -> None:
         self.catalog = catalog
-        self.recorded = {e.step: e for e in events if isinstance(e, PromptGot)}
+        self.recording = recording
 
     async def __call__(self, node: PlanNode, context: StepContext) -> StepOutput:
         """Get ``params.name`` with ``params.arguments`` (live) or serve the recorded one.
@@ -127,7 +133,7 @@ class PromptStep:
                 "'arguments': {...}}"
             )
         if context.mode == "frozen":
-            event = self.recorded.get(node.id)
+            event: PromptGot | None = _recorded(self.recording, node.id, PromptGot)
             if event is None:
                 raise _refuse(node, f"gets prompt {name!r}, which the recorded run did not get")
             if (event.name, dict(event.arguments)) != (name, arguments):

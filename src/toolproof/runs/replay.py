@@ -1,6 +1,8 @@
 """Frozen replay: re-execute a recorded run from its own results, and compare.
 
-Order: (1) verify the manifest; (2) read the run's files; (3) compare the current
+Order: (1) verify the manifest; (2) read the run's files (the trace once, in bounded
+memory: its events indexed by key and read back when a step is served,
+:mod:`toolproof.runs.traceindex`); (3) compare the current
 Toolset descriptor (when given) and the reasoner with the recorded runtime; (4)
 re-plan the recorded spec and compare the plan id; (5) re-execute with
 :class:`~toolproof.runs.calls.FrozenCalls` (recorded results by call id, never a live
@@ -25,7 +27,6 @@ from toolproof.bundle.rundir import RUNS_DIR
 from toolproof.contract.layout import REPORT_FILE, TRACE_FILE
 from toolproof.contract.runs import ExecutionRuntime, Report, RunSpec
 from toolproof.contract.tools import ToolDescriptor, ToolsetDescriptor
-from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, ReplayRefused
 from toolproof.identity import canonical_json
 from toolproof.runs.calls import FrozenCalls, FrozenClock
@@ -35,6 +36,7 @@ from toolproof.runs.planner import plan_run
 from toolproof.runs.registries import RunRegistries
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import record_run, step_kinds
+from toolproof.runs.traceindex import TraceIndex
 from toolproof.runs.turns import RecordedTurns
 from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.sequence import check_sequence
@@ -153,12 +155,12 @@ def _scratch_root(directory: Path) -> Path | None:
 
 
 def _with_turns(
-    handlers: Mapping[str, StepHandler], spec: RunSpec, events: list[TraceEvent], directory: Path
+    handlers: Mapping[str, StepHandler], spec: RunSpec, recording: TraceIndex, directory: Path
 ) -> Mapping[str, StepHandler]:
     """``handlers`` plus the recorded model turns of an agent session's ``model`` steps."""
     if "model" in handlers or not any(step.kind == "model" for step in spec.steps):
         return handlers
-    return {**handlers, "model": RecordedTurns(events, directory)}
+    return {**handlers, "model": RecordedTurns(recording, directory)}
 
 
 def _carry_segment(directory: Path, scratch: Path) -> None:
@@ -205,14 +207,46 @@ async def replay_run(
         )
     assert manifest is not None
     view = RunView(directory, digests, {entry.path: entry.size for entry in manifest.files})
-    if view.problems or view.events is None:
+    recording = TraceIndex(directory / TRACE_FILE, max_line_bytes=view.max_line_bytes)
+    view.scan([recording.add])  # one pass: the events are indexed by key, not held
+    if view.problems:
         rel, problem = next(iter(view.problems.items()))
         raise _refuse(f"[schema] {rel}: {problem}", file=rel, check="schema")
     assert view.spec is not None and view.plan is not None and view.runtime is not None
-    spec, plan, runtime, events = view.spec, view.plan, view.runtime, view.events
+    spec, plan_id, runtime = view.spec, view.plan.id, view.runtime
+    del view  # its plan is not needed past its id
+    with recording:
+        return await _replay(
+            directory,
+            manifest.run_id,
+            spec,
+            plan_id,
+            runtime,
+            recording,
+            toolset=toolset,
+            lenient=lenient,
+            handlers=handlers,
+            registries=registries,
+        )
+
+
+async def _replay(
+    directory: Path,
+    run_id: str,
+    spec: RunSpec,
+    plan_id: str,
+    runtime: ExecutionRuntime,
+    recording: TraceIndex,
+    *,
+    toolset: ToolsetDescriptor | None,
+    lenient: bool,
+    handlers: Mapping[str, StepHandler] | None,
+    registries: RunRegistries,
+) -> ReplayResult:
+    """Steps (3) to (5) of :func:`replay_run`, its run's files read."""
     if handlers is None:  # recorded reads and prompts are served from the trace
-        handlers = default_handlers(events=events)
-    handlers = _with_turns(handlers, spec, events, directory)
+        handlers = default_handlers(recording=recording)
+    handlers = _with_turns(handlers, spec, recording, directory)
     differences: list[str] = []
 
     def differ(message: str, **fields: Any) -> None:
@@ -237,7 +271,7 @@ async def replay_run(
     if reasoner.descriptor() != runtime.reasoner:
         then = f"{runtime.reasoner.name}/{runtime.reasoner.version}"
         if then == reasoner.label:
-            why = reasoner.describe_change(events) or (
+            why = reasoner.describe_change(recording.events()) or (
                 f"its configuration digest was {runtime.reasoner.config_digest}, "
                 f"now {reasoner.descriptor().config_digest}"
             )
@@ -256,10 +290,10 @@ async def replay_run(
         replanned = plan_run(spec, current, step_kinds=step_kinds(handlers))
     except InputError as exc:
         raise _refuse(f"the spec no longer plans: {exc.message}", rule="plan") from None
-    if replanned.id != plan.id:
-        differ(f"the plan changed: recorded {plan.id}, re-planned {replanned.id}", rule="plan")
+    if replanned.id != plan_id:
+        differ(f"the plan changed: recorded {plan_id}, re-planned {replanned.id}", rule="plan")
     frozen = ExecutionRuntime.model_validate({**runtime.to_json(), "mode": "frozen", "id": ""})
-    calls = FrozenCalls(events, lenient=lenient)
+    calls = FrozenCalls(recording, lenient=lenient)
     with tempfile.TemporaryDirectory(prefix=".tmp-replay-", dir=_scratch_root(directory)) as tmp:
         scratch = Path(tmp)
         _carry_segment(directory, scratch)
@@ -269,7 +303,7 @@ async def replay_run(
             plan=replanned,
             runtime=frozen,
             calls=calls,
-            clock=FrozenClock(events),
+            clock=FrozenClock(recording),
             reasoner=reasoner,
             handlers=handlers,
             durable=False,
@@ -283,9 +317,9 @@ async def replay_run(
     )
     differences += calls.differences
     return ReplayResult(
-        run_id=manifest.run_id,
+        run_id=run_id,
         identical=difference is None and report_matches,
-        events=len(events),
+        events=recording.count,
         first_difference=difference,
         report_matches=report_matches,
         report=recorded.report,

@@ -13,19 +13,18 @@ file*, never within the document.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import PlanNode
-from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.evidence.encoding import TEXT_MEDIA_TYPE
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.runs.executor import StepContext, StepHandler
 from toolproof.runs.reads import PromptStep, ReadStep
+from toolproof.runs.traceindex import TraceIndex
 from toolproof.tools.catalog import Catalog
 
 __all__ = ["RetrieveParams", "RetrieveStep", "default_handlers"]
@@ -106,18 +105,19 @@ class RetrieveStep:
 
 
 def default_handlers(
-    *, catalog: Catalog | None = None, events: Sequence[TraceEvent] = ()
+    *, catalog: Catalog | None = None, recording: TraceIndex | None = None
 ) -> dict[str, StepHandler]:
     """The step handlers every toolproof runtime has: ``retrieve``, ``read`` and ``prompt``.
 
     Args:
         catalog: the Toolset's resources and prompts, for live ``read`` and ``prompt``
             steps (``None``: such a step fails at its first live read).
-        events: the recorded trace frozen ``read`` and ``prompt`` steps are served from.
+        recording: the recorded trace's index frozen ``read`` and ``prompt`` steps are
+            served from.
 
     """
     return {
         "retrieve": RetrieveStep(),
-        "read": ReadStep(catalog, events),
-        "prompt": PromptStep(catalog, events),
+        "read": ReadStep(catalog, recording),
+        "prompt": PromptStep(catalog, recording),
     }

@@ -23,8 +23,8 @@ from one call to the next or from one release of the framework to the next:
 :class:`RecordedTurns` is the step handler of ``model`` steps when a run is executed
 frozen (a session being finalized, ``toolproof replay``): it hands the recorded bytes
 to the recorder again, so the re-executed trace is the recorded one. It serves each
-step its own turn by step id (the one replay matcher, :mod:`toolproof.runs.matcher`),
-so identical requests are never confused there; an
+step its own turn by step id, read back from the recorded trace
+(:mod:`toolproof.runs.traceindex`), so identical requests are never confused there; an
 agent's frozen replay (``toolproof.replay_session``) matches by key and occurrence,
 counted by those admission numbers.
 """
@@ -41,14 +41,14 @@ from toolproof.bundle.evidence import RunEvidence
 from toolproof.bundle.pack import PackContents
 from toolproof.contract.evidence import EvidenceRecord
 from toolproof.contract.runs import MODEL_PROVIDER_KIND, PlanNode, PluginDescriptor
-from toolproof.contract.trace import EvidenceRegistered, ModelTurn, TraceEvent
+from toolproof.contract.trace import EvidenceRegistered, ModelTurn
 from toolproof.errors import InputError, VerificationError
 from toolproof.evidence.reasoners import StepOutput
 from toolproof.identity import canonical_json, digest, digest_json
 from toolproof.runs.executor import StepContext
-from toolproof.runs.matcher import Matcher
 from toolproof.runs.normal_form import CHAT_COMPLETIONS, normal_form
 from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.traceindex import TraceIndex
 
 __all__ = [
     "TURN_PROVIDER_ORIGIN",
@@ -201,8 +201,12 @@ def exchange_key(source: str, request: bytes, detail: dict[str, Any]) -> bytes:
 class RecordedTurns:
     """The ``model`` step handler of a frozen execution: recorded turns, served by step id.
 
+    Each step's turn is read back from the recorded trace when the step runs
+    (:class:`~toolproof.runs.traceindex.TraceIndex`: its ``model_turn`` and its step's
+    evidence records); nothing is held per turn.
+
     Args:
-        events: the recorded trace.
+        recording: the recorded trace's index.
         directory: the directory holding the recorded evidence (a run, read through
             :class:`~toolproof.bundle.evidence.RunEvidence`, or a live session).
         pack: a live session's evidence pack as read (its items are served from it;
@@ -211,29 +215,31 @@ class RecordedTurns:
     """
 
     def __init__(
-        self, events: Sequence[TraceEvent], directory: Path, *, pack: PackContents | None = None
+        self, recording: TraceIndex, directory: Path, *, pack: PackContents | None = None
     ) -> None:
         self.directory = Path(directory)
         self.pack = pack
         self.stored = RunEvidence.open(self.directory)
-        registered: dict[tuple[str, str], EvidenceRecord] = {}
-        turns: list[tuple[str, int, _Turn, str]] = []
-        for event in events:
+        self.recording = recording
+
+    def turn(self, step: str) -> _Turn | None:
+        """The turn recorded for ``step`` (a step answered twice: its last), or ``None``."""
+        registered: dict[str, EvidenceRecord] = {}
+        recorded: _Turn | None = None
+        for event in self.recording.find("turn", step):
             if isinstance(event, EvidenceRegistered):
-                registered[(event.step, event.evidence.id)] = event.evidence
+                registered[event.evidence.id] = event.evidence
             elif isinstance(event, ModelTurn):
-                request = registered.get((event.step, event.request))
-                response = registered.get((event.step, event.response))
+                request = registered.get(event.request)
+                response = registered.get(event.response)
                 stream_id = stream_evidence(event.detail)
-                stream = None if stream_id is None else registered.get((event.step, stream_id))
+                stream = None if stream_id is None else registered.get(stream_id)
                 if request is not None and response is not None:
                     recorded = (event, request, response, stream)
-                    turns.append((event.step, event.idx, recorded, ""))
-        # a step answered twice keeps its last turn, as a step id names one turn
-        self._turns: Matcher[str, _Turn] = Matcher(reversed(turns))
+        return recorded
 
     def __contains__(self, step: str) -> bool:
-        return step in self._turns
+        return self.turn(step) is not None
 
     def _bytes(self, record: EvidenceRecord) -> bytes:
         hex_digest = record.digest.removeprefix("sha256:")
@@ -275,7 +281,7 @@ class RecordedTurns:
             InputError: the recorded bytes are missing or do not match their digest.
 
         """
-        recorded = self._turns.get(node.id)
+        recorded = self.turn(node.id)
         if recorded is None:
             return StepOutput(node.id, False, reason=f"no model turn is recorded for {node.id!r}")
         event, request, response, stream = recorded
