@@ -36,17 +36,7 @@ BASELINE: dict[str, dict[str, str]] = {revision: {} for revision in REVISIONS}
 """``{revision: {scenario: reason}}``: the scenarios toolproof may fail, each only where the
 suite's own reference server fails it too, with why. None: the reference
 ``everything-server`` (the suite's source repository) passes every scenario of both sets."""
-OPEN: dict[tuple[str, str], dict[str, str]] = {
-    ("proxy", "2026-07-28"): {
-        "input-required-result-capability-check": (
-            "the client declares only sampling and expects a round asking only that; the "
-            "upstream tool adapts to the capabilities its own client (the proxy's mcp.Client) "
-            "declared, and the SDK's Client stamps its capabilities on every request with no "
-            "public per-request override, so the upstream asks elicitation too and the proxy "
-            "answers -32021 (issue 33 point 7: open, not a baseline: the reference passes it)"
-        )
-    },
-}
+OPEN: dict[tuple[str, str], dict[str, str]] = {}
 """``{(column, revision): {scenario: reason}}``: failures the reference does not share, so
 not baselined; listed so that the exact pass set is asserted and a fix shows."""
 

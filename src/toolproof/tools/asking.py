@@ -130,6 +130,13 @@ class AskingChannel:
         self._note("roots/list", {}, None, failed)
         raise failed
 
+    def client_capabilities(self) -> None:
+        """``None``: no client of its own (toolproof's client announces what callbacks answer)."""
+        return None
+
+    def note_missing(self, capabilities: dict[str, Any]) -> None:
+        """Ignored: the call's failure says it (no client of its own to answer -32021)."""
+
     async def _ask(
         self, method: str, name: str, ask: Ask | None, request: dict[str, Any]
     ) -> dict[str, Any]:

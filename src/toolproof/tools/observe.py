@@ -116,6 +116,25 @@ class CallChannel(Protocol):
         """Ask the caller's roots (``roots/list``); a ``ListRootsResult``."""
         ...
 
+    def client_capabilities(self) -> dict[str, Any] | None:
+        """The capabilities the caller's client declared (``ClientCapabilities``, wire form).
+
+        ``None`` when the channel has no client of its own (Python callbacks): an imported
+        server then sees what toolproof's own client announces. A 2026-07-28 request to an
+        imported server carries these instead
+        (:meth:`~toolproof.sources.mcp.callers.Callers.forward`).
+        """
+        ...
+
+    def note_missing(self, capabilities: dict[str, Any]) -> None:
+        """An imported server refused the call (``-32021``): the caller's client lacks these.
+
+        ``capabilities``: its ``requiredCapabilities`` (``ClientCapabilities``, wire form).
+        A channel whose client can be told so (a 2026-07-28 served request) answers the
+        served call ``-32021`` too when it fails; the others ignore it.
+        """
+        ...
+
 
 class CallScope(NamedTuple):
     """Who is making the call :func:`observe` is awaiting, as its layers see it.

@@ -166,6 +166,21 @@ class RequestChannel:
         """Send ``notifications/progress`` against the caller's token (none: nothing)."""
         await self._ctx.session.report_progress(progress, total, message)
 
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared for this request (wire form; ``{}``: nothing).
+
+        Its ``initialize`` capabilities on 2025-11-25; on 2026-07-28 the request's own
+        (``_meta``), read from the SDK's ``ServerSession.client_capabilities``.
+        """
+        declared = self._ctx.session.client_capabilities
+        if declared is None:
+            return {}
+        wire: dict[str, Any] = declared.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return wire
+
+    def note_missing(self, capabilities: dict[str, Any]) -> None:
+        """Ignored: a 2025-11-25 client has no ``-32021``; the call's failure says it."""
+
     def _capable(self, capability: types.ClientCapabilities, method: str) -> None:
         if not self._ctx.session.check_client_capability(capability):
             raise _failure(

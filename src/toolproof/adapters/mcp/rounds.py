@@ -94,6 +94,17 @@ class RoundsChannel(RequestChannel):
         """Send log messages and progress to the request ``ctx`` (a retry) from now on."""
         self._ctx = ctx
 
+    def note_missing(self, capabilities: dict[str, Any]) -> None:
+        """An imported server's ``-32021``: the call, when it fails, answers ``-32021`` too.
+
+        ``capabilities`` that are not ``ClientCapabilities`` are ignored (the call's
+        failure still says what the server answered).
+        """
+        try:
+            self.missing = types.ClientCapabilities.model_validate(capabilities)
+        except ValidationError:
+            return
+
     def _capable(self, capability: types.ClientCapabilities, method: str) -> None:
         if not self._ctx.session.check_client_capability(capability):
             self.missing = capability

@@ -9,25 +9,35 @@ in the calling task, so :func:`~toolproof.tools.context.current_channel` is exac
 hands the SDK its callbacks: a sampling or elicitation callback only when the Toolset
 has someone to ask (:class:`~toolproof.tools.asking.Askers`), so only then is the
 capability announced.
+
+Over 2026-07-28 there is no connection to announce capabilities on: each request carries
+its client's in ``params._meta`` (``io.modelcontextprotocol/clientCapabilities``), and
+a server asks only what they allow. The SDK's ``Client`` stamps the capabilities it
+announced on every request, with no per-request override; :meth:`Callers.forward`,
+applied to each message the client writes (the transport's write stream), puts there
+instead those of the client that made the call (``toolproof serve`` proxying this
+server): the imported server then asks a client without elicitation no elicitation.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 from collections.abc import Iterator
 from typing import Any
 
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY
 from pydantic import ValidationError
 
 from toolproof.errors import ToolCallError
-from toolproof.sources.mcp.common import wire
+from toolproof.sources.mcp.common import McpCallError, wire
 from toolproof.sources.mcp.tasks import McpTasks
 from toolproof.tools.asking import Askers, AskingChannel
 from toolproof.tools.context import CallChannel, current_channel
 
-__all__ = ["INTERNAL_ERROR", "INVALID_REQUEST", "Callers"]
+__all__ = ["ASKED", "INTERNAL_ERROR", "INVALID_REQUEST", "Callers", "forwarded_capabilities"]
 
 logger = logging.getLogger("toolproof.mcp")
 
@@ -36,6 +46,38 @@ INVALID_REQUEST = -32600
 """JSON-RPC: the request cannot be served (a relayed request with no single caller)."""
 INTERNAL_ERROR = -32603
 """JSON-RPC: the relayed request failed on the caller's side."""
+
+
+ASKED = ("sampling", "elicitation", "roots")
+"""The client capabilities that let a server ask its client something."""
+
+
+def forwarded_capabilities(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """The capabilities a request made for a caller's client declares to the imported server.
+
+    Args:
+        ours: what toolproof's client announces (``ClientCapabilities``, wire form).
+        theirs: what the caller's client declared (same form).
+
+    Returns:
+        ``ours`` with each of :data:`ASKED` kept only when both declare it, as the
+        caller's client declared it (its sub-capabilities: ``sampling.tools``,
+        ``elicitation.url``...); the rest of ``ours`` (``extensions``...: toolproof's
+        client handles them itself) as it is.
+
+    """
+    forwarded = {key: value for key, value in ours.items() if key not in ASKED}
+    forwarded.update({key: theirs[key] for key in ASKED if key in ours and key in theirs})
+    return forwarded
+
+
+def _required_capabilities(exc: McpCallError) -> dict[str, Any] | None:
+    """The ``requiredCapabilities`` of a ``-32021`` answer (the SDK error it was raised from)."""
+    if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return None
+    data = getattr(exc.__cause__, "data", None)
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    return required if isinstance(required, dict) else None
 
 
 class Callers:
@@ -69,15 +111,48 @@ class Callers:
 
     @contextlib.contextmanager
     def calling(self) -> Iterator[None]:
-        """Count the running call (its channel, when it has one) in flight meanwhile."""
+        """Count the running call (its channel, when it has one) in flight meanwhile.
+
+        A call the server refuses with ``-32021`` (missing required client capability:
+        the caller's client, whose capabilities :meth:`forward` declared, lacks one)
+        tells the channel which (:meth:`~toolproof.tools.observe.CallChannel.note_missing`).
+        """
         channel = current_channel()
         if channel is not None:
             self._inflight.append(channel)
         try:
             yield
+        except McpCallError as exc:
+            required = _required_capabilities(exc)
+            if channel is not None and required is not None:
+                channel.note_missing(required)
+            raise
         finally:
             if channel is not None:
                 self._inflight.remove(channel)
+
+    def forward(self, message: Any) -> Any:
+        """``message`` (a ``SessionMessage`` the client writes), with its caller's capabilities.
+
+        A 2026-07-28 request (its ``_meta`` carries ``io.modelcontextprotocol/clientCapabilities``)
+        sent while a call whose channel has a client of its own runs
+        (:meth:`~toolproof.tools.observe.CallChannel.client_capabilities`) carries
+        :func:`forwarded_capabilities` of both; any other message is returned as it is.
+        The message is copied, never changed in place.
+        """
+        channel = current_channel()
+        theirs = channel.client_capabilities() if channel is not None else None
+        payload: Any = getattr(message, "message", None)
+        params = getattr(payload, "params", None)
+        if theirs is None or not isinstance(params, dict):
+            return message
+        meta = params.get("_meta")
+        ours = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or not isinstance(ours, dict):
+            return message
+        stamped = {**meta, CLIENT_CAPABILITIES_META_KEY: forwarded_capabilities(ours, theirs)}
+        request = payload.model_copy(update={"params": {**params, "_meta": stamped}})
+        return dataclasses.replace(message, message=request)
 
     def caller(self) -> CallChannel | None:
         """The channel of the call that caused what arrives now, or ``None``."""

@@ -206,7 +206,7 @@ class McpConnection:
                 streams = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=http)
                 )
-            yield streams[0], Outbox(streams[1])
+            yield streams[0], Outbox(streams[1], self.callers.forward)
 
     def _client_for(self) -> Client:
         """The SDK client, with a callback (so a capability) only where someone answers."""

@@ -38,14 +38,20 @@ class Outbox:
 
     Args:
         inner: the transport's write stream (an anyio send stream).
+        rewrite: applied to each message before it is sent (a ``SessionMessage`` in, one
+            out, in the sending task: :meth:`~toolproof.sources.mcp.callers.Callers.forward`),
+            or ``None``.
 
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, rewrite: Callable[[Any], Any] | None = None) -> None:
         self._inner = inner
+        self._rewrite = rewrite
 
     async def send(self, message: Any) -> None:
         """Send ``message`` (a ``SessionMessage``), noting its request id for the current span."""
+        if self._rewrite is not None:
+            message = self._rewrite(message)
         sink = _SENT.get()
         if sink is not None and not sink:
             payload = getattr(message, "message", None)
