@@ -402,6 +402,11 @@ def test_auth_values_are_checked_when_the_file_loads(tmp_path: Path) -> None:
     path = "'token_file' must be a file path (not empty, no NUL character), got "
     assert refusal('[mcp.auth]\ntoken_file = "a\\u0000b"\n') == f"mcp[0].auth: {path}'a\\x00b'"
     assert refusal('[mcp.auth]\ntoken_file = ""\n') == f"mcp[0].auth: {path}''"
+    (tmp_path / "tokens").mkdir()
+    assert refusal('[mcp.auth]\ntoken_file = "tokens"\n') == (
+        f"mcp[0].auth: 'token_file' {tmp_path.resolve() / 'tokens'} is a directory (rule: the "
+        "token file is a file, relative to the toml file; its folder is made when missing)"
+    )
     metadata = "'client_metadata_url' must be an https URL with a path (the client's metadata "
     for url in ("http://e.com/c.json", "https://e.com"):
         assert refusal(f'[mcp.auth]\nclient_metadata_url = "{url}"\n') == (

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 if TYPE_CHECKING:
     from toolproof.sources.mcp.oauth import Authorizer, McpAuth
@@ -29,6 +29,10 @@ class McpAuthTable(BaseModel):
     ``client_metadata_url`` is the https URL of the client's metadata document (its
     ``client_id`` where the server supports CIMD); ``token_file`` (relative to the toml
     file) defaults to one file per server under ``$TOOLPROOF_CACHE/mcp-tokens``.
+
+    Validated with the context ``{"base": <the toml file's folder>}`` (as
+    :func:`~toolproof.config.schema.load_config` does), a ``token_file`` that is an existing
+    directory is refused too.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -44,12 +48,20 @@ class McpAuthTable(BaseModel):
     redirect_port: int | None = Field(default=None, ge=1, le=65535, strict=True)
 
     @model_validator(mode="after")
-    def _forms(self) -> Self:
+    def _forms(self, info: ValidationInfo) -> Self:
         if self.token_file is not None and (not self.token_file or "\x00" in self.token_file):
             raise ValueError(
                 f"'token_file' must be a file path (not empty, no NUL character), got "
                 f"{self.token_file!r}"
             )
+        base = info.context.get("base") if isinstance(info.context, dict) else None
+        if self.token_file is not None and isinstance(base, Path):
+            path = (base / self.token_file).resolve()
+            if path.is_dir():
+                raise ValueError(
+                    f"'token_file' {path} is a directory (rule: the token file is a file, "
+                    "relative to the toml file; its folder is made when missing)"
+                )
         url = self.client_metadata_url
         if url is not None:
             parts = urlsplit(url)

@@ -469,7 +469,8 @@ def load_config(path: str | Path) -> tuple[ToolproofConfig, dict[str, Any]]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(file), "(file)", f"not valid TOML: {exc}") from exc
     try:
-        return ToolproofConfig.model_validate(_renamed_keys(file, raw)), raw
+        base = {"base": file.parent}  # a relative path in the file is relative to it
+        return ToolproofConfig.model_validate(_renamed_keys(file, raw), context=base), raw
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         # An unknown key explains a "missing" one next to it (a typo): report it first.
