@@ -76,6 +76,20 @@ def test_show_prints_turns_then_their_calls_then_the_answer_with_its_bytes(
         ("call_1", first.group(1), "turn-00000001"),
     ]
     assert (linked[2][0], linked[2][2]) == ("call_3", "turn-00000002")
+    # issue 31 point 3: --limit keeps the first entries and still counts every one
+    limited = _cli("show", str(run), "--limit", "2").stdout.splitlines()
+    assert limited[1] == "timeline (3 model turns, 3 tool calls)"
+    assert [line.strip()[:12] for line in limited[2:5]] == [
+        "model turn 1",
+        "→ calls read",
+        "call_2 [pyd_",
+    ]
+    assert limited[5] == "… 4 more timeline entries not shown (--limit; --limit 0 shows all)"
+    assert limited[6] == "answer"
+    page = json.loads(_cli("show", str(run), "--json", "--limit", "2").stdout)
+    assert [(e["kind"], e["step"]) for e in page["timeline"]] == kinds[:2]
+    assert page["timeline_total"] == 6
+    assert "timeline_total" not in document
 
 
 def test_two_live_runs_of_one_agent_differ_by_the_model_declared_as_varying(

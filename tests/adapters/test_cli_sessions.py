@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import signal
 from pathlib import Path
@@ -44,6 +45,21 @@ def test_show_on_a_recorded_session_lists_its_calls(tmp_path: Path) -> None:
     assert lines[3] == '2. add({"a": "x"})'
     assert lines[4].startswith("   failed invalid_arguments: ")
     assert lines[5:] == ['3. echo({"text": "héllo"})', '   ok "héllo"']
+    # issue 31 point 3: past --limit, calls are counted, not kept
+    limited = _cli("show", "run_", "--root", str(tmp_path), "--limit", "2")
+    assert limited.returncode == 0, limited.stderr
+    assert limited.stdout.splitlines()[1:] == [
+        *lines[:5],
+        "… 1 more tool call not shown (--limit; --limit 0 shows all)",
+    ]
+    document = json.loads(
+        _cli("show", "run_", "--root", str(tmp_path), "--json", "--limit", "1").stdout
+    )
+    assert [call["tool"] for call in document["calls"]] == ["add"]
+    assert document["calls_total"] == 3
+    everything = json.loads(_cli("show", "run_", "--root", str(tmp_path), "--json").stdout)
+    assert len(everything["calls"]) == 3
+    assert "calls_total" not in everything
 
 
 def test_recover_ending_in_a_verification_error_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_con
 from toolproof.adapters.cli.locate import resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
-from toolproof.adapters.cli.timeline import print_timeline, timeline_view
+from toolproof.adapters.cli.timeline import print_timeline
 from toolproof.errors import InputError, VerificationError
 from toolproof.identity import digest
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_BYTES",
+    "SHOWN_ENTRIES",
+    "CallCollector",
     "call_view",
     "claim_view",
     "print_calls",
@@ -41,6 +44,9 @@ __all__ = [
 CONTEXT_BYTES = 40
 """Bytes of context shown on each side of a cited snippet."""
 
+SHOWN_ENTRIES = 1000
+"""Tool calls (and timeline entries) ``show`` prints by default, the first ones (``--limit``)."""
+
 
 @functools.cache
 def _claims() -> TypeAdapter[list[Claim]]:
@@ -50,45 +56,64 @@ def _claims() -> TypeAdapter[list[Claim]]:
     return TypeAdapter(list[Claim])
 
 
-def _events(directory: Path) -> list[dict[str, Any]]:
-    """The trace's events that parse as JSON objects (an unreadable trace has none)."""
+def _events(directory: Path) -> Iterator[dict[str, Any]]:
+    """The trace's events that parse as JSON objects, read as they come (one block at a time).
+
+    A line that is not a JSON object, or longer than the trace's line limit, is passed
+    over (``verify`` names it); an unreadable trace has no events.
+    """
+    from toolproof.bundle.trace import TraceReader
     from toolproof.contract.layout import TRACE_FILE
 
+    path = directory / TRACE_FILE
+    if not path.is_file():
+        return
     try:
-        lines = (directory / TRACE_FILE).read_bytes().splitlines()
+        for raw in TraceReader(path).lines():
+            if raw.data is None:
+                continue
+            try:
+                event = json.loads(raw.data)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                yield event
     except OSError:
-        return []
-    events = []
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
+        return
 
 
-def call_view(directory: Path) -> list[dict[str, Any]]:
-    """Every tool call of a run's trace, in order, with its result.
+class CallCollector:
+    """The tool calls of a trace, fed one event at a time: at most ``limit`` kept.
 
-    Returns:
-        ``[{"call_id", "step", "tool", "arguments", "ok", "value", "failure"}]``; a call
-        without a ``tool_returned`` has ``ok`` ``None``. A call an ``approve`` gate
-        decided also has ``approval``: ``{"decision", "who", "channel", "reason",
-        "edited_arguments"}`` of its ``approval_decided`` event (docs/approvals.md).
+    Keeps the calls (with their results), the approval decisions awaiting their call,
+    and :attr:`total`, every call counted. Memory is bounded by ``limit``.
+
+    Args:
+        limit: the most calls kept (``None``: every one).
 
     """
-    calls: dict[str, dict[str, Any]] = {}
-    decided: dict[str, dict[str, Any]] = {}  # approval_decided comes before tool_called
-    for event in _events(directory):
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.calls: list[dict[str, Any]] = []
+        self.total = 0
+        self._open: dict[str, dict[str, Any]] = {}
+        self._decided: dict[str, dict[str, Any]] = {}  # approval_decided comes before the call
+
+    def feed(self, event: dict[str, Any]) -> None:
+        """Take the next event of the trace (a JSON object)."""
         call_id = str(event.get("call_id"))
-        if event.get("type") == "approval_decided":
+        kind = event.get("type")
+        if kind == "approval_decided":
             keys = ("decision", "who", "channel", "reason", "edited_arguments")
-            decided[call_id] = {key: event.get(key) for key in keys}
-        elif event.get("type") == "tool_called":
+            self._decided[call_id] = {key: event.get(key) for key in keys}
+        elif kind == "tool_called":
+            self.total += 1
+            decision = self._decided.pop(call_id, None)
+            if self.limit is not None and len(self.calls) >= self.limit:
+                return
             call = event.get("call") or {}
-            calls[call_id] = {
+            entry: dict[str, Any] = {
                 "call_id": call_id,
                 "step": call.get("step"),
                 "tool": call.get("tool"),
@@ -97,21 +122,47 @@ def call_view(directory: Path) -> list[dict[str, Any]]:
                 "value": None,
                 "failure": None,
             }
-            if call_id in decided:
-                calls[call_id]["approval"] = decided.pop(call_id)
-        elif event.get("type") == "tool_returned" and call_id in calls:
+            if decision is not None:
+                entry["approval"] = decision
+            self._open[call_id] = entry
+            self.calls.append(entry)
+        elif kind == "tool_returned" and call_id in self._open:
             result = event.get("result") or {}
-            calls[call_id].update(
+            self._open.pop(call_id).update(
                 ok=result.get("ok"), value=result.get("value"), failure=result.get("failure")
             )
-    return list(calls.values())
 
 
-def print_calls(calls: list[dict[str, Any]]) -> None:
-    """Print calls as :func:`call_view` gives them: tool, arguments, and result or failure."""
+def call_view(directory: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Every tool call of a run's trace, in order, with its result.
+
+    The trace is read once, in bounded memory (:class:`CallCollector`).
+
+    Args:
+        directory: the run directory.
+        limit: the most calls returned, the first ones (``None``: every one).
+
+    Returns:
+        ``[{"call_id", "step", "tool", "arguments", "ok", "value", "failure"}]``; a call
+        without a ``tool_returned`` has ``ok`` ``None``. A call an ``approve`` gate
+        decided also has ``approval``: ``{"decision", "who", "channel", "reason",
+        "edited_arguments"}`` of its ``approval_decided`` event (docs/approvals.md).
+
+    """
+    collector = CallCollector(limit)
+    for event in _events(directory):
+        collector.feed(event)
+    return collector.calls
+
+
+def print_calls(calls: list[dict[str, Any]], total: int | None = None) -> None:
+    """Print calls as :func:`call_view` gives them: tool, arguments, and result or failure.
+
+    ``total``: how many calls the run has, when more than those given (the heading's count).
+    """
     from toolproof.adapters.html_report import approval_line
 
-    out_console.print(f"[bold]calls[/] ({len(calls)})")
+    out_console.print(f"[bold]calls[/] ({len(calls) if total is None else total})")
     for number, call in enumerate(calls, 1):
         arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
         out_console.print(f"[bold]{number}. {escape(str(call['tool']))}[/]({escape(arguments)})")
@@ -128,15 +179,21 @@ def print_calls(calls: list[dict[str, Any]]) -> None:
             out_console.print(f"   [red]failed[/] {escape(text)}")
 
 
-def _sources(directory: Path) -> dict[str, dict[str, Any]]:
-    """The source of every evidence id, from the trace's ``evidence_registered`` events."""
-    sources: dict[str, dict[str, Any]] = {}
-    for event in _events(directory):
-        if event.get("type") == "evidence_registered":
-            record = event.get("evidence") or {}
-            if isinstance(record, dict) and isinstance(record.get("source"), dict):
-                sources.setdefault(str(record.get("id")), record["source"])
-    return sources
+class _Sources:
+    """The source of each wanted evidence id, from ``evidence_registered`` events."""
+
+    def __init__(self, wanted: set[str]) -> None:
+        self.wanted = wanted
+        self.found: dict[str, dict[str, Any]] = {}
+
+    def feed(self, event: dict[str, Any]) -> None:
+        if event.get("type") != "evidence_registered":
+            return
+        record = event.get("evidence") or {}
+        if isinstance(record, dict) and isinstance(record.get("source"), dict):
+            key = str(record.get("id"))
+            if key in self.wanted:
+                self.found.setdefault(key, record["source"])
 
 
 def _origin(source: dict[str, Any] | None, start: int, end: int) -> dict[str, Any]:
@@ -190,25 +247,28 @@ def _support_view(
     }
 
 
-def claim_view(directory: Path) -> list[dict[str, Any]]:
-    """Every claim of a run with each support's file, offsets, snippet and check.
-
-    Raises:
-        VerificationError: ``claims.json`` is missing or invalid.
-
-    """
-    from toolproof.bundle.evidence import RunEvidence
+def _read_claims(directory: Path) -> list[Claim]:
     from toolproof.contract.layout import CLAIMS_FILE
 
     try:
-        claims = _claims().validate_json((directory / CLAIMS_FILE).read_bytes())
+        return _claims().validate_json((directory / CLAIMS_FILE).read_bytes())
     except (OSError, ValidationError, InputError) as exc:
         raise VerificationError(
             f"{directory}: claims.json is missing or invalid ({type(exc).__name__}); "
             "run `toolproof verify` on it",
             file=CLAIMS_FILE,
         ) from None
-    sources = _sources(directory)
+
+
+def _cited(claims: list[Claim]) -> set[str]:
+    return {support.evidence for claim in claims for support in claim.supports}
+
+
+def _claim_entries(
+    directory: Path, claims: list[Claim], sources: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    from toolproof.bundle.evidence import RunEvidence
+
     evidence = RunEvidence.open(directory)
     return [
         {
@@ -225,6 +285,22 @@ def claim_view(directory: Path) -> list[dict[str, Any]]:
         }
         for claim in claims
     ]
+
+
+def claim_view(directory: Path) -> list[dict[str, Any]]:
+    """Every claim of a run with each support's file, offsets, snippet and check.
+
+    The trace is read once, in bounded memory, for the sources of the cited evidence.
+
+    Raises:
+        VerificationError: ``claims.json`` is missing or invalid.
+
+    """
+    claims = _read_claims(directory)
+    sources = _Sources(_cited(claims))
+    for event in _events(directory):
+        sources.feed(event)
+    return _claim_entries(directory, claims, sources.found)
 
 
 def print_claims(claims: list[dict[str, Any]]) -> None:
@@ -275,23 +351,39 @@ def show_command(
         help="Also write a self-contained HTML page (verdict, claims, cited bytes) to FILE.",
         metavar="FILE",
     ),
+    limit: int = typer.Option(
+        SHOWN_ENTRIES,
+        "--limit",
+        min=0,
+        help="The most tool calls (and timeline entries) shown, the first ones; 0: all.",
+    ),
 ) -> None:
     """Show a run's claims with their cited snippets (or, without claims, its tool calls).
 
     An agent run with model turns is a timeline: each model turn, the tool calls after
     it, then the answer with each citation and its bytes. The run is verified first and
     the verdict printed first (``--json``: ``verification``); exit 2 when it fails.
+    The trace is read as it comes, in memory bounded by ``--limit``: past it, calls are
+    counted (``calls_total`` and ``timeline_total`` in ``--json``), not shown.
     """
+    from toolproof.adapters.cli.timeline import TimelineCollector
     from toolproof.adapters.html_report import write_html
+    from toolproof.bundle.evidence import RunEvidence
     from toolproof.verify.verifier import verify_run
 
     directory = resolve_run(root, run)
-    claims = claim_view(directory)
-    calls = call_view(directory)
-    timeline = timeline_view(directory, _events(directory))
-    turns = any(entry["kind"] == "model_turn" for entry in timeline)
-    run_id = _run_id(directory)
     verification = verify_run(directory)
+    claims = _read_claims(directory)
+    kept = limit or None
+    sources, calls = _Sources(_cited(claims)), CallCollector(kept)
+    timeline = TimelineCollector(RunEvidence.open(directory), kept)
+    for event in _events(directory):  # one pass: the calls, the timeline, cited sources
+        sources.feed(event)
+        calls.feed(event)
+        timeline.feed(event)
+    claim_entries = _claim_entries(directory, claims, sources.found)
+    turns = timeline.turns > 0
+    run_id = _run_id(directory)
     verdict = {
         "ok": verification.ok,
         "policy": (
@@ -302,26 +394,39 @@ def show_command(
         "failures": [str(failure) for failure in verification.failures],
     }
     if html is not None:
-        write_html(html, run_id, claims, verdict, calls)
+        write_html(html, run_id, claim_entries, verdict, calls.calls)
         err_console.print(f"wrote {html}", markup=False, highlight=False)
     if as_json:
-        document = {"run": run_id, "claims": claims, "calls": calls, "verification": verdict}
+        document: dict[str, Any] = {
+            "run": run_id,
+            "claims": claim_entries,
+            "calls": calls.calls,
+            "verification": verdict,
+        }
+        if len(calls.calls) < calls.total:
+            document["calls_total"] = calls.total
         if turns:
-            document["timeline"] = timeline
+            document["timeline"] = timeline.entries
+            if timeline.omitted:
+                document["timeline_total"] = timeline.turns + timeline.calls
         emit_json(document)
         if not verification.ok:
             raise exit_for(VerificationError)
         return
     _print_verdict(verdict)
     if turns:
-        print_timeline(timeline)
+        shown_turns = sum(entry["kind"] == "model_turn" for entry in timeline.entries)
+        omitted = (timeline.turns - shown_turns, timeline.omitted - timeline.turns + shown_turns)
+        print_timeline(timeline.entries, omitted)
+        _print_omitted(timeline.omitted, "timeline entry", "timeline entries")
         out_console.print("[bold]answer[/]")
-        print_claims(claims)
-    elif claims or not calls:
-        print_claims(claims)
+        print_claims(claim_entries)
+    elif claims or not calls.total:
+        print_claims(claim_entries)
     else:
-        print_calls(calls)
-    problems = [s["problem"] for c in claims for s in c["supports"] if not s["verified"]]
+        print_calls(calls.calls, calls.total)
+        _print_omitted(calls.total - len(calls.calls), "tool call", "tool calls")
+    problems = [s["problem"] for c in claim_entries for s in c["supports"] if not s["verified"]]
     if problems:
         err_console.print(
             f"error: {count(len(problems), 'cited snippet')} failed: {escape(problems[0])}; "
@@ -329,6 +434,14 @@ def show_command(
         )
     if problems or not verification.ok:
         raise exit_for(VerificationError)
+
+
+def _print_omitted(omitted: int, one: str, many: str) -> None:
+    if omitted:
+        out_console.print(
+            f"[dim]… {omitted} more {one if omitted == 1 else many} not shown (--limit; "
+            "--limit 0 shows all)[/]"
+        )
 
 
 def _print_verdict(verdict: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,13 @@ from toolproof.errors import VerificationError
 if TYPE_CHECKING:
     from toolproof.bundle.evidence import RunEvidence
 
-__all__ = ["PREVIEW_CHARS", "print_timeline", "timeline_view", "turn_summary"]
+__all__ = [
+    "PREVIEW_CHARS",
+    "TimelineCollector",
+    "print_timeline",
+    "timeline_view",
+    "turn_summary",
+]
 
 PREVIEW_CHARS = 80
 """Characters of a text or a value shown in a timeline line."""
@@ -142,12 +149,86 @@ def _turn_entry(
     return entry
 
 
-def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class TimelineCollector:
+    """The timeline of a trace, fed one event at a time: at most ``limit`` entries kept.
+
+    What it keeps is bounded by ``limit``: the entries, the evidence records registered
+    before the last kept entry (a model turn's request and response come before it),
+    and the calls awaiting their result. Past the limit it only counts (:attr:`turns`,
+    :attr:`calls`).
+
+    Args:
+        stored: the run's evidence (a turn's response bytes are read for its summary).
+        limit: the most entries kept (``None``: every one).
+
+    """
+
+    def __init__(self, stored: RunEvidence, limit: int | None = None) -> None:
+        self.stored = stored
+        self.limit = limit
+        self.entries: list[dict[str, Any]] = []
+        self.turns = 0
+        self.calls = 0
+        self._evidence: dict[str, dict[str, Any]] = {}
+        self._open: dict[str, dict[str, Any]] = {}
+
+    def _full(self) -> bool:
+        return self.limit is not None and len(self.entries) >= self.limit
+
+    def feed(self, event: dict[str, Any]) -> None:
+        """Take the next event of the trace (a JSON object)."""
+        kind = event.get("type")
+        if kind == "evidence_registered" and isinstance(event.get("evidence"), dict):
+            if not self._full():
+                self._evidence[str(event["evidence"].get("id"))] = event["evidence"]
+        elif kind == "model_turn":
+            self.turns += 1
+            if not self._full():
+                self.entries.append(_turn_entry(self.stored, event, self._evidence))
+        elif kind == "tool_called":
+            self.calls += 1
+            if self._full():
+                return
+            call = event.get("call") or {}
+            entry: dict[str, Any] = {
+                "kind": "call",
+                "step": event.get("step"),
+                "event": event.get("idx"),
+                "call": _call_label(str(event.get("step"))),
+                "model_call_id": event.get("model_call_id"),
+                "model_turn": event.get("model_turn"),
+                "tool": call.get("tool"),
+                "arguments": call.get("arguments"),
+                "ok": None,
+                "value": None,
+                "failure": None,
+            }
+            self._open[str(event.get("call_id"))] = entry
+            self.entries.append(entry)
+        elif kind == "tool_returned":
+            opened = self._open.pop(str(event.get("call_id")), None)
+            if opened is not None:
+                result = event.get("result") or {}
+                opened.update(
+                    ok=result.get("ok"), value=result.get("value"), failure=result.get("failure")
+                )
+
+    @property
+    def omitted(self) -> int:
+        """Entries past the limit, not kept."""
+        return self.turns + self.calls - len(self.entries)
+
+
+def timeline_view(
+    directory: Path, events: Iterable[dict[str, Any]], limit: int | None = None
+) -> list[dict[str, Any]]:
     """The model turns and tool calls of a run's trace, in order.
 
     Args:
         directory: the run directory (the evidence files are read from it).
-        events: the trace's events as JSON objects.
+        events: the trace's events as JSON objects (any iterable: read as it goes).
+        limit: the most entries returned (``None``: every one); memory is bounded by it
+            (:class:`TimelineCollector`).
 
     Returns:
         ``{"kind": "model_turn", "step", "event", "source", "model", "request",
@@ -162,55 +243,30 @@ def timeline_view(directory: Path, events: list[dict[str, Any]]) -> list[dict[st
     """
     from toolproof.bundle.evidence import RunEvidence
 
-    evidence: dict[str, dict[str, Any]] = {}
-    entries: list[dict[str, Any]] = []
-    calls: dict[str, dict[str, Any]] = {}
-    stored = RunEvidence.open(directory)
+    collector = TimelineCollector(RunEvidence.open(directory), limit)
     for event in events:
-        kind = event.get("type")
-        if kind == "evidence_registered" and isinstance(event.get("evidence"), dict):
-            evidence[str(event["evidence"].get("id"))] = event["evidence"]
-        elif kind == "model_turn":
-            entries.append(_turn_entry(stored, event, evidence))
-        elif kind == "tool_called":
-            call = event.get("call") or {}
-            entry = {
-                "kind": "call",
-                "step": event.get("step"),
-                "event": event.get("idx"),
-                "call": _call_label(str(event.get("step"))),
-                "model_call_id": event.get("model_call_id"),
-                "model_turn": event.get("model_turn"),
-                "tool": call.get("tool"),
-                "arguments": call.get("arguments"),
-                "ok": None,
-                "value": None,
-                "failure": None,
-            }
-            calls[str(event.get("call_id"))] = entry
-            entries.append(entry)
-        elif kind == "tool_returned" and str(event.get("call_id")) in calls:
-            result = event.get("result") or {}
-            calls[str(event.get("call_id"))].update(
-                ok=result.get("ok"), value=result.get("value"), failure=result.get("failure")
-            )
-    return entries
+        collector.feed(event)
+    return collector.entries
 
 
-def timeline_heading(entries: list[dict[str, Any]]) -> str:
-    """``timeline (1 model turn, 2 tool calls)``: the counts of :func:`timeline_view` entries."""
+def timeline_heading(entries: list[dict[str, Any]], omitted: tuple[int, int] = (0, 0)) -> str:
+    """``timeline (1 model turn, 2 tool calls)``: the counts of :func:`timeline_view` entries.
+
+    ``omitted``: the model turns and tool calls past the shown entries, counted too.
+    """
     turns = sum(entry["kind"] == "model_turn" for entry in entries)
-    return f"timeline ({count(turns, 'model turn')}, {count(len(entries) - turns, 'tool call')})"
+    calls = len(entries) - turns + omitted[1]
+    return f"timeline ({count(turns + omitted[0], 'model turn')}, {count(calls, 'tool call')})"
 
 
-def print_timeline(entries: list[dict[str, Any]]) -> None:
+def print_timeline(entries: list[dict[str, Any]], omitted: tuple[int, int] = (0, 0)) -> None:
     """Print :func:`timeline_view` entries: each turn, the calls under it, indented.
 
     A call shows both its ids, ``call_N [<model call id>]`` (the second when the model's
     was recorded), and, when the turn that asked for it is not the one printed above
     it, ``(asked by model turn K)``.
     """
-    heading = timeline_heading(entries)
+    heading = timeline_heading(entries, omitted)
     out_console.print(f"[bold]timeline[/]{escape(heading.removeprefix('timeline'))}")
     number = 0
     numbers: dict[str, int] = {}
