@@ -6,6 +6,7 @@ import json
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runs_support import Counter, base_spec, make_toolset, remanifest, run
@@ -16,7 +17,7 @@ from toolproof.bundle.manifest import (
     check_manifest,
 )
 from toolproof.bundle.trace import MAX_LINE_BYTES, TraceReader
-from toolproof.identity import digest
+from toolproof.identity import canonical_json, digest
 from toolproof.verify.checks import CHECKS, check_findings
 from toolproof.verify.verifier import verify_run
 from toolproof.verify.view import MAX_CLAIMS_BYTES, RunView
@@ -248,4 +249,98 @@ def test_a_pack_truncated_mid_item_fails_verify_in_one_line(run_dir: Path) -> No
     assert _failures(remanifest(run_dir), "evidence-digests") == [
         f"[evidence-digests] evidence.pack: evidence.pack at byte {header}: item 1 ({name}) is "
         f"torn: the file ends after {size // 2} of its {size} bytes"
+    ]
+
+
+async def _fetch(i: int) -> str:
+    """Document ``i``: 200 distinct bytes."""
+    return (f"document {i}: " + "lorem ipsum " * 20)[:200]
+
+
+def _session_run(root: Path, calls: int) -> Path:
+    """A recorded session of ``calls`` calls of ``_fetch``, committed as one run."""
+    import asyncio
+
+    import toolproof
+
+    toolset = toolproof.Toolset()
+    toolset.add(toolproof.Tool.from_function(_fetch))
+    toolset.seal()
+
+    async def record() -> str:
+        async with toolproof.record_session(
+            toolset, root=root, task="bounded", segment_calls=0
+        ) as session:
+            for i in range(calls):
+                await session.call("_fetch", {"i": i})
+        return session.run_id
+
+    return root / "runs" / asyncio.run(record())
+
+
+def test_verify_keeps_no_parsed_event_of_the_trace_once_its_checks_are_fed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 point 3: the checks keep digests of past events, never the events.
+
+    Counted right after the one pass over the trace (every check's state fed, none
+    finished yet, the view alive): of a 300-call trace (1,506 events), at most the few a
+    check holds as its last (the open call, the last two for ``finalize``) are alive;
+    keeping the trace, or an event per call, would be hundreds.
+    """
+    import gc
+
+    from toolproof.contract.trace import EventBase
+
+    directory = _session_run(tmp_path, 300)
+    assert (directory / "trace.jsonl").read_bytes().count(b"\n") == 1506
+    alive: list[int] = []
+    scan = RunView.scan
+
+    def counting(view: RunView, *args: Any, **kwargs: Any) -> None:
+        scan(view, *args, **kwargs)
+        gc.collect()
+        alive.append(sum(isinstance(item, EventBase) for item in gc.get_objects()))
+
+    monkeypatch.setattr(RunView, "scan", counting)
+    verification = verify_run(directory)
+    assert verification.ok, verification.failures
+    assert len(alive) == 1  # one pass
+    assert alive[0] <= 4, alive
+
+
+def test_verify_reads_spec_and_plan_part_by_part_never_whole(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 point 3: the built-in checks never build the whole spec or plan model."""
+
+    def whole(view: RunView) -> None:
+        raise AssertionError("the whole spec or plan was parsed")
+
+    monkeypatch.setattr(RunView, "spec", property(whole))
+    monkeypatch.setattr(RunView, "plan", property(whole))
+    verification = verify_run(run_dir)
+    assert verification.ok, verification.failures
+
+
+def test_a_plan_read_part_by_part_is_refused_as_the_whole_was(run_dir: Path) -> None:
+    plan = json.loads((run_dir / "plan.json").read_bytes())
+    spaced = (run_dir / "plan.json").read_bytes().replace(b'"edges":', b'"edges": ', 1)
+    (run_dir / "plan.json").write_bytes(spaced)
+    first = remanifest(run_dir)
+    assert _schema(first) == [
+        "[schema] plan.json: plan.json is not in canonical JSON form (RFC 8785): whitespace "
+        "at character 9" + _DAMAGED
+    ]
+    plan["nodes"][0]["tool"] = "other"  # the content changed, its id did not
+    (first / "plan.json").write_bytes(canonical_json(plan))
+    second = remanifest(first)
+    (problem,) = _schema(second)
+    assert problem.startswith("[schema] plan.json: plan.json is not a valid Plan: ")
+    assert f"{plan['id']}" in problem
+    plan["nodes"][1]["depends_on"] = 3  # not a list
+    (second / "plan.json").write_bytes(canonical_json(plan))
+    assert _schema(remanifest(second)) == [
+        "[schema] plan.json: plan.json is not a valid Plan: nodes.1.depends_on: Input should "
+        "be a valid list" + _DAMAGED
     ]

@@ -107,7 +107,7 @@ class RunEvidence:
         self._folder = self.directory / EVIDENCE_DIR
         self._pack = self.directory / EVIDENCE_PACK_FILE
         self._index: PackIndex | None = None
-        self._checked: dict[str, int] = {}
+        self._checked = False  # every packed item's digest checked (items() ran to its end)
         """A packed run's item sizes by name, once :meth:`items` checked them all."""
 
     @classmethod
@@ -212,6 +212,21 @@ class RunEvidence:
         with os.scandir(self._folder) as entries:  # the directory's own types: no stat per file
             return sorted(entry.name for entry in entries if entry.is_file(follow_symlinks=False))
 
+    def each_name(self) -> Iterator[str]:
+        """The name of every stored item, sorted, one at a time (as :meth:`names`).
+
+        The pack layout walks ``evidence.idx`` front to back, holding one block of it;
+        the files layout lists the folder.
+
+        Raises:
+            VerificationError: the pack's index is damaged.
+
+        """
+        if self.layout == LAYOUT_PACK:
+            yield from (name for name, _, _ in self._open_index().walk())
+            return
+        yield from self.names()
+
     def stored_files(self) -> Iterator[str]:
         """The run-relative paths of the files that hold the items, in name order."""
         if self.layout == LAYOUT_PACK:
@@ -251,7 +266,8 @@ class RunEvidence:
         """
         if self.layout == LAYOUT_PACK:
             name = _name(key)
-            size = self._checked.get(name)
+            found = self._find(key) if self._checked else None
+            size = found[1] if found is not None else None
             if size is None:  # not seen by a whole pass: read it, its digest checked
                 size = len(self.read(key))
             return size, digest_of_hex(name)
@@ -330,9 +346,9 @@ class RunEvidence:
 
         The pack layout streams ``evidence.pack`` once, front to back, hashing every
         item, then walks ``evidence.idx`` once checking that its records are exactly
-        those items; memory holds 48 bytes per item (offset, size, digest) and each
-        item's size by name, kept afterwards so :meth:`size_and_digest` answers without
-        reading the item again. The files layout yields the files by name. Exhaust the
+        those items; memory holds 48 bytes per item (offset, size, digest) until then.
+        Once the iterator is exhausted, :meth:`size_and_digest` answers from the index
+        without reading an item again. The files layout yields the files by name. Exhaust the
         iterator: the index is checked after the last item.
 
         Raises:
@@ -362,14 +378,12 @@ class RunEvidence:
                 file=EVIDENCE_DIR,
             )
         offsets, sizes, digests = array("Q"), array("Q"), bytearray()
-        checked: dict[str, int] = {}
         for item in scan_pack(self._pack):
             offsets.append(item.offset)
             sizes.append(item.size)
             digests += bytes.fromhex(item.name)
-            checked[item.name] = item.size
             yield EvidenceItem(
                 item.name, evidence_path(item.name), item.size, digest_of_hex(item.name)
             )
         index.check(offsets, sizes, digests)
-        self._checked = checked  # every item's digest checked: sizes without reading again
+        self._checked = True  # every item's digest checked: sizes from the index, not read again

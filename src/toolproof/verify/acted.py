@@ -22,13 +22,17 @@ service acts once per key): its attempts are one action by its declaration. Read
 and idempotent tools are not held to anything. A run without ``repeatable`` (a plan
 run, or a session recorded before it existed) is not checked.
 
-Memory: per call of a tool declaring none of the three, its key, call id and event
-index (about 0.3 kB), kept to the end of the pass.
+Memory: per execution of a tool declaring none of the three, its key, call id, tool
+and event index (about 0.4 kB: :meth:`ActedOnceState.executed_keys`, which
+``verify --chain`` compares across segments), kept to the end of the pass; per call,
+until the next step starts after its result (its ``failure_observed`` events come after
+the result, in its step).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,7 @@ from toolproof.bundle.trace import TraceLine, TraceReader
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
 from toolproof.contract.tools import ToolFailure
-from toolproof.contract.trace import FailureObserved, ToolCalled, ToolReturned
+from toolproof.contract.trace import FailureObserved, StepStarted, ToolCalled, ToolReturned
 from toolproof.failures import FailureKind
 from toolproof.verify.base import Check, Findings, finding, stream_check
 from toolproof.verify.view import RunView
@@ -88,8 +92,11 @@ class ActedOnceState:
         self.declared = declared
         self.out = Findings()
         self.calls: dict[str, tuple[str, str, int]] = {}  # call id: (tool, key, called at)
-        self.executed: dict[str, tuple[str, int]] = {}  # key: (call id, called at)
+        self.executed: dict[str, tuple[str, int, str]] = {}  # key: (call id, called at, tool)
         self.again: set[str] = set()  # calls found running more than once
+        # calls of the open step that returned: their failure_observed events come after
+        # the result, in the same step; dropped from calls when the next step starts
+        self.returned: list[str] = []
 
     def _add(self, severity: Severity, message: str, **detail: Any) -> None:
         self.out.add(finding(severity, TRACE_FILE, message, **detail))
@@ -97,10 +104,15 @@ class ActedOnceState:
     def feed(self, line: TraceLine) -> None:
         """Take the next event (see the module docstring)."""
         event = line.event
-        if isinstance(event, ToolCalled):
+        if isinstance(event, StepStarted):
+            for call_id in self.returned:
+                self.calls.pop(call_id, None)
+            self.returned.clear()
+        elif isinstance(event, ToolCalled):
             key = event.idempotency_key
             if key is not None:
-                self.calls[event.call_id] = (event.call.tool, key, event.idx)
+                tool = sys.intern(event.call.tool)  # one string per tool, not per call
+                self.calls[event.call_id] = (tool, key, event.idx)
         elif isinstance(event, ToolReturned):
             self._returned(event)
         elif isinstance(event, FailureObserved) and event.recovered_by:
@@ -119,7 +131,10 @@ class ActedOnceState:
         called = self.calls.get(event.call_id)
         if called is None:
             return
-        tool, key, at = called
+        self._judge(event, *called)
+        self.returned.append(event.call_id)
+
+    def _judge(self, event: ToolReturned, tool: str, key: str, at: int) -> None:
         failure = event.result.failure
         if _unreconciled(failure):
             self._add(
@@ -132,13 +147,12 @@ class ActedOnceState:
                 key=key,
             )
         if tool in self.declared:
-            del self.calls[event.call_id]  # harmless, or may run again under its key
-            return
+            return  # harmless, or may run again under its key
         if failure is not None and failure.kind in NOT_RUN:
             return
-        first = self.executed.setdefault(key, (event.call_id, at))
-        if first != (event.call_id, at):
-            self._twice(key, tool, first, f"by call {event.call_id} at event {at}")
+        first = self.executed.setdefault(key, (event.call_id, at, tool))
+        if first[:2] != (event.call_id, at):
+            self._twice(key, tool, first[:2], f"by call {event.call_id} at event {at}")
         attempts = failure.detail.get("attempts") if failure is not None else None
         if type(attempts) is int and attempts > 1:
             how = f"in {attempts} attempts (tool_returned at event {event.idx})"
@@ -170,7 +184,7 @@ class ActedOnceState:
 
     def executed_keys(self) -> dict[str, tuple[str, str, int]]:
         """``{key: (tool, call id, event index of its tool_called)}`` of every execution."""
-        return {key: (self.calls[call][0], call, at) for key, (call, at) in self.executed.items()}
+        return {key: (tool, call, at) for key, (call, at, tool) in self.executed.items()}
 
 
 def acted_once_state(view: RunView) -> ActedOnceState | None:

@@ -178,9 +178,10 @@ def _judge(claim: Claim, checks: list[DetailCheck], quotes: set[_Span]) -> list[
 
 def check_answer_details(view: RunView) -> list[Finding]:
     """The findings of an answer claim's details at level ``details`` (see the module)."""
-    if view.spec is None or view.spec.reasoner.name != "answer" or view.claims is None:
+    spec = view.spec_head  # the reasoner is in the head; the steps are not read
+    if spec is None or spec.reasoner.name != "answer" or view.claims is None:
         return []
-    params = dict(view.spec.reasoner.params)
+    params = dict(spec.reasoner.params)
     try:
         grounding = Grounding.from_params(params.get("grounding"))
         if grounding.level != "details":

@@ -14,9 +14,19 @@ from typing import Any, Protocol
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.runs import Finding, PluginDescriptor, Severity
 from toolproof.identity import digest_json
+from toolproof.verify.compact import KeySet, compact_key
 from toolproof.verify.view import RunView
 
-__all__ = ["MAX_FINDINGS", "Check", "Findings", "TraceState", "finding", "stream_check"]
+__all__ = [
+    "MAX_FINDINGS",
+    "Check",
+    "Findings",
+    "KeySet",
+    "TraceState",
+    "compact_key",
+    "finding",
+    "stream_check",
+]
 
 MAX_FINDINGS = 50
 """Findings kept per check; a check stops looking after that many."""

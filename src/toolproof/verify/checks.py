@@ -76,8 +76,8 @@ _BUILT_IN: tuple[Check, ...] = (
         "support-links",
         "INV-SUPPORT-RESOLVE",
         _C,
-        "evidence names the call that produced it; claim supports name evidence registered "
-        "before the claim; claims.json equals the emitted claims",
+        "evidence names the call that produced it, in its step; claim supports name evidence "
+        "registered before the claim; claims.json equals the emitted claims",
         check_links,
     ),
     Check(

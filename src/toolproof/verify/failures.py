@@ -18,7 +18,13 @@ from collections.abc import Callable
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import TRACE_FILE
 from toolproof.contract.runs import Finding, Severity
-from toolproof.contract.trace import FailureObserved, StepFinished, ToolCalled, ToolReturned
+from toolproof.contract.trace import (
+    FailureObserved,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolReturned,
+)
 from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
 from toolproof.verify.view import RunView
 
@@ -26,9 +32,10 @@ __all__ = ["STREAMS", "check_failure_honesty"]
 
 
 class _FailureHonesty:
-    """``failure-honesty``: per call, its tool and whether its last result was a value.
+    """``failure-honesty``: per call of the open step, its tool and last result's ``ok``.
 
-    And per step with a failed call, that call.
+    A call's ``failure_observed`` events come after its result, in its step: the calls
+    are dropped when the next step starts. And per step with a failed call, that call.
     """
 
     def __init__(self, view: RunView) -> None:
@@ -39,7 +46,10 @@ class _FailureHonesty:
 
     def feed(self, line: TraceLine) -> None:
         event = line.event
-        if isinstance(event, ToolCalled):
+        if isinstance(event, StepStarted):
+            self.tools.clear()
+            self.returned_ok.clear()
+        elif isinstance(event, ToolCalled):
             self.tools[event.call_id] = event.call.tool
         elif isinstance(event, ToolReturned):
             self.returned_ok[event.call_id] = event.result.ok

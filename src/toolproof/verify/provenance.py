@@ -24,7 +24,15 @@ from toolproof.errors import InputError, VerificationError
 from toolproof.evidence.encoding import encode_value, read_contents
 from toolproof.identity import digest, digest_of_hex
 from toolproof.verify.answers import check_answer_details
-from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
+from toolproof.verify.base import (
+    MAX_FINDINGS,
+    Findings,
+    KeySet,
+    TraceState,
+    compact_key,
+    finding,
+    stream_check,
+)
 from toolproof.verify.view import RunView
 
 __all__ = [
@@ -55,10 +63,10 @@ def check_grounding(view: RunView) -> list[Finding] | None:
     An agent's answer at grounding level ``details`` is also derived again from the
     spec and the stored bytes (:mod:`toolproof.verify.answers`).
     """
-    if view.claims is None or view.spec is None:
+    if view.claims is None or view.spec_head is None:
         return None
     out: list[Finding] = []
-    minimum = view.spec.reasoner.min_supports
+    minimum = view.spec_head.reasoner.min_supports
     for claim in view.claims:
         label = f"claim {claim.id} ({claim.statement[:60]!r})"
         if claim.status == ClaimStatus.VALIDATED:
@@ -160,32 +168,39 @@ def _value_of(result: ToolResult) -> tuple[bytes, str]:
 class _EvidenceDigests:
     """``evidence-digests``: every registered file against the manifest's digests.
 
-    Keeps, per returned call, the raw digest and media type of its value's evidence
-    bytes; per resource read, its items' digests; per stored item, whether it was
-    registered. Evidence that
-    names a call (or a read) before it returns is judged when the result comes (or at
-    the end, against nothing, as before).
+    Keeps, per returned call of the open step (a tool result's evidence is registered
+    in its call's step), the raw digest and media type of its value's evidence bytes;
+    per resource read, its items' digests; the stored items registered (a
+    :class:`~toolproof.verify.base.KeySet`, about 70 bytes an item). The stored items
+    themselves are read twice, never held: checked whole when the state is built
+    (``RunEvidence.items``), their names walked again at the end for those never
+    registered. Evidence that names a call (or a read) before it returns is judged
+    when the result comes (or at the end, against nothing, as before).
     """
 
     def __init__(self, view: RunView) -> None:
         self.view = view
         self.out = Findings()
         # every stored item read once, in storage order (a packed run's pack and index
-        # checked whole: a damaged one is this check's one finding); name -> registered
-        self.stored: dict[str, bool] = {}
+        # checked whole: a damaged one is this check's one finding)
+        self.registered = KeySet()
         self.damaged: Finding | None = None
         try:
-            self.stored = {item.name: False for item in view.evidence.items()}
+            for _ in view.evidence.items():
+                pass
         except VerificationError as exc:
             self.damaged = finding(_CRIT, exc.file or TRACE_FILE, exc.message)
-        self.values: dict[str, tuple[bytes, str]] = {}
+        self.values: dict[str, tuple[bytes, str]] = {}  # the open step's calls: value
         self.reads: dict[str, list[tuple[str, str]] | None] = {}
         self.early: dict[str, list[EvidenceRegistered]] = {}
         self.early_reads: dict[str, list[EvidenceRegistered]] = {}
 
     def feed(self, line: TraceLine) -> None:
         event = line.event
-        if isinstance(event, ToolReturned):
+        if isinstance(event, StepStarted):
+            self.values.clear()
+            self.early.clear()  # named calls that never returned in their step
+        elif isinstance(event, ToolReturned):
             value = self.values[event.call_id] = _value_of(event.result)
             for waiting in self.early.pop(event.call_id, ()):
                 self._compare_value(waiting, value)
@@ -201,7 +216,7 @@ class _EvidenceDigests:
         name = record.digest.removeprefix("sha256:")
         if self.damaged is not None:
             return
-        if name not in self.stored:
+        if name not in self.view.evidence:
             out.add(
                 finding(
                     _CRIT,
@@ -211,7 +226,7 @@ class _EvidenceDigests:
                 )
             )
             return
-        self.stored[name] = True
+        self.registered.add(name)
         size, file_digest = self.view.evidence.size_and_digest(name)
         if (size, file_digest) != (record.size, record.digest):
             out.add(
@@ -233,8 +248,9 @@ class _EvidenceDigests:
                 self.early_reads.setdefault(source.step, []).append(event)
         if source.kind == "tool_result":
             call = source.call or ""
-            if call in self.values:
-                self._compare_value(event, self.values[call])
+            value = self.values.get(call)
+            if value is not None:
+                self._compare_value(event, value)
             else:
                 self.early.setdefault(call, []).append(event)
 
@@ -273,7 +289,11 @@ class _EvidenceDigests:
             for event in events:
                 self._compare_read(event, None)
         out = self.out
-        for name in sorted(name for name, seen in self.stored.items() if not seen):
+        for name in self.view.evidence.each_name():  # sorted
+            if name in self.registered:
+                continue
+            if len(out) >= MAX_FINDINGS:
+                break  # no more are kept: nothing more to read
             rel = self.view.evidence.path_of(name)
             _, file_digest = self.view.evidence.size_and_digest(name)
             name_ok = file_digest == digest_of_hex(name)
@@ -294,22 +314,22 @@ def check_evidence_digests(view: RunView) -> list[Finding] | None:
 class _RequiredSteps:
     """``required-steps``: the last ``step_finished`` of each plan node.
 
-    One byte per node, plus the event of each node whose last finish was not ``ok``.
+    One byte per node (its position from :attr:`RunView.plan_index`), plus the event of
+    each node whose last finish was not ``ok``; the nodes' ids are read again from
+    ``plan.json`` only when one did not finish ok.
     """
 
     def __init__(self, view: RunView) -> None:
-        assert view.plan is not None
-        self.nodes = view.plan.nodes
-        order = view.plan_order
-        assert order is not None
-        self.index = order
-        self.state = bytearray(len(self.nodes))  # 0: never finished, 1: ok, 2: not ok
+        assert view.plan_index is not None
+        self.view = view
+        self.index = view.plan_index
+        self.state = bytearray(view.plan_size)  # 0: never finished, 1: ok, 2: not ok
         self.not_ok: dict[int, StepFinished] = {}
 
     def feed(self, line: TraceLine) -> None:
         event = line.event
         if isinstance(event, StepFinished):
-            number = self.index.get(event.step)
+            number = self.index.get(compact_key(event.step))
             if number is None:
                 return
             if event.status == "ok":
@@ -321,10 +341,13 @@ class _RequiredSteps:
 
     def finish(self) -> list[Finding]:
         out = Findings()
-        for node in self.nodes:
-            if node.kind == StepKind.FINALIZE:
+        skip = self.view.plan_finalize
+        if all(state == 1 for at, state in enumerate(self.state) if at not in skip):
+            return out
+        for _, _, node in self.view.plan_parts():
+            if isinstance(node, list) or node.kind == StepKind.FINALIZE:
                 continue
-            number = self.index[node.id]  # a node id listed twice shares one slot
+            number = self.index[compact_key(node.id)]  # a node id listed twice shares one slot
             state = self.state[number]
             if state == 0:
                 out.add(
@@ -350,7 +373,7 @@ class _RequiredSteps:
 
 
 def _required(view: RunView) -> _RequiredSteps | None:
-    return _RequiredSteps(view) if view.plan is not None else None
+    return _RequiredSteps(view) if view.plan_index is not None else None
 
 
 def check_required_steps(view: RunView) -> list[Finding] | None:
@@ -403,21 +426,25 @@ def check_finalize(view: RunView) -> list[Finding] | None:
 
 
 class _Budget:
-    """``budget``: counts calls; keeps each evidence id's size (the last registered)."""
+    """``budget``: counts calls; keeps each evidence id's size (the last registered).
+
+    The sizes only under an ``evidence_bytes`` budget (by
+    :func:`~toolproof.verify.base.compact_key` of the id: about 110 bytes an item).
+    """
 
     def __init__(self, view: RunView) -> None:
-        assert view.spec is not None
-        self.budgets = view.spec.budgets
+        assert view.spec_head is not None
+        self.budgets = view.spec_head.budgets
         self.calls = 0
-        self.sizes: dict[str, int] = {}
+        self.sizes: dict[int, int] | None = None if self.budgets.evidence_bytes is None else {}
         self.stops: list[Finding] = []
 
     def feed(self, line: TraceLine) -> None:
         event = line.event
         if isinstance(event, ToolCalled):
             self.calls += 1
-        elif isinstance(event, EvidenceRegistered):
-            self.sizes[event.evidence.id] = event.evidence.size
+        elif isinstance(event, EvidenceRegistered) and self.sizes is not None:
+            self.sizes[compact_key(event.evidence.id)] = event.evidence.size
         elif isinstance(event, RunFailed):
             self.stops.append(
                 finding(
@@ -439,7 +466,7 @@ class _Budget:
                     f"{calls} tool calls exceed the budget of {budgets.tool_calls}",
                 )
             )
-        total = sum(self.sizes.values())
+        total = sum(self.sizes.values()) if self.sizes is not None else 0
         if budgets.evidence_bytes is not None and total > budgets.evidence_bytes:
             out.append(
                 finding(
@@ -452,7 +479,7 @@ class _Budget:
 
 
 def _budget(view: RunView) -> _Budget | None:
-    return _Budget(view) if view.spec is not None else None
+    return _Budget(view) if view.spec_head is not None else None
 
 
 def check_budget(view: RunView) -> list[Finding] | None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections import deque
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from toolproof.bundle.trace import TraceLine
 from toolproof.contract.layout import CLAIMS_FILE, PLAN_FILE, RUN_FILES, RUNTIME_FILE, TRACE_FILE
-from toolproof.contract.runs import MODEL_PROVIDER_KIND, Finding, Severity, StepKind
+from toolproof.contract.runs import MODEL_PROVIDER_KIND, Finding, PlanNode, Severity, StepKind
 from toolproof.contract.trace import (
     ClaimEmitted,
     EvidenceRegistered,
@@ -19,7 +22,15 @@ from toolproof.contract.trace import (
     TraceEvent,
 )
 from toolproof.identity import canonical_json
-from toolproof.verify.base import MAX_FINDINGS, Findings, TraceState, finding, stream_check
+from toolproof.verify.base import (
+    MAX_FINDINGS,
+    Findings,
+    KeySet,
+    TraceState,
+    finding,
+    stream_check,
+)
+from toolproof.verify.compact import Multiset, compact_key
 from toolproof.verify.keys import KeyLedger
 from toolproof.verify.model_calls import ModelLinks
 from toolproof.verify.view import RunView
@@ -45,42 +56,115 @@ def check_schema(view: RunView) -> list[Finding]:
     ]
 
 
-def _compare_steps(view: RunView, bad: Callable[[str], None]) -> None:
-    assert view.spec is not None and view.plan is not None and view.runtime is not None
-    spec, plan = view.spec, view.plan
-    kinds = (
-        StepKind.CALL,
-        StepKind.RETRIEVE,
-        StepKind.MODEL,
-        StepKind.READ,
-        StepKind.PROMPT,
-    )
-    steps = [node for node in plan.nodes if node.kind in kinds]
-    if sorted(node.id for node in steps) != sorted(step.id for step in spec.steps):
-        bad("the plan's call/retrieve/model/read/prompt nodes are not the spec's steps")
-    by_id = {node.id: node for node in steps}
-    for step in spec.steps:
-        node = by_id.get(step.id)
-        if node is None:
-            continue
-        same = (
-            node.kind.value == step.kind
-            and node.tool == step.tool
-            and node.arguments == step.arguments
-            and node.params == step.params
-            and set(step.after) <= set(node.depends_on)
+_STEP_KINDS = (StepKind.CALL, StepKind.RETRIEVE, StepKind.MODEL, StepKind.READ, StepKind.PROMPT)
+
+
+def _text(value: Any) -> str:
+    """One text for a JSON value read from a canonical file (equal values, equal texts)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _fields(step_id: str, kind: str, tool: str | None, arguments: Any, params: Any) -> str:
+    """What a spec step and its plan node share, as one text."""
+    return _text([step_id, kind, tool, arguments, params])
+
+
+def _pair(node_id: str, dep: str) -> int:
+    return compact_key(f"{node_id}\n{dep}")  # a step id holds no newline
+
+
+class _PlanWalk:
+    """What ``plan`` finds walking ``spec.json``'s steps, then ``plan.json``'s edges and nodes.
+
+    Kept: the node ids seen (a :class:`~toolproof.verify.base.KeySet`, about 70 bytes a
+    node), order-free digests of the steps, of the step nodes and of the edges
+    (:class:`~toolproof.verify.compact.Multiset`), each spec ``after`` not yet found
+    among its node's dependencies, and the last three nodes.
+    """
+
+    def __init__(self, view: RunView, bad: Callable[[str], None]) -> None:
+        self.view, self.bad = view, bad
+        self.step_ids, self.step_fields = Multiset(), Multiset()
+        self.node_ids, self.node_fields = Multiset(), Multiset()
+        self.expected, self.edges = Multiset(), Multiset()
+        self.afters: dict[int, str] = {}
+        self.seen = KeySet()
+        self.tail: deque[tuple[str, str]] = deque(maxlen=3)
+        self.lacking: list[str] = []
+        self.sorted = True
+
+    def walk(self, tools: set[str]) -> None:
+        for step in self.view.spec_steps():
+            self.step_ids.add(step.id)
+            self.step_fields.add(
+                _fields(step.id, step.kind, step.tool, step.arguments, step.params)
+            )
+            for dep in step.after:
+                self.afters[_pair(step.id, dep)] = step.id
+        last: list[str] | None = None
+        for _, _, item in self.view.plan_parts():
+            if isinstance(item, list):  # an edge; the edges come first
+                self.edges.add(_text(item))
+                self.sorted = self.sorted and (last is None or last <= item)
+                last = item
+            else:
+                self._node(item, tools)
+
+    def _node(self, node: PlanNode, tools: set[str]) -> None:
+        if node.id in self.seen:
+            self.bad(f"node {node.id!r} appears twice")
+        missing = [dep for dep in node.depends_on if dep not in self.seen]
+        if missing:
+            self.bad(f"node {node.id!r} depends on {missing}, which do not come before it")
+        self.seen.add(node.id)
+        for dep in node.depends_on:
+            self.expected.add(_text([dep, node.id]))
+        self.tail.append((node.id, node.kind.value))
+        if node.kind not in _STEP_KINDS:
+            return
+        self.node_ids.add(node.id)
+        self.node_fields.add(
+            _fields(node.id, node.kind.value, node.tool, node.arguments, node.params)
         )
-        if not same:
-            bad(f"node {node.id!r} differs from the spec's step {step.id!r}")
-    tools = {tool.name for tool in view.runtime.toolset.tools}
-    for node in steps:
-        if node.kind == StepKind.CALL and node.tool not in tools:
-            bad(f"node {node.id!r} calls {node.tool!r}, which the runtime's toolset lacks")
+        for dep in node.depends_on:
+            self.afters.pop(_pair(node.id, dep), None)
+        if node.kind == StepKind.CALL and node.tool not in tools and len(self.lacking) < 50:
+            self.lacking.append(
+                f"node {node.id!r} calls {node.tool!r}, which the runtime's toolset lacks"
+            )
+
+    def differing(self) -> list[str]:
+        """The step nodes that differ from their spec step, in plan order (a second walk)."""
+        found: dict[str, None] = {}
+        if self.node_fields != self.step_fields:
+            steps = {
+                compact_key(step.id): compact_key(
+                    _fields(step.id, step.kind, step.tool, step.arguments, step.params)
+                )
+                for step in self.view.spec_steps()
+            }
+            for _, _, node in self.view.plan_parts():
+                if isinstance(node, list) or node.kind not in _STEP_KINDS:
+                    continue
+                step = steps.get(compact_key(node.id))
+                fields = _fields(node.id, node.kind.value, node.tool, node.arguments, node.params)
+                if step is not None and step != compact_key(fields):
+                    found[node.id] = None
+        for step_id in self.afters.values():
+            if step_id in self.seen:  # a spec after its node does not depend on
+                found[step_id] = None
+        return list(found)
 
 
 def check_plan(view: RunView) -> list[Finding] | None:
-    """The plan is the spec's: its steps, in a valid order, with the planner's own nodes."""
-    spec, plan, runtime = view.spec, view.plan, view.runtime
+    """The plan is the spec's: its steps, in a valid order, with the planner's own nodes.
+
+    Both files are read part by part (:class:`_PlanWalk`), not whole: the plan's edges
+    are its nodes' dependencies, sorted, when they are in order and the two multisets
+    are equal; its step nodes are the spec's steps when their multisets are (a second
+    walk names the nodes that differ).
+    """
+    spec, plan, runtime = view.spec_head, view.plan_head, view.runtime
     if spec is None or plan is None or runtime is None:
         return None
     out: list[Finding] = []
@@ -90,20 +174,17 @@ def check_plan(view: RunView) -> list[Finding] | None:
 
     if plan.task != spec.task:
         bad("the plan's task differs from the spec's task")
-    seen: set[str] = set()
-    for node in plan.nodes:
-        if node.id in seen:
-            bad(f"node {node.id!r} appears twice")
-        missing = [dep for dep in node.depends_on if dep not in seen]
-        if missing:
-            bad(f"node {node.id!r} depends on {missing}, which do not come before it")
-        seen.add(node.id)
-    expected_edges = sorted([dep, node.id] for node in plan.nodes for dep in node.depends_on)
-    if plan.edges != expected_edges:
+    walk = _PlanWalk(view, bad)
+    walk.walk({tool.name for tool in runtime.toolset.tools})
+    if not walk.sorted or walk.edges != walk.expected:
         bad("the plan's edges do not match its nodes' dependencies")
-    _compare_steps(view, bad)
-    tail = [(node.id, node.kind.value) for node in plan.nodes[-3:]]
-    if tail != [("derive", "derive"), ("verify", "verify"), ("finalize", "finalize")]:
+    if walk.node_ids != walk.step_ids:
+        bad("the plan's call/retrieve/model/read/prompt nodes are not the spec's steps")
+    for node_id in walk.differing():
+        bad(f"node {node_id!r} differs from the spec's step {node_id!r}")
+    for message in walk.lacking:
+        bad(message)
+    if list(walk.tail) != [("derive", "derive"), ("verify", "verify"), ("finalize", "finalize")]:
         bad("the plan does not end with the derive, verify and finalize nodes")
     if runtime.seed != spec.seed:
         out.append(
@@ -116,16 +197,17 @@ class _TraceChain:
     """``trace-chain``: per line, idx and prev; per step, started once and in plan order.
 
     Keeps the previous line's digest, the open step, the plan's node order and the set
-    of steps started so far (one entry per started step).
+    of steps started so far (a :class:`~toolproof.verify.base.KeySet`: about 70 bytes
+    per started step).
     """
 
     def __init__(self, view: RunView) -> None:
-        self.order = view.plan_order
+        self.order = view.plan_index  # by compact key of the node id
         self.chain = Findings()
         self.life = Findings()
         self.previous: str | None = None
         self.open_node: str | None = None
-        self.started: set[str] = set()
+        self.started = KeySet()
         self.last_index = -1
 
     def feed(self, line: TraceLine) -> None:
@@ -159,7 +241,8 @@ class _TraceChain:
     def _lifecycle(self, event: TraceEvent) -> None:
         order, out, open_node = self.order, self.life, self.open_node
         where = {"event": event.idx}
-        if order is not None and event.step not in order:
+        step_key = compact_key(event.step)
+        if order is not None and step_key not in order:
             out.add(
                 finding(
                     _CRIT,
@@ -180,7 +263,7 @@ class _TraceChain:
                     )
                 )
             last_index = self.last_index
-            index = order.get(event.step, last_index) if order else last_index + 1
+            index = order.get(step_key, last_index) if order else last_index + 1
             if index <= last_index:
                 out.add(
                     finding(
@@ -236,6 +319,8 @@ def _stored(view: RunView, key: str) -> bytes | None:
 class _CallLinkage:
     """``call-linkage``: keeps the call awaiting its result and every call id seen.
 
+    The call ids as a :class:`~toolproof.verify.base.KeySet` (about 70 bytes per call).
+
     Each recorded idempotency key names one call and, when recomputable, is its
     formula's (:class:`~toolproof.verify.keys.KeyLedger`, a few strings per keyed call).
     A call that names the model turn that asked for it (``model_turn``) must name a turn
@@ -252,7 +337,7 @@ class _CallLinkage:
             self.tools = tools
         self.out = Findings()
         self.pending: ToolCalled | None = None
-        self.called: set[str] = set()
+        self.called = KeySet()
         self.links = ModelLinks(partial(_stored, view))
 
     def bad(self, idx: int, message: str) -> None:
@@ -275,9 +360,8 @@ class _CallLinkage:
                 bad(event.idx, f"the call names step {event.call.step!r}, not {event.step!r}")
             if self.tools is not None and event.call.tool not in self.tools:
                 bad(event.idx, f"tool {event.call.tool!r} is not in the runtime's toolset")
-            if event.call_id in self.called:
+            if not self.called.add(event.call_id):
                 bad(event.idx, f"call {event.call_id} is made twice")
-            self.called.add(event.call_id)
             self.keys.note(event)
             self.pending = event
         elif isinstance(event, ToolReturned):
@@ -301,24 +385,32 @@ def check_call_linkage(view: RunView) -> list[Finding] | None:
 
 
 class _Links:
-    """``support-links``: keeps the ids of calls that returned a value and of evidence.
+    """``support-links``: keeps the ids of calls that returned a value, and of cited evidence.
 
-    The emitted claims are compared with ``claims.json`` one by one as they come, so
-    they are not kept.
+    The calls of the open step only: a tool result's evidence is registered in its
+    call's step (by the one recorder that writes it), so evidence naming a call of
+    another step is a finding. Of the evidence registered, only the ids ``claims.json`` cites
+    (bounded by its claims): a support the stored claims do not cite belongs to an
+    emitted claim that differs from ``claims.json``, which is this check's finding. The
+    emitted claims are compared with ``claims.json`` one by one as they come, so they
+    are not kept.
     """
 
     def __init__(self, view: RunView) -> None:
         assert view.claims is not None
         self.stored = view.claims
         self.out = Findings()
-        self.ok_calls: set[str] = set()
+        self.ok_calls: set[str] = set()  # of the open step
+        self.cited = {support.evidence for claim in self.stored for support in claim.supports}
         self.registered: set[str] = set()
         self.emitted = 0
         self.same = True
 
     def feed(self, line: TraceLine) -> None:
         event, out = line.event, self.out
-        if isinstance(event, ToolReturned) and event.result.ok:
+        if isinstance(event, StepStarted):
+            self.ok_calls.clear()
+        elif isinstance(event, ToolReturned) and event.result.ok:
             self.ok_calls.add(event.call_id)
         elif isinstance(event, EvidenceRegistered):
             source = event.evidence.source
@@ -338,11 +430,12 @@ class _Links:
                         _CRIT,
                         TRACE_FILE,
                         f"event {event.idx}: evidence names "
-                        f"call {source.call}, which did not return a value before it",
+                        f"call {source.call}, which did not return a value before it in its step",
                         event=event.idx,
                     )
                 )
-            self.registered.add(event.evidence.id)
+            if event.evidence.id in self.cited:
+                self.registered.add(event.evidence.id)
         elif isinstance(event, ClaimEmitted):
             number = self.emitted
             self.emitted += 1
@@ -353,7 +446,7 @@ class _Links:
             ):
                 self.same = False
             for support in event.claim.supports:
-                if support.evidence not in self.registered:
+                if support.evidence in self.cited and support.evidence not in self.registered:
                     out.add(
                         finding(
                             _CRIT,

@@ -161,12 +161,13 @@ def _sequence(
     view: RunView, registry: CheckRegistry
 ) -> tuple[tuple[Check, ...], list[tuple[str, str]]]:
     """The run's check sequence, and problems building it (file, message)."""
-    if view.spec is None or not view.spec.checks:
+    spec = view.spec_head  # the checks are in the head; the steps are not read
+    if spec is None or not spec.checks:
         if view.runtime is not None and view.runtime.checks:
             return CHECKS, [(RUNTIME_FILE, "runtime.json names checks the spec does not")]
         return CHECKS, []
     try:
-        checks, descriptors = check_sequence(view.spec.checks, registry)
+        checks, descriptors = check_sequence(spec.checks, registry)
     except InputError as exc:
         return CHECKS, [(SPEC_FILE, f"{exc.message}; install it to verify this run")]
     recorded = view.runtime.checks if view.runtime is not None else []
@@ -312,7 +313,7 @@ def verify_run(
         {entry.path: entry.size for entry in manifest.files},
         max_line_bytes=max_line_bytes,
     )
-    own = view.spec.policy if view.spec is not None else Policy.STRICT
+    own = view.spec_head.policy if view.spec_head is not None else Policy.STRICT
     sequence, problems = _sequence(view, checks if checks is not None else CheckRegistry())
     recorded = view.runtime is not None and view.runtime.toolset.policy is not None
     sequence = with_recorded(sequence, recorded)  # a [policy] run's report has `policy`

@@ -1,10 +1,18 @@
 """A read-only view of a run directory: each file parsed once, problems kept, not raised.
 
-The small files (spec, plan, runtime, claims) are parsed when the view is built. The
-trace is read by :meth:`RunView.scan`: one pass over ``trace.jsonl`` in bounded memory
-(:class:`~toolproof.bundle.trace.TraceReader`), each line parsed and handed to the
-consumers, then dropped. :attr:`RunView.events` holds every event in memory instead; it
-is read on first use, for callers (plugin checks, replay) that want the whole list.
+The small files (runtime, claims) are parsed when the view is built. ``spec.json`` and
+``plan.json``, which hold a step and a node per call of a session, are read part by
+part (:class:`~toolproof.verify.documents.ModelStream`): checked whole when the view is
+built, keeping their heads (:attr:`RunView.spec_head`, :attr:`RunView.plan_head`) and
+each plan node's position by a compact key (:attr:`RunView.plan_index`), and read
+again by the checks that walk them (:meth:`RunView.spec_steps`,
+:meth:`RunView.plan_parts`). :attr:`RunView.spec` and :attr:`RunView.plan` parse a
+file whole, on first use, for callers (plugin checks, replay) that want the models.
+The trace is read by :meth:`RunView.scan`: one pass over ``trace.jsonl`` in bounded
+memory (:class:`~toolproof.bundle.trace.TraceReader`), each line parsed and handed to
+the consumers, then dropped. :attr:`RunView.events` holds every event in memory
+instead; it is read on first use, for callers (plugin checks, replay) that want the
+whole list.
 
 Limits (each refusal is a one-line problem naming the file, where and the rule):
 :data:`MAX_CLAIMS` claims and :data:`MAX_CLAIMS_BYTES` bytes in ``claims.json``;
@@ -14,7 +22,7 @@ Limits (each refusal is a one-line problem naming the file, where and the rule):
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,10 +44,19 @@ from toolproof.contract.layout import (
     SPEC_FILE,
     TRACE_FILE,
 )
-from toolproof.contract.runs import ExecutionRuntime, Plan, RunSpec
+from toolproof.contract.runs import (
+    ExecutionRuntime,
+    Plan,
+    PlanNode,
+    RunSpec,
+    StepKind,
+    StepSpec,
+)
 from toolproof.contract.trace import TraceEvent
 from toolproof.errors import InputError, validation_problem
 from toolproof.identity import canonical_json, digest, hash_digest
+from toolproof.verify.compact import compact_key
+from toolproof.verify.documents import ModelStream
 
 __all__ = ["MAX_CLAIMS", "MAX_CLAIMS_BYTES", "RunView"]
 
@@ -54,6 +71,11 @@ MAX_CLAIMS_BYTES = 64 * 1024 * 1024
 def _claims_adapter(limit: int) -> TypeAdapter[list[Claim]]:
     """Claims as read: at most ``limit`` of them, validation stopping at the first error."""
     return TypeAdapter(Annotated[list[Claim], Field(max_length=limit, fail_fast=True)])
+
+
+@functools.cache
+def _edge_adapter() -> TypeAdapter[list[str]]:
+    return TypeAdapter(list[str])
 
 
 LineConsumer = Callable[[TraceLine], None]
@@ -71,7 +93,16 @@ class RunView:
 
     Attributes:
         directory: the run directory.
-        spec, plan, runtime: the parsed models, or ``None``.
+        spec_head: ``spec.json`` without its steps (``steps`` empty), or ``None`` when
+            the file is not a valid canonical spec.
+        plan_head: ``plan.json`` without its nodes and edges (its ``id`` the stored
+            one, checked against the content), or ``None``.
+        plan_index: each plan node's position by :func:`~toolproof.verify.compact.compact_key`
+            of its id (the last one when an id repeats; about 110 bytes a node), or
+            ``None`` with ``plan_head``.
+        plan_size: the number of plan nodes.
+        plan_finalize: the positions of the plan's ``finalize`` nodes.
+        runtime: the parsed model, or ``None``.
         claims: the parsed ``claims.json``, or ``None``.
         trace_ok: after a scan, whether every trace line parsed and the file ends with
             a newline (the checks that read events run only then).
@@ -110,8 +141,11 @@ class RunView:
         self._problems: dict[str, str] = {}
         self.max_line_bytes = max_line_bytes
         self.max_claims = max_claims
-        self.spec: RunSpec | None = self._model(SPEC_FILE, RunSpec)
-        self.plan: Plan | None = self._model(PLAN_FILE, Plan)
+        self.plan_index: dict[int, int] | None = None
+        self.plan_size = 0
+        self.plan_finalize: set[int] = set()
+        self.spec_head: RunSpec | None = self._spec_head()
+        self.plan_head: Plan | None = self._plan_head()
         self.runtime: ExecutionRuntime | None = self._model(RUNTIME_FILE, ExecutionRuntime)
         self.claims: list[Claim] | None = self._claims()
         self._scanned = False
@@ -119,6 +153,96 @@ class RunView:
         self.trace_ok = False
         self.trace_size: int | None = None
         self.trace_digest: str | None = None
+
+    def _stream(self, rel: str) -> ModelStream:
+        if rel == SPEC_FILE:
+            items = {"steps": StepSpec.model_validate}
+            return ModelStream(
+                self.directory / rel, rel, RunSpec, items, max_part_chars=self.max_line_bytes
+            )
+        validators: dict[str, Callable[[Any], Any]] = {
+            "nodes": PlanNode.model_validate,
+            "edges": _edge_adapter().validate_python,
+        }
+        return ModelStream(
+            self.directory / rel,
+            rel,
+            Plan,
+            validators,
+            max_part_chars=self.max_line_bytes,
+            id_kind="plan",
+        )
+
+    def _present(self, rel: str) -> bool:
+        path = self.directory / rel
+        if path.is_symlink() or not path.is_file():
+            self._problems[rel] = f"{rel} is missing"
+            return False
+        return True
+
+    def _spec_head(self) -> RunSpec | None:
+        if not self._present(SPEC_FILE):
+            return None
+        stream = self._stream(SPEC_FILE)
+        for _ in stream.read():
+            pass
+        if stream.problem is not None:
+            self._problems[SPEC_FILE] = stream.problem
+        return stream.head  # type: ignore[no-any-return]
+
+    def _plan_head(self) -> Plan | None:
+        if not self._present(PLAN_FILE):
+            return None
+        stream = self._stream(PLAN_FILE)
+        index: dict[int, int] = {}
+        for name, position, node in stream.read():
+            if name == "nodes":
+                index[compact_key(node.id)] = position
+                if node.kind == StepKind.FINALIZE:
+                    self.plan_finalize.add(position)
+                self.plan_size = position + 1
+        if stream.problem is not None:
+            self._problems[PLAN_FILE] = stream.problem
+            self.plan_finalize.clear()
+            return None
+        self.plan_index = index
+        return stream.head  # type: ignore[no-any-return]
+
+    def spec_steps(self) -> Iterator[StepSpec]:
+        """The spec's steps, read again from ``spec.json`` one at a time (when it is valid).
+
+        Raises:
+            OSError: the file cannot be read.
+
+        """
+        if self.spec_head is None:
+            return
+        for _, _, step in self._stream(SPEC_FILE).read():
+            yield step
+
+    def plan_parts(self) -> Iterator[tuple[str, int, PlanNode | list[str]]]:
+        """The plan's edges, then its nodes, read again one at a time (when it is valid).
+
+        Yields ``("edges", position, [from, to])`` and ``("nodes", position, node)`` in
+        file order (canonical: the edges first).
+
+        Raises:
+            OSError: the file cannot be read.
+
+        """
+        if self.plan_head is None:
+            return
+        yield from self._stream(PLAN_FILE).read()
+
+    @functools.cached_property
+    def spec(self) -> RunSpec | None:
+        """``spec.json`` parsed whole, on first use (``None`` when it is not valid)."""
+        return self._model(SPEC_FILE, RunSpec) if self.spec_head is not None else None
+
+    @functools.cached_property
+    def plan(self) -> Plan | None:
+        """``plan.json`` parsed whole, on first use (``None`` when it is not valid)."""
+        return self._model(PLAN_FILE, Plan) if self.plan_head is not None else None
 
     @functools.cached_property
     def plan_order(self) -> dict[str, int] | None:
