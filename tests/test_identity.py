@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import enum
 import hashlib
 import json
@@ -237,6 +238,15 @@ REJECTIONS: list[tuple[Any, str, str]] = [
         "inf is not a JSON number (NaN and Infinity are refused)",
     ),
     ({"b": {2: 1}, "a": {"x": [set()]}}, "$.a.x[0]", "set is not a JSON value"),
+    # keys that sort (or join) like str keys, or whose comparison itself raises
+    ({"a": 1, Color.RED: 2}, "$", "object key <Color.RED: 'red'> is Color, not str"),
+    ({1: "x", 2: "y"}, "$", "object key 1 is int, not str"),
+    ({"a": 1, 2: "y"}, "$", "object key 2 is int, not str"),
+    (
+        {decimal.Decimal("NaN"): 1, decimal.Decimal(1): 2},
+        "$",
+        "object key Decimal('NaN') is Decimal, not str",
+    ),
 ]
 
 

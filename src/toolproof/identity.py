@@ -146,19 +146,39 @@ def _child_path(path: str, key: str | int) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
+_MEMBERS: dict[str, str] = {}
+"""``,"<key>":`` by object key: the text before a member's value, for up to
+:data:`_MEMBERS_MAX` keys of at most 64 characters (the field names of contract models and
+trace events, seen once per event; a key is encoded the same way whether cached or not)."""
+_MEMBERS_MAX = 4096
+
+
+def _member(key: str) -> str:
+    """``,"<key>":`` for a ``str`` key, remembered in :data:`_MEMBERS` while there is room."""
+    text = "," + _encode_string(key) + ":"
+    if len(key) <= 64 and len(_MEMBERS) < _MEMBERS_MAX:
+        _MEMBERS[key] = text
+    return text
+
+
 def _encode_dict(value: dict[Any, Any], out: list[str], depth: int) -> None:
     if not value:
         out.append("{}")
         return
-    out.append("{")
-    first = True
-    for key in _sorted_keys(value):
-        if first:
-            first = False
-        else:
-            out.append(",")
-        out.append(_encode_string(key))
-        out.append(":")
+    keys = list(value)
+    try:
+        keys.sort()  # by code point: the UTF-16 order whenever every key is ASCII
+        ascii_keys = "".join(keys).isascii()
+    except Exception:  # only a key that is not a str sorts or joins with an error
+        raise _Refusal("an object key is not a str") from None  # _locate names it
+    if not ascii_keys:
+        keys.sort(key=_utf16_key)
+    members = _MEMBERS
+    start = len(out)
+    for key in keys:
+        if type(key) is not str:  # a str subclass (StrEnum) sorts and joins as a str does
+            raise _Refusal(f"object key {key!r} is {type(key).__name__}, not str")
+        out.append(members.get(key) or _member(key))
         item = value[key]
         item_kind = type(item)
         if item_kind is str:
@@ -167,6 +187,7 @@ def _encode_dict(value: dict[Any, Any], out: list[str], depth: int) -> None:
             out.append(str(item))
         else:
             _encode(item, out, depth + 1)
+    out[start] = "{" + out[start][1:]  # the first member has no comma before it
     out.append("}")
 
 
