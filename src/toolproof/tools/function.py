@@ -360,10 +360,16 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     )
 
 
+_UNCHANGED: frozenset[type] = frozenset({str, int, float, bool, type(None), dict})
+"""Return types the result step hands on unchanged when there is no output adapter."""
+
+
 def _result_step(tool_name: str, output_adapter: TypeAdapter[Any] | None) -> Callable[[Any], Any]:
     """The body's last step: the function's return value -> a JSON value or a ToolResult."""
 
     def finish(value: Any) -> Any:
+        if output_adapter is None and type(value) in _UNCHANGED:
+            return value  # neither rich, a ToolResult nor a model: Tool checks it as it is
         if type(value) is ToolResult:
             return value  # the function reports its own outcome: passed through as it is
         try:
