@@ -16,7 +16,6 @@ from toolproof.schema.validation import (
     Validator,
     compile_validator,
     count_values,
-    is_plain_json,
     json_problem,
     validation_errors,
 )
@@ -252,8 +251,9 @@ class Tool:
                 where="arguments",
             )
         # plain JSON first: jsonschema-rs raises ValueError on a set, bytes or an object
-        if not is_plain_json(arguments):
-            return not_plain(self.spec.name, json_problem(arguments) or "not plain JSON")
+        problem = json_problem(arguments)
+        if problem is not None:
+            return not_plain(self.spec.name, problem)
         work = self._work(arguments) if self._fanout > INLINE_FANOUT else 0
         if work > MAX_VALIDATION_WORK:
             return ToolResult.fail(
@@ -288,7 +288,7 @@ class Tool:
             refused = await self._check_isolated(isolated, arguments)
         if refused is not None:
             return _noted(_hooks.LAYER.refused(self, arguments, refused))
-        return await self.run_validated(arguments)
+        return await _hooks.LAYER.tool_call(self, arguments, Tool._run)  # run_validated's run
 
     def run_validated(self, arguments: dict[str, Any]) -> Awaitable[ToolResult]:
         """Run the body on arguments the caller has already validated against this schema.
@@ -378,9 +378,7 @@ class Tool:
 
     def _result_precheck(self, value: Any) -> ToolResult | int:
         """The outcome of a non-JSON, unchecked or too costly value; else its work (0: small)."""
-        if (type(value) not in _SCALARS or (type(value) is str and not value.isascii())) and (
-            not is_plain_json(value)
-        ):
+        if type(value) not in _SCALARS or (type(value) is str and not value.isascii()):
             problem = json_problem(value)
             if problem is not None:
                 return _noted(result_not_plain(self.spec.name, problem))
