@@ -40,9 +40,11 @@ from toolproof.contract.trace import (
     ToolReturned,
 )
 from toolproof.errors import ToolCallError
+from toolproof.evidence.encoding import encode_value
 from toolproof.evidence.store import EvidenceStore
 from toolproof.identity import canonical_json, digest
 from toolproof.runs.live import LiveRecording, open_recording
+from toolproof.runs.recorded import returned
 from toolproof.runs.recorder import Durability, Recorder, call_json
 from toolproof.tools.idempotency import idempotency_key
 from toolproof.tools.observe import Observed, note_failure, note_recovery, observe
@@ -392,3 +394,25 @@ def test_a_ref_in_flat_arguments_is_still_refused(tmp_path: Path) -> None:
     with pytest.raises(ToolCallError, match="malformed"):
         session.admit("echo", {"$ref": 1})
     session.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"n": 1, "square": 1}, "é\u2028", "", 2**70, -0.0, 1e21, [None, True, {"ß": [[]]}], None],
+)
+def test_a_success_with_evidence_bytes_is_returned_as_the_plain_json_its_model_dumps(
+    value: Any,
+) -> None:
+    result = ToolResult.success(value)
+    _, media_type = encode_value(value)
+    plain = returned(result, media_type)
+    assert type(plain) is dict
+    assert plain == result.to_json()
+    assert canonical_json(plain) == canonical_json(result.to_json())
+
+
+def test_a_failure_or_a_value_without_evidence_bytes_is_returned_as_the_model() -> None:
+    failed = ToolResult.fail("tool_error", "boom")
+    assert returned(failed, "") is failed
+    unencoded = ToolResult.success({"t": (1, 2)})  # encode_value refused it: no media type
+    assert returned(unencoded, "") is unencoded

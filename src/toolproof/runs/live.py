@@ -250,7 +250,8 @@ class LiveRecording:
         else:
             call = call_json(admission.tool, admission.arguments, step)
         origin = call_origin((observed.origin or {}).get("model_call_id"), self.asked_calls)
-        observed = replace(observed, origin=origin)  # linked to a turn of this segment
+        if origin != observed.origin:  # linked to a turn of this segment
+            observed = replace(observed, origin=origin)
         try:
             recorded = self.recorder.call_step(step, call, observed, admission.idempotency_key)
             self.recorder.commit()

@@ -27,6 +27,7 @@ __all__ = [
     "ModelExchange",
     "call_json",
     "failure_reason",
+    "returned",
     "stream_chunks",
     "stream_detail",
 ]
@@ -62,6 +63,20 @@ def call_json(
         plain = json.loads(data)
     plain["id"] = f"{ToolCall.ID_KIND}_{hashlib.sha256(data).hexdigest()}"
     return plain
+
+
+def returned(result: ToolResult, media_type: str) -> ToolResult | dict[str, Any]:
+    """``result`` as a ``tool_returned`` event holds it (see ``bundle.trace.event_json``).
+
+    A success whose value has evidence bytes (``media_type`` set by
+    :func:`~toolproof.evidence.encoding.encode_value`, ``""`` otherwise) holds plain JSON
+    only, so ``result.to_json()`` would be an equal copy: its plain JSON is built as it
+    is, without pydantic's serializer. Any other result is returned as the model.
+    """
+    if not media_type or result.failure is not None:
+        return result
+    value = result.value
+    return {"schema_version": result.schema_version, "ok": True, "value": value, "failure": None}
 
 
 def failure_reason(failure: ToolFailure) -> str:

@@ -70,6 +70,7 @@ from toolproof.runs.recorded import (
     ModelExchange,
     call_json,
     failure_reason,
+    returned,
 )
 from toolproof.tools.observe import Observed
 
@@ -251,7 +252,7 @@ class Recorder:
         if key is not None:  # outside ``call``: the call's content id does not depend on it
             linked["idempotency_key"] = key
         self.emit(ToolCalled, step=step, call_id=call_id, call=call, **linked)
-        self.emit(ToolReturned, step=step, call_id=call_id, result=result)
+        self.emit(ToolReturned, step=step, call_id=call_id, result=returned(result, media_type))
         for failure, recovered_by in observed.failures:
             fields = {"failure": failure, "recovered_by": recovered_by}
             self.emit(FailureObserved, step=step, call_id=call_id, **fields)
