@@ -7,7 +7,9 @@ only what they allow, so the proxy forwards those of the client that made the ca
 (issue 33 point 7; the conformance scenario ``input-required-result-capability-check``):
 ``tests/fixtures/mcp_capabilities_server.py``'s ``declared`` answers what its request
 declared. A call made from Python (no client of its own) declares what toolproof's client
-announces.
+announces. An upstream ``-32021`` (missing required client capability) reaches a 2026-07-28
+client as ``-32021`` with its ``requiredCapabilities``, for ``tools/call``, ``prompts/get``
+and ``resources/read`` alike.
 """
 
 from __future__ import annotations
@@ -136,3 +138,49 @@ def test_an_upstream_refusal_for_a_missing_capability_reaches_the_client_as_minu
         "the client did not declare the capability this call's question needs",
         {"requiredCapabilities": {"sampling": {}}},
     )
+
+
+async def _prompt(client: Client) -> Any:
+    return await client.get_prompt("cap_needs_sampling")
+
+
+async def _resource(client: Client) -> Any:
+    return await client.read_resource("cap://needs-sampling/x")
+
+
+@pytest.mark.parametrize("ask", [_prompt, _resource], ids=["prompts/get", "resources/read"])
+def test_an_upstream_minus_32021_on_a_prompt_or_resource_reaches_the_client_as_minus_32021(
+    tmp_path: Path, ask: Any
+) -> None:
+    # the fixture's prompt and resource need sampling; the caller's client declared only
+    # elicitation, the proxy forwarded that, the upstream answered -32021, so does the proxy
+    async def main() -> types.ErrorData:
+        async with (
+            load_toolset(proxy(tmp_path), relay=True) as toolset,
+            Client(build_server(toolset), mode="2026-07-28", elicitation_callback=elicit) as client,
+        ):
+            with pytest.raises(MCPError) as raised:
+                await ask(client)
+            return raised.value.error
+
+    error = asyncio.run(main())
+    assert (error.code, error.message, error.data) == (
+        -32021,
+        "the client did not declare the capability this call's question needs",
+        {"requiredCapabilities": {"sampling": {}}},
+    )
+
+
+def test_a_prompt_and_a_resource_answer_a_client_that_declared_what_they_need(
+    tmp_path: Path,
+) -> None:
+    async def main() -> tuple[Any, Any]:
+        async with (
+            load_toolset(proxy(tmp_path), relay=True) as toolset,
+            Client(build_server(toolset), mode="2026-07-28", sampling_callback=sample) as client,
+        ):
+            return await _prompt(client), await _resource(client)
+
+    prompt, resource = asyncio.run(main())
+    assert [message.content.text for message in prompt.messages] == ["sampled"]
+    assert [content.text for content in resource.contents] == ["sampled"]

@@ -115,21 +115,38 @@ class Callers:
 
         A call the server refuses with ``-32021`` (missing required client capability:
         the caller's client, whose capabilities :meth:`forward` declared, lacks one)
-        tells the channel which (:meth:`~toolproof.tools.observe.CallChannel.note_missing`).
+        tells the channel which (:meth:`refusals`).
         """
         channel = current_channel()
         if channel is not None:
             self._inflight.append(channel)
         try:
-            yield
-        except McpCallError as exc:
-            required = _required_capabilities(exc)
-            if channel is not None and required is not None:
-                channel.note_missing(required)
-            raise
+            with self.refusals():
+                yield
         finally:
             if channel is not None:
                 self._inflight.remove(channel)
+
+    @contextlib.contextmanager
+    def refusals(self) -> Iterator[None]:
+        """Tell the running call's channel when the request in it is refused with ``-32021``.
+
+        Around any request made for a caller (``tools/call`` through :meth:`calling`;
+        ``prompts/get``, ``resources/read``... through
+        :meth:`~toolproof.sources.mcp.connection.McpConnection.request`): an
+        :class:`~toolproof.sources.mcp.common.McpCallError` whose JSON-RPC error is
+        ``-32021`` with ``data.requiredCapabilities`` hands those to the channel's
+        :meth:`~toolproof.tools.observe.CallChannel.note_missing` and is re-raised as it
+        is; no channel, or any other error: re-raised untouched.
+        """
+        try:
+            yield
+        except McpCallError as exc:
+            required = _required_capabilities(exc)
+            channel = current_channel()
+            if channel is not None and required is not None:
+                channel.note_missing(required)
+            raise
 
     def forward(self, message: Any) -> Any:
         """``message`` (a ``SessionMessage`` the client writes), with its caller's capabilities.

@@ -378,8 +378,8 @@ class McpConnection:
         ``tools/call``.
 
         Raises:
-            McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error,
-                a broken connection; the message names ``method``.
+            McpCallError: as :meth:`call_tool`: not connected, timeout, a JSON-RPC error
+                (``-32021``: see ``Callers.refusals``), a broken connection; names ``method``.
 
         """
         client = self._client
@@ -394,7 +394,8 @@ class McpConnection:
                 answer = await send(client)
             return unstamped(wire(answer))
 
-        return await traced(self.facts, method, None, once)
+        with self.callers.refusals():  # a -32021 reaches the caller's client as one
+            return await traced(self.facts, method, None, once)
 
     async def subscribe(self, uri: str, on: bool) -> None:
         """Follow (``on``) or stop following the updates of resource ``uri``.
