@@ -119,3 +119,33 @@ def test_a_damaged_session_json_is_named_with_the_rule(
     recovered = CliRunner().invoke(app, ["verify", str(path.parent), "--recover"])
     assert recovered.exit_code == 1
     assert recovered.stderr.splitlines() == [f"error: {path}: {reason} (rule: {HEADER_RULE})"]
+
+
+def test_show_of_a_live_session_directory_says_what_to_run(root: Path) -> None:
+    live = root / "sessions" / LIVE
+    shown = CliRunner().invoke(app, ["show", str(live)])
+    assert shown.exit_code == 1
+    assert shown.stderr.splitlines() == [  # was: claims.json ... (FileNotFoundError), exit 2
+        f"error: {live} is a live session directory, not a run (it holds session.json and "
+        f"no manifest.json); recover it into a run: toolproof verify {live} --recover"
+    ]
+
+
+def test_show_of_a_run_with_corrupt_claims_prints_the_verdict_then_the_reason(
+    root: Path,
+) -> None:
+    run = root / "runs" / _committed(root)
+    (run / "claims.json").write_bytes(b'{"x":\n')
+    shown = CliRunner().invoke(app, ["show", str(run)])
+    assert shown.exit_code == 2
+    assert shown.stdout.splitlines() == [
+        "verification FAILED (1 failure): what follows is what the files say, not trusted; "
+        "run `toolproof verify` on this run",
+        "  [manifest] claims.json: claims.json has size 6 bytes, the manifest says 2 "
+        "(truncated, appended or replaced; refused by size, not read)",
+    ]
+    assert shown.stderr.splitlines() == [  # was: claims.json ... (ValidationError)
+        f"error: {run / 'claims.json'}: Invalid JSON: EOF while parsing a value at line 2 "
+        "column 0 (rule: claims.json is the JSON list of the run's claims); "
+        "run `toolproof verify` on this run"
+    ]

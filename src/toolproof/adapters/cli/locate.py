@@ -6,7 +6,7 @@ from pathlib import Path
 
 from toolproof.errors import InputError
 
-__all__ = ["resolve_run"]
+__all__ = ["refuse_live_session", "resolve_run"]
 
 
 def resolve_run(root: Path, run: str) -> Path:
@@ -70,3 +70,22 @@ def resolve_run(root: Path, run: str) -> Path:
             rule="ambiguous prefix",
         )
     return found[0].resolve()
+
+
+def refuse_live_session(directory: Path) -> None:
+    """Refuse a live session directory (``session.json``, no manifest yet) as a run.
+
+    Raises:
+        InputError: ``directory`` holds ``session.json`` and no ``manifest.json``: it is
+            a session still recording, or one a crash left (docs/durability.md).
+
+    """
+    from toolproof.contract.layout import MANIFEST_FILE, SESSION_FILE
+
+    if (directory / SESSION_FILE).is_file() and not (directory / MANIFEST_FILE).is_file():
+        raise InputError(
+            f"{directory} is a live session directory, not a run (it holds session.json and "
+            f"no manifest.json); recover it into a run: toolproof verify {directory} --recover",
+            path=str(directory),
+            rule="live session",
+        )

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
 
 from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_console
-from toolproof.adapters.cli.locate import resolve_run
+from toolproof.adapters.cli.locate import refuse_live_session, resolve_run
 from toolproof.adapters.cli.options import JsonOption, RootOption
 from toolproof.adapters.cli.summary import count
 from toolproof.adapters.cli.timeline import print_timeline
@@ -250,14 +250,24 @@ def _support_view(
 def _read_claims(directory: Path) -> list[Claim]:
     from toolproof.contract.layout import CLAIMS_FILE
 
+    path = directory / CLAIMS_FILE
     try:
-        return _claims().validate_json((directory / CLAIMS_FILE).read_bytes())
-    except (OSError, ValidationError, InputError) as exc:
-        raise VerificationError(
-            f"{directory}: claims.json is missing or invalid ({type(exc).__name__}); "
-            "run `toolproof verify` on it",
-            file=CLAIMS_FILE,
-        ) from None
+        return _claims().validate_json(path.read_bytes())
+    except FileNotFoundError:
+        reason = "missing"
+    except OSError as exc:
+        reason = f"cannot be read: {exc.strerror}"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        reason = f"{where}: {first['msg']}" if where else str(first["msg"])
+    except InputError as exc:
+        reason = str(exc)
+    raise VerificationError(
+        f"{path}: {reason} (rule: claims.json is the JSON list of the run's claims); "
+        "run `toolproof verify` on this run",
+        file=CLAIMS_FILE,
+    )
 
 
 def _cited(claims: list[Claim]) -> set[str]:
@@ -372,8 +382,23 @@ def show_command(
     from toolproof.verify.verifier import verify_run
 
     directory = resolve_run(root, run)
+    refuse_live_session(directory)
     verification = verify_run(directory)
-    claims = _read_claims(directory)
+    verdict = {
+        "ok": verification.ok,
+        "policy": (
+            verification.report.policy.value
+            if verification.report is not None
+            else _stored_policy(directory)
+        ),
+        "failures": [str(failure) for failure in verification.failures],
+    }
+    try:
+        claims = _read_claims(directory)
+    except VerificationError:
+        if not as_json:  # the verdict first, then the one-line reason (the error handler's)
+            _print_verdict(verdict)
+        raise
     kept = limit or None
     sources, calls = _Sources(_cited(claims)), CallCollector(kept)
     timeline = TimelineCollector(RunEvidence.open(directory), kept)
@@ -384,15 +409,6 @@ def show_command(
     claim_entries = _claim_entries(directory, claims, sources.found)
     turns = timeline.turns > 0
     run_id = _run_id(directory)
-    verdict = {
-        "ok": verification.ok,
-        "policy": (
-            verification.report.policy.value
-            if verification.report is not None
-            else _stored_policy(directory)
-        ),
-        "failures": [str(failure) for failure in verification.failures],
-    }
     if html is not None:
         write_html(html, run_id, claim_entries, verdict, calls.calls)
         err_console.print(f"wrote {html}", markup=False, highlight=False)
