@@ -333,3 +333,29 @@ def test_model_turns_are_recorded_in_the_segment_that_admitted_them(tmp_path: Pa
     ]
     assert all(verify_run(run).ok for run in runs)
     assert verify_chain(runs[-1]).ok
+
+
+def test_verify_chain_never_calls_a_failing_segment_verified(
+    sealed: tuple[Path, list[Path]],
+) -> None:
+    root, runs = sealed
+    with (runs[1] / "claims.json").open("ab") as claims:
+        claims.write(b" ")
+    ran = toolproof("verify", runs[2].name, "--root", str(root), "--chain")
+    assert ran.returncode == 2
+    assert ran.stderr.splitlines()[:2] == [  # was: verified segment 2: None
+        f"verified segment 3: {runs[2].name}",
+        f"segment 2: {runs[1].name} does not verify",
+    ]
+    assert "None" not in ran.stdout + ran.stderr
+    assert ran.stdout.splitlines()[-1] == "chain verification FAILED"
+
+
+def test_verify_chain_of_one_segment_counts_it_in_the_singular(
+    sealed: tuple[Path, list[Path]],
+) -> None:
+    root, runs = sealed
+    ran = toolproof("verify", runs[0].name, "--root", str(root), "--chain")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stderr.splitlines() == [f"verified segment 1: {runs[0].name}"]
+    assert ran.stdout.splitlines()[-1] == "chain verified (1 segment)"  # was: (1 segments)

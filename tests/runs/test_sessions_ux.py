@@ -149,3 +149,10 @@ def test_show_of_a_run_with_corrupt_claims_prints_the_verdict_then_the_reason(
         "column 0 (rule: claims.json is the JSON list of the run's claims); "
         "run `toolproof verify` on this run"
     ]
+
+
+def test_verify_chain_of_a_live_segment_names_its_directory_not_none(root: Path) -> None:
+    live = root / "sessions" / LIVE
+    ran = CliRunner().invoke(app, ["verify", str(live), "--root", str(root), "--chain"])
+    assert ran.exit_code == 2
+    assert ran.stderr.splitlines()[0] == f"segment 3: {LIVE} does not verify"  # was: None

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolproof.adapters.cli.app import emit_json, err_console, exit_for, out_console
+from toolproof.adapters.cli.summary import count
 from toolproof.errors import VerificationError
 
 if TYPE_CHECKING:
@@ -56,7 +57,13 @@ def chain_command(directory: Path, as_json: bool) -> None:
     def progress(result: SegmentResult) -> None:
         if not as_json:
             index = result.link.link.index if result.link.link else 1
-            err_console.print(f"verified segment {index}: {result.run_id}", highlight=False)
+            name = result.run_id or result.directory.name
+            line = (
+                f"verified segment {index}: {name}"
+                if result.verified
+                else (f"segment {index}: {name} does not verify")
+            )
+            err_console.print(line, markup=False, highlight=False)
 
     chain = verify_chain(directory, verify=verify_run, on_segment=progress)
     if as_json:
@@ -68,7 +75,10 @@ def chain_command(directory: Path, as_json: bool) -> None:
         for result in chain.segments:
             index = str(result.link.link.index) if result.link.link else "-"
             table.add_row(
-                index, result.run_id or "?", "yes" if result.verified else "NO", result.link.status
+                index,
+                result.run_id or result.directory.name,
+                "yes" if result.verified else "NO",
+                result.link.status,
             )
         out_console.print(table)
         for result in chain.segments:  # acted-once: an outcome_unknown call to reconcile
@@ -77,7 +87,7 @@ def chain_command(directory: Path, as_json: bool) -> None:
                 line = f"{where} {result.run_id or result.directory.name}: {note}"
                 out_console.print(f"[yellow]note[/] {escape(line)}")
         if chain.ok:
-            out_console.print(f"chain verified ({len(chain.segments)} segments)")
+            out_console.print(f"chain verified ({count(len(chain.segments), 'segment')})")
         else:
             err_console.print(f"[bold red]FAIL[/] chain: {escape(chain.problem)}")
             out_console.print("chain verification FAILED")
