@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolproof
 from toolproof import load_toolset
 from toolproof.identity import canonical_json, digest, digest_json
+from toolproof.tools import idempotency
 from toolproof.tools.idempotency import (
     IDEMPOTENCY_META_KEY,
     Occurrences,
@@ -329,8 +332,12 @@ def test_tools_list_json_shows_which_tools_honour_the_key(tmp_path: Path) -> Non
     assert listed == {"flaky": "key", "flaky_retry": "key"}
 
 
-def test_occurrences_count_exactly_in_about_90_bytes_a_distinct_call() -> None:
-    """200,000 distinct calls, then repeats of some: each counted by its own arguments."""
+def test_occurrences_count_in_about_8_bytes_a_distinct_call() -> None:
+    """200,000 distinct calls, then repeats of some: each counted by its own arguments.
+
+    Past 65,536 distinct keys a table settles them into its sorted array, so repeats of
+    settled, recent and re-settled keys all count on.
+    """
     occurrences = Occurrences()
     fingerprint = digest(b"fetch v1")
     tracemalloc.start()
@@ -340,9 +347,27 @@ def test_occurrences_count_exactly_in_about_90_bytes_a_distinct_call() -> None:
     finally:
         tracemalloc.stop()
     assert firsts == {1}
-    assert current < 24 << 20  # about 18 MB; a tuple of three strings a call took 45 MB
+    assert current < 8 << 20  # about 1.6 MB sorted + at most 65,536 recent; a dict took 18 MB
     repeats = [occurrences.next("fetch", fingerprint, digest(b"%d" % n)) for n in (0, 199_999, 0)]
     assert repeats == [2, 2, 3]
     assert occurrences.peek("fetch", fingerprint, digest(b"0")) == 4
     assert occurrences.peek("fetch", fingerprint, digest(b"200000")) == 1
     assert occurrences.next("fetch", digest(b"fetch v2"), digest(b"0")) == 1  # another tool
+    for n in range(200_000, 270_000):  # settles again, with 0 and 199,999 repeated
+        occurrences.next("fetch", fingerprint, digest(b"%d" % n))
+    assert occurrences.next("fetch", fingerprint, digest(b"0")) == 4
+    assert occurrences.next("fetch", fingerprint, digest(b"199999")) == 3
+    assert occurrences.peek("fetch", fingerprint, digest(b"269999")) == 2
+
+
+@given(st.lists(st.integers(min_value=0, max_value=40), max_size=300))
+def test_occurrences_match_a_plain_counter(calls: list[int]) -> None:
+    """In any order, repeats and settles included, the n-th call of the same arguments is n."""
+    occurrences = Occurrences()
+    fingerprint = digest(b"fetch v1")
+    seen: dict[int, int] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(idempotency, "_SETTLE_AFTER", 7)
+        for n in calls:
+            seen[n] = seen.get(n, 0) + 1
+            assert occurrences.next("fetch", fingerprint, digest(b"%d" % n)) == seen[n]

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -104,7 +105,7 @@ class SegmentedRecording:
         session: the session's name (its first live directory's).
         index: the open segment's number (1 and up).
         current: the open segment.
-        outcomes: the sealed segments' runs, in order.
+        outcomes: the sealed segments' runs, in order (without their ``keys``).
 
     """
 
@@ -352,7 +353,9 @@ class SegmentedRecording:
             link = await loop.run_in_executor(self._sealer, _link, before)
             self._write_segment(live, index, link)
         outcome = await loop.run_in_executor(self._sealer, _finalize_now, live.directory, self.root)
-        self.outcomes.append(outcome)
+        # a sealed segment's keys are on disk (a resume reads them from the runs it
+        # recovers); kept here they cost about 150 bytes a call for the whole session
+        self.outcomes.append(dataclasses.replace(outcome, keys=frozenset()))
         return outcome
 
     async def finish(self) -> list[SessionOutcome]:
