@@ -354,12 +354,20 @@ def test_sessions_list_reads_past_lines_no_recorder_wrote(tmp_path: Path) -> Non
     intent = json.dumps({"key": "k1", "step": "call-00000001", "tool": "pay"})
     (live / "intents.jsonl").write_text("[" * 100_000 + "]" * 100_000 + f"\n{intent}\n")
     (live / "trace.jsonl").write_text('["tool_called"]\n' + '["tool_called"' * 100_000 + "\n")
-    (live / "session.json").write_text("{" * 100_000)
+    (live / "session.json").write_text("{}")
     ran = cli("sessions", "list", "--root", str(tmp_path), "--json")
     assert ran.returncode == 0, ran.stderr
     (found,) = json.loads(ran.stdout)["sessions"]
     assert (found["session"], found["started_at"], found["calls"]) == ("nightly-42", "", 0)
     assert found["cut"] == [{"key": "k1", "step": "call-00000001", "tool": "pay"}]
+    (live / "session.json").write_text("{" * 100_000)  # no header: not a session
+    ran = cli("sessions", "list", "--root", str(tmp_path), "--json")
+    assert ran.returncode == 0, ran.stderr
+    listed = json.loads(ran.stdout)
+    assert listed["sessions"] == []
+    assert listed["not_sessions"] == [
+        {"directory": "nightly-42", "reason": "session.json: not JSON"}
+    ]
 
 
 def finished_session(root: Path) -> tuple[str, str]:

@@ -156,3 +156,16 @@ def test_verify_chain_of_a_live_segment_names_its_directory_not_none(root: Path)
     ran = CliRunner().invoke(app, ["verify", str(live), "--root", str(root), "--chain"])
     assert ran.exit_code == 2
     assert ran.stderr.splitlines()[0] == f"segment 3: {LIVE} does not verify"  # was: None
+
+
+def test_sessions_list_shows_a_directory_whose_session_json_is_not_json_as_not_a_session(
+    root: Path,
+) -> None:
+    (root / "sessions" / LIVE / "session.json").write_bytes(b'{"pid": 12, "started')
+    listed = CliRunner().invoke(app, ["sessions", "list", "--root", str(root), "--json"])
+    document = json.loads(listed.stdout)
+    assert document["sessions"] == []  # was: a stopped session, started "" and pid null
+    reason = "session.json: not JSON"
+    assert document["not_sessions"] == [{"directory": LIVE, "reason": reason}]
+    table = CliRunner().invoke(app, ["sessions", "list", "--root", str(root)])
+    assert _rows(table.stdout) == [["-", LIVE, f"not a session: {reason}", "-", "-", "-"]]

@@ -16,7 +16,7 @@ from typing import Any
 from toolproof.contract.layout import SESSION_FILE
 from toolproof.errors import InputError
 
-__all__ = ["HEADER_RULE", "read_header"]
+__all__ = ["HEADER_RULE", "header_problem", "read_header"]
 
 HEADER_RULE = (
     f"{SESSION_FILE} holds a JSON object, the header its recorder writes first; replace it "
@@ -29,6 +29,11 @@ _KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "b
 _KINDS[type(None)] = "null"
 
 
+def header_problem(live: Path) -> str | None:
+    """Why ``live``'s ``session.json`` is no header (``not JSON``...), ``None`` when it is one."""
+    return _read(Path(live) / SESSION_FILE)[1]
+
+
 def read_header(live: Path) -> dict[str, Any]:
     """The JSON object in ``live``'s ``session.json``.
 
@@ -38,15 +43,20 @@ def read_header(live: Path) -> dict[str, Any]:
 
     """
     path = Path(live) / SESSION_FILE
+    value, reason = _read(path)
+    if value is not None:
+        return value
+    raise InputError(f"{path}: {reason} (rule: {HEADER_RULE})", path=str(path))
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The header at ``path`` and ``None``, or ``None`` and why it is none."""
     try:
         value = json.loads(path.read_bytes())
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+        return None, exc.strerror or "cannot be read"
     except (ValueError, RecursionError):  # torn mid-write, or not the recorder's
-        reason = "not JSON"
-    else:
-        if isinstance(value, dict):
-            return value
-        kind = _KINDS.get(type(value), "value")
-        reason = f"a JSON {kind}, not an object"
-    raise InputError(f"{path}: {reason} (rule: {HEADER_RULE})", path=str(path))
+        return None, "not JSON"
+    if isinstance(value, dict):
+        return value, None
+    return None, f"a JSON {_KINDS.get(type(value), 'value')}, not an object"

@@ -29,6 +29,7 @@ from toolproof.contract.layout import RUNTIME_FILE, TRACE_FILE
 from toolproof.errors import CanonicalizationError, InputError
 from toolproof.identity import MAX_DEPTH, canonical_json, digest
 from toolproof.runs.committed import committed_already
+from toolproof.runs.header import header_problem
 from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
 from toolproof.runs.resume import (
     RECONCILED_DIR,
@@ -111,9 +112,10 @@ def _directories(sessions: Path) -> list[Path]:
 def not_sessions(root: Path) -> list[dict[str, str]]:
     """The directories under ``root/sessions`` that are not live sessions, in name order.
 
-    A live session's directory holds the ``session.json`` its recorder writes first; a
-    directory without one (put there by hand, or a copy) is none, and
-    :func:`unfinished_sessions` leaves it out.
+    A live session's directory holds the ``session.json`` its recorder writes first, a
+    JSON object; a directory without one (put there by hand, or a copy), or whose
+    ``session.json`` is not a JSON object, is none, and :func:`unfinished_sessions`
+    leaves it out.
 
     Returns:
         One ``{"directory", "reason"}`` each.
@@ -122,11 +124,16 @@ def not_sessions(root: Path) -> list[dict[str, str]]:
         InputError: ``root`` is not a directory.
 
     """
-    return [
-        {"directory": directory.name, "reason": f"no {SESSION_FILE}"}
-        for directory in _directories(_check_root(root))
-        if not (directory / SESSION_FILE).is_file()
-    ]
+    strays = [(directory, _stray(directory)) for directory in _directories(_check_root(root))]
+    return [{"directory": d.name, "reason": reason} for d, reason in strays if reason is not None]
+
+
+def _stray(directory: Path) -> str | None:
+    """Why ``directory`` is no live session (``session.json: not JSON``), ``None`` if it is."""
+    if not (directory / SESSION_FILE).is_file():
+        return f"no {SESSION_FILE}"
+    problem = header_problem(directory)
+    return None if problem is None else f"{SESSION_FILE}: {problem}"
 
 
 def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
@@ -150,7 +157,7 @@ def unfinished_sessions(root: Path) -> list[dict[str, Any]]:
     """
     out = []
     for directory in _directories(_check_root(root)):
-        if not (directory / SESSION_FILE).is_file():
+        if _stray(directory) is not None:
             continue  # not a session (not_sessions)
         header, runtime = (
             json_object(directory / SESSION_FILE),

@@ -49,8 +49,9 @@ def list_sessions(root: Path = RootOption, as_json: bool = JsonOption) -> None:
     """List the unfinished sessions under ROOT/sessions, with their cut calls.
 
     A session whose run was committed before a kill kept its directory shows as
-    ``committed RUN``; a directory there that is not a session (no ``session.json``)
-    shows as ``not a session: REASON`` (``not_sessions`` in ``--json``).
+    ``committed RUN``; a directory there that is not a session (no session.json, or
+    one that is not a JSON object) shows as ``not a session: REASON`` (``not_sessions``
+    in ``--json``).
     """
     from toolproof.runs.unfinished import not_sessions, unfinished_sessions
 
