@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from toolproof.bundle.rundir import RUNS_DIR
 from toolproof.contract.layout import MANIFEST_FILE, SESSION_FILE, SESSIONS_DIR
 from toolproof.contract.runs import Manifest
+from toolproof.runs.seglink import sealed_segment
 from toolproof.verify.acted import ChainKeys
 from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.verifier import Verification, verify_run
@@ -133,7 +134,11 @@ def check_link(directory: Path) -> LinkCheck:
     """Check a run's link to its predecessor (looked up beside it, in the same ``runs/``).
 
     A live segment (``ROOT/sessions/NAME.K``, its ``session.json`` there) links to a
-    sealed run: its predecessor is looked up in ``ROOT/runs``.
+    sealed run: its predecessor is looked up in ``ROOT/runs``. A live segment sealed
+    before it could link (``previous`` null, the link is written when it is recovered or
+    resumed) is checked against the run under ``ROOT/runs`` whose ``segment.json`` names
+    its session and the index before (:func:`~toolproof.runs.seglink.sealed_segment`):
+    that run's manifest must load; there is no recorded digest to compare yet.
 
     The predecessor's ``manifest.json`` must load (its run id and files digest match its
     entries) and its ``files_digest`` must be the one recorded; its ``segment.json`` must
@@ -154,15 +159,19 @@ def check_link(directory: Path) -> LinkCheck:
     this = f"segment {link.index} of session {link.session}"
     if link.index == 1:
         return LinkCheck("first", f"{this}: the first segment", link)
-    if not link.previous_run_id:
+    runs = directory.parent
+    live = runs.name == SESSIONS_DIR and (directory / SESSION_FILE).is_file()
+    if live:
+        runs = runs.parent / RUNS_DIR  # a live segment: its predecessor was sealed into runs/
+    found = None
+    if live and not link.previous_run_id:
+        found = sealed_segment(runs.parent, link.session, link.index - 1)
+    if not link.previous_run_id and found is None:
         return LinkCheck(
             "unlinked", f"{this}: no link to segment {link.index - 1} was written", link
         )
-    runs = directory.parent
-    if runs.name == SESSIONS_DIR and (directory / SESSION_FILE).is_file():
-        runs = runs.parent / RUNS_DIR  # a live segment: its predecessor was sealed into runs/
-    previous = runs / link.previous_run_id
-    where = f"{runs.name}/{link.previous_run_id}"
+    previous = runs / (link.previous_run_id or (found.name if found else ""))
+    where = f"{runs.name}/{previous.name}"
     if not (previous / MANIFEST_FILE).is_file():
         message = f"{this}: its predecessor {where} is not under this root (link not checked)"
         return LinkCheck("absent", message, link)
@@ -173,6 +182,13 @@ def check_link(directory: Path) -> LinkCheck:
         reason = str(exc).splitlines()[0]
         message = f"{this}: its predecessor {where} cannot be read ({reason})"
         return LinkCheck("broken", message, link, previous)
+    if not link.previous_run_id:  # live, sealed before it could link: found, not linked
+        message = (
+            f"{this}: no link written yet (recovery or a resume writes it); its sealed "
+            f"predecessor by session and index is {runs.name}/{_short(previous.name)} "
+            "(manifest read)"
+        )
+        return LinkCheck("checked", message, link, previous)
     if manifest.files_digest != link.previous_files_digest:
         message = (
             f"{this} links to {where} with files digest {link.previous_files_digest}, but its "
@@ -181,8 +197,8 @@ def check_link(directory: Path) -> LinkCheck:
         )
         return LinkCheck("broken", message, link, previous)
     if before is None or before.session != link.session or before.index != link.index - 1:
-        found = f"segment {before.index} of session {before.session}" if before else "no segment"
-        message = f"{this}: its predecessor {where} is {found}, not segment {link.index - 1}"
+        was = f"segment {before.index} of session {before.session}" if before else "no segment"
+        message = f"{this}: its predecessor {where} is {was}, not segment {link.index - 1}"
         return LinkCheck("broken", message, link, previous)
     message = f"{this}: linked to {_short(link.previous_run_id)} (files digest checked)"
     return LinkCheck("checked", message, link, previous)

@@ -76,6 +76,7 @@ from toolproof.runs.livetrace import LiveEvidence, LiveTrace, live_evidence, sca
 from toolproof.runs.planner import plan_run
 from toolproof.runs.retrieve import default_handlers
 from toolproof.runs.run import RecordedRun, long_lived, record_run, step_kinds
+from toolproof.runs.seglink import link_live
 from toolproof.runs.turns import RecordedTurns, turn_providers
 from toolproof.verify.keys import SEGMENT_FILE
 from toolproof.verify.verifier import Verification
@@ -333,11 +334,15 @@ async def recover_session(live: Path) -> SessionOutcome:
 
     The run lands in ``<artifact root>/runs/<run_id>`` (the root is two levels above
     ``live``), carries ``recovery.json`` listing what was dropped, and its spec's task
-    says it was recovered.
+    says it was recovered. A live segment after the first whose link was never written
+    (sealed before it could link) is first linked to its sealed predecessor under
+    ``ROOT/runs``, by the rule a resume follows (:func:`~toolproof.runs.seglink.link_live`).
 
     Raises:
-        InputError: ``live`` is not a live session, or its server is still running.
-        RecordingError: the run cannot be written (the live session is kept).
+        InputError: ``live`` is not a live session, or its server is still running, or
+            it is a segment whose predecessor is not sealed under ``ROOT/runs``.
+        RecordingError: the run (or the segment's link) cannot be written (the live
+            session is kept).
 
     """
     header, trace, evidence = _read_live(live)
@@ -349,6 +354,7 @@ async def recover_session(live: Path) -> SessionOutcome:
             "stop it (SIGTERM finalizes the session) instead of recovering",
             path=str(live),
         )
+    link_live(live, "recover")  # a segment sealed before it could link: as a resume does
     root = live.parent.parent
     with trace.recording:
         return await _commit(live, root, trace, header, trace.dropped, evidence.pack)

@@ -32,14 +32,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from toolproof.bundle.rundir import recorder_alive, write_file
-from toolproof.contract.layout import MANIFEST_FILE, RUNTIME_FILE, TIMINGS_FILE
-from toolproof.contract.runs import ExecutionRuntime, Manifest, Timings
-from toolproof.errors import InputError, RecordingError
+from toolproof.bundle.rundir import recorder_alive
+from toolproof.contract.layout import RUNTIME_FILE, TIMINGS_FILE
+from toolproof.contract.runs import ExecutionRuntime, Timings
+from toolproof.errors import InputError
 from toolproof.identity import canonical_json
 from toolproof.runs.chain import check_link
 from toolproof.runs.finalize import recover_session
 from toolproof.runs.live import SESSION_FILE, SESSIONS_DIR
+from toolproof.runs.seglink import json_object, link_live, link_of, write_segment
 from toolproof.tools.idempotency import SessionKeys
 from toolproof.tools.toolset import Toolset
 from toolproof.verify.keys import SEGMENT_FILE
@@ -208,15 +209,6 @@ def read_intents(directory: Path) -> list[dict[str, str]]:
     return out
 
 
-def json_object(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``, or ``{}`` when it is missing or not one."""
-    try:
-        value = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def read_reconciled(directory: Path) -> dict[str, dict[str, Any]]:
     """A live directory's reconciliations (:data:`RECONCILED_DIR`), by idempotency key."""
     found = {}
@@ -275,59 +267,14 @@ class Resumed:
     verified: dict[str, Verification] = field(default_factory=dict)
 
 
-def _write_segment(live: Path, value: dict[str, Any], session_id: str) -> None:
-    """Replace ``live``'s ``segment.json`` atomically (the old one or the new, never half).
-
-    Raises:
-        RecordingError: it cannot be written (a full disk); the live session is kept.
-
-    """
-    path = live / SEGMENT_FILE
-    staged = path.with_name(f"{SEGMENT_FILE}.new")
-    try:
-        staged.unlink(missing_ok=True)
-        write_file(staged, json.dumps(value, sort_keys=True).encode("utf-8"))
-        os.replace(staged, path)
-    except OSError as exc:
-        staged.unlink(missing_ok=True)
-        raise RecordingError(
-            f"session {session_id!r}: cannot resume: cannot write {exc.filename or path}: "
-            f"{exc.strerror or exc}; the live session is kept: make room and resume again",
-            path=str(exc.filename or path),
-        ) from exc
-
-
 def _segment_of(live: Path, session_id: str) -> dict[str, Any]:
     """The live directory's ``segment.json``, written as segment 1 when it has none."""
     value = json_object(live / SEGMENT_FILE)
     if value:
         return value
     value = {"session": session_id, "index": 1, "previous": None}
-    _write_segment(live, value, session_id)
+    write_segment(live, value, session_id, "resume")
     return value
-
-
-def _link_of(run: Path) -> dict[str, str]:
-    """``{"run_id", "files_digest"}`` of a committed run: a next segment's ``previous``."""
-    manifest = Manifest.model_validate_json((run / MANIFEST_FILE).read_bytes())
-    return {"run_id": run.name, "files_digest": manifest.files_digest}
-
-
-def _sealed(root: Path, session_id: str, index: int) -> Path:
-    """The sealed run of segment ``index - 1`` of the session (its link was not written).
-
-    Raises:
-        InputError: no run under ``root/runs`` is that segment.
-
-    """
-    for run in (Path(root) / "runs").glob("run_*"):
-        segment = json_object(run / SEGMENT_FILE)
-        if segment.get("session") == session_id and segment.get("index") == index - 1:
-            return run
-    raise InputError(
-        f"session {session_id!r}: segment {index - 1}, before live segment {index}, is "
-        "neither live nor sealed under runs/; cannot resume"
-    )
 
 
 def _chain(head: Path, session_id: str) -> list[Path]:
@@ -408,12 +355,9 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
                 f"Toolset {runtime.toolset.id}; resuming needs the same session and Toolset "
                 f"(now {toolset.descriptor().id})"
             )
-        segment = _segment_of(live, session_id)
-        index = int(segment.get("index", 1))
-        if index > 1 and segment.get("previous") is None:  # sealed before it could link
-            before = outcome.path if outcome is not None else _sealed(root, session_id, index)
-            segment["previous"] = _link_of(before)
-            _write_segment(live, segment, session_id)
+        index = int(_segment_of(live, session_id).get("index", 1))
+        # sealed before it could link: the one rule verify --recover follows too
+        link_live(live, "resume", outcome.path if outcome is not None else None)
         intents += read_intents(live)
         reconciled.update(read_reconciled(live))
         outcome = await recover_session(live)
@@ -423,7 +367,7 @@ async def prepare_resume(root: Path, session_id: str, toolset: Toolset) -> Resum
         dropped += [f"{live} (recovered into {outcome.path}): {item}" for item in outcome.dropped]
     assert outcome is not None
     directories = _chain(outcome.path, session_id)
-    link = _link_of(outcome.path)
+    link = link_of(outcome.path)
     keys = SessionKeys.of(session_id, runtime.toolset)  # counted as the record is served
     # an intent is logged in the live segment that admits its call, which records it
     # there (or, carried by a resume, in a later segment): always one of those recovered
