@@ -68,3 +68,13 @@ def test_sessions_list_refuses_a_root_that_is_not_a_directory(tmp_path: Path) ->
         )
     empty = cli("sessions", "list", "--root", str(tmp_path), "--json")
     assert (empty.returncode, json.loads(empty.stdout)["sessions"]) == (0, [])
+
+
+def test_docs_quote_both_refusals_of_a_root_as_printed(tmp_path: Path) -> None:
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "durability.md").read_text().split())
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x")
+    for root, shown in ((tmp_path / "nosuch", "PATH"), (afile, "afile.txt")):
+        ran = cli("sessions", "list", "--root", str(root))
+        printed = " ".join(ran.stderr.split()).removeprefix("error: ")
+        assert f"`{printed.replace(str(root), shown)}`" in docs  # was: only the missing root
