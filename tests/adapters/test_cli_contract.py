@@ -190,3 +190,29 @@ def test_a_missing_corpus_folder_suggests_the_command_that_writes_it(tmp_path: P
         f"(write one with `toolproof corpus python-docs {tmp_path}/corpus` for the Python "
         "reference corpus, or put .txt/.md/.rst/.html files there)"
     )
+
+
+@pytest.mark.parametrize("command", LEAVES)
+def test_help_is_plain_text_without_rst_backquotes(command: str) -> None:
+    assert "``" not in _cli(*command.split(), "--help").stdout  # was: show's ``--limit``
+
+
+@pytest.mark.parametrize(
+    ("command", "start"),
+    [
+        (
+            "show",
+            "An agent run with model turns is a timeline: each model turn, the tool calls "
+            "after it, then the answer with each citation and its bytes.",
+        ),
+        (
+            "sessions list",
+            "A session whose run was committed before a kill kept its directory "
+            "shows as 'committed RUN'; a directory there",
+        ),
+    ],
+)
+def test_help_paragraphs_wrap_to_the_terminal_not_the_docstring(command: str, start: str) -> None:
+    lines = [line.strip() for line in _cli(*command.split(), "--help").stdout.splitlines()]
+    [line] = [line for line in lines if line.startswith(start[:40])]
+    assert line.startswith(start)  # was broken where the docstring's source line ended

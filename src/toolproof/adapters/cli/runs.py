@@ -417,6 +417,17 @@ def list_command(
         out_console.print(f"  {escape(row['task'] or '(no readable spec)')}", style="dim")
 
 
+_SHOW_HELP = (
+    "Show a run's claims with their cited snippets (or, without claims, its tool calls).\n\n"
+    "An agent run with model turns is a timeline: each model turn, the tool calls after it, "
+    "then the answer with each citation and its bytes. The run is verified first and the "
+    "verdict printed first (in --json: verification); exit 2 when it fails. The trace is "
+    "read as it comes, in memory bounded by --limit: past it, calls are counted "
+    "(calls_total and timeline_total in --json), not shown."
+)
+"""``toolproof show --help``: plain text, a paragraph a line (Typer keeps a docstring's breaks)."""
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run``, ``verify``, ``replay``, ``diff``, ``show`` and ``runs list`` to ``app``."""
     for name, command in (
@@ -426,5 +437,6 @@ def register(app: typer.Typer) -> None:
         ("diff", _diff),
         ("show", show_command),
     ):
-        app.command(name, cls=ToolproofCommand, epilog=docs_epilog("runs.md"))(command)
+        plain = _SHOW_HELP if name == "show" else None  # None: the docstring
+        app.command(name, cls=ToolproofCommand, epilog=docs_epilog("runs.md"), help=plain)(command)
     app.add_typer(runs_app, name="runs")

@@ -44,7 +44,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(sessions_app, name="sessions")
 
 
-@sessions_app.command("list", cls=ToolproofCommand, epilog=_DOC)
+_LIST_HELP = (
+    "List the unfinished sessions under ROOT/sessions, with their cut calls.\n\n"
+    "A session whose run was committed before a kill kept its directory shows as "
+    "'committed RUN'; a directory there that is not a session (no session.json, or one that "
+    "is not a JSON object) shows as 'not a session: REASON' (not_sessions in --json)."
+)
+"""``sessions list --help``: plain text, a paragraph a line (Typer keeps a docstring's breaks)."""
+
+
+@sessions_app.command("list", cls=ToolproofCommand, epilog=_DOC, help=_LIST_HELP)
 def list_sessions(root: Path = RootOption, as_json: bool = JsonOption) -> None:
     """List the unfinished sessions under ROOT/sessions, with their cut calls.
 
