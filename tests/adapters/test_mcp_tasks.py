@@ -24,7 +24,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_tasks_support import TASKS, CreatedTask, TasksClientExtension, poll, task_request
+from mcp_tasks_support import TASKS, CreatedTask, TasksClientExtension, alive, poll, task_request
 from serve_helpers import free_port, spawn
 
 from toolproof import load_toolset
@@ -82,15 +82,6 @@ def config(tmp_path: Path) -> Path:
     path = tmp_path / "toolproof.toml"
     path.write_text(TOML, encoding="utf-8")
     return path
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (not zombie) process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
 
 
 async def wait_pid(marker: Path) -> int:

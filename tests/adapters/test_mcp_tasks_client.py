@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client
+from mcp_tasks_support import alive
 
 from toolproof import load_toolset
 from toolproof.adapters.mcp.server import build_server
@@ -60,14 +61,6 @@ def upstream(tmp_path: Path) -> Path:
     path = tmp_path / "upstream.toml"
     path.write_text(UPSTREAM_TOML, encoding="utf-8")
     return path
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
 
 
 def test_the_sdk_client_with_mcp_tasks_resolves_a_task(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as types
@@ -81,3 +82,12 @@ class TasksClientExtension(ClientExtension):
 
     def claims(self) -> Sequence[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=_resolve)]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) process: a task's worker, say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
