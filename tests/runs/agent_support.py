@@ -12,6 +12,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import toolproof
+from toolproof.identity import canonical_json, digest
+from toolproof.runs.recorder import ModelExchange
+from toolproof.runs.turns import exchange_key
 
 AgentCode = Callable[[toolproof.Session], Coroutine[Any, Any, None]]
 
@@ -65,3 +68,16 @@ def out_of_order_agent(asked: list[int], outputs: list[str], then: str | None = 
         session.answer(outputs[-1])
 
     return agent
+
+
+HTTP_URL = "http://127.0.0.1:8031/v1/chat/completions"
+"""The URL a scripted HTTP model turn names (nothing is asked of it)."""
+
+
+def http_turn(n: int) -> ModelExchange:
+    """A scripted HTTP model turn: question ``q<n>``, answer ``a<n>``, keyed as recorded."""
+    body = canonical_json({"model": "m", "messages": [{"role": "user", "content": f"q{n}"}]})
+    answer = canonical_json({"choices": [{"message": {"content": f"a{n}"}}]})
+    detail = {"method": "POST", "url": HTTP_URL, "status": 200}
+    key = digest(exchange_key("http", body, detail))
+    return ModelExchange("http", f"POST {HTTP_URL}", body, answer, key, detail=detail)

@@ -11,26 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_support import AgentCode
+from agent_support import AgentCode, http_turn
 from runs_support import fetch_toolset
 
 import toolproof as tp
 from toolproof.contract.forks import ForkedFrom
-from toolproof.identity import canonical_json, digest
 from toolproof.runs.chain import verify_chain
-from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key
 from toolproof.verify.verifier import verify_run
-
-URL = "http://127.0.0.1:8031/v1/chat/completions"
-
-
-def _turn(n: int) -> ModelExchange:
-    body = canonical_json({"model": "m", "messages": [{"role": "user", "content": f"q{n}"}]})
-    answer = canonical_json({"choices": [{"message": {"content": f"a{n}"}}]})
-    detail = {"method": "POST", "url": URL, "status": 200}
-    key = digest(exchange_key("http", body, detail))
-    return ModelExchange("http", f"POST {URL}", body, answer, key, detail=detail)
 
 
 def agent(changed: int | None = None, asked: list[int] | None = None) -> AgentCode:
@@ -39,7 +27,7 @@ def agent(changed: int | None = None, asked: list[int] | None = None) -> AgentCo
     async def run(session: tp.Session) -> None:
         for i in range(3):
             await session.call("fetch", {"i": 100 if i == changed else i})
-            exchange = _turn(i)
+            exchange = http_turn(i)
             key = exchange_key("http", exchange.request, exchange.detail)
             if session.known_turn("http", key) is None:  # live: ask, then record
                 (asked if asked is not None else []).append(i)

@@ -15,34 +15,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agent_support import http_turn
 from cli_support import toolproof
 from runs_support import fetch_toolset
 
 import toolproof as tp
 from toolproof.adapters.session_runs import AgentReplay
 from toolproof.errors import ReplayRefused
-from toolproof.identity import canonical_json, digest
 from toolproof.runs.chain import verify_chain
-from toolproof.runs.recorder import ModelExchange
 from toolproof.runs.turns import exchange_key
 
-URL = "http://127.0.0.1:8031/v1/chat/completions"
 STEPS = 3  # 3 calls and 3 turns: 6 steps, 3 segments of 2
-
-
-def _turn(n: int) -> ModelExchange:
-    body = canonical_json({"model": "m", "messages": [{"role": "user", "content": f"q{n}"}]})
-    answer = canonical_json({"choices": [{"message": {"content": f"a{n}"}}]})
-    detail = {"method": "POST", "url": URL, "status": 200}
-    key = digest(exchange_key("http", body, detail))
-    return ModelExchange("http", f"POST {URL}", body, answer, key, detail=detail)
 
 
 async def agent(session: tp.Session, *, changed: int | None = None) -> None:
     """Call ``fetch(i)`` then ask the model ``q<i>``, for each i; ``changed``: that call differs."""
     for i in range(STEPS):
         await session.call("fetch", {"i": 100 if i == changed else i})
-        exchange = _turn(i)
+        exchange = http_turn(i)
         if session.frozen:
             key = exchange_key("http", exchange.request, exchange.detail)
             assert session.serve_turn("http", key).response == exchange.response
@@ -114,7 +104,7 @@ def test_an_agent_that_stops_early_is_refused_in_the_next_segment(
 
     async def short(session: tp.Session) -> None:
         await session.call("fetch", {"i": 0})
-        exchange = _turn(0)
+        exchange = http_turn(0)
         session.serve_turn("http", exchange_key("http", exchange.request, exchange.detail))
         session.answer("done")
 
