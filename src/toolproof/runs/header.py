@@ -16,7 +16,7 @@ from typing import Any
 from toolproof.contract.layout import SESSION_FILE
 from toolproof.errors import InputError
 
-__all__ = ["HEADER_RULE", "header_problem", "read_header"]
+__all__ = ["HEADER_RULE", "header_problem", "read_header", "read_object"]
 
 HEADER_RULE = (
     f"{SESSION_FILE} holds a JSON object, the header its recorder writes first; replace it "
@@ -31,7 +31,7 @@ _KINDS[type(None)] = "null"
 
 def header_problem(live: Path) -> str | None:
     """Why ``live``'s ``session.json`` is no header (``not JSON``...), ``None`` when it is one."""
-    return _read(Path(live) / SESSION_FILE)[1]
+    return read_object(Path(live) / SESSION_FILE)[1]
 
 
 def read_header(live: Path) -> dict[str, Any]:
@@ -43,14 +43,18 @@ def read_header(live: Path) -> dict[str, Any]:
 
     """
     path = Path(live) / SESSION_FILE
-    value, reason = _read(path)
+    value, reason = read_object(path)
     if value is not None:
         return value
     raise InputError(f"{path}: {reason} (rule: {HEADER_RULE})", path=str(path))
 
 
-def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The header at ``path`` and ``None``, or ``None`` and why it is none."""
+def read_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The JSON object in the file ``path`` and ``None``, or ``None`` and why it is none.
+
+    The reason is one phrase: the ``OSError``'s text, ``not JSON``, or ``a JSON array,
+    not an object`` (and so on for the other JSON values). Raises nothing.
+    """
     try:
         value = json.loads(path.read_bytes())
     except OSError as exc:

@@ -20,6 +20,7 @@ from toolproof.bundle.rundir import RUNS_DIR, write_file
 from toolproof.contract.layout import MANIFEST_FILE, SESSIONS_DIR
 from toolproof.contract.runs import Manifest
 from toolproof.errors import InputError, RecordingError
+from toolproof.runs.header import read_object
 from toolproof.verify.keys import SEGMENT_FILE
 
 __all__ = ["json_object", "link_live", "link_of", "sealed_segment", "write_segment"]
@@ -27,11 +28,7 @@ __all__ = ["json_object", "link_live", "link_of", "sealed_segment", "write_segme
 
 def json_object(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``, or ``{}`` when it is missing or not one."""
-    try:
-        value = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return read_object(path)[0] or {}
 
 
 def link_of(run: Path) -> dict[str, str]:
